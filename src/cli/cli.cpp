@@ -1,0 +1,139 @@
+#include "cli/cli.hpp"
+
+#include <functional>
+#include <regex>
+
+#include <cxxopts.hpp>
+
+#include "cli/commands.hpp"
+
+namespace kjit::cli {
+namespace {
+
+struct subcommand {
+    const char* name;
+    const char* usage;  ///< positional part of the usage line
+    const char* summary;
+    bool config, compile, outputs, device;  ///< which option groups it takes
+};
+
+constexpr subcommand k_subcommands[] = {
+    {"run", "[CONFIG]", "run a config on the GPU and report every phase", true, true, true, true},
+    {"compile", "[CONFIG]", "generate and compile (no GPU needed); report compile phases", true, true, true, false},
+    {"emit", "[CONFIG]", "print the generated CUDA source", true, false, false, false},
+    {"devices", "", "list the GPUs the driver sees", false, false, false, false},
+    {"cache", "list|stats|clear|path", "inspect or clear the compile cache", false, false, false, false},
+};
+
+void print_overview(std::ostream& out) {
+    out << "kjit " KJIT_VERSION " — a runtime-compiled CUDA kernel playground\n\n"
+           "usage: kjit <command> [options]   (kjit <command> --help for its options)\n\n";
+    for (const auto& s : k_subcommands) {
+        std::string head = std::string(s.name) + " " + s.usage;
+        out << "  " << head << std::string(head.size() < 30 ? 30 - head.size() : 1, ' ') << s.summary << "\n";
+    }
+    out << "\nCONFIG defaults to the built-in configs/hidden_layer.json (n = 1,000,000, float32, fused, tanh).\n"
+           "exit codes: 0 ok, 1 failure while working (compile error, CUDA error, no GPU, check FAIL), 2 bad usage or config\n";
+}
+
+std::optional<int> parse_arch(const std::string& text) {
+    static const std::regex arch("(?:sm_)?([0-9]{2,3})");
+    std::smatch match;
+    if (!std::regex_match(text, match, arch) || std::stoi(match[1]) < 75 || std::stoi(match[1]) > 121)
+        throw error(error_kind::usage, "--arch " + text + ": expected sm_XX or XX with XX in 75..121");
+    return std::stoi(match[1]);
+}
+
+exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+    cxxopts::Options parser(std::string("kjit ") + sub.name, sub.summary);
+    parser.positional_help(sub.usage).show_positional_help();
+    parser.add_options()("h,help", "show this help");
+    if (sub.config) {
+        parser.add_options()("config", "config file (JSON)", cxxopts::value<std::string>())(
+            "set", "override a config value: KEY=VALUE, e.g. launch.block=128 or stages[2].formula=exp",
+            cxxopts::value<std::vector<std::string>>())("templates", "read kernel templates from DIR",
+                                                        cxxopts::value<std::string>(), "DIR");
+        parser.parse_positional({"config"});
+    }
+    if (sub.compile) {
+        parser.add_options()("arch", "compile for sm_XX (compile: default the config's or sm_90; run: the GPU's)",
+                             cxxopts::value<std::string>(), "sm_XX")(
+            "cache-dir", "cache directory (default $KJIT_CACHE_DIR, $XDG_CACHE_HOME/kjit or ~/.cache/kjit)",
+            cxxopts::value<std::string>(), "DIR")("no-cache", "compile, and neither read nor write the cache")(
+            "refresh", "compile, and replace the cache entry");
+    }
+    if (sub.outputs) {
+        parser.add_options()("json", "write the record(s) as JSON to FILE", cxxopts::value<std::string>(), "FILE")(
+            "csv", "write the record(s) as CSV to FILE", cxxopts::value<std::string>(), "FILE");
+    }
+    if (sub.device) parser.add_options()("device", "GPU index", cxxopts::value<int>()->default_value("0"), "N");
+    if (std::string(sub.name) == "cache") {
+        parser.add_options()("action", "list | stats | clear | path", cxxopts::value<std::string>())(
+            "cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR");
+        parser.parse_positional({"action"});
+    }
+
+    cxxopts::ParseResult args;
+    try {
+        args = parser.parse(argc, argv);
+    } catch (const cxxopts::exceptions::exception& e) {
+        throw error(error_kind::usage, std::string(sub.name) + ": " + e.what() + " (see kjit " + sub.name + " --help)");
+    }
+    if (args.count("help")) {
+        out << parser.help();
+        return exit_status::ok;
+    }
+    if (!args.unmatched().empty())
+        throw error(error_kind::usage, std::string(sub.name) + ": unexpected argument '" + args.unmatched().front() + "'");
+
+    options o;
+    auto text = [&](const char* key, std::string& into) {
+        if (args.count(key)) into = args[key].as<std::string>();
+    };
+    text("config", o.config_path);
+    text("templates", o.templates_dir);
+    text("cache-dir", o.cache_dir);
+    text("json", o.json_path);
+    text("csv", o.csv_path);
+    text("action", o.cache_action);
+    if (args.count("set")) o.sets = args["set"].as<std::vector<std::string>>();
+    if (args.count("arch")) o.arch = parse_arch(args["arch"].as<std::string>());
+    if (args.count("device")) o.device = args["device"].as<int>();
+    o.no_cache = sub.compile && args.count("no-cache") > 0;
+    o.refresh = sub.compile && args.count("refresh") > 0;
+    if (o.no_cache && o.refresh) throw error(error_kind::usage, "--no-cache and --refresh exclude each other");
+
+    const std::string name = sub.name;
+    if (name == "emit") return cmd_emit(o, out);
+    if (name == "compile") return cmd_compile(o, out, err);
+    if (name == "run") return cmd_run(o, out, err);
+    if (name == "devices") return cmd_devices(out);
+    return cmd_cache(o, out);
+}
+
+}  // namespace
+
+exit_status run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+    try {
+        if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+            std::string(argv[1]) == "help") {
+            print_overview(argc < 2 ? err : out);
+            return argc < 2 ? exit_status::usage : exit_status::ok;
+        }
+        if (std::string(argv[1]) == "--version") {
+            out << "kjit " KJIT_VERSION "\n";
+            return exit_status::ok;
+        }
+        for (const auto& sub : k_subcommands)
+            if (argv[1] == std::string(sub.name)) return dispatch(sub, argc - 1, argv + 1, out, err);
+        throw error(error_kind::usage, std::string("unknown command '") + argv[1] + "' (see kjit --help)");
+    } catch (const error& e) {
+        err << "kjit: " << e.what() << "\n";
+        return exit_status_for(e.kind());
+    } catch (const std::exception& e) {  // a bug or an exhausted resource: still one clear line
+        err << "kjit: internal error: " << e.what() << "\n";
+        return exit_status::failure;
+    }
+}
+
+}  // namespace kjit::cli

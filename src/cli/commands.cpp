@@ -1,0 +1,135 @@
+#include "cli/commands.hpp"
+
+#include <iomanip>
+#include <iostream>
+
+#include "codegen/codegen.hpp"
+#include "config/config.hpp"
+#include "cuda/cuda_gpu.hpp"
+#include "report/files.hpp"
+#include "report/table.hpp"
+#include "run/runner.hpp"
+#include "util/units.hpp"
+
+namespace kjit::cli {
+namespace {
+
+struct loaded_config {
+    config::pipeline pipeline;
+    std::string source;
+};
+
+loaded_config load(const options& o) {
+    config::document doc = config::load_document(o.config_path);
+    for (const auto& assignment : o.sets) config::apply_override(doc, assignment);
+    if (o.arch) config::set_path(doc.json, "compile.arch", *o.arch, "--arch");
+    config::pipeline p = config::from_json(doc);
+    return {std::move(p), doc.source};
+}
+
+codegen::template_set templates(const options& o) {
+    return o.templates_dir.empty() ? codegen::template_set::embedded()
+                                   : codegen::template_set::from_directory(o.templates_dir);
+}
+
+jit::disk_cache cache_for(const options& o) {
+    return jit::disk_cache(o.cache_dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(o.cache_dir));
+}
+
+jit::cache_mode cache_mode(const options& o) {
+    return o.no_cache ? jit::cache_mode::off : o.refresh ? jit::cache_mode::refresh : jit::cache_mode::use;
+}
+
+void write_outputs(const options& o, const std::vector<report::record>& records) {
+    if (!o.json_path.empty()) report::write_json(o.json_path, records);
+    if (!o.csv_path.empty()) report::write_csv(o.csv_path, records);
+}
+
+}  // namespace
+
+exit_status cmd_emit(const options& o, std::ostream& out) {
+    const auto cfg = load(o);
+    out << codegen::generate(cfg.pipeline, templates(o)).source;
+    return exit_status::ok;
+}
+
+exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) {
+    const auto cfg = load(o);
+    const auto tmpl = templates(o);
+    jit::disk_cache cache = cache_for(o);
+    report::record rec = run::new_record("compile", cfg.pipeline, cfg.source);
+    const int arch = cfg.pipeline.compile.arch.value_or(90);
+    (void)run::build_variant(cfg.pipeline, arch, {tmpl, &cache, cache_mode(o)}, rec);
+    if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
+    report::print_record(out, rec);
+    write_outputs(o, {rec});
+    return exit_status::ok;
+}
+
+exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
+    const auto cfg = load(o);
+    const auto tmpl = templates(o);
+    jit::disk_cache cache = cache_for(o);
+    const cuda::probe_result driver = cuda::probe_driver();
+    if (driver.state != cuda::availability::ok)
+        throw error(error_kind::driver, "no GPU to run on (" + std::string(cuda::to_string(driver.state)) + "): " +
+                                            driver.detail + "; `kjit compile` works without one");
+    report::record rec = run::new_record("run", cfg.pipeline, cfg.source);
+    rec.set(report::phase::driver_init, driver.init_ms);
+    cuda::open_times opened;
+    auto gpu = cuda::open_gpu(driver, o.device, opened);
+    rec.set(report::phase::context, opened.context_ms);
+    run::run_variant(cfg.pipeline, *gpu, {tmpl, &cache, cache_mode(o)}, rec);
+    if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
+    report::print_record(out, rec);
+    write_outputs(o, {rec});
+    if (rec.status == "FAIL") {
+        err << "kjit: FAIL: " << rec.check->mismatches << " of " << cfg.pipeline.n
+            << " elements outside tolerance; first: " << rec.check->first_bad << "\n";
+        return exit_status::failure;
+    }
+    return exit_status::ok;
+}
+
+exit_status cmd_devices(std::ostream& out) {
+    const cuda::probe_result driver = cuda::probe_driver();
+    if (driver.state != cuda::availability::ok)
+        throw error(error_kind::driver, std::string("no GPU (") + cuda::to_string(driver.state) + "): " + driver.detail);
+    out << "driver: " << driver.detail << " (" << driver.api->library << ")\n";
+    for (const auto& d : cuda::list_devices(driver)) {
+        out << "  [" << d.index << "] " << d.name << "  sm_" << d.arch << ", " << d.sm_count << " SMs, "
+            << units::bytes(static_cast<double>(d.memory_bytes)) << ", L2 " << units::bytes(static_cast<double>(d.l2_bytes))
+            << ", SM clock " << d.clock_mhz << " MHz, memory clock " << d.memory_clock_mhz << " MHz × "
+            << d.memory_bus_bits << " bit\n";
+    }
+    return exit_status::ok;
+}
+
+exit_status cmd_cache(const options& o, std::ostream& out) {
+    jit::disk_cache cache = cache_for(o);
+    const std::string& action = o.cache_action;
+    if (action == "path") {
+        out << cache.entries_dir().string() << "\n";
+    } else if (action == "list" || action == "stats") {
+        const auto entries = cache.list();
+        std::uintmax_t total = 0;
+        for (const auto& e : entries) {
+            total += e.bytes;
+            if (action == "list")
+                out << e.key.substr(0, 12) << "  " << std::setw(10) << std::left << e.meta.value("arch", "?") << " "
+                    << std::setw(21) << e.meta.value("created", "?") << " " << std::setw(11)
+                    << units::bytes(static_cast<double>(e.bytes)) << e.meta.value("label", e.meta.value("problem", "")) << "\n";
+        }
+        if (action == "stats" || entries.empty())
+            out << entries.size() << " entries, " << units::bytes(static_cast<double>(total)) << " in "
+                << cache.entries_dir().string() << "\n";
+    } else if (action == "clear") {
+        out << "removed " << cache.clear() << " entries from " << cache.root().string() << "\n";
+    } else {
+        throw error(error_kind::usage, "cache: expected list, stats, clear or path" +
+                                           (action.empty() ? std::string() : ", got '" + action + "'"));
+    }
+    return exit_status::ok;
+}
+
+}  // namespace kjit::cli

@@ -1,0 +1,31 @@
+// One handler per subcommand, over options already parsed. Internal to the CLI.
+#pragma once
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace kjit::cli {
+
+struct options {
+    std::string config_path;  ///< empty: the embedded configs/hidden_layer.json
+    std::vector<std::string> sets;
+    std::string templates_dir;
+    std::string cache_dir;
+    bool no_cache = false;
+    bool refresh = false;
+    std::optional<int> arch;
+    std::string json_path, csv_path;
+    int device = 0;
+    std::string cache_action;  ///< list | stats | clear | path
+};
+
+exit_status cmd_emit(const options& o, std::ostream& out);
+exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err);
+exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err);
+exit_status cmd_devices(std::ostream& out);
+exit_status cmd_cache(const options& o, std::ostream& out);
+
+}  // namespace kjit::cli

@@ -1,0 +1,49 @@
+// Pipeline → CUDA C++ source, rendered from the mustache templates in kernel_templates/ (embedded
+// at build time, or read from --templates DIR). Pure host code: no CUDA headers, no GPU.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace kjit::codegen {
+
+/// The kernel templates in use and where they came from (for messages and reports).
+struct template_set {
+    std::string elementwise;  ///< elementwise.cu.mustache
+    std::string copy;         ///< copy.cu.mustache (the bandwidth probe)
+    std::string origin;       ///< "embedded" or the directory
+
+    [[nodiscard]] static template_set embedded();
+    /// Reads DIR/elementwise.cu.mustache and DIR/copy.cu.mustache; a missing file is a usage error.
+    [[nodiscard]] static template_set from_directory(const std::filesystem::path& dir);
+};
+
+/// One kernel of the generated program: its extern "C" name, the buffers it reads (in parameter
+/// order, then `out` and `n`), and the buffer it writes.
+struct kernel_plan {
+    std::string name;
+    std::vector<std::string> reads;
+    std::string writes;
+    std::string what;  ///< "stages[1]: weigh" or "normalize → weigh → activate"
+};
+
+struct generated_source {
+    std::string source;
+    std::vector<kernel_plan> kernels;      ///< in launch order
+    std::vector<std::string> temporaries;  ///< intermediate buffers (separate stages only)
+    int vector_width = 1;
+};
+
+/// Name of the buffer that holds the pipeline's result.
+inline constexpr const char* k_output_buffer = "out";
+
+/// Renders the source for one variant. Throws kjit::error(config) when a user template is broken.
+[[nodiscard]] generated_source generate(const config::pipeline& p, const template_set& templates);
+
+/// The copy kernel used to measure the device's bandwidth ceiling.
+[[nodiscard]] std::string copy_probe_source(const template_set& templates);
+inline constexpr const char* k_copy_probe_kernel = "kjit_copy_probe";
+
+}  // namespace kjit::codegen

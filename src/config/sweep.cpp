@@ -1,0 +1,57 @@
+// Sweep expansion: the cartesian product of the "sweep" block's axes, each point validated.
+#include "config/config.hpp"
+#include "util/error.hpp"
+
+namespace kjit::config {
+
+std::vector<sweep_point> expand_sweep(const document& doc) {
+    document base = doc;
+    nlohmann::json axes = nlohmann::json::object();
+    if (base.json.is_object() && base.json.contains("sweep")) {
+        axes = base.json["sweep"];
+        base.json.erase("sweep");
+    }
+    if (!axes.is_object())
+        throw config_error(doc.source, "sweep", "expected an object of key path → list of values");
+    std::size_t total = 1;
+    for (const auto& [path, values] : axes.items()) {
+        if (!values.is_array() || values.empty())
+            throw config_error(doc.source, "sweep." + path, "expected a non-empty list of values");
+        total *= values.size();
+    }
+
+    // Validate the base first so that a mistake outside the sweep is reported once, plainly.
+    (void)from_json(base);
+
+    std::vector<sweep_point> points;
+    points.reserve(total);
+    for (std::size_t index = 0; index < total; ++index) {
+        sweep_point point;
+        point.index = index;
+        point.values = nlohmann::json::object();
+        document variant = base;
+        // The last axis varies fastest, like nested loops written in the order of the block.
+        std::size_t rest = index;
+        std::vector<std::pair<std::string, nlohmann::json>> chosen(axes.size());
+        std::size_t axis = axes.size();
+        for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+            const auto& values = it.value();
+            chosen[--axis] = {it.key(), values[rest % values.size()]};
+            rest /= values.size();
+        }
+        for (const auto& [path, value] : chosen) {
+            const std::string origin = doc.source + ": sweep." + path;
+            set_path(variant.json, path, value, origin);
+            point.values[path] = value;
+            point.label += (point.label.empty() ? "" : " ") + path + "=" +
+                           (value.is_string() ? value.get<std::string>() : value.dump());
+        }
+        variant.source = doc.source + ": sweep point " + std::to_string(index) +
+                         (point.label.empty() ? "" : " (" + point.label + ")");
+        point.pipeline = from_json(variant);
+        points.push_back(std::move(point));
+    }
+    return points;
+}
+
+}  // namespace kjit::config

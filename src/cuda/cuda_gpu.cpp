@@ -1,0 +1,196 @@
+#include "cuda/cuda_gpu.hpp"
+
+#include <chrono>
+
+#include "cuda/handles.hpp"
+#include "util/error.hpp"
+#include "util/units.hpp"
+
+namespace kjit::cuda {
+namespace {
+
+run::device_info query_device(const driver_api& api, int index, int driver_version) {
+    CUdevice device = 0;
+    api.check(api.cuDeviceGet(&device, index), "cuDeviceGet", "device " + std::to_string(index));
+    run::device_info info;
+    info.index = index;
+    info.driver_version = driver_version;
+    char name[256] = {};
+    api.check(api.cuDeviceGetName(name, sizeof name, device), "cuDeviceGetName");
+    info.name = name;
+    auto attribute = [&](CUdevice_attribute which, const char* what) {
+        int value = 0;
+        api.check(api.cuDeviceGetAttribute(&value, which, device), "cuDeviceGetAttribute", what);
+        return value;
+    };
+    info.arch = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability major") * 10 +
+                attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability minor");
+    info.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
+    info.l2_bytes = static_cast<std::size_t>(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size"));
+    info.clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "clock rate") / 1000;
+    info.memory_clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock rate") / 1000;
+    info.memory_bus_bits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "memory bus width");
+    info.max_threads_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per SM");
+    api.check(api.cuDeviceTotalMem(&info.memory_bytes, device), "cuDeviceTotalMem");
+    return info;
+}
+
+class cuda_gpu final : public run::gpu {
+public:
+    cuda_gpu(const probe_result& driver, int index, open_times& times) : m_api(driver.api) {
+        if (index < 0 || index >= driver.device_count)
+            throw error(error_kind::usage, "--device " + std::to_string(index) + ": there are " +
+                                               std::to_string(driver.device_count) + " GPU(s)");
+        m_info = query_device(*m_api, index, driver.driver_version);
+        const auto start = std::chrono::steady_clock::now();
+        CUdevice device = 0;
+        m_api->check(m_api->cuDeviceGet(&device, index), "cuDeviceGet");
+        CUcontext context = nullptr;
+        m_api->check(m_api->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
+                     "device " + std::to_string(index));
+        m_context = context_handle(context, primary_context_deleter{m_api, device});
+        m_api->check(m_api->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+        CUstream stream = nullptr;
+        m_api->check(m_api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        m_stream = stream_handle(stream, {m_api});
+        m_start = make_event();
+        m_stop = make_event();
+        m_api->check(m_api->cuStreamSynchronize(stream), "cuStreamSynchronize", "first sync");
+        times.context_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+
+    const run::device_info& device() const override { return m_info; }
+
+    run::module_id load_module(const std::string& cubin) override {
+        CUmodule module = nullptr;
+        m_api->check(m_api->cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData",
+                     units::bytes(static_cast<double>(cubin.size())) + " cubin");
+        m_modules.emplace_back(module, api_deleter<CUmodule, &driver_api::cuModuleUnload>{m_api});
+        return static_cast<run::module_id>(m_modules.size() - 1);
+    }
+
+    run::kernel_id get_kernel(run::module_id module, const std::string& name) override {
+        CUfunction function = nullptr;
+        m_api->check(m_api->cuModuleGetFunction(&function, m_modules.at(module).get(), name.c_str()),
+                     "cuModuleGetFunction", "'" + name + "'");
+        m_kernels.push_back({function, name});
+        return static_cast<run::kernel_id>(m_kernels.size() - 1);
+    }
+
+    int max_active_blocks_per_sm(run::kernel_id kernel, int block) override {
+        int blocks = 0;
+        m_api->check(m_api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m_kernels.at(kernel).function,
+                                                                         block, 0),
+                     "cuOccupancyMaxActiveBlocksPerMultiprocessor", "'" + m_kernels.at(kernel).name + "'");
+        return blocks;
+    }
+
+    run::buffer_id allocate(std::size_t bytes) override {
+        CUdeviceptr pointer = 0;
+        m_api->check(m_api->cuMemAlloc(&pointer, bytes), "cuMemAlloc", units::bytes(static_cast<double>(bytes)));
+        m_buffers.emplace_back(pointer, api_deleter<CUdeviceptr, &driver_api::cuMemFree>{m_api});
+        return static_cast<run::buffer_id>(m_buffers.size() - 1);
+    }
+
+    void release(run::buffer_id buffer) override { m_buffers.at(buffer) = {}; }
+
+    void copy_to_device(run::buffer_id buffer, const void* source, std::size_t bytes) override {
+        m_api->check(m_api->cuMemcpyHtoD(pointer(buffer), source, bytes), "cuMemcpyHtoD",
+                     units::bytes(static_cast<double>(bytes)));
+    }
+
+    void copy_to_host(void* destination, run::buffer_id buffer, std::size_t bytes) override {
+        // cuMemcpyDtoH is synchronous with respect to the legacy stream only: wait for ours first.
+        synchronize();
+        m_api->check(m_api->cuMemcpyDtoH(destination, pointer(buffer), bytes), "cuMemcpyDtoH",
+                     units::bytes(static_cast<double>(bytes)));
+    }
+
+    void fill_bytes(run::buffer_id buffer, std::uint8_t value, std::size_t bytes) override {
+        m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
+    }
+
+    void launch(run::kernel_id kernel, long long grid, int block, const std::vector<run::buffer_id>& buffers,
+                long long n) override {
+        std::vector<CUdeviceptr> pointers;
+        for (auto b : buffers) pointers.push_back(pointer(b));
+        std::vector<void*> args;
+        for (auto& p : pointers) args.push_back(&p);
+        args.push_back(&n);
+        const auto& k = m_kernels.at(kernel);
+        m_api->check(m_api->cuLaunchKernel(k.function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
+                                           1, 1, 0, m_stream.get(), args.data(), nullptr),
+                     "cuLaunchKernel", "'" + k.name + "' grid " + std::to_string(grid) + " × block " +
+                                           std::to_string(block));
+    }
+
+    void flush_l2() override {
+        if (!m_flush) {
+            // Twice the L2 size, so that nothing a kernel touched survives the memset.
+            m_flush_bytes = std::max<std::size_t>(2 * m_info.l2_bytes, 1 << 20);
+            CUdeviceptr pointer = 0;
+            m_api->check(m_api->cuMemAlloc(&pointer, m_flush_bytes), "cuMemAlloc", "L2 flush buffer");
+            m_flush = buffer_handle(pointer, {m_api});
+        }
+        m_api->check(m_api->cuMemsetD8Async(m_flush.get(), 0, m_flush_bytes, m_stream.get()), "cuMemsetD8Async",
+                     "L2 flush");
+    }
+
+    void synchronize() override { m_api->check(m_api->cuStreamSynchronize(m_stream.get()), "cuStreamSynchronize"); }
+
+    double time_ms(const std::function<void()>& enqueue) override {
+        m_api->check(m_api->cuEventRecord(m_start.get(), m_stream.get()), "cuEventRecord", "start");
+        enqueue();
+        m_api->check(m_api->cuEventRecord(m_stop.get(), m_stream.get()), "cuEventRecord", "stop");
+        m_api->check(m_api->cuEventSynchronize(m_stop.get()), "cuEventSynchronize");
+        float ms = 0;
+        m_api->check(m_api->cuEventElapsedTime(&ms, m_start.get(), m_stop.get()), "cuEventElapsedTime");
+        return ms;
+    }
+
+private:
+    struct loaded_kernel {
+        CUfunction function;
+        std::string name;
+    };
+
+    event_handle make_event() {
+        CUevent event = nullptr;
+        m_api->check(m_api->cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+        return {event, {m_api}};
+    }
+
+    CUdeviceptr pointer(run::buffer_id buffer) const {
+        const CUdeviceptr p = m_buffers.at(buffer).get();
+        if (p == 0) throw error(error_kind::driver, "internal: buffer " + std::to_string(buffer) + " was released");
+        return p;
+    }
+
+    // Member order is destruction order, reversed: everything made in the context goes before it.
+    std::shared_ptr<const driver_api> m_api;
+    run::device_info m_info;
+    context_handle m_context;
+    stream_handle m_stream;
+    event_handle m_start, m_stop;
+    std::vector<module_handle> m_modules;
+    std::vector<loaded_kernel> m_kernels;
+    std::vector<buffer_handle> m_buffers;
+    buffer_handle m_flush;
+    std::size_t m_flush_bytes = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<run::gpu> open_gpu(const probe_result& driver, int index, open_times& times) {
+    if (driver.state != availability::ok) throw error(error_kind::driver, driver.detail);
+    return std::make_unique<cuda_gpu>(driver, index, times);
+}
+
+std::vector<run::device_info> list_devices(const probe_result& driver) {
+    std::vector<run::device_info> devices;
+    for (int i = 0; i < driver.device_count; ++i)
+        devices.push_back(query_device(*driver.api, i, driver.driver_version));
+    return devices;
+}
+
+}  // namespace kjit::cuda

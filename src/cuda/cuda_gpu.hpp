@@ -1,0 +1,22 @@
+// run::gpu on a real device through the Driver API, and device listing for `kjit devices`.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "cuda/driver_api.hpp"
+#include "run/gpu.hpp"
+
+namespace kjit::cuda {
+
+/// Phase times of opening a device, for the report.
+struct open_times {
+    double context_ms = 0;  ///< primary context retain + make current + stream + first sync
+};
+
+/// Opens device `index` of a probed driver (state ok). Throws kjit::error(driver).
+[[nodiscard]] std::unique_ptr<run::gpu> open_gpu(const probe_result& driver, int index, open_times& times);
+
+/// Properties of every device the driver sees.
+[[nodiscard]] std::vector<run::device_info> list_devices(const probe_result& driver);
+
+}  // namespace kjit::cuda

@@ -1,0 +1,188 @@
+#include "cuda/driver_api.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace kjit::cuda {
+namespace {
+
+using get_proc_fn = PFN_cuGetProcAddress_v12000;
+
+/// Resolves `name` at ABI `version` (the number in its PFN_..._vNNNNN typedef). Returns the status
+/// so that a stub library (every call returns CUDA_ERROR_STUB_LIBRARY) can be recognised.
+template <class Fn>
+CUresult resolve(get_proc_fn get_proc, const char* name, int version, Fn& slot) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    const CUresult result = get_proc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+    if (result == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && fn != nullptr) {
+        slot = reinterpret_cast<Fn>(fn);
+        return CUDA_SUCCESS;
+    }
+    return result != CUDA_SUCCESS ? result : CUDA_ERROR_NOT_FOUND;
+}
+
+const char* fallback_error_name(CUresult result) {
+    switch (result) {
+        case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+        case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+        case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+        case CUDA_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY";
+        case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+        case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+        case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+        case CUDA_ERROR_NO_BINARY_FOR_GPU: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+        case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+        case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+        case CUDA_ERROR_ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+const char* to_string(availability a) {
+    switch (a) {
+        case availability::ok: return "ok";
+        case availability::no_driver_library: return "no_driver_library";
+        case availability::stub_driver: return "stub_driver";
+        case availability::insufficient_driver: return "insufficient_driver";
+        case availability::no_device: return "no_device";
+        case availability::init_failed: return "init_failed";
+    }
+    return "?";
+}
+
+std::string driver_api::describe(CUresult result) const {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (cuGetErrorName == nullptr || cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+    if (cuGetErrorString == nullptr || cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
+    if (name == nullptr) name = fallback_error_name(result);
+    std::string out = name ? name : "CUresult " + std::to_string(static_cast<int>(result));
+    if (text) out += std::string(": ") + text;
+    return out;
+}
+
+void driver_api::fail(CUresult result, const char* call, const std::string& object) const {
+    throw error(error_kind::driver,
+                std::string(call) + (object.empty() ? "" : "(" + object + ")") + " failed: " + describe(result));
+}
+
+std::vector<std::string> driver_library_names() {
+    if (const char* chosen = std::getenv("KJIT_LIBCUDA"); chosen && *chosen) return {chosen};
+    // libcuda.so.1 is what the driver installs; plain libcuda.so is usually the toolkit's stub.
+    return {"libcuda.so.1", "libcuda.so"};
+}
+
+probe_result probe_driver() {
+    const auto start = std::chrono::steady_clock::now();
+    probe_result out;
+    auto api = std::make_shared<driver_api>();
+    std::string tried;
+    for (const auto& name : driver_library_names()) {
+        api->handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (api->handle) {
+            api->library = name;
+            break;
+        }
+        const char* why = ::dlerror();
+        tried += (tried.empty() ? "" : "; ") + (why ? std::string(why) : name);
+    }
+    if (!api->handle) {
+        out.detail = "no CUDA driver: could not load libcuda (" + tried + ")";
+        return out;
+    }
+    auto get_proc = reinterpret_cast<get_proc_fn>(::dlsym(api->handle, "cuGetProcAddress_v2"));
+    if (!get_proc) {
+        out.state = availability::insufficient_driver;
+        out.detail = api->library + " has no cuGetProcAddress_v2: the driver is older than CUDA 12";
+        return out;
+    }
+    struct entry {
+        const char* name;
+        int version;
+        void** slot;
+    };
+    driver_api& a = *api;
+    // Base names with the ABI version of each one's PFN typedef in cudaTypedefs.h.
+    const std::vector<entry> table{
+        {"cuInit", 2000, reinterpret_cast<void**>(&a.cuInit)},
+        {"cuDriverGetVersion", 2020, reinterpret_cast<void**>(&a.cuDriverGetVersion)},
+        {"cuGetErrorName", 6000, reinterpret_cast<void**>(&a.cuGetErrorName)},
+        {"cuGetErrorString", 6000, reinterpret_cast<void**>(&a.cuGetErrorString)},
+        {"cuDeviceGetCount", 2000, reinterpret_cast<void**>(&a.cuDeviceGetCount)},
+        {"cuDeviceGet", 2000, reinterpret_cast<void**>(&a.cuDeviceGet)},
+        {"cuDeviceGetName", 2000, reinterpret_cast<void**>(&a.cuDeviceGetName)},
+        {"cuDeviceGetAttribute", 2000, reinterpret_cast<void**>(&a.cuDeviceGetAttribute)},
+        {"cuDeviceTotalMem", 3020, reinterpret_cast<void**>(&a.cuDeviceTotalMem)},
+        {"cuDevicePrimaryCtxRetain", 7000, reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRetain)},
+        {"cuDevicePrimaryCtxRelease", 11000, reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRelease)},
+        {"cuCtxSetCurrent", 4000, reinterpret_cast<void**>(&a.cuCtxSetCurrent)},
+        {"cuModuleLoadData", 2000, reinterpret_cast<void**>(&a.cuModuleLoadData)},
+        {"cuModuleUnload", 2000, reinterpret_cast<void**>(&a.cuModuleUnload)},
+        {"cuModuleGetFunction", 2000, reinterpret_cast<void**>(&a.cuModuleGetFunction)},
+        {"cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,
+         reinterpret_cast<void**>(&a.cuOccupancyMaxActiveBlocksPerMultiprocessor)},
+        {"cuMemAlloc", 3020, reinterpret_cast<void**>(&a.cuMemAlloc)},
+        {"cuMemFree", 3020, reinterpret_cast<void**>(&a.cuMemFree)},
+        {"cuMemcpyHtoD", 3020, reinterpret_cast<void**>(&a.cuMemcpyHtoD)},
+        {"cuMemcpyDtoH", 3020, reinterpret_cast<void**>(&a.cuMemcpyDtoH)},
+        {"cuMemsetD8Async", 3020, reinterpret_cast<void**>(&a.cuMemsetD8Async)},
+        {"cuLaunchKernel", 4000, reinterpret_cast<void**>(&a.cuLaunchKernel)},
+        {"cuStreamCreate", 2000, reinterpret_cast<void**>(&a.cuStreamCreate)},
+        {"cuStreamDestroy", 4000, reinterpret_cast<void**>(&a.cuStreamDestroy)},
+        {"cuStreamSynchronize", 2000, reinterpret_cast<void**>(&a.cuStreamSynchronize)},
+        {"cuEventCreate", 2000, reinterpret_cast<void**>(&a.cuEventCreate)},
+        {"cuEventDestroy", 4000, reinterpret_cast<void**>(&a.cuEventDestroy)},
+        {"cuEventRecord", 2000, reinterpret_cast<void**>(&a.cuEventRecord)},
+        {"cuEventSynchronize", 2000, reinterpret_cast<void**>(&a.cuEventSynchronize)},
+        {"cuEventElapsedTime", 2000, reinterpret_cast<void**>(&a.cuEventElapsedTime)},
+    };
+    for (const auto& e : table) {
+        const CUresult result = resolve(get_proc, e.name, e.version, *e.slot);
+        if (result == CUDA_ERROR_STUB_LIBRARY) {
+            out.state = availability::stub_driver;
+            out.detail = api->library + " is the toolkit's stub, not a driver (CUDA_ERROR_STUB_LIBRARY)";
+            return out;
+        }
+        if (result != CUDA_SUCCESS) {
+            out.state = availability::insufficient_driver;
+            out.detail = std::string("symbol ") + e.name + " (ABI " + std::to_string(e.version) + ") not found in " +
+                         api->library + ": driver too old?";
+            return out;
+        }
+    }
+    // cuEventElapsedTime_v2 (ABI 12080) has the same signature; prefer it where the driver has it.
+    (void)resolve(get_proc, "cuEventElapsedTime", 12080, a.cuEventElapsedTime);
+
+    const CUresult init = a.cuInit(0);
+    out.init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (init != CUDA_SUCCESS) {
+        out.state = init == CUDA_ERROR_STUB_LIBRARY       ? availability::stub_driver
+                    : init == CUDA_ERROR_NO_DEVICE         ? availability::no_device
+                    : init == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ? availability::insufficient_driver
+                                                             : availability::init_failed;
+        out.detail = "cuInit failed: " + a.describe(init) + " (" + api->library + ")";
+        return out;
+    }
+    a.check(a.cuDriverGetVersion(&out.driver_version), "cuDriverGetVersion");
+    a.check(a.cuDeviceGetCount(&out.device_count), "cuDeviceGetCount");
+    if (out.device_count == 0) {
+        out.state = availability::no_device;
+        out.detail = "the CUDA driver sees no GPU";
+        return out;
+    }
+    out.state = availability::ok;
+    out.detail = std::to_string(out.device_count) + " GPU(s), driver " + std::to_string(out.driver_version / 1000) +
+                 "." + std::to_string(out.driver_version % 1000 / 10);
+    out.api = std::move(api);
+    return out;
+}
+
+}  // namespace kjit::cuda

@@ -1,0 +1,176 @@
+#include "jit/compiler.hpp"
+
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <chrono>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "util/error.hpp"
+
+namespace kjit::jit {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point start) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+}
+
+void check_nvrtc(nvrtcResult result, const char* call) {
+    if (result != NVRTC_SUCCESS)
+        throw error(error_kind::compile, std::string(call) + " failed: " + nvrtcGetErrorString(result));
+}
+
+void check_link(nvJitLinkResult result, const char* call) {
+    if (result != NVJITLINK_SUCCESS)
+        throw error(error_kind::compile, std::string(call) + " failed: nvJitLinkResult " +
+                                             std::to_string(static_cast<int>(result)));
+}
+
+struct program_deleter {
+    void operator()(nvrtcProgram program) const noexcept { nvrtcDestroyProgram(&program); }
+};
+using program_handle = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, program_deleter>;
+
+struct link_deleter {
+    void operator()(nvJitLinkHandle handle) const noexcept { nvJitLinkDestroy(&handle); }
+};
+using link_handle = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, link_deleter>;
+
+std::vector<const char*> c_strings(const std::vector<std::string>& strings) {
+    std::vector<const char*> pointers;
+    for (const auto& s : strings) pointers.push_back(s.c_str());
+    return pointers;
+}
+
+std::string program_log(nvrtcProgram program) {
+    std::size_t size = 0;
+    check_nvrtc(nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize");
+    std::string log(size, '\0');
+    check_nvrtc(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog");
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log;
+}
+
+/// C++ → PTX. Returns false (with the log) when the source does not compile.
+bool source_to_ptx(const compile_request& request, compile_result& result) {
+    nvrtcProgram raw = nullptr;
+    check_nvrtc(nvrtcCreateProgram(&raw, request.source.c_str(), request.program_name.c_str(), 0,
+                                   nullptr, nullptr),
+                "nvrtcCreateProgram");
+    program_handle program(raw);
+    std::vector<std::string> options = request.nvrtc_options();
+    options.emplace_back("-no-cache");  // NVRTC ≥ 12.9 may serve a recompile from the driver's cache
+    const auto argv = c_strings(options);
+    const nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+    result.nvrtc_log = program_log(program.get());
+    if (compiled == NVRTC_ERROR_COMPILATION || compiled == NVRTC_ERROR_INVALID_OPTION) {
+        if (result.nvrtc_log.empty()) result.nvrtc_log = nvrtcGetErrorString(compiled);
+        return false;
+    }
+    check_nvrtc(compiled, "nvrtcCompileProgram");
+    std::size_t size = 0;
+    check_nvrtc(nvrtcGetPTXSize(program.get(), &size), "nvrtcGetPTXSize");
+    result.ptx.assign(size, '\0');
+    check_nvrtc(nvrtcGetPTX(program.get(), result.ptx.data()), "nvrtcGetPTX");
+    if (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();
+    return true;
+}
+
+std::string link_log_text(nvJitLinkHandle handle, bool errors) {
+    std::size_t size = 0;
+    check_link(errors ? nvJitLinkGetErrorLogSize(handle, &size) : nvJitLinkGetInfoLogSize(handle, &size),
+               errors ? "nvJitLinkGetErrorLogSize" : "nvJitLinkGetInfoLogSize");
+    std::string log(size, '\0');
+    if (size > 0)
+        check_link(errors ? nvJitLinkGetErrorLog(handle, log.data()) : nvJitLinkGetInfoLog(handle, log.data()),
+                   errors ? "nvJitLinkGetErrorLog" : "nvJitLinkGetInfoLog");
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log;
+}
+
+/// PTX → cubin for the real architecture (ptxas inside nvJitLink).
+bool ptx_to_cubin(const compile_request& request, compile_result& result) {
+    const auto options = request.link_options();
+    auto argv = c_strings(options);
+    nvJitLinkHandle raw = nullptr;
+    check_link(nvJitLinkCreate(&raw, static_cast<std::uint32_t>(argv.size()), argv.data()), "nvJitLinkCreate");
+    link_handle link(raw);
+    const nvJitLinkResult added = nvJitLinkAddData(link.get(), NVJITLINK_INPUT_PTX, result.ptx.data(),
+                                                  result.ptx.size(), request.program_name.c_str());
+    const nvJitLinkResult completed = added == NVJITLINK_SUCCESS ? nvJitLinkComplete(link.get()) : added;
+    result.link_log = link_log_text(link.get(), false);
+    if (completed != NVJITLINK_SUCCESS) {
+        const std::string errors = link_log_text(link.get(), true);
+        result.link_log += (result.link_log.empty() ? "" : "\n") + errors;
+        return false;
+    }
+    std::size_t size = 0;
+    check_link(nvJitLinkGetLinkedCubinSize(link.get(), &size), "nvJitLinkGetLinkedCubinSize");
+    result.cubin.assign(size, '\0');
+    check_link(nvJitLinkGetLinkedCubin(link.get(), result.cubin.data()), "nvJitLinkGetLinkedCubin");
+    return true;
+}
+
+}  // namespace
+
+std::vector<std::string> compile_request::nvrtc_options() const {
+    // compute_XX gives PTX only; nvJitLink then makes the sm_XX cubin, so the two costs are
+    // measured apart (NVRTC with sm_XX would do both in one call, about as fast in total).
+    std::vector<std::string> options{"--gpu-architecture=compute_" + std::to_string(arch), "--std=c++17"};
+    if (fast_math) options.emplace_back("--use_fast_math");
+    options.insert(options.end(), extra_options.begin(), extra_options.end());
+    return options;
+}
+
+std::vector<std::string> compile_request::link_options() const {
+    return {"-arch=sm_" + std::to_string(arch), "-verbose"};
+}
+
+compile_result compile(const compile_request& request) {
+    compile_result result;
+    const auto start = clock_type::now();
+    const bool have_ptx = source_to_ptx(request, result);
+    result.nvrtc_ms = ms_since(start);
+    if (!have_ptx) return result;
+    const auto link_start = clock_type::now();
+    result.ok = ptx_to_cubin(request, result);
+    result.ptx_to_cubin_ms = ms_since(link_start);
+    result.kernels = parse_ptxas_info(result.link_log);
+    return result;
+}
+
+std::string nvrtc_version() {
+    int major = 0, minor = 0;
+    check_nvrtc(nvrtcVersion(&major, &minor), "nvrtcVersion");
+    return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<kernel_resources> parse_ptxas_info(const std::string& log) {
+    static const std::regex entry(R"(Compiling entry function '([A-Za-z_][A-Za-z0-9_]*)')");
+    static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+    static const std::regex used(R"(Used (\d+) registers)");
+    std::vector<kernel_resources> kernels;
+    std::istringstream lines(log);
+    std::string line;
+    std::smatch match;
+    while (std::getline(lines, line)) {
+        if (std::regex_search(line, match, entry)) {
+            kernels.push_back({match[1].str()});
+        } else if (kernels.empty()) {
+            continue;
+        } else if (std::regex_search(line, match, frame)) {
+            kernels.back().stack_bytes = std::stoi(match[1]);
+            kernels.back().spill_store_bytes = std::stoi(match[2]);
+            kernels.back().spill_load_bytes = std::stoi(match[3]);
+        } else if (std::regex_search(line, match, used)) {
+            kernels.back().registers = std::stoi(match[1]);
+        }
+    }
+    return kernels;
+}
+
+}  // namespace kjit::jit

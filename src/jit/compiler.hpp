@@ -1,0 +1,53 @@
+// CUDA C++ → PTX (NVRTC) → cubin (nvJitLink), timed separately. Works with no GPU and no driver.
+// A failed compile is data (ok = false, with the log), not an exception; only a broken NVRTC or
+// nvJitLink invocation throws.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kjit::jit {
+
+struct compile_request {
+    std::string source;
+    std::string program_name = "kjit.cu";  ///< appears in NVRTC's messages: "kjit.cu(12): error"
+    int arch = 90;                          ///< real architecture: sm_<arch>
+    bool fast_math = false;
+    std::vector<std::string> extra_options;  ///< from the config, passed as given, in order
+
+    /// The NVRTC options, in a fixed order. The same list feeds NVRTC and the cache key.
+    [[nodiscard]] std::vector<std::string> nvrtc_options() const;
+    /// The nvJitLink options for PTX → cubin.
+    [[nodiscard]] std::vector<std::string> link_options() const;
+};
+
+/// What ptxas reports per kernel; -1 where the log did not say.
+struct kernel_resources {
+    std::string name;
+    int registers = -1;
+    int stack_bytes = -1;
+    int spill_store_bytes = -1;
+    int spill_load_bytes = -1;
+};
+
+struct compile_result {
+    bool ok = false;
+    std::string nvrtc_log;  ///< warnings too, fetched even on success
+    std::string link_log;   ///< ptxas' info and errors
+    std::string ptx;
+    std::string cubin;
+    double nvrtc_ms = 0;         ///< C++ → PTX
+    double ptx_to_cubin_ms = 0;  ///< PTX → SASS
+    std::vector<kernel_resources> kernels;
+};
+
+/// Compiles with NVRTC's own cache off (-no-cache), so that the times are honest cold times.
+/// Thread-safe: each call owns its program and link handles.
+[[nodiscard]] compile_result compile(const compile_request& request);
+
+/// "13.0": the NVRTC that kjit runs with (part of every cache key).
+[[nodiscard]] std::string nvrtc_version();
+
+/// Per-kernel registers, stack and spills from ptxas' verbose info log.
+[[nodiscard]] std::vector<kernel_resources> parse_ptxas_info(const std::string& log);
+
+}  // namespace kjit::jit

@@ -1,0 +1,137 @@
+#include "jit/jit.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "util/error.hpp"
+#include "util/hash.hpp"
+
+namespace kjit::jit {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+nlohmann::json kernels_to_json(const std::vector<kernel_resources>& kernels) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& k : kernels)
+        list.push_back({{"name", k.name}, {"registers", k.registers}, {"stack_bytes", k.stack_bytes},
+                        {"spill_store_bytes", k.spill_store_bytes}, {"spill_load_bytes", k.spill_load_bytes}});
+    return list;
+}
+
+std::vector<kernel_resources> kernels_from_json(const nlohmann::json& list) {
+    std::vector<kernel_resources> kernels;
+    for (const auto& k : list)
+        kernels.push_back({k.at("name"), k.at("registers"), k.at("stack_bytes"), k.at("spill_store_bytes"),
+                           k.at("spill_load_bytes")});
+    return kernels;
+}
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    return text;
+}
+
+}  // namespace
+
+std::string cache_key(const compile_request& request) {
+    field_hasher h;
+    h.add("kjit-cache").add(std::to_string(disk_cache::k_format_version)).add(KJIT_VERSION);
+    h.add(nvrtc_version()).add(std::to_string(request.arch));
+    for (const auto& option : request.nvrtc_options()) h.add(option);
+    h.add("--link--");
+    for (const auto& option : request.link_options()) h.add(option);
+    h.add(request.source);
+    return h.hex_digest();
+}
+
+std::string annotate_log(const std::string& log, const std::string& source, const std::string& program_name) {
+    std::vector<std::string> lines;
+    std::istringstream in(source);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    const std::regex location(std::regex_replace(program_name, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                              R"(\((\d+)\): (error|warning))");
+    std::set<std::size_t> shown;
+    std::ostringstream out;
+    out << log;
+    for (std::sregex_iterator it(log.begin(), log.end(), location), end; it != end; ++it) {
+        const std::size_t at = std::stoul((*it)[1]);
+        if (!shown.insert(at).second || at == 0 || at > lines.size()) continue;
+        out << "\n\ngenerated source around line " << at << ":";
+        for (std::size_t i = at > 2 ? at - 2 : 1; i <= std::min(lines.size(), at + 2); ++i)
+            out << "\n" << (i == at ? " > " : "   ") << i << " | " << lines[i - 1];
+    }
+    return out.str();
+}
+
+build_output build(const compile_request& request, disk_cache* cache, cache_mode mode, const std::string& label) {
+    build_output out;
+    out.key = cache_key(request);
+    out.cache_status = mode == cache_mode::off ? "off" : mode == cache_mode::refresh ? "refresh" : "miss";
+    const bool use_cache = cache != nullptr && mode != cache_mode::off;
+
+    bool replace = mode == cache_mode::refresh;
+    if (use_cache && mode == cache_mode::use) {
+        const auto start = std::chrono::steady_clock::now();
+        lookup_result found = cache->lookup(out.key);
+        out.lookup_ms = ms_between(start, std::chrono::steady_clock::now());
+        if (found.status == lookup_status::hit) {
+            out.cache_status = "hit";
+            out.ptx = std::move(found.entry.ptx);
+            out.cubin = std::move(found.entry.cubin);
+            out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
+            out.nvrtc_log = found.entry.meta.value("nvrtc_log", "");
+            out.link_log = found.entry.meta.value("link_log", "");
+            return out;
+        }
+        if (found.status == lookup_status::corrupt) {
+            out.cache_problem = "cache entry " + out.key + " is corrupt (" + found.problem + "); recompiled and replaced";
+            replace = true;
+        }
+    }
+
+    compile_result compiled = compile(request);
+    out.compiled = true;
+    out.nvrtc_ms = compiled.nvrtc_ms;
+    out.ptx_to_cubin_ms = compiled.ptx_to_cubin_ms;
+    out.nvrtc_log = compiled.nvrtc_log;
+    out.link_log = compiled.link_log;
+    if (!compiled.ok) {
+        const bool in_nvrtc = compiled.ptx.empty();
+        throw error(error_kind::compile,
+                    (in_nvrtc ? "NVRTC failed to compile " : "PTX → cubin failed for ") + label + ":\n" +
+                        (in_nvrtc ? annotate_log(compiled.nvrtc_log, request.source, request.program_name)
+                                  : compiled.link_log));
+    }
+    out.ptx = std::move(compiled.ptx);
+    out.cubin = std::move(compiled.cubin);
+    out.kernels = std::move(compiled.kernels);
+
+    if (use_cache) {
+        const auto start = std::chrono::steady_clock::now();
+        cache_entry entry{out.ptx, out.cubin, nlohmann::json::object()};
+        entry.meta = {{"label", label},
+                      {"created", utc_now()},
+                      {"arch", "sm_" + std::to_string(request.arch)},
+                      {"nvrtc_version", nvrtc_version()},
+                      {"nvrtc_options", request.nvrtc_options()},
+                      {"link_options", request.link_options()},
+                      {"nvrtc_ms", out.nvrtc_ms},
+                      {"ptx_to_cubin_ms", out.ptx_to_cubin_ms},
+                      {"nvrtc_log", out.nvrtc_log},
+                      {"link_log", out.link_log},
+                      {"kernels", kernels_to_json(out.kernels)}};
+        cache->store(out.key, entry, replace);
+        out.store_ms = ms_between(start, std::chrono::steady_clock::now());
+    }
+    return out;
+}
+
+}  // namespace kjit::jit

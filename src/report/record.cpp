@@ -1,0 +1,115 @@
+#include "report/record.hpp"
+
+namespace kjit::report {
+namespace {
+struct phase_names {
+    const char* column;
+    const char* title;
+};
+constexpr std::array<phase_names, k_phase_count> k_names{{
+    {"driver_init", "CUDA driver init (cuInit)"},
+    {"context", "context + stream"},
+    {"codegen", "codegen"},
+    {"cache_lookup", "cache lookup"},
+    {"nvrtc", "NVRTC: C++ → PTX"},
+    {"ptx_to_cubin", "PTX → cubin (nvJitLink)"},
+    {"cache_store", "cache store"},
+    {"module_load", "module load (cubin)"},
+    {"get_function", "get function"},
+    {"host_inputs", "host: fill inputs"},
+    {"alloc", "device alloc"},
+    {"h2d", "copy H2D"},
+    {"first_launch", "first launch (to completion)"},
+    {"d2h", "copy D2H"},
+    {"host_reference", "host: float64 reference"},
+    {"verify", "verify"},
+}};
+
+nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+}  // namespace
+
+const char* phase_name(phase p) { return k_names[static_cast<std::size_t>(p)].column; }
+const char* phase_title(phase p) { return k_names[static_cast<std::size_t>(p)].title; }
+
+std::optional<double> record::effective_bytes_per_s() const {
+    if (!kernel_cold || kernel_cold->median <= 0 || bytes_moved <= 0) return std::nullopt;
+    return bytes_moved / (kernel_cold->median * 1e-3);
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
+    std::vector<std::pair<std::string, nlohmann::json>> row{
+        {"schema_version", k_schema_version},
+        {"command", r.command},
+        {"config_source", r.config_source},
+        {"name", r.name},
+        {"variant", r.variant},
+        {"sweep_point", r.sweep_point},
+    };
+    for (const char* key : {"n", "dtype", "fusion", "formula", "block", "vector_width", "grid", "fast_math", "seed"})
+        row.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
+    row.insert(row.end(), {{"kjit_version", r.kjit_version},
+                           {"nvrtc_version", r.nvrtc_version},
+                           {"arch", r.arch},
+                           {"device_index", r.device_index < 0 ? nlohmann::json() : nlohmann::json(r.device_index)},
+                           {"device_name", r.device_name},
+                           {"driver_version", r.driver_version},
+                           {"cache", r.cache_status},
+                           {"cache_key", r.cache_key},
+                           {"cache_problem", r.cache_problem},
+                           {"ptx_bytes", r.ptx_bytes},
+                           {"cubin_bytes", r.cubin_bytes}});
+    for (std::size_t i = 0; i < k_phase_count; ++i)
+        row.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
+
+    std::string names, registers, spills;
+    for (const auto& k : r.kernels) {
+        const char* sep = names.empty() ? "" : ";";
+        names += sep + k.name;
+        registers += sep + std::to_string(k.registers);
+        spills += sep + std::to_string(k.spill_bytes);
+    }
+    row.insert(row.end(), {{"kernels", names}, {"registers", registers}, {"spill_bytes", spills},
+                           {"launch_grid", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().grid)},
+                           {"blocks_per_sm", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().blocks_per_sm)}});
+
+    auto stats = [&](const std::string& mode, const std::optional<sample_stats>& s) {
+        const auto value = [&](double sample_stats::*field) { return s ? nlohmann::json((*s).*field) : nlohmann::json(); };
+        row.emplace_back("kernel_" + mode + "_median_ms", value(&sample_stats::median));
+        row.emplace_back("kernel_" + mode + "_min_ms", value(&sample_stats::min));
+        row.emplace_back("kernel_" + mode + "_max_ms", value(&sample_stats::max));
+        row.emplace_back("kernel_" + mode + "_mean_ms", value(&sample_stats::mean));
+        row.emplace_back("kernel_" + mode + "_stdev_ms", value(&sample_stats::stdev));
+        row.emplace_back("kernel_" + mode + "_count", s ? nlohmann::json(s->count) : nlohmann::json());
+    };
+    stats("cold", r.kernel_cold);
+    stats("batch", r.kernel_batch);
+    const auto rate = r.effective_bytes_per_s();
+    row.insert(row.end(),
+               {{"bytes_moved", r.bytes_moved},
+                {"effective_gbps", rate ? nlohmann::json(*rate / 1e9) : nlohmann::json()},
+                {"elements_per_s", r.kernel_cold && r.kernel_cold->median > 0
+                                       ? nlohmann::json(r.config.value("n", 0.0) / (r.kernel_cold->median * 1e-3))
+                                       : nlohmann::json()},
+                {"copy_ceiling_gbps", r.copy_ceiling_bytes_per_s ? nlohmann::json(*r.copy_ceiling_bytes_per_s / 1e9)
+                                                                 : nlohmann::json()},
+                {"percent_of_ceiling", rate && r.copy_ceiling_bytes_per_s
+                                           ? nlohmann::json(100.0 * *rate / *r.copy_ceiling_bytes_per_s)
+                                           : nlohmann::json()}});
+    const bool checked = r.check.has_value();
+    const check_row c = r.check.value_or(check_row{});
+    auto when_checked = [&](nlohmann::json v) { return checked ? v : nlohmann::json(); };
+    row.insert(row.end(), {{"max_abs_error", when_checked(c.max_abs_error)},
+                           {"max_rel_error", when_checked(c.max_rel_error)},
+                           {"max_ulp_error", when_checked(c.max_ulp_error)},
+                           {"nan_count", when_checked(c.nan_count)},
+                           {"inf_count", when_checked(c.inf_count)},
+                           {"mismatches", when_checked(c.mismatches)},
+                           {"rtol", when_checked(c.rtol)},
+                           {"atol", when_checked(c.atol)},
+                           {"first_bad", c.first_bad},
+                           {"status", r.status},
+                           {"error", r.error}});
+    return row;
+}
+
+}  // namespace kjit::report

@@ -1,0 +1,102 @@
+// The result of compiling or running one variant, as plain data, and its flat form with stable
+// column names that the JSON and CSV writers share. Knows nothing of CUDA or of how it was measured.
+#pragma once
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kjit::report {
+
+inline constexpr const char* k_schema_version = "1.0.0";
+
+/// Every host-clock phase kjit can report, in the order they happen.
+enum class phase {
+    driver_init,     ///< dlopen libcuda + cuInit
+    context,         ///< primary context + stream + first sync
+    codegen,         ///< templates → CUDA source
+    cache_lookup,    ///< read and verify a cache entry
+    nvrtc,           ///< C++ → PTX
+    ptx_to_cubin,    ///< PTX → SASS (nvJitLink)
+    cache_store,     ///< write the entry atomically
+    module_load,     ///< cuModuleLoadData of the cubin
+    get_function,    ///< cuModuleGetFunction (lazy loading finishes here or at first launch)
+    host_inputs,     ///< kjit's own cost: fill the inputs on the host
+    alloc,           ///< device buffers
+    h2d,             ///< inputs to the device
+    first_launch,    ///< the first launch of the chain, launch to completion (host clock)
+    d2h,             ///< result back
+    host_reference,  ///< kjit's own cost: the float64 CPU pipeline
+    verify,          ///< compare with the reference
+    count_
+};
+inline constexpr std::size_t k_phase_count = static_cast<std::size_t>(phase::count_);
+[[nodiscard]] const char* phase_name(phase p);   ///< "ptx_to_cubin": column stem
+[[nodiscard]] const char* phase_title(phase p);  ///< "PTX → cubin": table label
+
+/// Summary of timed samples, in milliseconds.
+struct sample_stats {
+    std::size_t count = 0;
+    double median = 0, min = 0, max = 0, mean = 0, stdev = 0;
+};
+
+struct kernel_row {
+    std::string name;
+    int registers = -1;
+    int stack_bytes = -1;
+    int spill_bytes = -1;  ///< stores + loads
+    long long grid = 0;
+    int block = 0;
+    int blocks_per_sm = 0;  ///< occupancy API; 0 when not run
+};
+
+struct check_row {
+    bool pass = false;
+    std::size_t mismatches = 0, nan_count = 0, inf_count = 0;
+    double max_abs_error = 0, max_rel_error = 0, max_ulp_error = 0;
+    double rtol = 0, atol = 0;
+    std::string first_bad;  ///< "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048"
+};
+
+struct record {
+    std::string command;  ///< "compile" or "run"
+    std::string config_source;
+    std::string name;
+    std::string variant;  ///< config::variant_label
+    std::string sweep_point;  ///< "dtype=float64 fusion=separate", empty outside sweeps
+    nlohmann::json config = nlohmann::json::object();  ///< flat config fields: n, dtype, …
+
+    std::string kjit_version, nvrtc_version, arch;
+    std::string device_name, driver_version;
+    int device_index = -1;
+
+    std::string cache_status;  ///< hit | miss | off | refresh
+    std::string cache_key, cache_problem;
+    std::size_t ptx_bytes = 0, cubin_bytes = 0;
+
+    std::array<std::optional<double>, k_phase_count> phases{};  ///< ms; empty = did not happen
+    std::vector<kernel_row> kernels;
+
+    std::optional<sample_stats> kernel_cold;   ///< per launch of the chain, L2 flushed before each
+    std::optional<sample_stats> kernel_batch;  ///< back-to-back chains, total / count, per batch
+    double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes)
+    std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
+
+    std::optional<check_row> check;
+    std::string status = "ok";  ///< ok | PASS | FAIL | error
+    std::string error;
+
+    void set(phase p, double ms) { phases[static_cast<std::size_t>(p)] = ms; }
+    [[nodiscard]] std::optional<double> get(phase p) const { return phases[static_cast<std::size_t>(p)]; }
+    /// Derived: bytes_moved / median cold time, in bytes per second.
+    [[nodiscard]] std::optional<double> effective_bytes_per_s() const;
+};
+
+/// Column name → value, in a fixed order: every record of every command has the same columns
+/// (null where a value does not apply), so CSV and JSON from different runs line up.
+[[nodiscard]] std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r);
+
+}  // namespace kjit::report

@@ -1,0 +1,127 @@
+#include "report/table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <numeric>
+
+#include "util/units.hpp"
+
+namespace kjit::report {
+namespace {
+
+std::string fixed(double value, int digits) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+std::string sci(double value) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.3g", value);
+    return text;
+}
+
+std::string pad(const std::string& text, std::size_t width) {
+    // Count code points, not bytes, so "µs" and "→" line up.
+    std::size_t shown = 0;
+    for (unsigned char c : text) shown += (c & 0xC0) != 0x80;
+    return text + std::string(width > shown ? width - shown : 0, ' ');
+}
+
+std::string kernel_note(const kernel_row& k) {
+    std::string note = k.name;
+    if (k.registers >= 0) note += "  " + std::to_string(k.registers) + " regs";
+    if (k.spill_bytes > 0) note += ", " + std::to_string(k.spill_bytes) + " B spilled";
+    if (k.stack_bytes > 0) note += ", " + std::to_string(k.stack_bytes) + " B stack";
+    if (k.grid > 0)
+        note += "  grid " + std::to_string(k.grid) + " × " + std::to_string(k.block) + " (" +
+                std::to_string(k.blocks_per_sm) + " blocks/SM resident)";
+    return note;
+}
+
+}  // namespace
+
+void print_record(std::ostream& out, const record& r) {
+    out << "kjit " << r.command << " · " << r.name << " (" << r.config_source << ")\n";
+    out << "  variant  " << r.variant << "\n";
+    if (!r.device_name.empty())
+        out << "  device   " << r.device_name << " [" << r.device_index << "], driver " << r.driver_version << "\n";
+    out << "  compile  " << r.arch << ", NVRTC " << r.nvrtc_version << ", cache " << r.cache_status
+        << (r.cache_key.empty() ? "" : " (" + r.cache_key.substr(0, 12) + "…)") << ", PTX "
+        << units::bytes(static_cast<double>(r.ptx_bytes)) << ", cubin " << units::bytes(static_cast<double>(r.cubin_bytes))
+        << "\n";
+    if (!r.cache_problem.empty()) out << "  warning  " << r.cache_problem << "\n";
+    for (const auto& k : r.kernels) out << "  kernel   " << kernel_note(k) << "\n";
+
+    double total = 0;
+    for (const auto& ms : r.phases) total += ms.value_or(0);
+    out << "\n  " << pad("phase", 34) << pad("time", 12) << "share\n";
+    for (std::size_t i = 0; i < k_phase_count; ++i) {
+        const auto ms = r.phases[i];
+        if (!ms) continue;
+        out << "  " << pad(phase_title(static_cast<phase>(i)), 34) << pad(units::duration_ms(*ms), 12)
+            << (total > 0 ? fixed(100.0 * *ms / total, 1) + " %" : "") << "\n";
+    }
+    out << "  " << pad("total of the phases above", 34) << units::duration_ms(total) << "\n";
+
+    if (r.kernel_cold || r.kernel_batch) {
+        out << "\n  " << pad("kernel time (CUDA events)", 34) << pad("median", 11) << pad("min", 11) << pad("max", 11)
+            << pad("stdev", 11) << "samples\n";
+        auto line = [&](const char* title, const std::optional<sample_stats>& s) {
+            if (!s) return;
+            out << "  " << pad(title, 34) << pad(units::duration_ms(s->median), 11) << pad(units::duration_ms(s->min), 11)
+                << pad(units::duration_ms(s->max), 11) << pad(units::duration_ms(s->stdev), 11) << s->count << "\n";
+        };
+        line("cold: L2 flushed, one chain", r.kernel_cold);
+        line("batch: back-to-back, per chain", r.kernel_batch);
+        if (const auto rate = r.effective_bytes_per_s()) {
+            out << "  throughput: " << units::bytes(r.bytes_moved) << " moved per pass → " << units::byte_rate(*rate)
+                << " effective (cold median)";
+            if (r.copy_ceiling_bytes_per_s)
+                out << ", " << fixed(100.0 * *rate / *r.copy_ceiling_bytes_per_s, 0) << " % of the measured copy ceiling ("
+                    << units::byte_rate(*r.copy_ceiling_bytes_per_s) << ")";
+            out << "; " << units::count(r.config.value("n", 0.0) / (r.kernel_cold->median * 1e-3)) << " elements/s\n";
+        }
+        if (total > 0 && r.kernel_cold)
+            out << "  the kernel itself is " << sci(100.0 * r.kernel_cold->median / total)
+                << " % of the time above: the rest is start-up, compilation, copies and checking\n";
+    }
+
+    if (r.check) {
+        const auto& c = *r.check;
+        out << "\n  check    " << (c.pass ? "PASS" : "FAIL") << "  max abs " << sci(c.max_abs_error) << ", max rel "
+            << sci(c.max_rel_error) << ", max " << sci(c.max_ulp_error) << " ulp, NaN " << c.nan_count << ", Inf "
+            << c.inf_count << ", outside tolerance " << c.mismatches << "  (allclose rtol " << sci(c.rtol) << ", atol "
+            << sci(c.atol) << ")\n";
+        if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
+    }
+    if (!r.error.empty()) out << "\n  error    " << r.error << "\n";
+}
+
+void print_summary(std::ostream& out, const std::vector<record>& records) {
+    std::vector<const record*> sorted;
+    for (const auto& r : records) sorted.push_back(&r);
+    const auto key = [](const record* r) {
+        return r->kernel_cold ? r->kernel_cold->median : std::numeric_limits<double>::infinity();
+    };
+    std::stable_sort(sorted.begin(), sorted.end(), [&](auto a, auto b) { return key(a) < key(b); });
+    out << "  " << pad("", 2) << pad("#", 5) << pad("variant", 58) << pad("cold median", 13) << pad("batch", 11)
+        << pad("GB/s", 9) << pad("compile", 11) << "status\n";
+    bool best_marked = false;
+    for (const record* r : sorted) {
+        const bool best = !best_marked && r->kernel_cold && r->status == "PASS";
+        best_marked = best_marked || best;
+        const auto rate = r->effective_bytes_per_s();
+        const double compile = r->get(phase::nvrtc).value_or(0) + r->get(phase::ptx_to_cubin).value_or(0);
+        std::string label = r->sweep_point.empty() ? r->variant : r->sweep_point;
+        if (r->config.contains("n")) label += " n=" + r->config["n"].dump();
+        out << "  " << pad(best ? "*" : "", 2) << pad(std::to_string(r - records.data()), 5) << pad(label, 58)
+            << pad(r->kernel_cold ? units::duration_ms(r->kernel_cold->median) : "-", 13)
+            << pad(r->kernel_batch ? units::duration_ms(r->kernel_batch->median) : "-", 11)
+            << pad(rate ? fixed(*rate / 1e9, 0) : "-", 9) << pad(compile > 0 ? units::duration_ms(compile) : r->cache_status, 11)
+            << r->status << (r->error.empty() ? "" : ": " + r->error.substr(0, r->error.find('\n'))) << "\n";
+    }
+}
+
+}  // namespace kjit::report

@@ -1,0 +1,17 @@
+// Terminal output: one record as a table of phases, or many (a sweep) as a summary table.
+// Reads only report::record.
+#pragma once
+#include <ostream>
+#include <vector>
+
+#include "report/record.hpp"
+
+namespace kjit::report {
+
+/// Every phase with its time and share of the whole, kernel statistics, throughput and the check.
+void print_record(std::ostream& out, const record& r);
+
+/// One line per record, sorted by median cold kernel time, the fastest marked with '*'.
+void print_summary(std::ostream& out, const std::vector<record>& records);
+
+}  // namespace kjit::report

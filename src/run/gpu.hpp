@@ -1,0 +1,60 @@
+// The narrow interface between the runner and a GPU: load a cubin, own buffers, launch, time.
+// src/cuda implements it with the Driver API; tests implement it with a fake, so the runner's
+// logic is tested on machines with no GPU. No CUDA headers here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kjit::run {
+
+struct device_info {
+    int index = 0;
+    std::string name;
+    int arch = 0;  ///< compute capability as major*10 + minor: 90 for sm_90
+    int sm_count = 0;
+    std::size_t memory_bytes = 0;
+    std::size_t l2_bytes = 0;
+    int clock_mhz = 0;
+    int memory_clock_mhz = 0;
+    int memory_bus_bits = 0;
+    int max_threads_per_sm = 0;
+    int driver_version = 0;  ///< e.g. 13000
+};
+
+using module_id = std::uint32_t;
+using kernel_id = std::uint32_t;
+using buffer_id = std::uint32_t;
+
+/// One device, one context and one stream. Calls that enqueue work return at once; copies to the
+/// host and time_ms wait. Every call that fails throws kjit::error(driver) naming the call.
+class gpu {
+public:
+    virtual ~gpu() = default;
+
+    [[nodiscard]] virtual const device_info& device() const = 0;
+
+    [[nodiscard]] virtual module_id load_module(const std::string& cubin) = 0;
+    [[nodiscard]] virtual kernel_id get_kernel(module_id module, const std::string& name) = 0;
+    /// Resident blocks per SM for `block` threads (the occupancy API).
+    [[nodiscard]] virtual int max_active_blocks_per_sm(kernel_id kernel, int block) = 0;
+
+    [[nodiscard]] virtual buffer_id allocate(std::size_t bytes) = 0;
+    virtual void release(buffer_id buffer) = 0;
+    virtual void copy_to_device(buffer_id buffer, const void* source, std::size_t bytes) = 0;
+    virtual void copy_to_host(void* destination, buffer_id buffer, std::size_t bytes) = 0;
+    virtual void fill_bytes(buffer_id buffer, std::uint8_t value, std::size_t bytes) = 0;
+
+    /// Enqueues kernel(buffers..., n) on `grid` blocks of `block` threads.
+    virtual void launch(kernel_id kernel, long long grid, int block, const std::vector<buffer_id>& buffers,
+                        long long n) = 0;
+    /// Enqueues a write over a buffer larger than L2, evicting whatever a kernel left there.
+    virtual void flush_l2() = 0;
+    virtual void synchronize() = 0;
+    /// Device time of the work `enqueue` puts on the stream, between two events; waits for it.
+    [[nodiscard]] virtual double time_ms(const std::function<void()>& enqueue) = 0;
+};
+
+}  // namespace kjit::run

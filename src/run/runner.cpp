@@ -1,0 +1,219 @@
+#include "run/runner.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "reference/reference.hpp"
+#include "run/inputs.hpp"
+#include "run/stats.hpp"
+#include "util/error.hpp"
+
+namespace kjit::run {
+namespace {
+
+using report::phase;
+
+/// Runs `work`, records its host-clock time as `which`, and prefixes any kjit::error with the
+/// phase so that "cuMemAlloc failed" reads "device alloc: cuMemAlloc(…) failed: …".
+template <class Work>
+auto timed(report::record& rec, phase which, Work&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    auto finish = [&] {
+        rec.set(which, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    };
+    try {
+        if constexpr (std::is_void_v<decltype(work())>) {
+            work();
+            finish();
+        } else {
+            auto result = work();
+            finish();
+            return result;
+        }
+    } catch (const error& e) {
+        throw error(e.kind(), std::string(report::phase_title(which)) + ": " + e.what());
+    }
+}
+
+std::string number(double value) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.9g", value);
+    return text;
+}
+
+/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)".
+std::string describe_element(std::size_t i, const reference::input_arrays& inputs,
+                             const reference::typed_array& out, double ref, const config::tolerance& tol) {
+    std::string text = "element " + std::to_string(i) + ":";
+    const char* sep = " ";
+    for (const auto& [name, array] : inputs) {
+        text += sep + name + "=" + number(array.get(i));
+        sep = ", ";
+    }
+    const double value = out.get(i);
+    text += " → out=" + number(value) + ", ref=" + number(ref) + " (|out − ref| " + number(std::fabs(value - ref)) +
+            " > atol + rtol·|ref| = " + number(tol.atol + tol.rtol * std::fabs(ref)) + ")";
+    return text;
+}
+
+}  // namespace
+
+report::record new_record(const std::string& command, const config::pipeline& p, const std::string& source) {
+    report::record rec;
+    rec.command = command;
+    rec.config_source = source;
+    rec.name = p.name;
+    rec.variant = config::variant_label(p);
+    rec.kjit_version = KJIT_VERSION;
+    std::string formula;
+    for (const auto& s : p.stages)
+        if (s.op == config::op_kind::activate) formula = config::to_string(s.formula);
+    rec.config = {{"n", p.n},
+                  {"dtype", config::to_string(p.type)},
+                  {"fusion", config::to_string(p.fuse)},
+                  {"formula", formula},
+                  {"block", p.launch.block},
+                  {"vector_width", config::effective_vector_width(p)},
+                  {"grid", p.launch.grid ? nlohmann::json(*p.launch.grid) : nlohmann::json("auto")},
+                  {"fast_math", p.compile.fast_math},
+                  {"seed", p.seed}};
+    return rec;
+}
+
+built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx, report::record& rec) {
+    built_variant built;
+    built.generated = timed(rec, phase::codegen, [&] { return codegen::generate(p, ctx.templates); });
+    jit::compile_request request;
+    request.source = built.generated.source;
+    request.program_name = p.name + ".cu";
+    request.arch = arch;
+    request.fast_math = p.compile.fast_math;
+    request.extra_options = p.compile.options;
+    built.binary = jit::build(request, ctx.cache, ctx.mode, rec.variant);
+
+    const auto& b = built.binary;
+    rec.nvrtc_version = jit::nvrtc_version();
+    rec.arch = "sm_" + std::to_string(arch);
+    rec.cache_status = b.cache_status;
+    rec.cache_key = b.key;
+    rec.cache_problem = b.cache_problem;
+    rec.ptx_bytes = b.ptx.size();
+    rec.cubin_bytes = b.cubin.size();
+    if (ctx.cache && ctx.mode == jit::cache_mode::use) rec.set(phase::cache_lookup, b.lookup_ms);
+    if (b.compiled) {
+        rec.set(phase::nvrtc, b.nvrtc_ms);
+        rec.set(phase::ptx_to_cubin, b.ptx_to_cubin_ms);
+    }
+    if (ctx.cache && b.compiled && ctx.mode != jit::cache_mode::off) rec.set(phase::cache_store, b.store_ms);
+    rec.kernels.clear();
+    for (const auto& k : built.generated.kernels) {
+        report::kernel_row row{k.name};
+        for (const auto& res : b.kernels) {
+            if (res.name != k.name) continue;
+            row.registers = res.registers;
+            row.stack_bytes = res.stack_bytes;
+            row.spill_bytes = res.spill_store_bytes < 0 ? -1 : res.spill_store_bytes + res.spill_load_bytes;
+        }
+        rec.kernels.push_back(row);
+    }
+    return built;
+}
+
+void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec) {
+    const device_info& info = device.device();
+    rec.device_index = info.index;
+    rec.device_name = info.name;
+    rec.driver_version = std::to_string(info.driver_version / 1000) + "." + std::to_string(info.driver_version % 1000 / 10);
+    const built_variant built = build_variant(p, p.compile.arch.value_or(info.arch), ctx, rec);
+    const auto& plan = built.generated.kernels;
+
+    const module_id module = timed(rec, phase::module_load, [&] { return device.load_module(built.binary.cubin); });
+    std::vector<kernel_id> kernels = timed(rec, phase::get_function, [&] {
+        std::vector<kernel_id> ids;
+        for (const auto& k : plan) ids.push_back(device.get_kernel(module, k.name));
+        return ids;
+    });
+    const int width = built.generated.vector_width;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+        auto& row = rec.kernels[i];
+        row.block = p.launch.block;
+        row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block);
+        row.grid = grid_size(p.n, p.launch.block, width, p.launch.grid,
+                             static_cast<long long>(row.blocks_per_sm) * info.sm_count);
+    }
+
+    const reference::input_arrays inputs = timed(rec, phase::host_inputs, [&] { return make_inputs(p); });
+    const std::size_t bytes = static_cast<std::size_t>(p.n) * config::element_size(p.type);
+    std::map<std::string, buffer_id> buffers;
+    timed(rec, phase::alloc, [&] {
+        for (const auto& [name, array] : inputs) buffers[name] = device.allocate(bytes);
+        for (const auto& name : built.generated.temporaries) buffers[name] = device.allocate(bytes);
+        buffers[codegen::k_output_buffer] = device.allocate(bytes);
+    });
+    timed(rec, phase::h2d, [&] {
+        for (const auto& [name, array] : inputs) device.copy_to_device(buffers.at(name), array.data(), bytes);
+        device.synchronize();
+    });
+
+    std::vector<std::vector<buffer_id>> arguments;
+    rec.bytes_moved = 0;
+    for (const auto& k : plan) {
+        std::vector<buffer_id> args;
+        for (const auto& name : k.reads) args.push_back(buffers.at(name));
+        args.push_back(buffers.at(k.writes));
+        arguments.push_back(std::move(args));
+        rec.bytes_moved += static_cast<double>((k.reads.size() + 1) * bytes);
+    }
+    auto enqueue_chain = [&] {
+        for (std::size_t i = 0; i < plan.size(); ++i)
+            device.launch(kernels[i], rec.kernels[i].grid, p.launch.block, arguments[i], p.n);
+    };
+
+    // All-ones bytes are NaN in float and double: an element no kernel wrote cannot pass the check.
+    for (const auto& name : built.generated.temporaries) device.fill_bytes(buffers.at(name), 0xFF, bytes);
+    device.fill_bytes(buffers.at(codegen::k_output_buffer), 0xFF, bytes);
+    device.synchronize();
+    // The first launch is checked: it is the result a user's first call produces, after lazy loading.
+    timed(rec, phase::first_launch, [&] {
+        enqueue_chain();
+        device.synchronize();
+    });
+    reference::typed_array out(p.type, static_cast<std::size_t>(p.n));
+    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(codegen::k_output_buffer), bytes); });
+
+    const auto expected = timed(rec, phase::host_reference, [&] { return reference::compute(p, inputs); });
+    const config::tolerance tol = p.tol.value_or(config::default_tolerance(p));
+    const auto result = timed(rec, phase::verify, [&] { return reference::compare(out, expected, tol); });
+    report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,
+                            result.max_abs_error, result.max_rel_error, result.max_ulp_error, tol.rtol, tol.atol, {}};
+    if (result.first_bad)
+        check.first_bad = describe_element(*result.first_bad, inputs, out, expected[*result.first_bad], tol);
+    rec.check = check;
+    rec.status = result.pass ? "PASS" : "FAIL";
+
+    // Timing. Cold: L2 flushed before each sample, events around one chain. Batch: events around
+    // `repeat` back-to-back chains, total / repeat, k_batches times. Warm-up first, untimed.
+    try {
+        for (int i = 0; i < p.measure.warmup; ++i) enqueue_chain();
+        device.synchronize();
+        std::vector<double> cold, batch;
+        for (int i = 0; i < p.measure.repeat; ++i) {
+            device.flush_l2();
+            cold.push_back(device.time_ms(enqueue_chain));
+        }
+        for (int b = 0; b < k_batches; ++b) {
+            batch.push_back(device.time_ms([&] {
+                                for (int i = 0; i < p.measure.repeat; ++i) enqueue_chain();
+                            }) /
+                            p.measure.repeat);
+        }
+        rec.kernel_cold = summarize(std::move(cold));
+        rec.kernel_batch = summarize(std::move(batch));
+    } catch (const error& e) {
+        throw error(e.kind(), std::string("timed launches: ") + e.what());
+    }
+    for (const auto& [name, id] : buffers) device.release(id);
+}
+
+}  // namespace kjit::run

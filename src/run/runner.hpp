@@ -1,0 +1,44 @@
+// The data path for one variant: codegen → compile-or-load → (on a GPU) load, copy, launch, time,
+// copy back, verify. Each phase's time goes into a report::record. Talks to the GPU only through
+// run::gpu, so tests drive it with a fake.
+#pragma once
+#include <string>
+
+#include "codegen/codegen.hpp"
+#include "config/config.hpp"
+#include "jit/jit.hpp"
+#include "report/record.hpp"
+#include "run/gpu.hpp"
+
+namespace kjit::run {
+
+/// What building a variant needs besides the pipeline.
+struct build_context {
+    const codegen::template_set& templates;
+    jit::disk_cache* cache = nullptr;  ///< nullptr: no cache at all
+    jit::cache_mode mode = jit::cache_mode::use;
+};
+
+struct built_variant {
+    codegen::generated_source generated;
+    jit::build_output binary;
+};
+
+/// A record with the config's fields filled in, for `command` ("compile", "run").
+[[nodiscard]] report::record new_record(const std::string& command, const config::pipeline& p,
+                                        const std::string& source);
+
+/// Codegen and compile-or-load for sm_<arch>, recorded into `rec` (phases, cache, kernels).
+/// Throws kjit::error(compile) with NVRTC's log when the source does not compile.
+[[nodiscard]] built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx,
+                                          report::record& rec);
+
+/// L2 flushes and back-to-back batches: see measure_kernel in runner.cpp.
+inline constexpr int k_batches = 10;
+
+/// Runs `p` on `device` and fills `rec`: every phase, cold and batch kernel times, the check.
+/// A result outside tolerance sets status "FAIL" (it does not throw); a CUDA failure throws
+/// kjit::error(driver) whose message starts with the phase it happened in.
+void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec);
+
+}  // namespace kjit::run

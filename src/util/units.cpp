@@ -1,0 +1,49 @@
+#include "util/units.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace kjit::units {
+namespace {
+std::string three_digits(double value, const char* unit) {
+    char text[48];
+    const char* format = std::fabs(value) >= 100 ? "%.0f %s" : std::fabs(value) >= 10 ? "%.1f %s" : "%.2f %s";
+    std::snprintf(text, sizeof text, format, value, unit);
+    return text;
+}
+
+std::string scaled(double value, double step, const char* const* names, int count) {
+    int i = 0;
+    while (i + 1 < count && std::fabs(value) >= step) {
+        value /= step;
+        ++i;
+    }
+    return three_digits(value, names[i]);
+}
+}  // namespace
+
+std::string duration_ms(double ms) {
+    if (std::isnan(ms)) return "-";
+    if (ms >= 1000) return three_digits(ms / 1000, "s");
+    if (ms >= 1) return three_digits(ms, "ms");
+    if (ms >= 1e-3) return three_digits(ms * 1e3, "µs");
+    return three_digits(ms * 1e6, "ns");
+}
+
+std::string bytes(double count) {
+    static const char* const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    if (std::fabs(count) < 1024) return std::to_string(static_cast<long long>(count)) + " B";
+    return scaled(count, 1024, names, 5);
+}
+
+std::string byte_rate(double bytes_per_s) {
+    static const char* const names[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+    return scaled(bytes_per_s, 1000, names, 5);
+}
+
+std::string count(double value) {
+    static const char* const names[] = {"", "k", "M", "G", "T"};
+    return scaled(value, 1000, names, 5);
+}
+
+}  // namespace kjit::units
