@@ -1,1 +1,2 @@
-int main(){}
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

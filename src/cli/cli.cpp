@@ -3,6 +3,9 @@
 #include <functional>
 #include <regex>
 
+// A repeated --set collects values; a value itself may hold commas (compile.options=["-a","-b"]),
+// so cxxopts must not split on them.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
 #include "cli/commands.hpp"

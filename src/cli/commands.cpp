@@ -79,7 +79,9 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     cuda::open_times opened;
     auto gpu = cuda::open_gpu(driver, o.device, opened);
     rec.set(report::phase::context, opened.context_ms);
-    run::run_variant(cfg.pipeline, *gpu, {tmpl, &cache, cache_mode(o)}, rec);
+    const run::build_context ctx{tmpl, o.no_cache ? nullptr : &cache, cache_mode(o)};
+    run::run_variant(cfg.pipeline, *gpu, ctx, rec);
+    rec.copy_ceiling_bytes_per_s = run::copy_ceiling_bytes_per_s(*gpu, ctx);
     if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
     report::print_record(out, rec);
     write_outputs(o, {rec});

@@ -137,7 +137,10 @@ generated_source generate(const config::pipeline& p, const template_set& templat
 
     mu::data data;
     data.set("name", p.name);
-    data.set("label", config::variant_label(p));
+    // Not variant_label: launch settings must not change the source, or every block size in a
+    // sweep would be compiled (and cached) again.
+    data.set("label", std::string(config::to_string(p.fuse)) + ", " + std::string(config::to_string(p.type)) +
+                          ", vector width " + std::to_string(result.vector_width));
     data.set("real", f32 ? "float" : "double");
     data.set("tanh", f32 ? "tanhf" : "tanh");
     data.set("exp", f32 ? "expf" : "exp");

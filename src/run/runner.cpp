@@ -1,6 +1,7 @@
 #include "run/runner.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -37,6 +38,7 @@ auto timed(report::record& rec, phase which, Work&& work) {
 }
 
 std::string number(double value) {
+    if (std::isnan(value)) return "nan";
     char text[40];
     std::snprintf(text, sizeof text, "%.9g", value);
     return text;

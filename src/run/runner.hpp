@@ -42,3 +42,12 @@ inline constexpr int k_batches = 10;
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec);
 
 }  // namespace kjit::run
+
+namespace kjit::run {
+
+/// The device's copy bandwidth (bytes read + written per second), measured once with kjit's own
+/// float4 copy kernel over 2 × 1 GiB, far past L2, and kept in the cache directory per device and
+/// driver. This is the ceiling a memory-bound variant is compared with.
+[[nodiscard]] double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx);
+
+}  // namespace kjit::run

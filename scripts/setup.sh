@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# From a fresh Debian machine with the CUDA toolkit to kjit's main job: installs the Debian packages
+# kjit needs when they are missing, builds, and runs the default config (the seed's hidden layer)
+# on the GPU; on a machine with no GPU it says so and compiles it instead.
+#   scripts/setup.sh            build + run        scripts/setup.sh --test   build + the test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" > /dev/null
+fi
+[ -x /usr/local/cuda/bin/nvcc ] || [ -d /usr/local/cuda/include ] || { echo "setup: the CUDA toolkit is expected in /usr/local/cuda" >&2; exit 1; }
+cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda -DKJIT_WERROR="${KJIT_WERROR:-OFF}" > /dev/null
+cmake --build build
+if [ "${1:-}" = "--test" ]; then
+    # unit + nvrtc run everywhere; gpu runs where there is a GPU and is reported as skipped elsewhere.
+    ctest --test-dir build --output-on-failure
+elif build/kjit devices > /dev/null 2>&1; then
+    build/kjit run
+else
+    echo "no GPU here ($(build/kjit devices 2>&1 | head -1)); compiling the default config instead:"
+    build/kjit compile
+fi

@@ -1,0 +1,64 @@
+#include <regex>
+
+#include "run/runner.hpp"
+#include "run/stats.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+
+namespace kjit::run {
+namespace {
+
+constexpr std::size_t k_probe_bytes = std::size_t{1} << 30;
+constexpr int k_probe_block = 256;
+constexpr int k_probe_samples = 20;
+
+double measure(gpu& device, const build_context& ctx) {
+    jit::compile_request request;
+    request.source = codegen::copy_probe_source(ctx.templates);
+    request.program_name = "kjit_copy_probe.cu";
+    request.arch = device.device().arch;
+    const auto binary = jit::build(request, ctx.cache, ctx.mode, "copy probe");
+    const kernel_id kernel = device.get_kernel(device.load_module(binary.cubin), codegen::k_copy_probe_kernel);
+    const buffer_id in = device.allocate(k_probe_bytes), out = device.allocate(k_probe_bytes);
+    device.fill_bytes(in, 0x3f, k_probe_bytes);  // real data, not zeros
+    const long long n4 = static_cast<long long>(k_probe_bytes / 16);
+    const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt,
+                                     static_cast<long long>(device.max_active_blocks_per_sm(kernel, k_probe_block)) *
+                                         device.device().sm_count);
+    const auto copy = [&] { device.launch(kernel, grid, k_probe_block, {in, out}, n4); };
+    for (int i = 0; i < 3; ++i) copy();
+    std::vector<double> samples;
+    for (int i = 0; i < k_probe_samples; ++i) samples.push_back(device.time_ms(copy));
+    device.release(in);
+    device.release(out);
+    return 2.0 * static_cast<double>(k_probe_bytes) / (summarize(std::move(samples)).median * 1e-3);
+}
+
+}  // namespace
+
+double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx) {
+    const auto& info = device.device();
+    std::filesystem::path file;
+    if (ctx.cache) {
+        const std::string name = std::regex_replace(info.name, std::regex("[^A-Za-z0-9]+"), "_");
+        file = ctx.cache->root() / "ceilings" / (name + "-driver" + std::to_string(info.driver_version) + ".json");
+        try {
+            if (std::filesystem::exists(file) && ctx.mode == jit::cache_mode::use)
+                return nlohmann::json::parse(fs::read_file(file)).at("copy_bytes_per_s").get<double>();
+        } catch (const std::exception&) {
+            // unreadable: measure again and overwrite
+        }
+    }
+    const double ceiling = measure(device, ctx);
+    if (ctx.cache) {
+        std::filesystem::create_directories(file.parent_path());
+        fs::write_file_atomic(file, nlohmann::json{{"device", info.name},
+                                                   {"driver_version", info.driver_version},
+                                                   {"copy_bytes_per_s", ceiling},
+                                                   {"bytes_each_way", k_probe_bytes}}
+                                        .dump(2));
+    }
+    return ceiling;
+}
+
+}  // namespace kjit::run

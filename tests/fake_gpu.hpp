@@ -1,0 +1,94 @@
+// A run::gpu that keeps buffers in host memory and runs "kernels" through a callback, so the
+// runner's phases, argument wiring, poisoning and failure handling are tested with no GPU.
+#pragma once
+#include <cstring>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+#include "run/gpu.hpp"
+#include "util/error.hpp"
+
+namespace kjit::testing {
+
+class fake_gpu final : public run::gpu {
+public:
+    /// Called for each launch with the kernel's name, its buffers (inputs…, output) and n.
+    std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, long long)> on_launch;
+    std::string fail_call;  ///< a method name: that call throws a driver error
+    std::vector<std::string> calls;
+    int launches = 0;
+
+    fake_gpu() {
+        m_info.name = "Fake GPU";
+        m_info.arch = 90;
+        m_info.sm_count = 4;
+        m_info.l2_bytes = 1 << 20;
+        m_info.driver_version = 13000;
+    }
+
+    const run::device_info& device() const override { return m_info; }
+    run::module_id load_module(const std::string& cubin) override {
+        record("load_module");
+        loaded_cubin = cubin;
+        return 0;
+    }
+    run::kernel_id get_kernel(run::module_id, const std::string& name) override {
+        record("get_kernel");
+        m_kernels.push_back(name);
+        return static_cast<run::kernel_id>(m_kernels.size() - 1);
+    }
+    int max_active_blocks_per_sm(run::kernel_id, int) override { return 8; }
+    run::buffer_id allocate(std::size_t bytes) override {
+        record("allocate");
+        m_buffers.emplace_back(bytes, 0);
+        return static_cast<run::buffer_id>(m_buffers.size() - 1);
+    }
+    void release(run::buffer_id id) override { m_buffers.at(id).clear(); }
+    void copy_to_device(run::buffer_id id, const void* source, std::size_t bytes) override {
+        record("copy_to_device");
+        std::memcpy(m_buffers.at(id).data(), source, bytes);
+    }
+    void copy_to_host(void* destination, run::buffer_id id, std::size_t bytes) override {
+        record("copy_to_host");
+        std::memcpy(destination, m_buffers.at(id).data(), bytes);
+    }
+    void fill_bytes(run::buffer_id id, std::uint8_t value, std::size_t bytes) override {
+        record("fill_bytes");
+        std::memset(m_buffers.at(id).data(), value, bytes);
+    }
+    void launch(run::kernel_id kernel, long long grid, int block, const std::vector<run::buffer_id>& buffers,
+                long long n) override {
+        record("launch");
+        ++launches;
+        last_grid = grid;
+        last_block = block;
+        std::vector<std::vector<unsigned char>*> args;
+        for (auto id : buffers) args.push_back(&m_buffers.at(id));
+        if (on_launch) on_launch(m_kernels.at(kernel), args, n);
+    }
+    void flush_l2() override { ++flushes; }
+    void synchronize() override {}
+    double time_ms(const std::function<void()>& enqueue) override {
+        const int before = launches;
+        enqueue();
+        return 0.001 * (launches - before);  // 1 µs per launch
+    }
+
+    std::string loaded_cubin;
+    long long last_grid = 0;
+    int last_block = 0;
+    int flushes = 0;
+
+private:
+    void record(const std::string& call) {
+        calls.push_back(call);
+        if (call == fail_call)
+            throw error(error_kind::driver, call + " failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory");
+    }
+    run::device_info m_info;
+    std::vector<std::string> m_kernels;
+    std::vector<std::vector<unsigned char>> m_buffers;
+};
+
+}  // namespace kjit::testing

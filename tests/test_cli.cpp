@@ -1,0 +1,79 @@
+// The command line, in process: exit codes 0 / 1 / 2, help, emit and cache commands.
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "helpers.hpp"
+
+using namespace kjit;
+
+namespace {
+struct result {
+    exit_status status;
+    std::string out, err;
+};
+result kjit_cli(std::vector<std::string> args) {
+    args.insert(args.begin(), "kjit");
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const auto status = cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+    return {status, out.str(), err.str()};
+}
+}  // namespace
+
+TEST_CASE("no command, unknown command and unknown option are usage errors (2)") {
+    CHECK(kjit_cli({}).status == exit_status::usage);
+    const auto unknown = kjit_cli({"frobnicate"});
+    CHECK(unknown.status == exit_status::usage);
+    CHECK(unknown.err == "kjit: unknown command 'frobnicate' (see kjit --help)\n");
+    const auto option = kjit_cli({"emit", "--bogus"});
+    CHECK(option.status == exit_status::usage);
+    CHECK(option.err.find("--help") != std::string::npos);
+}
+
+TEST_CASE("--help on every subcommand") {
+    for (const char* sub : {"run", "compile", "emit", "devices", "cache"}) {
+        CAPTURE(sub);
+        const auto r = kjit_cli({sub, "--help"});
+        CHECK(r.status == exit_status::ok);
+        CHECK(r.out.find(std::string("kjit ") + sub) != std::string::npos);
+    }
+    CHECK(kjit_cli({"--help"}).out.find("exit codes") != std::string::npos);
+}
+
+TEST_CASE("emit prints the source of the default config, and of a shipped one") {
+    const auto r = kjit_cli({"emit"});
+    CHECK(r.status == exit_status::ok);
+    CHECK(r.out.find("extern \"C\" __global__ void hidden_layer_fused(") != std::string::npos);
+    const auto seed = kjit_cli({"emit", kjit::testing::config_path("seed_vectorize.json")});
+    CHECK(seed.out.find("seed_vectorize_s2_activate") != std::string::npos);
+}
+
+TEST_CASE("bad config and bad --set exit 2 with one line naming the key") {
+    kjit::testing::temp_dir dir;
+    const auto file = (dir.path() / "bad.json").string();
+    std::ofstream(file) << R"({"name": "x", "n": 10, "inputs": {"a": {"fill": "uniform"}},
+                              "stages": [{"op": "normalize", "input": "a"}], "launch": {"block": 100}})";
+    const auto bad = kjit_cli({"emit", file});
+    CHECK(bad.status == exit_status::usage);
+    CHECK(bad.err == "kjit: " + file + ": launch.block: expected a multiple of 32 in 32..1024, got 100\n");
+
+    const auto set = kjit_cli({"emit", "--set", "stages[2].formula=fast"});
+    CHECK(set.status == exit_status::usage);
+    CHECK(set.err.find("stages[2].formula: expected one of \"builtin\", \"exp\", got \"fast\"") != std::string::npos);
+
+    CHECK(kjit_cli({"emit", "/nonexistent.json"}).status == exit_status::usage);
+    CHECK(kjit_cli({"compile", "--arch", "sm_20"}).status == exit_status::usage);
+    CHECK(kjit_cli({"compile", "--no-cache", "--refresh"}).status == exit_status::usage);
+}
+
+TEST_CASE("cache path, stats and clear on an empty cache") {
+    kjit::testing::temp_dir dir;
+    const auto path = kjit_cli({"cache", "path", "--cache-dir", dir.path().string()});
+    CHECK(path.status == exit_status::ok);
+    CHECK(path.out == (dir.path() / "v1").string() + "\n");
+    CHECK(kjit_cli({"cache", "stats", "--cache-dir", dir.path().string()}).out.rfind("0 entries", 0) == 0);
+    CHECK(kjit_cli({"cache", "clear", "--cache-dir", dir.path().string()}).out.rfind("removed 0 entries", 0) == 0);
+    CHECK(kjit_cli({"cache", "purge"}).status == exit_status::usage);
+}

@@ -1,0 +1,227 @@
+// Config parsing and validation: every rejected input gives one line naming the source, the key
+// path and what was expected.
+#include "helpers.hpp"
+
+using namespace kjit;
+using kjit::testing::error_message;
+using nlohmann::json;
+
+namespace {
+/// The error from validating the default config after `edit`; checks the one-line form.
+template <class Edit>
+std::string config_error_after(Edit edit) {
+    std::string message = error_message([&] { (void)kjit::testing::pipeline_with(edit); });
+    CHECK(message.find('\n') == std::string::npos);
+    CHECK(message.rfind("<embedded configs/hidden_layer.json>: ", 0) == 0);
+    return message;
+}
+}  // namespace
+
+TEST_CASE("the default config is the seed problem") {
+    const auto p = config::from_json(kjit::testing::default_document());
+    CHECK(p.name == "hidden_layer");
+    CHECK(p.n == 1000000);
+    CHECK(p.type == config::dtype::float32);
+    CHECK(p.fuse == config::fusion::fused);
+    REQUIRE(p.stages.size() == 3);
+    CHECK(p.stages[0].input == "greyscales");
+    CHECK(p.stages[1].by == "weights");
+    CHECK(p.stages[2].formula == config::tanh_formula::builtin);
+    CHECK(config::effective_vector_width(p) == 4);
+    CHECK_FALSE(p.launch.grid.has_value());
+}
+
+TEST_CASE("every shipped config is valid") {
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(KJIT_SOURCE_DIR) + "/configs")) {
+        CAPTURE(entry.path().string());
+        const auto doc = config::load_document(entry.path().string());
+        CHECK_FALSE(config::expand_sweep(doc).empty());
+    }
+}
+
+TEST_CASE("unknown key at the top level") {
+    const auto m = config_error_after([](json& j) { j["blok"] = 1; });
+    CHECK(m.find("blok: unknown key; expected one of") != std::string::npos);
+}
+
+TEST_CASE("unknown key in a nested object names its path") {
+    const auto m = config_error_after([](json& j) { j["launch"]["blok"] = 128; });
+    CHECK(m.find("launch.blok: unknown key; expected one of \"block\", \"vector_width\", \"grid\"") != std::string::npos);
+}
+
+TEST_CASE("wrong type") {
+    const auto m = config_error_after([](json& j) { j["n"] = "many"; });
+    CHECK(m.find("n: expected an integer in 1..") != std::string::npos);
+    CHECK(m.find("got \"many\"") != std::string::npos);
+}
+
+TEST_CASE("bad enum value lists the allowed values") {
+    const auto m = config_error_after([](json& j) { j["dtype"] = "float16"; });
+    CHECK(m.find("dtype: expected one of \"float32\", \"float64\", got \"float16\"") != std::string::npos);
+}
+
+TEST_CASE("bad tanh formula names stages[2].formula") {
+    const auto m = config_error_after([](json& j) { j["stages"][2]["formula"] = "fast"; });
+    CHECK(m.find("stages[2].formula: expected one of \"builtin\", \"exp\", got \"fast\"") != std::string::npos);
+}
+
+TEST_CASE("n must be positive") {
+    CHECK(config_error_after([](json& j) { j["n"] = 0; }).find("n: expected an integer in 1..") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["n"] = -5; }).find("got -5") != std::string::npos);
+}
+
+TEST_CASE("block must be a multiple of 32 in 32..1024") {
+    CHECK(config_error_after([](json& j) { j["launch"]["block"] = 100; }).find("launch.block: expected a multiple of 32") !=
+          std::string::npos);
+    CHECK(config_error_after([](json& j) { j["launch"]["block"] = 2048; }).find("launch.block: expected an integer in 32..1024") !=
+          std::string::npos);
+    CHECK(config_error_after([](json& j) { j["launch"]["block"] = 16; }).find("launch.block") != std::string::npos);
+}
+
+TEST_CASE("vector width must be 1, 2, 4 or auto") {
+    const auto m = config_error_after([](json& j) { j["launch"]["vector_width"] = 3; });
+    CHECK(m.find("launch.vector_width: expected 1, 2, 4 or \"auto\", got 3") != std::string::npos);
+}
+
+TEST_CASE("a stage naming an input that does not exist") {
+    const auto m = config_error_after([](json& j) { j["stages"][1]["by"] = "bias"; });
+    CHECK(m.find("stages[1].by: expected the name of an input (\"greyscales\", \"weights\")") != std::string::npos);
+    CHECK(m.find("got \"bias\"") != std::string::npos);
+}
+
+TEST_CASE("the first stage must name its input; later stages may not") {
+    CHECK(config_error_after([](json& j) { j["stages"][0].erase("input"); }).find("stages[0].input: missing") !=
+          std::string::npos);
+    CHECK(config_error_after([](json& j) { j["stages"][2]["input"] = "weights"; })
+              .find("stages[2].input: only stages[0] names an input") != std::string::npos);
+}
+
+TEST_CASE("keys that belong to another op") {
+    const auto m = config_error_after([](json& j) { j["stages"][1]["formula"] = "exp"; });
+    CHECK(m.find("stages[1].formula: only applies to op \"activate\"") != std::string::npos);
+}
+
+TEST_CASE("normalize by zero") {
+    CHECK(config_error_after([](json& j) { j["stages"][0]["scale"] = 0; }).find("stages[0].scale: expected a nonzero number") !=
+          std::string::npos);
+}
+
+TEST_CASE("input fill rules") {
+    CHECK(config_error_after([](json& j) { j["inputs"]["greyscales"]["high"] = -1; })
+              .find("inputs.greyscales.high: expected a number greater than low") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["inputs"]["greyscales"]["mean"] = 3; })
+              .find("inputs.greyscales.mean: only applies to fill") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["inputs"]["weights"]["fill"] = "gaussian"; })
+              .find("inputs.weights.fill: expected one of \"uniform\", \"normal\", \"constant\"") != std::string::npos);
+}
+
+TEST_CASE("input names must be usable as kernel parameters") {
+    CHECK(config_error_after([](json& j) { j["inputs"]["out"] = {{"fill", "constant"}, {"value", 1}}; })
+              .find("inputs.out: expected a C identifier that is not a reserved name") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["inputs"]["my-input"] = {{"fill", "constant"}, {"value", 1}}; })
+              .find("inputs.my-input") != std::string::npos);
+}
+
+TEST_CASE("arch") {
+    CHECK(config_error_after([](json& j) { j["compile"]["arch"] = "sm_20"; })
+              .find("compile.arch: expected \"auto\", \"sm_XX\" or XX") != std::string::npos);
+    CHECK(kjit::testing::pipeline_with([](json& j) { j["compile"]["arch"] = "sm_80"; }).compile.arch == 80);
+}
+
+TEST_CASE("missing required keys") {
+    CHECK(config_error_after([](json& j) { j.erase("stages"); }).find("stages: missing; expected a list of stages") !=
+          std::string::npos);
+    CHECK(config_error_after([](json& j) { j["stages"] = json::array(); }).find("stages: expected a list with at least one stage") !=
+          std::string::npos);
+}
+
+TEST_CASE("tolerance overrides the default per field") {
+    const auto p = kjit::testing::pipeline_with([](json& j) { j["tolerance"] = {{"rtol", 0.5}}; });
+    REQUIRE(p.tol.has_value());
+    CHECK(p.tol->rtol == 0.5);
+    CHECK(p.tol->atol == config::default_tolerance(p).atol);
+    CHECK(config_error_after([](json& j) { j["tolerance"] = {{"atol", -1}}; }).find("tolerance.atol") != std::string::npos);
+}
+
+TEST_CASE("default tolerances: tight for builtin tanh, absolute slack only for the exp formula") {
+    const auto builtin = config::from_json(kjit::testing::default_document());
+    const auto exp = kjit::testing::pipeline_with([](json& j) { j["stages"][2]["formula"] = "exp"; });
+    CHECK(config::default_tolerance(builtin).atol == 0);
+    CHECK(config::default_tolerance(exp).atol > 0);
+    CHECK(config::default_tolerance(exp).rtol == config::default_tolerance(builtin).rtol);
+}
+
+TEST_CASE("JSON syntax errors give line and column") {
+    const std::string text = "{\n  \"name\": \"x\",\n  \"n\": 10,,\n}";
+    const auto m = error_message([&] { (void)config::parse_document(text, "bad.json"); });
+    CHECK(m.rfind("bad.json:3:", 0) == 0);
+    CHECK(m.find("invalid JSON") != std::string::npos);
+}
+
+TEST_CASE("a missing config file is a usage error") {
+    const auto m = error_message([] { (void)config::load_document("/nonexistent/x.json"); }, error_kind::usage);
+    CHECK(m.find("/nonexistent/x.json") != std::string::npos);
+}
+
+TEST_CASE("--set overrides any field, and validation still applies") {
+    auto doc = kjit::testing::default_document();
+    config::apply_override(doc, "launch.block=128");
+    config::apply_override(doc, "stages[2].formula=exp");
+    config::apply_override(doc, "dtype=float64");
+    config::apply_override(doc, "compile.fast_math=true");
+    const auto p = config::from_json(doc);
+    CHECK(p.launch.block == 128);
+    CHECK(p.stages[2].formula == config::tanh_formula::exp);
+    CHECK(p.type == config::dtype::float64);
+    CHECK(p.compile.fast_math);
+
+    config::apply_override(doc, "launch.block=100");
+    CHECK(error_message([&] { (void)config::from_json(doc); }).find("launch.block: expected a multiple of 32") !=
+          std::string::npos);
+}
+
+TEST_CASE("--set errors name the assignment") {
+    auto doc = kjit::testing::default_document();
+    CHECK(error_message([&] { config::apply_override(doc, "launch.block"); }, error_kind::usage).find("expected KEY=VALUE") !=
+          std::string::npos);
+    const auto m = error_message([&] { config::apply_override(doc, "stages[7].formula=exp"); });
+    CHECK(m.find("--set stages[7].formula=exp: stages[7]: no such element (the list has 3)") != std::string::npos);
+    CHECK(error_message([&] { config::apply_override(doc, "launch..block=1"); }).find("expected a key path") !=
+          std::string::npos);
+}
+
+TEST_CASE("sweep: cartesian product, last axis fastest, every point validated") {
+    auto doc = kjit::testing::default_document();
+    doc.json["sweep"] = {{"dtype", {"float32", "float64"}}, {"launch.block", {128, 256, 512}}};
+    const auto points = config::expand_sweep(doc);
+    REQUIRE(points.size() == 6);
+    // nlohmann orders object keys alphabetically: dtype, then launch.block.
+    CHECK(points[0].label == "dtype=float32 launch.block=128");
+    CHECK(points[1].pipeline.launch.block == 256);
+    CHECK(points[3].pipeline.type == config::dtype::float64);
+    CHECK(points[5].label == "dtype=float64 launch.block=512");
+    CHECK(points[4].values["launch.block"] == 256);
+}
+
+TEST_CASE("sweep: a bad point is named with its index and values before anything runs") {
+    auto doc = kjit::testing::default_document();
+    doc.json["sweep"] = {{"launch.block", {128, 100}}};
+    const auto m = error_message([&] { (void)config::expand_sweep(doc); });
+    CHECK(m.find("sweep point 1 (launch.block=100): launch.block: expected a multiple of 32") != std::string::npos);
+}
+
+TEST_CASE("sweep: malformed axes") {
+    auto doc = kjit::testing::default_document();
+    doc.json["sweep"] = {{"dtype", json::array()}};
+    CHECK(error_message([&] { (void)config::expand_sweep(doc); }).find("sweep.dtype: expected a non-empty list") !=
+          std::string::npos);
+}
+
+TEST_CASE("variant labels say what was chosen") {
+    const auto p = kjit::testing::pipeline_with([](json& j) {
+        j["fusion"] = "separate";
+        j["dtype"] = "float64";
+        j["stages"][2]["formula"] = "exp";
+    });
+    CHECK(config::variant_label(p) == "separate float64 tanh=exp block=256 vec=2");
+}

@@ -1,0 +1,56 @@
+// Loading libcuda without a GPU: a missing library and the toolkit's stub are recognised, and
+// the CLI says so clearly.
+#include <cstdlib>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "cuda/driver_api.hpp"
+#include "helpers.hpp"
+
+using namespace kjit;
+
+namespace {
+/// Sets KJIT_LIBCUDA for the scope.
+struct libcuda_override {
+    explicit libcuda_override(const char* path) { ::setenv("KJIT_LIBCUDA", path, 1); }
+    ~libcuda_override() { ::unsetenv("KJIT_LIBCUDA"); }
+};
+}  // namespace
+
+TEST_CASE("no libcuda: no_driver_library, with the dlopen reason") {
+    libcuda_override chosen("/nonexistent/libcuda.so.1");
+    const auto probe = cuda::probe_driver();
+    CHECK(probe.state == cuda::availability::no_driver_library);
+    CHECK(probe.detail.find("/nonexistent/libcuda.so.1") != std::string::npos);
+    CHECK(probe.api == nullptr);
+}
+
+TEST_CASE("the toolkit's stub libcuda is not a driver") {
+    if (!std::filesystem::exists(KJIT_CUDA_STUB)) {
+        MESSAGE("skipped: no stub at " KJIT_CUDA_STUB);
+        return;
+    }
+    libcuda_override chosen(KJIT_CUDA_STUB);
+    const auto probe = cuda::probe_driver();
+    CHECK(probe.state == cuda::availability::stub_driver);
+    CHECK(probe.detail.find("stub") != std::string::npos);
+}
+
+TEST_CASE("kjit run with no driver: exit 1 and one clear line") {
+    libcuda_override chosen("/nonexistent/libcuda.so.1");
+    std::ostringstream out, err;
+    const char* argv[] = {"kjit", "run", "--set", "n=10"};
+    CHECK(cli::run(4, argv, out, err) == exit_status::failure);
+    const std::string text = err.str();
+    CHECK(text.rfind("kjit: no GPU to run on (no_driver_library)", 0) == 0);
+    CHECK(text.find("kjit compile` works without one") != std::string::npos);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+}
+
+TEST_CASE("kjit devices with no driver: exit 1") {
+    libcuda_override chosen("/nonexistent/libcuda.so.1");
+    std::ostringstream out, err;
+    const char* argv[] = {"kjit", "devices"};
+    CHECK(cli::run(2, argv, out, err) == exit_status::failure);
+    CHECK(err.str().find("no GPU (no_driver_library)") != std::string::npos);
+}

@@ -1,0 +1,153 @@
+// On a GPU: every shipped config runs and verifies, fused and separate agree, odd sizes and
+// every vector width are right, a warm run loads the cubin from the cache, and the exp formula's
+// NaN shows up as a FAIL. Where there is no usable driver or device this program says why and
+// exits 77, which CTest reports as skipped.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <cmath>
+#include <cstdio>
+
+#include "cuda/cuda_gpu.hpp"
+#include "helpers.hpp"
+#include "run/runner.hpp"
+
+using namespace kjit;
+using nlohmann::json;
+
+namespace {
+
+cuda::probe_result g_driver;
+
+struct session {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache{dir.path()};
+    codegen::template_set templates = codegen::template_set::embedded();
+    cuda::open_times times;
+    std::unique_ptr<run::gpu> device = cuda::open_gpu(g_driver, 0, times);
+
+    report::record run(const config::pipeline& p) {
+        report::record rec = run::new_record("run", p, "gpu test");
+        run::run_variant(p, *device, {templates, &cache, jit::cache_mode::use}, rec);
+        return rec;
+    }
+};
+
+config::pipeline with_measure(config::pipeline p) {
+    p.measure = {1, 5};
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped config runs on the GPU and verifies") {
+    session s;
+    for (const char* name : {"hidden_layer.json", "seed_vectorize.json", "hidden_layer_f64.json"}) {
+        CAPTURE(name);
+        const auto rec = s.run(config::from_json(config::load_document(kjit::testing::config_path(name))));
+        CHECK(rec.status == "PASS");
+        CHECK(rec.check->nan_count == 0);
+        CHECK(rec.kernel_cold->median > 0);
+        MESSAGE(name << ": cold median " << rec.kernel_cold->median * 1e3 << " us, batch "
+                     << rec.kernel_batch->median * 1e3 << " us, max ulp " << rec.check->max_ulp_error);
+    }
+}
+
+TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {
+    session s;
+    for (const char* dtype : {"float32", "float64"})
+        for (const char* formula : {"builtin", "exp"}) {
+            std::vector<double> errors;
+            for (const char* fusion : {"fused", "separate"}) {
+                CAPTURE(dtype);
+                CAPTURE(formula);
+                CAPTURE(fusion);
+                const auto rec = s.run(with_measure(kjit::testing::pipeline_with([&](json& j) {
+                    j["dtype"] = dtype;
+                    j["fusion"] = fusion;
+                    j["stages"][2]["formula"] = formula;
+                })));
+                CHECK(rec.status == "PASS");
+                errors.push_back(rec.check->max_abs_error);
+            }
+            // Same arithmetic in one kernel or three: the rounding is the same, so are the errors.
+            CHECK(errors[0] == errors[1]);
+        }
+}
+
+TEST_CASE("odd sizes and every vector width write every element correctly") {
+    session s;
+    for (long long n : {1LL, 3LL, 4097LL, 1000003LL})
+        for (int width : {1, 2, 4})
+            for (const char* dtype : {"float32", "float64"})
+                for (const char* fusion : {"fused", "separate"}) {
+                    CAPTURE(n);
+                    CAPTURE(width);
+                    CAPTURE(dtype);
+                    CAPTURE(fusion);
+                    const auto rec = s.run(with_measure(kjit::testing::pipeline_with([&](json& j) {
+                        j["n"] = n;
+                        j["launch"]["vector_width"] = width;
+                        j["dtype"] = dtype;
+                        j["fusion"] = fusion;
+                    })));
+                    CHECK(rec.status == "PASS");
+                }
+}
+
+TEST_CASE("explicit small grids still cover n (grid-stride)") {
+    session s;
+    for (long long grid : {1LL, 7LL}) {
+        CAPTURE(grid);
+        const auto rec = s.run(with_measure(kjit::testing::pipeline_with([&](json& j) {
+            j["n"] = 100003;
+            j["launch"]["grid"] = grid;
+        })));
+        CHECK(rec.status == "PASS");
+        CHECK(rec.kernels[0].grid == grid);
+    }
+}
+
+TEST_CASE("a warm run loads the cubin from the cache: no NVRTC, no PTX → cubin, fast module load") {
+    session s;
+    const auto p = with_measure(config::from_json(kjit::testing::default_document()));
+    const auto cold = s.run(p);
+    CHECK(cold.cache_status == "miss");
+    CHECK(cold.get(report::phase::nvrtc).has_value());
+    const auto warm = s.run(p);
+    CHECK(warm.cache_status == "hit");
+    CHECK_FALSE(warm.get(report::phase::nvrtc).has_value());
+    CHECK_FALSE(warm.get(report::phase::ptx_to_cubin).has_value());
+    CHECK(*warm.get(report::phase::module_load) < 1.0);
+    MESSAGE("warm module load " << *warm.get(report::phase::module_load) * 1e3 << " us, get function "
+                                << *warm.get(report::phase::get_function) * 1e3 << " us, first launch "
+                                << *warm.get(report::phase::first_launch) * 1e3 << " us");
+}
+
+TEST_CASE("the exp formula overflows to NaN for |x| >= 88.7 in float32, and kjit says FAIL") {
+    session s;
+    const auto rec = s.run(with_measure(kjit::testing::pipeline_with([](json& j) {
+        j["stages"][2]["formula"] = "exp";
+        j["stages"][0]["scale"] = 1;  // x = greyscale · weight, up to ~150
+    })));
+    CHECK(rec.status == "FAIL");
+    CHECK(rec.check->nan_count > 0);
+    CHECK(rec.check->first_bad.find("out=nan") != std::string::npos);
+    MESSAGE("exp formula, x up to ~150: " << rec.check->nan_count << " NaN of 1000000; " << rec.check->first_bad);
+}
+
+TEST_CASE("the copy ceiling is measured and plausible") {
+    session s;
+    const double ceiling = run::copy_ceiling_bytes_per_s(*s.device, {s.templates, &s.cache, jit::cache_mode::use});
+    CHECK(ceiling > 1e11);
+    CHECK(ceiling < 2e13);
+    MESSAGE("copy ceiling " << ceiling / 1e9 << " GB/s");
+}
+
+int main(int argc, char** argv) {
+    g_driver = cuda::probe_driver();
+    if (g_driver.state != cuda::availability::ok) {
+        std::printf("gpu tests skipped: %s (%s)\n", g_driver.detail.c_str(), cuda::to_string(g_driver.state));
+        return 77;
+    }
+    doctest::Context context(argc, argv);
+    return context.run();
+}

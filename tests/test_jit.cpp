@@ -1,0 +1,220 @@
+// NVRTC for real (no GPU needed): every variant compiles to PTX and cubin, compile errors carry
+// the log and the source lines, and the cache behaves across calls and processes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
+#include "codegen/codegen.hpp"
+#include "helpers.hpp"
+#include "jit/jit.hpp"
+
+using namespace kjit;
+using nlohmann::json;
+
+namespace {
+jit::compile_request request_for(const config::pipeline& p, int arch = 90) {
+    jit::compile_request r;
+    r.source = codegen::generate(p, codegen::template_set::embedded()).source;
+    r.program_name = p.name + ".cu";
+    r.arch = arch;
+    r.fast_math = p.compile.fast_math;
+    r.extra_options = p.compile.options;
+    return r;
+}
+
+/// Runs the kjit binary with `args`; returns its exit code. Output goes to `log`.
+int run_kjit(const std::vector<std::string>& args, const std::string& log) {
+    std::string command = KJIT_BINARY;
+    for (const auto& a : args) command += " '" + a + "'";
+    command += " > '" + log + "' 2>&1";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+}  // namespace
+
+TEST_CASE("every variant compiles to PTX and cubin, with registers reported per kernel") {
+    std::set<std::string> sources;
+    for (const char* fusion : {"fused", "separate"})
+        for (const char* formula : {"builtin", "exp"})
+            for (const char* dtype : {"float32", "float64"})
+                for (int width : {1, 2, 4})
+                    for (int block : {128, 256, 1024}) {
+                        const auto p = kjit::testing::pipeline_with([&](json& j) {
+                            j["fusion"] = fusion;
+                            j["stages"][2]["formula"] = formula;
+                            j["dtype"] = dtype;
+                            j["launch"]["vector_width"] = width;
+                            j["launch"]["block"] = block;
+                        });
+                        const auto request = request_for(p);
+                        // The block size is a launch parameter: it must not change the source.
+                        if (!sources.insert(request.source).second) continue;
+                        CAPTURE(config::variant_label(p));
+                        const auto result = jit::compile(request);
+                        INFO(result.nvrtc_log, result.link_log);
+                        REQUIRE(result.ok);
+                        CHECK(result.ptx.find(".visible .entry") != std::string::npos);
+                        CHECK(result.cubin.substr(1, 3) == "ELF");
+                        CHECK(result.kernels.size() == (std::string(fusion) == "fused" ? 1u : 3u));
+                        for (const auto& k : result.kernels) CHECK(k.registers > 0);
+                        CHECK(result.nvrtc_ms > 0);
+                        CHECK(result.ptx_to_cubin_ms > 0);
+                    }
+    CHECK(sources.size() == 2 * 2 * 2 * 3);
+}
+
+TEST_CASE("vector loads are 16 bytes wide in the PTX") {
+    const auto result = jit::compile(request_for(config::from_json(kjit::testing::default_document())));
+    REQUIRE(result.ok);
+    CHECK(result.ptx.find("ld.global.nc.v4.f32") != std::string::npos);
+    CHECK(result.ptx.find("st.global.v4.f32") != std::string::npos);
+}
+
+TEST_CASE("fast math and other archs") {
+    auto p = kjit::testing::pipeline_with([](json& j) { j["compile"]["fast_math"] = true; });
+    const auto request = request_for(p, 80);
+    CHECK(std::find(request.nvrtc_options().begin(), request.nvrtc_options().end(), "--use_fast_math") !=
+          request.nvrtc_options().end());
+    const auto result = jit::compile(request);
+    REQUIRE(result.ok);
+    CHECK(result.ptx.find("tanh.approx.f32") != std::string::npos);
+    CHECK(result.ptx.find(".target sm_80") != std::string::npos);
+}
+
+TEST_CASE("the copy probe compiles") {
+    jit::compile_request r;
+    r.source = codegen::copy_probe_source(codegen::template_set::embedded());
+    const auto result = jit::compile(r);
+    REQUIRE(result.ok);
+    CHECK(result.kernels.at(0).name == codegen::k_copy_probe_kernel);
+}
+
+TEST_CASE("a compile error shows NVRTC's log and the source lines, and caches nothing") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    auto request = request_for(config::from_json(kjit::testing::default_document()));
+    request.source += "\n__device__ int broken() { return undeclared_thing; }\n";
+    const auto m = kjit::testing::error_message([&] { (void)jit::build(request, &cache, jit::cache_mode::use, "v"); },
+                                                error_kind::compile);
+    CHECK(m.find("NVRTC failed to compile v") != std::string::npos);
+    CHECK(m.find("identifier \"undeclared_thing\" is undefined") != std::string::npos);
+    CHECK(m.find(" > ") != std::string::npos);
+    CHECK(m.find("return undeclared_thing;") != std::string::npos);
+    CHECK(cache.list().empty());
+
+    request = request_for(config::from_json(kjit::testing::default_document()));
+    request.extra_options = {"--no-such-option"};
+    CHECK(kjit::testing::error_message([&] { (void)jit::build(request, &cache, jit::cache_mode::use, "v"); },
+                                       error_kind::compile)
+              .find("NVRTC failed") != std::string::npos);
+    CHECK(cache.list().empty());
+}
+
+TEST_CASE("miss, then hit without compiling; --no-cache and --refresh") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto first = jit::build(request, &cache, jit::cache_mode::use, "v");
+    CHECK(first.cache_status == "miss");
+    CHECK(first.compiled);
+    const auto second = jit::build(request, &cache, jit::cache_mode::use, "v");
+    CHECK(second.cache_status == "hit");
+    CHECK_FALSE(second.compiled);
+    CHECK(second.cubin == first.cubin);
+    CHECK(second.ptx == first.ptx);
+    CHECK(second.kernels.at(0).registers == first.kernels.at(0).registers);
+
+    const auto off = jit::build(request, &cache, jit::cache_mode::off, "v");
+    CHECK(off.cache_status == "off");
+    CHECK(off.compiled);
+    const auto refreshed = jit::build(request, &cache, jit::cache_mode::refresh, "v");
+    CHECK(refreshed.compiled);
+    CHECK(cache.list().size() == 1);
+}
+
+TEST_CASE("the key changes with source, options and arch") {
+    const auto base = request_for(config::from_json(kjit::testing::default_document()));
+    auto other_arch = base;
+    other_arch.arch = 80;
+    auto fast = base;
+    fast.fast_math = true;
+    auto source = base;
+    source.source += "\n";
+    const std::set<std::string> keys{jit::cache_key(base), jit::cache_key(other_arch), jit::cache_key(fast),
+                                     jit::cache_key(source)};
+    CHECK(keys.size() == 4);
+    CHECK(jit::cache_key(base) == jit::cache_key(request_for(config::from_json(kjit::testing::default_document()))));
+}
+
+TEST_CASE("a corrupted entry is reported, recompiled and replaced") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto first = jit::build(request, &cache, jit::cache_mode::use, "v");
+    std::filesystem::resize_file(cache.entries_dir() / first.key / "program.cubin", 100);
+    const auto rebuilt = jit::build(request, &cache, jit::cache_mode::use, "v");
+    CHECK(rebuilt.compiled);
+    CHECK(rebuilt.cache_problem.find("is corrupt") != std::string::npos);
+    CHECK(rebuilt.cubin == first.cubin);
+    const auto after = jit::build(request, &cache, jit::cache_mode::use, "v");
+    CHECK(after.cache_status == "hit");
+}
+
+TEST_CASE("two processes compiling the same variant at once leave one valid entry") {
+    kjit::testing::temp_dir dir;
+    const std::string cache_dir = (dir.path() / "cache").string();
+    std::vector<pid_t> children;
+    for (int i = 0; i < 2; ++i) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            const std::string log = (dir.path() / ("log" + std::to_string(i))).string();
+            ::_exit(run_kjit({"compile", "--cache-dir", cache_dir}, log));
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    jit::disk_cache cache(cache_dir);
+    const auto entries = cache.list();
+    REQUIRE(entries.size() == 1);
+    CHECK(cache.lookup(entries[0].key).status == jit::lookup_status::hit);
+    std::size_t items = 0;
+    for ([[maybe_unused]] const auto& item : std::filesystem::directory_iterator(cache.entries_dir())) ++items;
+    CHECK(items == 1);  // no temp directories left behind
+}
+
+TEST_CASE("kjit compile twice on each shipped config: miss, then hit with NVRTC skipped") {
+    kjit::testing::temp_dir dir;
+    const std::string cache_dir = (dir.path() / "cache").string();
+    for (const char* name : {"hidden_layer.json", "seed_vectorize.json", "hidden_layer_f64.json"}) {
+        CAPTURE(name);
+        const std::string json_out = (dir.path() / "out.json").string();
+        for (const char* expected : {"miss", "hit"}) {
+            REQUIRE(run_kjit({"compile", kjit::testing::config_path(name), "--cache-dir", cache_dir, "--json", json_out},
+                             (dir.path() / "log").string()) == 0);
+            const auto record = json::parse(fs::read_file(json_out)).at(0);
+            CHECK(record["cache"] == expected);
+            CHECK(record["nvrtc_ms"].is_null() == (std::string(expected) == "hit"));
+            CHECK(record["ptx_to_cubin_ms"].is_null() == (std::string(expected) == "hit"));
+            CHECK(record["cubin_bytes"].get<int>() > 0);
+        }
+    }
+}
+
+TEST_CASE("kjit compile exit codes: 0, 1 for a compile error, 2 for a bad config") {
+    kjit::testing::temp_dir dir;
+    const std::string log = (dir.path() / "log").string();
+    const std::string cache_dir = (dir.path() / "cache").string();
+    CHECK(run_kjit({"compile", "--no-cache"}, log) == 0);
+    CHECK(run_kjit({"compile", "--cache-dir", cache_dir, "--set", "compile.options=[\"-DKJIT_BROKEN\",\"--bogus\"]"}, log) == 1);
+    CHECK(fs::read_file(log).find("NVRTC failed") != std::string::npos);
+    CHECK(run_kjit({"compile", "--set", "launch.block=33"}, log) == 2);
+    CHECK(run_kjit({"compile", "--cache-dir", cache_dir, "--templates", "/nonexistent"}, log) == 2);
+}

@@ -1,0 +1,120 @@
+// The float64 reference, the allclose comparison, ulps, and deterministic inputs.
+#include <cmath>
+#include <limits>
+
+#include "helpers.hpp"
+#include "reference/reference.hpp"
+#include "run/inputs.hpp"
+
+using namespace kjit;
+using nlohmann::json;
+
+namespace {
+config::pipeline small(int n = 1000) {
+    return kjit::testing::pipeline_with([&](json& j) { j["n"] = n; });
+}
+reference::typed_array as_float32(const std::vector<double>& values) {
+    reference::typed_array a(config::dtype::float32, values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) a.set(i, values[i]);
+    return a;
+}
+}  // namespace
+
+TEST_CASE("reference computes tanh(greyscale / 255 · weight) in float64") {
+    auto p = small(3);
+    reference::input_arrays inputs;
+    inputs.emplace("greyscales", reference::typed_array(config::dtype::float32, 3));
+    inputs.emplace("weights", reference::typed_array(config::dtype::float32, 3));
+    const double g[] = {0, 255, 100}, w[] = {0.5, 0.5, -2};
+    for (std::size_t i = 0; i < 3; ++i) {
+        inputs.at("greyscales").set(i, g[i]);
+        inputs.at("weights").set(i, w[i]);
+    }
+    const auto ref = reference::compute(p, inputs);
+    CHECK(ref[0] == 0.0);
+    CHECK(ref[1] == doctest::Approx(std::tanh(0.5)).epsilon(1e-15));
+    CHECK(ref[2] == doctest::Approx(std::tanh(100.0 / 255 * -2)).epsilon(1e-15));
+}
+
+TEST_CASE("inputs follow the fill rules and are deterministic") {
+    const auto p = small(100000);
+    const auto a = run::make_inputs(p), b = run::make_inputs(p);
+    const auto& g = a.at("greyscales");
+    double mean_w = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        CHECK(g.get(i) == std::floor(g.get(i)));
+        CHECK((g.get(i) >= 0 && g.get(i) < 255));
+        CHECK(g.get(i) == b.at("greyscales").get(i));
+        mean_w += a.at("weights").get(i);
+    }
+    CHECK(mean_w / 100000 == doctest::Approx(0.5).epsilon(0.01));
+    const auto other = run::make_inputs(kjit::testing::pipeline_with([](json& j) {
+        j["n"] = 100000;
+        j["seed"] = 2;
+    }));
+    CHECK(other.at("weights").get(7) != a.at("weights").get(7));
+}
+
+TEST_CASE("compare: exact output passes, with zero errors") {
+    const std::vector<double> ref{0.0, 0.25, -0.5};
+    const auto result = reference::compare(as_float32(ref), ref, {1e-6, 0});
+    CHECK(result.pass);
+    CHECK(result.mismatches == 0);
+    CHECK(result.max_abs_error == 0);
+}
+
+TEST_CASE("compare: NaN and Inf always fail and are counted") {
+    const std::vector<double> ref{0.1, 0.2, 0.3};
+    auto out = as_float32(ref);
+    out.set(1, std::numeric_limits<double>::quiet_NaN());
+    out.set(2, std::numeric_limits<double>::infinity());
+    const auto result = reference::compare(out, ref, {1, 1});
+    CHECK_FALSE(result.pass);
+    CHECK(result.nan_count == 1);
+    CHECK(result.inf_count == 1);
+    CHECK(result.mismatches == 2);
+    REQUIRE(result.first_bad.has_value());
+    CHECK(*result.first_bad == 1);
+}
+
+TEST_CASE("compare: allclose bounds, max errors and ulps") {
+    const std::vector<double> ref{1.0, 1e-3};
+    auto out = as_float32({1.0 + 4 * 0x1p-23, 1e-3});  // 4 ulp at 1.0 (float32 ulp above 1 is 2^-23)
+    auto result = reference::compare(out, ref, {5e-7, 0});  // 4 ulp = 4.77e-7 ≤ 5e-7 · 1
+    CHECK(result.pass);
+    CHECK(result.max_ulp_error == doctest::Approx(4));
+    CHECK(result.max_abs_error == doctest::Approx(4 * 0x1p-23));
+    result = reference::compare(out, ref, {1e-7, 0});
+    CHECK_FALSE(result.pass);
+    CHECK(*result.first_bad == 0);
+    CHECK(reference::compare(out, ref, {0, 1e-6}).pass);  // atol alone covers it
+}
+
+TEST_CASE("ulp_at per dtype") {
+    CHECK(reference::ulp_at(1.0, config::dtype::float32) == 0x1p-23);
+    CHECK(reference::ulp_at(1.0, config::dtype::float64) == 0x1p-52);
+    CHECK(reference::ulp_at(-1.0, config::dtype::float32) == 0x1p-23);
+}
+
+// The exp formula evaluated in float32 on the host: its error near zero is absolute, hundreds of
+// ulps (thousands with the GPU's expf), so the default float32 tolerance for it must be absolute, and the builtin's must not be.
+TEST_CASE("the seed's exp formula in float32: hundreds of ulps, inside its default atol only") {
+    const auto p = kjit::testing::pipeline_with([](json& j) {
+        j["n"] = 200000;
+        j["stages"][2]["formula"] = "exp";
+    });
+    const auto inputs = run::make_inputs(p);
+    const auto ref = reference::compute(p, inputs);
+    reference::typed_array out(config::dtype::float32, ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        const float x = static_cast<float>(inputs.at("greyscales").get(i)) / 255.0f *
+                        static_cast<float>(inputs.at("weights").get(i));
+        const float ep = std::exp(x), em = std::exp(-x);
+        out.set(i, (ep - em) / (ep + em));
+    }
+    const auto with_default = reference::compare(out, ref, config::default_tolerance(p));
+    CHECK(with_default.pass);
+    CHECK(with_default.max_ulp_error > 100);
+    const auto builtin = config::default_tolerance(config::from_json(kjit::testing::default_document()));
+    CHECK_FALSE(reference::compare(out, ref, builtin).pass);
+}

@@ -1,0 +1,125 @@
+// Records, their flat columns, the JSON and CSV writers, the terminal table, units, statistics.
+#include <sstream>
+
+#include "helpers.hpp"
+#include "report/files.hpp"
+#include "report/table.hpp"
+#include "run/stats.hpp"
+#include "util/units.hpp"
+
+using namespace kjit;
+
+namespace {
+report::record sample_run() {
+    report::record r;
+    r.command = "run";
+    r.name = "hidden_layer";
+    r.variant = "fused float32 tanh=builtin block=256 vec=4";
+    r.config = {{"n", 1000000}, {"dtype", "float32"}, {"fusion", "fused"}};
+    r.cache_status = "hit";
+    r.set(report::phase::driver_init, 150);
+    r.set(report::phase::module_load, 0.04);
+    r.kernel_cold = run::summarize({0.010, 0.008, 0.009});
+    r.kernel_batch = run::summarize({0.006});
+    r.bytes_moved = 12e6;
+    r.check = report::check_row{true, 0, 0, 0, 1e-7, 2e-7, 2, 4e-6, 0, ""};
+    r.status = "PASS";
+    r.error = "a, \"quoted\"\nline";
+    return r;
+}
+}  // namespace
+
+TEST_CASE("compile and run records have the same columns, in the same order") {
+    report::record compile;
+    compile.command = "compile";
+    const auto a = report::flatten(compile), b = report::flatten(sample_run());
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].first == b[i].first);
+    std::vector<std::string> names;
+    for (const auto& [name, value] : a) names.push_back(name);
+    for (const char* expected : {"schema_version", "cache", "nvrtc_ms", "ptx_to_cubin_ms", "module_load_ms",
+                                 "first_launch_ms", "kernel_cold_median_ms", "kernel_batch_median_ms",
+                                 "effective_gbps", "max_ulp_error", "nan_count", "status"})
+        CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+}
+
+TEST_CASE("derived figures: effective bandwidth from the cold median") {
+    const auto r = sample_run();
+    REQUIRE(r.effective_bytes_per_s().has_value());
+    CHECK(*r.effective_bytes_per_s() == doctest::Approx(12e6 / 9e-6));
+}
+
+TEST_CASE("JSON is a list of flat objects that parses back") {
+    const auto parsed = nlohmann::json::parse(report::to_json({sample_run(), sample_run()}));
+    REQUIRE(parsed.is_array());
+    REQUIRE(parsed.size() == 2);
+    CHECK(parsed[0]["cache"] == "hit");
+    CHECK(parsed[0]["kernel_cold_median_ms"] == doctest::Approx(0.009));
+    CHECK(parsed[0]["nvrtc_ms"].is_null());  // a hit ran no NVRTC
+    CHECK(parsed[0]["status"] == "PASS");
+}
+
+TEST_CASE("CSV: one header, one row per record, quoting where needed") {
+    const std::string csv = report::to_csv({sample_run()});
+    std::istringstream lines(csv);
+    std::string header, row;
+    std::getline(lines, header);
+    CHECK(header.rfind("schema_version,command,", 0) == 0);
+    CHECK(csv.find("\"a, \"\"quoted\"\"\nline\"") != std::string::npos);
+    CHECK(std::count(header.begin(), header.end(), ',') + 1 == static_cast<long>(report::flatten(sample_run()).size()));
+}
+
+TEST_CASE("the table shows each phase, the kernel statistics and the check") {
+    std::ostringstream out;
+    report::print_record(out, sample_run());
+    const std::string text = out.str();
+    CHECK(text.find("CUDA driver init (cuInit)") != std::string::npos);
+    CHECK(text.find("150 ms") != std::string::npos);
+    CHECK(text.find("40.0 µs") != std::string::npos);
+    CHECK(text.find("cold: L2 flushed") != std::string::npos);
+    CHECK(text.find("9.00 µs") != std::string::npos);
+    CHECK(text.find("PASS") != std::string::npos);
+    CHECK(text.find("NVRTC: C++") == std::string::npos);  // phases that did not happen are not shown
+}
+
+TEST_CASE("summary marks the fastest passing variant") {
+    auto slow = sample_run();
+    slow.kernel_cold = run::summarize({1.0});
+    slow.variant = "slow one";
+    auto failed = sample_run();
+    failed.kernel_cold = run::summarize({0.001});
+    failed.status = "FAIL";
+    std::ostringstream out;
+    report::print_summary(out, {slow, sample_run(), failed});
+    const std::string text = out.str();
+    const auto star = text.find("* ");
+    REQUIRE(star != std::string::npos);
+    CHECK(text.find("fused float32", star) < text.find('\n', star));
+}
+
+TEST_CASE("units are chosen per value") {
+    CHECK(units::duration_ms(0.0081) == "8.10 µs");
+    CHECK(units::duration_ms(1234) == "1.23 s");
+    CHECK(units::duration_ms(45.6) == "45.6 ms");
+    CHECK(units::bytes(1536) == "1.50 KiB");
+    CHECK(units::byte_rate(4.1e12) == "4.10 TB/s");
+}
+
+TEST_CASE("statistics: median, spread, and the empty case") {
+    const auto s = run::summarize({5, 1, 3, 2, 4});
+    CHECK(s.median == 3);
+    CHECK(s.min == 1);
+    CHECK(s.max == 5);
+    CHECK(s.mean == 3);
+    CHECK(s.stdev == doctest::Approx(1.5811388));
+    CHECK(run::summarize({1, 2}).median == 1.5);
+    CHECK(run::summarize({}).count == 0);
+}
+
+TEST_CASE("grid size: one pass when it fits, else what is resident; explicit wins") {
+    CHECK(run::grid_size(1000000, 256, 4, std::nullopt, 132 * 8) == 977);
+    CHECK(run::grid_size(1LL << 28, 256, 4, std::nullopt, 132 * 8) == 1056);
+    CHECK(run::grid_size(1, 256, 4, std::nullopt, 1056) == 1);
+    CHECK(run::grid_size(1000, 128, 1, 7, 1056) == 7);
+    CHECK(run::grid_size(1025, 256, 4, std::nullopt, 0) == 2);  // 257 vector-or-tail items
+}

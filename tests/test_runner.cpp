@@ -1,0 +1,132 @@
+// The runner against a fake GPU: phase order, argument wiring, poisoning, verification, timing
+// counts and failures. Needs NVRTC (the runner compiles for real), not a GPU.
+#include <cmath>
+
+#include "fake_gpu.hpp"
+#include "helpers.hpp"
+#include "run/runner.hpp"
+
+using namespace kjit;
+using nlohmann::json;
+
+namespace {
+float* floats(std::vector<unsigned char>* buffer) { return reinterpret_cast<float*>(buffer->data()); }
+
+/// Executes the hidden-layer kernels on the host, by name, as the generated CUDA would.
+void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& args, long long n) {
+    float* out = floats(args.back());
+    for (long long i = 0; i < n; ++i) {
+        const float a = floats(args[0])[i];
+        if (kernel.ends_with("_fused")) out[i] = std::tanh(a / 255.0f * floats(args[1])[i]);
+        else if (kernel.ends_with("_normalize")) out[i] = a / 255.0f;
+        else if (kernel.ends_with("_weigh")) out[i] = a * floats(args[1])[i];
+        else if (kernel.ends_with("_activate")) out[i] = std::tanh(a);
+    }
+}
+
+struct fixture {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache{dir.path()};
+    codegen::template_set templates = codegen::template_set::embedded();
+    kjit::testing::fake_gpu gpu;
+
+    report::record run(const config::pipeline& p) {
+        report::record rec = run::new_record("run", p, "test");
+        run::run_variant(p, gpu, {templates, &cache, jit::cache_mode::use}, rec);
+        return rec;
+    }
+};
+
+config::pipeline small(const std::string& fusion = "fused") {
+    return kjit::testing::pipeline_with([&](json& j) {
+        j["n"] = 4099;  // not a multiple of the vector width
+        j["fusion"] = fusion;
+        j["measure"] = {{"warmup", 2}, {"repeat", 5}};
+    });
+}
+}  // namespace
+
+TEST_CASE("a correct device passes, with every phase recorded") {
+    fixture f;
+    f.gpu.on_launch = hidden_layer_on_host;
+    const auto rec = f.run(small());
+    CHECK(rec.status == "PASS");
+    REQUIRE(rec.check.has_value());
+    CHECK(rec.check->nan_count == 0);
+    CHECK(rec.check->max_ulp_error < 8);
+    for (auto p : {report::phase::codegen, report::phase::nvrtc, report::phase::ptx_to_cubin, report::phase::module_load,
+                   report::phase::get_function, report::phase::alloc, report::phase::h2d, report::phase::first_launch,
+                   report::phase::d2h, report::phase::verify})
+        CHECK(rec.get(p).has_value());
+    CHECK(rec.cache_status == "miss");
+    CHECK_FALSE(f.gpu.loaded_cubin.empty());
+    CHECK(f.gpu.loaded_cubin.substr(1, 3) == "ELF");
+    // first launch + warm-up + cold samples + batches
+    CHECK(f.gpu.launches == 1 + 2 + 5 + run::k_batches * 5);
+    CHECK(f.gpu.flushes == 5);
+    REQUIRE(rec.kernel_cold.has_value());
+    CHECK(rec.kernel_cold->count == 5);
+    CHECK(rec.kernel_cold->median == doctest::Approx(0.001));
+    CHECK(rec.kernel_batch->count == run::k_batches);
+    CHECK(rec.bytes_moved == 3.0 * 4099 * 4);
+    CHECK(f.gpu.last_block == 256);
+    CHECK(f.gpu.last_grid == 5);  // ceil(ceil(4099 / 4) / 256), below 4 SMs × 8 resident
+}
+
+TEST_CASE("the output is poisoned first: a device that writes nothing fails with NaN") {
+    fixture f;
+    const auto rec = f.run(small());
+    CHECK(rec.status == "FAIL");
+    CHECK(rec.check->nan_count == 4099);
+    CHECK(rec.check->first_bad.find("element 0:") == 0);
+    CHECK(rec.check->first_bad.find("out=nan") != std::string::npos);
+    const auto poison = std::find(f.gpu.calls.begin(), f.gpu.calls.end(), "fill_bytes");
+    const auto first_launch = std::find(f.gpu.calls.begin(), f.gpu.calls.end(), "launch");
+    CHECK(poison < first_launch);
+}
+
+TEST_CASE("one wrong element fails, named with its inputs") {
+    fixture f;
+    f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, long long n) {
+        hidden_layer_on_host(k, args, n);
+        floats(args.back())[1234] += 0.01f;
+    };
+    const auto rec = f.run(small());
+    CHECK(rec.status == "FAIL");
+    CHECK(rec.check->mismatches == 1);
+    CHECK(rec.check->first_bad.find("element 1234: greyscales=") == 0);
+    CHECK(rec.check->first_bad.find("weights=") != std::string::npos);
+}
+
+TEST_CASE("separate stages: three launches per chain, wired through intermediates") {
+    fixture f;
+    std::vector<std::string> order;
+    f.gpu.on_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, long long n) {
+        if (order.size() < 3) order.push_back(k);
+        hidden_layer_on_host(k, args, n);
+    };
+    const auto rec = f.run(small("separate"));
+    CHECK(rec.status == "PASS");
+    CHECK(order == std::vector<std::string>{"hidden_layer_s0_normalize", "hidden_layer_s1_weigh", "hidden_layer_s2_activate"});
+    CHECK(f.gpu.launches == 3 * (1 + 2 + 5 + run::k_batches * 5));
+    CHECK(rec.bytes_moved == (2.0 + 3.0 + 2.0) * 4099 * 4);
+    CHECK(rec.kernels.size() == 3);
+}
+
+TEST_CASE("a second run is a cache hit: no NVRTC, no PTX → cubin") {
+    fixture f;
+    f.gpu.on_launch = hidden_layer_on_host;
+    (void)f.run(small());
+    const auto rec = f.run(small());
+    CHECK(rec.cache_status == "hit");
+    CHECK_FALSE(rec.get(report::phase::nvrtc).has_value());
+    CHECK_FALSE(rec.get(report::phase::ptx_to_cubin).has_value());
+    CHECK(rec.kernels.at(0).registers > 0);  // kept in the entry's metadata
+}
+
+TEST_CASE("a CUDA failure names the phase it happened in") {
+    fixture f;
+    f.gpu.fail_call = "allocate";
+    const auto m = kjit::testing::error_message([&] { (void)f.run(small()); }, error_kind::driver);
+    CHECK(m.rfind("device alloc: allocate failed: CUDA_ERROR_OUT_OF_MEMORY", 0) == 0);
+}
