@@ -94,7 +94,10 @@ std::string link_log_text(nvJitLinkHandle handle, bool errors) {
 
 /// PTX → cubin for the real architecture (ptxas inside nvJitLink).
 bool ptx_to_cubin(const compile_request& request, compile_result& result) {
-    const auto options = request.link_options();
+    auto options = request.link_options();
+    // nvJitLink, like NVRTC, may answer from the driver's compute cache on a GPU machine: a
+    // cached answer takes under a millisecond and prints no ptxas info (registers, spills).
+    options.emplace_back("-no-cache");
     auto argv = c_strings(options);
     nvJitLinkHandle raw = nullptr;
     check_link(nvJitLinkCreate(&raw, static_cast<std::uint32_t>(argv.size()), argv.data()), "nvJitLinkCreate");
