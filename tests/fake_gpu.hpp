@@ -19,7 +19,8 @@ public:
     std::vector<std::string> calls;
     int launches = 0;
 
-    fake_gpu() {
+    explicit fake_gpu(int index = 0) {
+        m_info.index = index;
         m_info.name = "Fake GPU";
         m_info.arch = 90;
         m_info.sm_count = 4;

@@ -6,7 +6,7 @@
 #include "helpers.hpp"
 
 using namespace kjit;
-using nlohmann::json;
+using json = kjit::config::json_value;
 
 namespace {
 codegen::generated_source generate(const config::pipeline& p) {

@@ -4,7 +4,7 @@
 
 using namespace kjit;
 using kjit::testing::error_message;
-using nlohmann::json;
+using json = kjit::config::json_value;
 
 namespace {
 /// The error from validating the default config after `edit`; checks the one-line form.
@@ -195,7 +195,7 @@ TEST_CASE("sweep: cartesian product, last axis fastest, every point validated") 
     doc.json["sweep"] = {{"dtype", {"float32", "float64"}}, {"launch.block", {128, 256, 512}}};
     const auto points = config::expand_sweep(doc);
     REQUIRE(points.size() == 6);
-    // nlohmann orders object keys alphabetically: dtype, then launch.block.
+    // Axes nest in the order they are written: dtype outer, launch.block inner.
     CHECK(points[0].label == "dtype=float32 launch.block=128");
     CHECK(points[1].pipeline.launch.block == 256);
     CHECK(points[3].pipeline.type == config::dtype::float64);

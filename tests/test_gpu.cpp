@@ -11,7 +11,7 @@
 #include "run/runner.hpp"
 
 using namespace kjit;
-using nlohmann::json;
+using json = kjit::config::json_value;
 
 namespace {
 

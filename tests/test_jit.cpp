@@ -11,7 +11,7 @@
 #include "jit/jit.hpp"
 
 using namespace kjit;
-using nlohmann::json;
+using json = kjit::config::json_value;
 
 namespace {
 jit::compile_request request_for(const config::pipeline& p, int arch = 90) {

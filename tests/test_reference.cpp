@@ -7,7 +7,7 @@
 #include "run/inputs.hpp"
 
 using namespace kjit;
-using nlohmann::json;
+using json = kjit::config::json_value;
 
 namespace {
 config::pipeline small(int n = 1000) {

@@ -50,7 +50,7 @@ TEST_CASE("derived figures: effective bandwidth from the cold median") {
 }
 
 TEST_CASE("JSON is a list of flat objects that parses back") {
-    const auto parsed = nlohmann::json::parse(report::to_json({sample_run(), sample_run()}));
+    const auto parsed = nlohmann::json::parse(report::to_json(report::rows_of({sample_run(), sample_run()})));
     REQUIRE(parsed.is_array());
     REQUIRE(parsed.size() == 2);
     CHECK(parsed[0]["cache"] == "hit");
@@ -60,7 +60,7 @@ TEST_CASE("JSON is a list of flat objects that parses back") {
 }
 
 TEST_CASE("CSV: one header, one row per record, quoting where needed") {
-    const std::string csv = report::to_csv({sample_run()});
+    const std::string csv = report::to_csv(report::rows_of({sample_run()}));
     std::istringstream lines(csv);
     std::string header, row;
     std::getline(lines, header);
@@ -90,7 +90,7 @@ TEST_CASE("summary marks the fastest passing variant") {
     failed.kernel_cold = run::summarize({0.001});
     failed.status = "FAIL";
     std::ostringstream out;
-    report::print_summary(out, {slow, sample_run(), failed});
+    report::print_summary(out, report::rows_of({slow, sample_run(), failed}));
     const std::string text = out.str();
     const auto star = text.find("* ");
     REQUIRE(star != std::string::npos);

@@ -7,7 +7,7 @@
 #include "run/runner.hpp"
 
 using namespace kjit;
-using nlohmann::json;
+using json = kjit::config::json_value;
 
 namespace {
 float* floats(std::vector<unsigned char>* buffer) { return reinterpret_cast<float*>(buffer->data()); }

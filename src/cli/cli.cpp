@@ -24,6 +24,8 @@ constexpr subcommand k_subcommands[] = {
     {"run", "[CONFIG]", "run a config on the GPU and report every phase", true, true, true, true},
     {"compile", "[CONFIG]", "generate and compile (no GPU needed); report compile phases", true, true, true, false},
     {"emit", "[CONFIG]", "print the generated CUDA source", true, false, false, false},
+    {"sweep", "[CONFIG]", "run every point of the config's sweep block; one row each", true, true, true, false},
+    {"merge", "FILE.json...", "join sweep results (e.g. shards) into one table", false, false, true, false},
     {"devices", "", "list the GPUs the driver sees", false, false, false, false},
     {"cache", "list|stats|clear|path", "inspect or clear the compile cache", false, false, false, false},
 };
@@ -70,6 +72,18 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             "csv", "write the record(s) as CSV to FILE", cxxopts::value<std::string>(), "FILE");
     }
     if (sub.device) parser.add_options()("device", "GPU index", cxxopts::value<int>()->default_value("0"), "N");
+    if (std::string(sub.name) == "sweep") {
+        parser.add_options()("devices", "GPUs to spread the points over: all, or a list such as 0,1",
+                             cxxopts::value<std::string>()->default_value("0"), "LIST")(
+            "shard", "run only the K-th of N slices (K in 0..N-1), e.g. for a Slurm array",
+            cxxopts::value<std::string>(), "K/N")("jobs", "compile threads (default: one per core)",
+                                                  cxxopts::value<int>(), "N")(
+            "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
+    }
+    if (std::string(sub.name) == "merge") {
+        parser.add_options()("files", "JSON results of kjit sweep --json", cxxopts::value<std::vector<std::string>>());
+        parser.parse_positional({"files"});
+    }
     if (std::string(sub.name) == "cache") {
         parser.add_options()("action", "list | stats | clear | path", cxxopts::value<std::string>())(
             "cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR");
@@ -102,6 +116,12 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (args.count("set")) o.sets = args["set"].as<std::vector<std::string>>();
     if (args.count("arch")) o.arch = parse_arch(args["arch"].as<std::string>());
     if (args.count("device")) o.device = args["device"].as<int>();
+    text("devices", o.devices);
+    text("shard", o.shard);
+    if (args.count("jobs")) o.jobs = args["jobs"].as<int>();
+    if (args.count("files")) o.files = args["files"].as<std::vector<std::string>>();
+    o.quiet = args.count("quiet") > 0;
+    o.compile_only = args.count("compile-only") > 0;
     o.no_cache = sub.compile && args.count("no-cache") > 0;
     o.refresh = sub.compile && args.count("refresh") > 0;
     if (o.no_cache && o.refresh) throw error(error_kind::usage, "--no-cache and --refresh exclude each other");
@@ -110,6 +130,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (name == "emit") return cmd_emit(o, out);
     if (name == "compile") return cmd_compile(o, out, err);
     if (name == "run") return cmd_run(o, out, err);
+    if (name == "sweep") return cmd_sweep(o, out, err);
+    if (name == "merge") return cmd_merge(o, out, err);
     if (name == "devices") return cmd_devices(out);
     return cmd_cache(o, out);
 }

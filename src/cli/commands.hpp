@@ -20,6 +20,12 @@ struct options {
     std::string json_path, csv_path;
     int device = 0;
     std::string cache_action;  ///< list | stats | clear | path
+    std::string devices = "0";  ///< sweep: all | 0,1
+    std::string shard;          ///< sweep: K/N
+    bool quiet = false;
+    bool compile_only = false;
+    int jobs = 0;  ///< sweep: compile threads; 0 = one per core
+    std::vector<std::string> files;  ///< merge
 };
 
 exit_status cmd_emit(const options& o, std::ostream& out);
@@ -27,5 +33,7 @@ exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_devices(std::ostream& out);
 exit_status cmd_cache(const options& o, std::ostream& out);
+exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err);
+exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err);
 
 }  // namespace kjit::cli

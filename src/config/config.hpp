@@ -12,6 +12,10 @@
 
 namespace kjit::config {
 
+/// JSON that keeps keys in the order they were written, so a sweep's axes nest in the order of
+/// the block, and messages list keys as the user wrote them.
+using json_value = nlohmann::ordered_json;
+
 enum class dtype { float32, float64 };
 enum class fusion { fused, separate };
 enum class fill_kind { uniform, normal, constant };
@@ -78,7 +82,7 @@ struct pipeline {
 
 /// Where a document came from, for error messages: a file path or "<embedded hidden_layer.json>".
 struct document {
-    nlohmann::json json;
+    json_value json;
     std::string source;
 };
 
@@ -91,7 +95,7 @@ struct document {
 void apply_override(document& doc, std::string_view assignment);
 /// Sets the value at a key path such as "stages[2].formula"; missing object keys are created,
 /// missing array elements are an error. Throws kjit::error(config) naming `origin`.
-void set_path(nlohmann::json& root, std::string_view key_path, nlohmann::json value,
+void set_path(json_value& root, std::string_view key_path, json_value value,
               const std::string& origin);
 
 /// Validates the whole document (except "sweep") and returns the pipeline. Throws on the first
@@ -103,7 +107,7 @@ void set_path(nlohmann::json& root, std::string_view key_path, nlohmann::json va
 struct sweep_point {
     std::size_t index = 0;
     std::string label;
-    nlohmann::json values;  ///< key path → value, for reports
+    json_value values;  ///< key path → value, for reports
     config::pipeline pipeline;
 };
 

@@ -32,14 +32,14 @@ std::vector<step> parse_key_path(std::string_view key_path, const std::string& o
 
 }  // namespace
 
-void set_path(nlohmann::json& root, std::string_view key_path, nlohmann::json value,
+void set_path(json_value& root, std::string_view key_path, json_value value,
               const std::string& origin) {
-    nlohmann::json* node = &root;
+    json_value* node = &root;
     std::string walked;
     for (const step& s : parse_key_path(key_path, origin)) {
         if (const auto* key = std::get_if<std::string>(&s)) {
             walked += (walked.empty() ? "" : ".") + *key;
-            if (node->is_null()) *node = nlohmann::json::object();
+            if (node->is_null()) *node = json_value::object();
             if (!node->is_object())
                 throw config_error(origin, walked, "cannot set a key inside a " + std::string(node->type_name()));
             node = &(*node)[*key];
@@ -64,7 +64,7 @@ void apply_override(document& doc, std::string_view assignment) {
     const std::string_view text = assignment.substr(equals + 1);
     // Numbers, booleans, lists and quoted strings are JSON; anything else is a plain string, so
     // that --set dtype=float64 needs no quotes.
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    json_value value = json_value::parse(text, nullptr, /*allow_exceptions=*/false);
     if (value.is_discarded()) value = std::string(text);
     set_path(doc.json, assignment.substr(0, equals), std::move(value), origin);
 }

@@ -14,7 +14,7 @@
 namespace kjit::config {
 namespace {
 
-using nlohmann::json;
+using json = json_value;
 
 std::string shown(const json& value) {
     std::string text = value.dump();

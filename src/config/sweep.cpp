@@ -6,7 +6,7 @@ namespace kjit::config {
 
 std::vector<sweep_point> expand_sweep(const document& doc) {
     document base = doc;
-    nlohmann::json axes = nlohmann::json::object();
+    json_value axes = json_value::object();
     if (base.json.is_object() && base.json.contains("sweep")) {
         axes = base.json["sweep"];
         base.json.erase("sweep");
@@ -28,11 +28,11 @@ std::vector<sweep_point> expand_sweep(const document& doc) {
     for (std::size_t index = 0; index < total; ++index) {
         sweep_point point;
         point.index = index;
-        point.values = nlohmann::json::object();
+        point.values = json_value::object();
         document variant = base;
         // The last axis varies fastest, like nested loops written in the order of the block.
         std::size_t rest = index;
-        std::vector<std::pair<std::string, nlohmann::json>> chosen(axes.size());
+        std::vector<std::pair<std::string, json_value>> chosen(axes.size());
         std::size_t axis = axes.size();
         for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
             const auto& values = it.value();

@@ -1,11 +1,12 @@
 #include "report/files.hpp"
 
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace kjit::report {
 namespace {
 
-std::string csv_cell(const nlohmann::json& value) {
+std::string csv_cell(const row& value) {
     if (value.is_null()) return "";
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
@@ -16,38 +17,60 @@ std::string csv_cell(const nlohmann::json& value) {
 
 }  // namespace
 
-std::string to_json(const std::vector<record>& records) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+std::vector<row> rows_of(const std::vector<record>& records) {
+    std::vector<row> rows;
     for (const auto& r : records) {
-        nlohmann::ordered_json row = nlohmann::ordered_json::object();
-        for (const auto& [column, value] : flatten(r)) row[column] = value;
-        list.push_back(std::move(row));
+        row object = row::object();
+        for (const auto& [column, value] : flatten(r)) object[column] = value;
+        rows.push_back(std::move(object));
     }
-    return list.dump(2) + "\n";
+    return rows;
 }
 
-std::string to_csv(const std::vector<record>& records) {
+std::vector<row> read_rows(const std::filesystem::path& path) {
     std::string text;
-    bool header = true;
-    for (const auto& r : records) {
-        const auto row = flatten(r);
-        if (header) {
-            for (std::size_t i = 0; i < row.size(); ++i) text += (i ? "," : "") + row[i].first;
+    try {
+        text = fs::read_file(path);
+    } catch (const error& e) {
+        throw error(error_kind::usage, e.what());
+    }
+    const row parsed = row::parse(text, nullptr, false);
+    if (!parsed.is_array() || !std::all_of(parsed.begin(), parsed.end(), [](const row& r) {
+            return r.is_object() && r.contains("schema_version");
+        }))
+        throw error(error_kind::usage, path.string() + ": not a kjit JSON result (a list of records)");
+    return {parsed.begin(), parsed.end()};
+}
+
+std::string to_json(const std::vector<row>& rows) { return row(rows).dump(2) + "\n"; }
+
+std::string to_csv(const std::vector<row>& rows) {
+    std::string text;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (r == 0) {
+            bool first = true;
+            for (const auto& [column, value] : rows[r].items()) {
+                text += (first ? "" : ",") + column;
+                first = false;
+            }
             text += "\n";
-            header = false;
         }
-        for (std::size_t i = 0; i < row.size(); ++i) text += (i ? "," : "") + csv_cell(row[i].second);
+        bool first = true;
+        for (const auto& [column, value] : rows[r].items()) {
+            text += (first ? "" : ",") + csv_cell(value);
+            first = false;
+        }
         text += "\n";
     }
     return text;
 }
 
-void write_json(const std::filesystem::path& path, const std::vector<record>& records) {
-    fs::write_file_atomic(path, to_json(records));
+void write_json(const std::filesystem::path& path, const std::vector<row>& rows) {
+    fs::write_file_atomic(path, to_json(rows));
 }
 
-void write_csv(const std::filesystem::path& path, const std::vector<record>& records) {
-    fs::write_file_atomic(path, to_csv(records));
+void write_csv(const std::filesystem::path& path, const std::vector<row>& rows) {
+    fs::write_file_atomic(path, to_csv(rows));
 }
 
 }  // namespace kjit::report

@@ -37,17 +37,18 @@ std::optional<double> record::effective_bytes_per_s() const {
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
-    std::vector<std::pair<std::string, nlohmann::json>> row{
+    std::vector<std::pair<std::string, nlohmann::json>> columns{
         {"schema_version", k_schema_version},
         {"command", r.command},
         {"config_source", r.config_source},
         {"name", r.name},
         {"variant", r.variant},
+        {"sweep_index", r.sweep_index ? nlohmann::json(*r.sweep_index) : nlohmann::json()},
         {"sweep_point", r.sweep_point},
     };
     for (const char* key : {"n", "dtype", "fusion", "formula", "block", "vector_width", "grid", "fast_math", "seed"})
-        row.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
-    row.insert(row.end(), {{"kjit_version", r.kjit_version},
+        columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
+    columns.insert(columns.end(), {{"kjit_version", r.kjit_version},
                            {"nvrtc_version", r.nvrtc_version},
                            {"arch", r.arch},
                            {"device_index", r.device_index < 0 ? nlohmann::json() : nlohmann::json(r.device_index)},
@@ -59,7 +60,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"ptx_bytes", r.ptx_bytes},
                            {"cubin_bytes", r.cubin_bytes}});
     for (std::size_t i = 0; i < k_phase_count; ++i)
-        row.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
+        columns.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
 
     std::string names, registers, spills;
     for (const auto& k : r.kernels) {
@@ -68,23 +69,23 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         registers += sep + std::to_string(k.registers);
         spills += sep + std::to_string(k.spill_bytes);
     }
-    row.insert(row.end(), {{"kernels", names}, {"registers", registers}, {"spill_bytes", spills},
+    columns.insert(columns.end(), {{"kernels", names}, {"registers", registers}, {"spill_bytes", spills},
                            {"launch_grid", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().grid)},
                            {"blocks_per_sm", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().blocks_per_sm)}});
 
     auto stats = [&](const std::string& mode, const std::optional<sample_stats>& s) {
         const auto value = [&](double sample_stats::*field) { return s ? nlohmann::json((*s).*field) : nlohmann::json(); };
-        row.emplace_back("kernel_" + mode + "_median_ms", value(&sample_stats::median));
-        row.emplace_back("kernel_" + mode + "_min_ms", value(&sample_stats::min));
-        row.emplace_back("kernel_" + mode + "_max_ms", value(&sample_stats::max));
-        row.emplace_back("kernel_" + mode + "_mean_ms", value(&sample_stats::mean));
-        row.emplace_back("kernel_" + mode + "_stdev_ms", value(&sample_stats::stdev));
-        row.emplace_back("kernel_" + mode + "_count", s ? nlohmann::json(s->count) : nlohmann::json());
+        columns.emplace_back("kernel_" + mode + "_median_ms", value(&sample_stats::median));
+        columns.emplace_back("kernel_" + mode + "_min_ms", value(&sample_stats::min));
+        columns.emplace_back("kernel_" + mode + "_max_ms", value(&sample_stats::max));
+        columns.emplace_back("kernel_" + mode + "_mean_ms", value(&sample_stats::mean));
+        columns.emplace_back("kernel_" + mode + "_stdev_ms", value(&sample_stats::stdev));
+        columns.emplace_back("kernel_" + mode + "_count", s ? nlohmann::json(s->count) : nlohmann::json());
     };
     stats("cold", r.kernel_cold);
     stats("batch", r.kernel_batch);
     const auto rate = r.effective_bytes_per_s();
-    row.insert(row.end(),
+    columns.insert(columns.end(),
                {{"bytes_moved", r.bytes_moved},
                 {"effective_gbps", rate ? nlohmann::json(*rate / 1e9) : nlohmann::json()},
                 {"elements_per_s", r.kernel_cold && r.kernel_cold->median > 0
@@ -98,7 +99,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     const bool checked = r.check.has_value();
     const check_row c = r.check.value_or(check_row{});
     auto when_checked = [&](nlohmann::json v) { return checked ? v : nlohmann::json(); };
-    row.insert(row.end(), {{"max_abs_error", when_checked(c.max_abs_error)},
+    columns.insert(columns.end(), {{"max_abs_error", when_checked(c.max_abs_error)},
                            {"max_rel_error", when_checked(c.max_rel_error)},
                            {"max_ulp_error", when_checked(c.max_ulp_error)},
                            {"nan_count", when_checked(c.nan_count)},
@@ -109,7 +110,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"first_bad", c.first_bad},
                            {"status", r.status},
                            {"error", r.error}});
-    return row;
+    return columns;
 }
 
 }  // namespace kjit::report

@@ -67,6 +67,7 @@ struct record {
     std::string name;
     std::string variant;  ///< config::variant_label
     std::string sweep_point;  ///< "dtype=float64 fusion=separate", empty outside sweeps
+    std::optional<std::size_t> sweep_index;
     nlohmann::json config = nlohmann::json::object();  ///< flat config fields: n, dtype, …
 
     std::string kjit_version, nvrtc_version, arch;
@@ -94,6 +95,10 @@ struct record {
     /// Derived: bytes_moved / median cold time, in bytes per second.
     [[nodiscard]] std::optional<double> effective_bytes_per_s() const;
 };
+
+/// One record as a flat JSON object (columns of flatten, in order): what files hold and what the
+/// sweep summary prints, also for records read back from shards.
+using row = nlohmann::ordered_json;
 
 /// Column name → value, in a fixed order: every record of every command has the same columns
 /// (null where a value does not apply), so CSV and JSON from different runs line up.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
+#include <limits>
 #include <numeric>
 
 #include "util/units.hpp"
@@ -99,28 +100,41 @@ void print_record(std::ostream& out, const record& r) {
     if (!r.error.empty()) out << "\n  error    " << r.error << "\n";
 }
 
-void print_summary(std::ostream& out, const std::vector<record>& records) {
-    std::vector<const record*> sorted;
-    for (const auto& r : records) sorted.push_back(&r);
-    const auto key = [](const record* r) {
-        return r->kernel_cold ? r->kernel_cold->median : std::numeric_limits<double>::infinity();
+void print_summary(std::ostream& out, const std::vector<row>& rows) {
+    const auto number = [](const row& r, const char* column) {
+        const auto it = r.find(column);
+        return it != r.end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
+    };
+    std::vector<const row*> sorted;
+    for (const auto& r : rows) sorted.push_back(&r);
+    const auto key = [&](const row* r) {
+        return number(*r, "kernel_cold_median_ms").value_or(std::numeric_limits<double>::infinity());
     };
     std::stable_sort(sorted.begin(), sorted.end(), [&](auto a, auto b) { return key(a) < key(b); });
-    out << "  " << pad("", 2) << pad("#", 5) << pad("variant", 58) << pad("cold median", 13) << pad("batch", 11)
-        << pad("GB/s", 9) << pad("compile", 11) << "status\n";
+    const auto label_of = [](const row& r) {
+        std::string label = r.value("sweep_point", "");
+        return label.empty() ? r.value("variant", "") : label;
+    };
+    std::size_t width = 8;
+    for (const auto& r : rows) width = std::max(width, label_of(r).size() + 2);
+    out << "    " << pad("#", 5) << pad("point", width) << pad("cold median", 13) << pad("batch", 11) << pad("GB/s", 8)
+        << pad("compile", 11) << "status\n";
     bool best_marked = false;
-    for (const record* r : sorted) {
-        const bool best = !best_marked && r->kernel_cold && r->status == "PASS";
+    for (const row* r : sorted) {
+        const std::string status = r->value("status", "");
+        const auto cold = number(*r, "kernel_cold_median_ms");
+        const bool best = !best_marked && cold && status == "PASS";
         best_marked = best_marked || best;
-        const auto rate = r->effective_bytes_per_s();
-        const double compile = r->get(phase::nvrtc).value_or(0) + r->get(phase::ptx_to_cubin).value_or(0);
-        std::string label = r->sweep_point.empty() ? r->variant : r->sweep_point;
-        if (r->config.contains("n")) label += " n=" + r->config["n"].dump();
-        out << "  " << pad(best ? "*" : "", 2) << pad(std::to_string(r - records.data()), 5) << pad(label, 58)
-            << pad(r->kernel_cold ? units::duration_ms(r->kernel_cold->median) : "-", 13)
-            << pad(r->kernel_batch ? units::duration_ms(r->kernel_batch->median) : "-", 11)
-            << pad(rate ? fixed(*rate / 1e9, 0) : "-", 9) << pad(compile > 0 ? units::duration_ms(compile) : r->cache_status, 11)
-            << r->status << (r->error.empty() ? "" : ": " + r->error.substr(0, r->error.find('\n'))) << "\n";
+        const auto batch = number(*r, "kernel_batch_median_ms");
+        const auto rate = number(*r, "effective_gbps");
+        const double compile = number(*r, "nvrtc_ms").value_or(0) + number(*r, "ptx_to_cubin_ms").value_or(0);
+        const auto index = r->find("sweep_index");
+        const std::string error = r->value("error", "");
+        out << "  " << pad(best ? "*" : "", 2) << pad(index != r->end() && !index->is_null() ? index->dump() : "-", 5)
+            << pad(label_of(*r), width) << pad(cold ? units::duration_ms(*cold) : "-", 13)
+            << pad(batch ? units::duration_ms(*batch) : "-", 11) << pad(rate ? fixed(*rate, 0) : "-", 8)
+            << pad(compile > 0 ? units::duration_ms(compile) : r->value("cache", ""), 11) << status
+            << (error.empty() ? "" : ": " + error.substr(0, error.find('\n'))) << "\n";
     }
 }
 

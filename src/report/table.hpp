@@ -11,7 +11,7 @@ namespace kjit::report {
 /// Every phase with its time and share of the whole, kernel statistics, throughput and the check.
 void print_record(std::ostream& out, const record& r);
 
-/// One line per record, sorted by median cold kernel time, the fastest marked with '*'.
-void print_summary(std::ostream& out, const std::vector<record>& records);
+/// One line per row, sorted by median cold kernel time, the fastest passing one marked with '*'.
+void print_summary(std::ostream& out, const std::vector<row>& rows);
 
 }  // namespace kjit::report

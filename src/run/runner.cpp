@@ -61,6 +61,18 @@ std::string describe_element(std::size_t i, const reference::input_arrays& input
 
 }  // namespace
 
+void prebuilt_binaries::put(jit::build_output build) {
+    const std::lock_guard lock(m_mutex);
+    m_by_key.emplace(build.key, std::move(build));
+}
+
+std::optional<jit::build_output> prebuilt_binaries::take(const std::string& key) {
+    const std::lock_guard lock(m_mutex);
+    auto found = m_by_key.extract(key);
+    if (found.empty()) return std::nullopt;
+    return std::move(found.mapped());
+}
+
 report::record new_record(const std::string& command, const config::pipeline& p, const std::string& source) {
     report::record rec;
     rec.command = command;
@@ -92,7 +104,9 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     request.arch = arch;
     request.fast_math = p.compile.fast_math;
     request.extra_options = p.compile.options;
-    built.binary = jit::build(request, ctx.cache, ctx.mode, rec.variant);
+    std::optional<jit::build_output> ready;
+    if (ctx.prebuilt) ready = ctx.prebuilt->take(jit::cache_key(request));
+    built.binary = ready ? std::move(*ready) : jit::build(request, ctx.cache, ctx.mode, rec.variant);
 
     const auto& b = built.binary;
     rec.nvrtc_version = jit::nvrtc_version();

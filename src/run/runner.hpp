@@ -2,6 +2,9 @@
 // copy back, verify. Each phase's time goes into a report::record. Talks to the GPU only through
 // run::gpu, so tests drive it with a fake.
 #pragma once
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "codegen/codegen.hpp"
@@ -12,11 +15,24 @@
 
 namespace kjit::run {
 
+/// Builds made ahead of the runs (a sweep's parallel compile), by cache key. The first variant
+/// that needs one takes it, so that variant's record reports the compile. Thread-safe.
+class prebuilt_binaries {
+public:
+    void put(jit::build_output build);
+    [[nodiscard]] std::optional<jit::build_output> take(const std::string& key);
+
+private:
+    std::mutex m_mutex;
+    std::map<std::string, jit::build_output> m_by_key;
+};
+
 /// What building a variant needs besides the pipeline.
 struct build_context {
     const codegen::template_set& templates;
     jit::disk_cache* cache = nullptr;  ///< nullptr: no cache at all
     jit::cache_mode mode = jit::cache_mode::use;
+    prebuilt_binaries* prebuilt = nullptr;
 };
 
 struct built_variant {

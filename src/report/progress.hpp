@@ -1,0 +1,31 @@
+// A one-line progress bar with an ETA for sweeps, on a terminal only. Separate from results: it
+// writes to stderr-like streams and leaves nothing behind when disabled.
+#pragma once
+#include <chrono>
+#include <mutex>
+#include <ostream>
+#include <string>
+
+namespace kjit::report {
+
+/// True when `fd` is a terminal and the user did not ask for --quiet.
+[[nodiscard]] bool progress_wanted(int fd, bool quiet);
+
+class progress_bar {
+public:
+    progress_bar(std::ostream& out, std::size_t total, bool enabled);
+    /// One more point done; thread-safe.
+    void step(const std::string& label);
+    /// Clears the line.
+    void finish();
+
+private:
+    std::ostream& m_out;
+    std::size_t m_total;
+    std::size_t m_done = 0;
+    bool m_enabled;
+    std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+    std::mutex m_mutex;
+};
+
+}  // namespace kjit::report

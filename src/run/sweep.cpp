@@ -1,0 +1,194 @@
+#include "run/sweep.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "util/error.hpp"
+
+namespace kjit::run {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+jit::compile_request request_for(const config::pipeline& p, int arch, const build_context& ctx) {
+    jit::compile_request request;
+    request.source = codegen::generate(p, ctx.templates).source;
+    request.program_name = p.name + ".cu";
+    request.arch = p.compile.arch.value_or(arch);
+    request.fast_math = p.compile.fast_math;
+    request.extra_options = p.compile.options;
+    return request;
+}
+
+report::record record_for(const config::sweep_point& point, const std::string& command, const std::string& source) {
+    report::record rec = new_record(command, point.pipeline, source);
+    rec.sweep_index = point.index;
+    rec.sweep_point = point.label;
+    return rec;
+}
+
+void record_failure(report::record& rec, const std::string& message) {
+    rec.status = "error";
+    rec.error = message;
+}
+
+}  // namespace
+
+shard parse_shard(const std::string& text) {
+    static const std::regex form("([0-9]+)/([0-9]+)");
+    std::smatch match;
+    if (std::regex_match(text, match, form)) {
+        const shard s{std::stoul(match[1]), std::stoul(match[2])};
+        if (s.count > 0 && s.index < s.count) return s;
+    }
+    throw error(error_kind::usage, "--shard " + text + ": expected K/N with 0 <= K < N, e.g. 0/4");
+}
+
+std::vector<config::sweep_point> select_shard(const std::vector<config::sweep_point>& points, shard s) {
+    std::vector<config::sweep_point> mine;
+    for (const auto& p : points)
+        if (p.index % s.count == s.index) mine.push_back(p);
+    return mine;
+}
+
+std::vector<int> parse_devices(const std::string& text, int available) {
+    std::vector<int> devices;
+    if (text == "all") {
+        for (int i = 0; i < available; ++i) devices.push_back(i);
+        return devices;
+    }
+    static const std::regex list("[0-9]+(,[0-9]+)*");
+    if (!std::regex_match(text, list))
+        throw error(error_kind::usage, "--devices " + text + ": expected all or a list such as 0,1");
+    std::set<int> seen;
+    static const std::regex number("[0-9]+");
+    for (std::sregex_iterator it(text.begin(), text.end(), number), end; it != end; ++it) {
+        const int index = std::stoi(it->str());
+        if (index >= available)
+            throw error(error_kind::usage, "--devices " + text + ": there are " + std::to_string(available) + " GPU(s)");
+        if (seen.insert(index).second) devices.push_back(index);
+    }
+    return devices;
+}
+
+compile_summary compile_points(const std::vector<config::sweep_point>& points, int arch, const build_context& ctx,
+                               int threads) {
+    compile_summary summary;
+    summary.points = points.size();
+    std::map<std::string, std::pair<jit::compile_request, std::string>> distinct;  // key → request, label
+    for (const auto& point : points) {
+        auto request = request_for(point.pipeline, arch, ctx);
+        const std::string key = jit::cache_key(request);
+        distinct.try_emplace(key, std::move(request), config::variant_label(point.pipeline));
+    }
+    summary.distinct = distinct.size();
+    summary.threads = std::max(1, std::min<int>(threads, static_cast<int>(distinct.size())));
+
+    std::vector<const std::pair<jit::compile_request, std::string>*> work;
+    for (const auto& [key, item] : distinct) work.push_back(&item);
+    std::atomic<std::size_t> next{0};
+    std::mutex merge;
+    const auto start = std::chrono::steady_clock::now();
+    {
+        std::vector<std::jthread> pool;
+        for (int t = 0; t < summary.threads; ++t)
+            pool.emplace_back([&] {
+                // One NVRTC program and one nvJitLink handle per call: compiles run concurrently.
+                for (std::size_t i = next++; i < work.size(); i = next++) {
+                    try {
+                        auto build = jit::build(work[i]->first, ctx.cache, ctx.mode, work[i]->second);
+                        const std::lock_guard lock(merge);
+                        if (build.compiled) {
+                            ++summary.compiled;
+                            summary.serial_ms += build.nvrtc_ms + build.ptx_to_cubin_ms;
+                        }
+                        if (ctx.prebuilt) ctx.prebuilt->put(std::move(build));
+                    } catch (const error&) {
+                        // Reported by the points that use this source, when they build it.
+                    }
+                }
+            });
+    }
+    summary.wall_ms = ms_since(start);
+    return summary;
+}
+
+std::vector<report::record> run_points(const std::vector<config::sweep_point>& points, const std::string& source,
+                                       const std::vector<int>& devices, const gpu_factory& open,
+                                       const build_context& ctx,
+                                       const std::function<void(const report::record&)>& step) {
+    std::vector<std::optional<report::record>> results(points.size());
+    std::atomic<std::size_t> next{0};
+    std::mutex step_mutex;
+    auto finish = [&](std::size_t i, report::record rec) {
+        {
+            const std::lock_guard lock(step_mutex);
+            if (step) step(rec);
+        }
+        results[i] = std::move(rec);
+    };
+
+    if (!open) {  // compile only: no GPU
+        for (std::size_t i = 0; i < points.size(); ++i) {
+            report::record rec = record_for(points[i], "compile", source);
+            try {
+                (void)build_variant(points[i].pipeline, points[i].pipeline.compile.arch.value_or(90), ctx, rec);
+            } catch (const error& e) {
+                record_failure(rec, e.what());
+            }
+            finish(i, std::move(rec));
+        }
+    } else {
+        std::vector<std::string> open_errors(devices.size());
+        {
+            std::vector<std::jthread> workers;
+            for (std::size_t w = 0; w < devices.size(); ++w)
+                workers.emplace_back([&, w] {
+                    // The device is opened on this thread, so its context is current here.
+                    report::record startup;
+                    std::unique_ptr<gpu> device;
+                    try {
+                        device = open(devices[w], startup);
+                    } catch (const error& e) {
+                        open_errors[w] = "device " + std::to_string(devices[w]) + ": " + e.what();
+                        return;
+                    }
+                    std::optional<double> ceiling;
+                    for (std::size_t i = next++; i < points.size(); i = next++) {
+                        report::record rec = record_for(points[i], "run", source);
+                        // Start-up was paid once per device: it shows on that device's first point.
+                        rec.phases = startup.phases;
+                        startup.phases = {};
+                        try {
+                            run_variant(points[i].pipeline, *device, ctx, rec);
+                            if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
+                            rec.copy_ceiling_bytes_per_s = ceiling;
+                        } catch (const error& e) {
+                            record_failure(rec, e.what());
+                        } catch (const std::exception& e) {  // e.g. std::bad_alloc for a huge n
+                            record_failure(rec, std::string("host: ") + e.what());
+                        }
+                        finish(i, std::move(rec));
+                    }
+                });
+        }
+        std::string why;
+        for (const auto& e : open_errors) why += (why.empty() || e.empty() ? "" : "; ") + e;
+        for (std::size_t i = 0; i < points.size(); ++i)
+            if (!results[i]) {
+                report::record rec = record_for(points[i], "run", source);
+                record_failure(rec, "no device could run it: " + why);
+                finish(i, std::move(rec));
+            }
+    }
+    std::vector<report::record> records;
+    for (auto& r : results) records.push_back(std::move(*r));
+    return records;
+}
+
+}  // namespace kjit::run

@@ -1,0 +1,56 @@
+// Sweeps: compile every distinct source of a sweep in parallel, then run the points on one or
+// more GPUs (one worker thread, context and stream per device; a point never moves between
+// devices), recording failures per point and carrying on. Sharding splits a sweep across jobs.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "report/record.hpp"
+#include "run/runner.hpp"
+
+namespace kjit::run {
+
+/// --shard K/N: this job runs the points whose index % N == K, K in 0..N-1 (a Slurm array's
+/// SLURM_ARRAY_TASK_ID with --array=0-(N-1)). Every point lands in exactly one shard.
+struct shard {
+    std::size_t index = 0;
+    std::size_t count = 1;
+};
+[[nodiscard]] shard parse_shard(const std::string& text);
+[[nodiscard]] std::vector<config::sweep_point> select_shard(const std::vector<config::sweep_point>& points, shard s);
+
+/// --devices all | 0,2: device indices, validated against `available`.
+[[nodiscard]] std::vector<int> parse_devices(const std::string& text, int available);
+
+struct compile_summary {
+    std::size_t points = 0;
+    std::size_t distinct = 0;  ///< distinct sources (cache keys)
+    std::size_t compiled = 0;  ///< not found in the cache
+    int threads = 0;
+    double wall_ms = 0;    ///< the whole parallel pre-pass
+    double serial_ms = 0;  ///< sum of the compiles' own times: what one thread would have taken
+};
+
+/// Compiles the distinct sources of `points` for sm_<arch> on `threads` threads through the
+/// cache, keeping each fresh build in ctx.prebuilt so the first point of that source reports its
+/// compile. A source that fails to compile is left for its points to report.
+[[nodiscard]] compile_summary compile_points(const std::vector<config::sweep_point>& points, int arch,
+                                             const build_context& ctx, int threads);
+
+/// Opens device `index` and records its start-up phases (driver init, context) into `startup`.
+using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record& startup)>;
+
+/// Runs every point on `devices` (one worker each), or, with no factory, only builds them
+/// (compile-only). `step` is called after each point. Records come back in point order; a point
+/// that failed has status "FAIL" or "error" and the message.
+[[nodiscard]] std::vector<report::record> run_points(const std::vector<config::sweep_point>& points,
+                                                     const std::string& source, const std::vector<int>& devices,
+                                                     const gpu_factory& open, const build_context& ctx,
+                                                     const std::function<void(const report::record&)>& step);
+
+}  // namespace kjit::run

@@ -1,0 +1,203 @@
+// Sweeps: sharding, device lists, parallel compile vs serial, running points over several (fake)
+// devices, failures recorded per point, merge, and the progress bar's silence off a terminal.
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "fake_gpu.hpp"
+#include "helpers.hpp"
+#include "report/files.hpp"
+#include "report/progress.hpp"
+#include "run/sweep.hpp"
+
+using namespace kjit;
+using json = kjit::config::json_value;
+
+namespace {
+std::vector<config::sweep_point> points_of(json sweep, long long n = 4099) {
+    auto doc = kjit::testing::default_document();
+    doc.json["n"] = n;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 2}};
+    doc.json["sweep"] = std::move(sweep);
+    return config::expand_sweep(doc);
+}
+
+const json k_small_sweep = {{"fusion", {"fused", "separate"}}, {"launch.block", {128, 256, 512}}};
+
+/// Runs the hidden layer's kernels on the host, as in test_runner.cpp.
+void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& args, long long n) {
+    auto f = [](std::vector<unsigned char>* b) { return reinterpret_cast<float*>(b->data()); };
+    for (long long i = 0; i < n; ++i) {
+        const float a = f(args[0])[i];
+        float& out = f(args.back())[i];
+        if (kernel.ends_with("_fused")) out = std::tanh(a / 255.0f * f(args[1])[i]);
+        else if (kernel.ends_with("_normalize")) out = a / 255.0f;
+        else if (kernel.ends_with("_weigh")) out = a * f(args[1])[i];
+        else out = std::tanh(a);
+    }
+}
+}  // namespace
+
+TEST_CASE("shards cover every point exactly once") {
+    const auto points = points_of(k_small_sweep);
+    REQUIRE(points.size() == 6);
+    for (std::size_t count : {1u, 2u, 4u, 7u}) {
+        std::vector<int> seen(points.size(), 0);
+        for (std::size_t k = 0; k < count; ++k)
+            for (const auto& p : run::select_shard(points, {k, count})) ++seen[p.index];
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+    }
+    CHECK(run::parse_shard("1/4").index == 1);
+    CHECK(run::parse_shard("1/4").count == 4);
+    for (const char* bad : {"4/4", "1", "a/b", "0/0"})
+        kjit::testing::error_message([&] { (void)run::parse_shard(bad); }, error_kind::usage);
+}
+
+TEST_CASE("device lists") {
+    CHECK(run::parse_devices("all", 2) == std::vector<int>{0, 1});
+    CHECK(run::parse_devices("1,0,1", 2) == std::vector<int>{1, 0});
+    kjit::testing::error_message([] { (void)run::parse_devices("2", 2); }, error_kind::usage);
+    kjit::testing::error_message([] { (void)run::parse_devices("0;1", 2); }, error_kind::usage);
+}
+
+TEST_CASE("parallel compile makes the same cache entries as serial, compiling each source once") {
+    const auto points = points_of({{"dtype", {"float32", "float64"}}, {"stages[2].formula", {"builtin", "exp"}},
+                                   {"launch.block", {128, 256}}});
+    const auto templates = codegen::template_set::embedded();
+    kjit::testing::temp_dir serial_dir, parallel_dir;
+    jit::disk_cache serial(serial_dir.path()), parallel(parallel_dir.path());
+    const auto one = run::compile_points(points, 90, {templates, &serial, jit::cache_mode::use}, 1);
+    const auto four = run::compile_points(points, 90, {templates, &parallel, jit::cache_mode::use}, 4);
+    CHECK(one.distinct == 4);  // block size does not change the source
+    CHECK(one.compiled == 4);
+    CHECK(four.compiled == 4);
+    CHECK(four.threads == 4);
+    auto keys = [](const jit::disk_cache& c) {
+        std::vector<std::string> k;
+        for (const auto& e : c.list()) k.push_back(e.key);
+        std::sort(k.begin(), k.end());
+        return k;
+    };
+    REQUIRE(keys(serial) == keys(parallel));
+    for (const auto& key : keys(serial)) {
+        CHECK(serial.lookup(key).entry.ptx == parallel.lookup(key).entry.ptx);
+        CHECK(serial.lookup(key).entry.cubin == parallel.lookup(key).entry.cubin);
+    }
+    // A second pass finds everything in the cache.
+    CHECK(run::compile_points(points, 90, {templates, &parallel, jit::cache_mode::use}, 4).compiled == 0);
+}
+
+TEST_CASE("points spread over two devices: one record each, each on one device, first compile reported once") {
+    const auto points = points_of(k_small_sweep);
+    const auto templates = codegen::template_set::embedded();
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    run::prebuilt_binaries prebuilt;
+    const run::build_context ctx{templates, &cache, jit::cache_mode::use, &prebuilt};
+    (void)run::compile_points(points, 90, ctx, 2);
+    std::atomic<int> opened{0};
+    const run::gpu_factory open = [&](int index, report::record& startup) -> std::unique_ptr<run::gpu> {
+        ++opened;
+        startup.set(report::phase::context, 1.0);
+        auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
+        gpu->on_launch = hidden_layer_on_host;
+        return gpu;
+    };
+    std::size_t steps = 0;
+    const auto records = run::run_points(points, "test", {0, 1}, open, ctx, [&](const report::record&) { ++steps; });
+    CHECK(opened == 2);
+    CHECK(steps == points.size());
+    REQUIRE(records.size() == points.size());
+    std::size_t compiled = 0, with_context = 0;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        CHECK(records[i].sweep_index == i);
+        CHECK(records[i].status == "PASS");
+        CHECK((records[i].device_index == 0 || records[i].device_index == 1));
+        compiled += records[i].get(report::phase::nvrtc).has_value();
+        with_context += records[i].get(report::phase::context).has_value();
+    }
+    CHECK(compiled == 2);      // fused and separate: each source's compile shows once
+    CHECK(with_context == 2);  // each device's start-up shows once
+}
+
+TEST_CASE("a failing point is recorded and the sweep goes on") {
+    const auto points = points_of({{"compile.options", {json::array(), json::array({"--bogus-option"})}}});
+    const auto templates = codegen::template_set::embedded();
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    const run::build_context ctx{templates, &cache, jit::cache_mode::use, nullptr};
+    const run::gpu_factory open = [](int index, report::record&) -> std::unique_ptr<run::gpu> {
+        auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
+        gpu->on_launch = hidden_layer_on_host;
+        return gpu;
+    };
+    const auto records = run::run_points(points, "test", {0}, open, ctx, nullptr);
+    REQUIRE(records.size() == 2);
+    CHECK(records[0].status == "PASS");
+    CHECK(records[1].status == "error");
+    CHECK(records[1].error.find("NVRTC failed") != std::string::npos);
+
+    const run::gpu_factory broken = [](int, report::record&) -> std::unique_ptr<run::gpu> {
+        throw error(error_kind::driver, "cuDevicePrimaryCtxRetain failed: CUDA_ERROR_OUT_OF_MEMORY");
+    };
+    const auto none = run::run_points(points, "test", {0}, broken, ctx, nullptr);
+    CHECK(none[0].status == "error");
+    CHECK(none[0].error.find("no device could run it: device 0: cuDevicePrimaryCtxRetain") != std::string::npos);
+}
+
+TEST_CASE("progress: silent off a terminal and when disabled") {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    CHECK_FALSE(report::progress_wanted(fds[1], false));
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::ostringstream out;
+    report::progress_bar off(out, 10, false);
+    off.step("x");
+    off.finish();
+    CHECK(out.str().empty());
+    report::progress_bar on(out, 2, true);
+    on.step("point a");
+    CHECK(out.str().find("1/2") != std::string::npos);
+    CHECK(out.str().find("ETA") != std::string::npos);
+}
+
+TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows as one sweep") {
+    kjit::testing::temp_dir dir;
+    const std::string config = (dir.path() / "sweep.json").string();
+    {
+        auto doc = kjit::testing::default_document();
+        doc.json["sweep"] = k_small_sweep;
+        std::ofstream(config) << doc.json.dump();
+    }
+    const std::string cache = (dir.path() / "cache").string();
+    auto kjit_cli = [](std::vector<std::string> args) {
+        args.insert(args.begin(), "kjit");
+        std::vector<const char*> argv;
+        for (const auto& a : args) argv.push_back(a.c_str());
+        std::ostringstream out, err;
+        return cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+    };
+    const auto path = [&](const char* name) { return (dir.path() / name).string(); };
+    REQUIRE(kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--json", path("all.json")}) == exit_status::ok);
+    for (const char* shard : {"0/2", "1/2"})
+        REQUIRE(kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--shard", shard, "--json",
+                          path(shard[0] == '0' ? "s0.json" : "s1.json")}) == exit_status::ok);
+    REQUIRE(kjit_cli({"merge", path("s1.json"), path("s0.json"), "--json", path("merged.json"), "--csv", path("merged.csv")}) ==
+            exit_status::ok);
+    const auto all = report::read_rows(path("all.json")), merged = report::read_rows(path("merged.json"));
+    REQUIRE(all.size() == 6);
+    REQUIRE(merged.size() == 6);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        CHECK(merged[i]["sweep_index"] == i);
+        CHECK(merged[i]["sweep_point"] == all[i]["sweep_point"]);
+        CHECK(merged[i]["cache_key"] == all[i]["cache_key"]);
+    }
+    const std::string csv = fs::read_file(path("merged.csv"));
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
+    CHECK(kjit_cli({"merge", config}) == exit_status::usage);  // not a results file
+}
