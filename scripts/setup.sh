@@ -5,7 +5,8 @@
 #   scripts/setup.sh            build + run        scripts/setup.sh --test   build + the test suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev)
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev
+          python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

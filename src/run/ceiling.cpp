@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <regex>
 
 #include "run/runner.hpp"
@@ -8,20 +9,25 @@
 namespace kjit::run {
 namespace {
 
-constexpr std::size_t k_probe_bytes = std::size_t{1} << 30;
 constexpr int k_probe_block = 256;
 constexpr int k_probe_samples = 20;
 
+/// 16 × L2 each way (960 MiB on an H200), so no cache level holds the data, within 64 MiB..1 GiB.
+std::size_t probe_bytes(const device_info& info) {
+    return std::clamp<std::size_t>(16 * info.l2_bytes, std::size_t{64} << 20, std::size_t{1} << 30) / 16 * 16;
+}
+
 double measure(gpu& device, const build_context& ctx) {
+    const std::size_t bytes = probe_bytes(device.device());
     jit::compile_request request;
     request.source = codegen::copy_probe_source(ctx.templates);
     request.program_name = "kjit_copy_probe.cu";
     request.arch = device.device().arch;
     const auto binary = jit::build(request, ctx.cache, ctx.mode, "copy probe");
     const kernel_id kernel = device.get_kernel(device.load_module(binary.cubin), codegen::k_copy_probe_kernel);
-    const buffer_id in = device.allocate(k_probe_bytes), out = device.allocate(k_probe_bytes);
-    device.fill_bytes(in, 0x3f, k_probe_bytes);  // real data, not zeros
-    const long long n4 = static_cast<long long>(k_probe_bytes / 16);
+    const buffer_id in = device.allocate(bytes), out = device.allocate(bytes);
+    device.fill_bytes(in, 0x3f, bytes);  // real data, not zeros
+    const long long n4 = static_cast<long long>(bytes / 16);
     const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt,
                                      static_cast<long long>(device.max_active_blocks_per_sm(kernel, k_probe_block)) *
                                          device.device().sm_count);
@@ -31,7 +37,7 @@ double measure(gpu& device, const build_context& ctx) {
     for (int i = 0; i < k_probe_samples; ++i) samples.push_back(device.time_ms(copy));
     device.release(in);
     device.release(out);
-    return 2.0 * static_cast<double>(k_probe_bytes) / (summarize(std::move(samples)).median * 1e-3);
+    return 2.0 * static_cast<double>(bytes) / (summarize(std::move(samples)).median * 1e-3);
 }
 
 }  // namespace
@@ -55,7 +61,7 @@ double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx) {
         fs::write_file_atomic(file, nlohmann::json{{"device", info.name},
                                                    {"driver_version", info.driver_version},
                                                    {"copy_bytes_per_s", ceiling},
-                                                   {"bytes_each_way", k_probe_bytes}}
+                                                   {"bytes_each_way", probe_bytes(info)}}
                                         .dump(2));
     }
     return ceiling;

@@ -62,7 +62,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
 namespace kjit::run {
 
 /// The device's copy bandwidth (bytes read + written per second), measured once with kjit's own
-/// float4 copy kernel over 2 × 1 GiB, far past L2, and kept in the cache directory per device and
+/// float4 copy kernel over 16 × L2 each way (up to 1 GiB), and kept in the cache directory per device and
 /// driver. This is the ceiling a memory-bound variant is compared with.
 [[nodiscard]] double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx);
 

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Turn kjit results (kjit run/sweep/merge --json) into PNGs.
+
+    scripts/plot_results.py RESULTS.json [--out DIR]
+
+Writes, where the data has what they need:
+  kernel_time.png     cold median kernel time and effective GB/s per variant (one panel per n)
+  time_vs_n.png       cold median kernel time against n, one line per variant (log-log)
+  jit_phases.png      compile-side phases per variant: cache lookup, NVRTC, PTX -> cubin, load
+  startup.png         every host phase of each record as a stacked bar: where a run's time goes
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+
+JIT_PHASES = ["cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms", "module_load_ms", "get_function_ms"]
+HOST_PHASES = ["driver_init_ms", "context_ms", "codegen_ms", "cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms",
+               "cache_store_ms", "module_load_ms", "get_function_ms", "alloc_ms", "h2d_ms", "first_launch_ms",
+               "d2h_ms"]
+
+
+def label(row, without=()):
+    """The point's own label (sweep values), minus the axes named in `without`."""
+    text = row.get("sweep_point") or row.get("variant") or row.get("name", "?")
+    return " ".join(part for part in text.split() if part.split("=")[0] not in without)
+
+
+def kernel_time(rows, out):
+    timed = [r for r in rows if r.get("kernel_cold_median_ms") is not None]
+    if not timed:
+        return None
+    sizes = sorted({r["n"] for r in timed})
+    fig, axes = plt.subplots(len(sizes), 2, figsize=(14, 0.32 * len(timed) + 2.5 * len(sizes)), squeeze=False)
+    for row_axes, n in zip(axes, sizes):
+        group = sorted((r for r in timed if r["n"] == n), key=lambda r: r["kernel_cold_median_ms"])
+        names = [label(r, without=("n",)) for r in group]
+        times = [r["kernel_cold_median_ms"] * 1e3 for r in group]
+        rates = [r.get("effective_gbps") or 0 for r in group]
+        colors = ["tab:red" if r.get("status") not in ("PASS", "ok") else "tab:blue" for r in group]
+        row_axes[0].barh(names, times, color=colors)
+        row_axes[0].set_xlabel("cold median kernel time (µs)")
+        row_axes[0].set_title(f"n = {n:,}: kernel time (red: failed check)")
+        row_axes[0].invert_yaxis()
+        row_axes[1].barh(names, rates, color="tab:green")
+        ceiling = next((r["copy_ceiling_gbps"] for r in group if r.get("copy_ceiling_gbps")), None)
+        if ceiling:
+            row_axes[1].axvline(ceiling, color="k", linestyle="--", label=f"measured copy ceiling {ceiling:.0f} GB/s")
+            row_axes[1].legend(loc="lower right")
+        row_axes[1].set_xlabel("effective GB/s (bytes moved / cold median)")
+        row_axes[1].set_yticks([])
+        row_axes[1].invert_yaxis()
+    fig.tight_layout()
+    path = out / "kernel_time.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def time_vs_n(rows, out):
+    timed = [r for r in rows if r.get("kernel_cold_median_ms") is not None]
+    series = {}
+    for r in timed:
+        series.setdefault(label(r, without=("n",)), []).append((r["n"], r["kernel_cold_median_ms"] * 1e3))
+    series = {k: sorted(v) for k, v in series.items() if len({n for n, _ in v}) > 1}
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 6))
+    for name, points in sorted(series.items()):
+        ax.plot([n for n, _ in points], [t for _, t in points], marker="o", label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n (elements)")
+    ax.set_ylabel("cold median kernel time (µs)")
+    ax.set_title("kernel time against n")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path = out / "time_vs_n.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def stacked(rows, phases, title, path):
+    rows = [r for r in rows if any(r.get(p) for p in phases)]
+    if not rows:
+        return None
+    names = [f"{label(r)} [{r.get('cache', '')}]" for r in rows]
+    fig, ax = plt.subplots(figsize=(12, 0.3 * len(rows) + 2))
+    left = [0.0] * len(rows)
+    for phase in phases:
+        values = [r.get(phase) or 0 for r in rows]
+        if any(values):
+            ax.barh(names, values, left=left, label=phase.removesuffix("_ms"))
+            left = [a + b for a, b in zip(left, values)]
+    ax.set_xlabel("ms (host clock)")
+    ax.set_title(title)
+    ax.invert_yaxis()
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=pathlib.Path)
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("."))
+    args = parser.parse_args()
+    try:
+        rows = json.loads(args.results.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"plot_results: {args.results}: {e}")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "schema_version" in r for r in rows):
+        sys.exit(f"plot_results: {args.results}: not kjit results (a list of records)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    made = [kernel_time(rows, args.out), time_vs_n(rows, args.out),
+            stacked(rows, JIT_PHASES, "compile and load phases per variant", args.out / "jit_phases.png"),
+            stacked(rows, HOST_PHASES, "where each run's time goes", args.out / "startup.png")]
+    for path in made:
+        if path:
+            print(path)
+    if not any(made):
+        sys.exit("plot_results: nothing to plot")
+
+
+if __name__ == "__main__":
+    main()

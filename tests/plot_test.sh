@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The plotting script on real kjit output made here with no GPU (a compile-only sweep): it must
+# draw the compile phases, and refuse a file that is not kjit results.
+# usage: plot_test.sh KJIT PYTHON SOURCE_DIR WORK_DIR   (PYTHON empty: skipped, exit 77)
+set -euo pipefail
+kjit=$1 python=$2 source=$3 work=$4
+if [ -z "$python" ]; then echo "plot test skipped: no python3 with matplotlib (Debian: python3-matplotlib)"; exit 77; fi
+rm -rf "$work" && mkdir -p "$work"
+"$kjit" sweep "$source/configs/sweep_hidden_layer.json" --compile-only --quiet --cache-dir "$work/cache" \
+    --set 'sweep={"dtype": ["float32", "float64"]}' --json "$work/results.json" > /dev/null
+"$python" "$source/scripts/plot_results.py" "$work/results.json" --out "$work/png"
+test -s "$work/png/jit_phases.png"
+test -s "$work/png/startup.png"
+if "$python" "$source/scripts/plot_results.py" "$source/configs/hidden_layer.json" --out "$work/png" 2> "$work/err"; then
+    echo "expected a refusal"; exit 1
+fi
+grep -q "not kjit results" "$work/err"
+echo "plot test passed"
