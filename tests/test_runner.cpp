@@ -61,13 +61,17 @@ TEST_CASE("a correct device passes, with every phase recorded") {
     CHECK(rec.cache_status == "miss");
     CHECK_FALSE(f.gpu.loaded_cubin.empty());
     CHECK(f.gpu.loaded_cubin.substr(1, 3) == "ELF");
-    // first launch + warm-up + cold samples + batches
-    CHECK(f.gpu.launches == 1 + 2 + 5 + run::k_batches * 5);
+    // first launch + warm-up + cold samples + batches + graph replays
+    CHECK(f.gpu.launches == 1 + 2 + 5 + 2 * run::k_batches * 5);
     CHECK(f.gpu.flushes == 5);
     REQUIRE(rec.kernel_cold.has_value());
     CHECK(rec.kernel_cold->count == 5);
     CHECK(rec.kernel_cold->median == doctest::Approx(0.001));
     CHECK(rec.kernel_batch->count == run::k_batches);
+    REQUIRE(rec.kernel_graph.has_value());
+    CHECK(rec.kernel_graph->median == doctest::Approx(0.0005));
+    CHECK(rec.get(report::phase::graph_build).has_value());
+    CHECK(rec.kernels[0].occupancy == doctest::Approx(8 * 256 / 2048.0));
     CHECK(rec.bytes_moved == 3.0 * 4099 * 4);
     CHECK(f.gpu.last_block == 256);
     CHECK(f.gpu.last_grid == 5);  // ceil(ceil(4099 / 4) / 256), below 4 SMs × 8 resident
@@ -108,7 +112,7 @@ TEST_CASE("separate stages: three launches per chain, wired through intermediate
     const auto rec = f.run(small("separate"));
     CHECK(rec.status == "PASS");
     CHECK(order == std::vector<std::string>{"hidden_layer_s0_normalize", "hidden_layer_s1_weigh", "hidden_layer_s2_activate"});
-    CHECK(f.gpu.launches == 3 * (1 + 2 + 5 + run::k_batches * 5));
+    CHECK(f.gpu.launches == 3 * (1 + 2 + 5 + 2 * run::k_batches * 5));
     CHECK(rec.bytes_moved == (2.0 + 3.0 + 2.0) * 4099 * 4);
     CHECK(rec.kernels.size() == 3);
 }

@@ -112,14 +112,16 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
     CHECK(opened == 2);
     CHECK(steps == points.size());
     REQUIRE(records.size() == points.size());
-    std::size_t compiled = 0, with_context = 0;
+    std::size_t compiled = 0, with_context = 0, with_inputs = 0;
     for (std::size_t i = 0; i < records.size(); ++i) {
         CHECK(records[i].sweep_index == i);
         CHECK(records[i].status == "PASS");
         CHECK((records[i].device_index == 0 || records[i].device_index == 1));
         compiled += records[i].get(report::phase::nvrtc).has_value();
         with_context += records[i].get(report::phase::context).has_value();
+        with_inputs += records[i].get(report::phase::host_inputs).has_value();
     }
+    CHECK(with_inputs <= 2);  // every point shares n, dtype and inputs: made once per device
     CHECK(compiled == 2);      // fused and separate: each source's compile shows once
     CHECK(with_context == 2);  // each device's start-up shows once
 }

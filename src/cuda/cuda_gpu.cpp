@@ -148,6 +148,37 @@ public:
         return ms;
     }
 
+    struct cuda_graph final : graph {
+        graph_handle captured;
+        graph_exec_handle exec;
+    };
+
+    std::unique_ptr<graph> capture_graph(const std::function<void()>& enqueue) override {
+        // Thread-local capture: other threads (a sweep's other devices) may use CUDA meanwhile.
+        m_api->check(m_api->cuStreamBeginCapture(m_stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                     "cuStreamBeginCapture");
+        CUgraph captured = nullptr;
+        try {
+            enqueue();
+        } catch (...) {
+            (void)m_api->cuStreamEndCapture(m_stream.get(), &captured);
+            if (captured) (void)m_api->cuGraphDestroy(captured);
+            throw;
+        }
+        m_api->check(m_api->cuStreamEndCapture(m_stream.get(), &captured), "cuStreamEndCapture");
+        auto result = std::make_unique<cuda_graph>();
+        result->captured = graph_handle(captured, {m_api});
+        CUgraphExec exec = nullptr;
+        m_api->check(m_api->cuGraphInstantiateWithFlags(&exec, captured, 0), "cuGraphInstantiateWithFlags");
+        result->exec = graph_exec_handle(exec, {m_api});
+        return result;
+    }
+
+    double time_graph_ms(graph& g) override {
+        auto& cg = dynamic_cast<cuda_graph&>(g);
+        return time_ms([&] { m_api->check(m_api->cuGraphLaunch(cg.exec.get(), m_stream.get()), "cuGraphLaunch"); });
+    }
+
 private:
     struct loaded_kernel {
         CUfunction function;

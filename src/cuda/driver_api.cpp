@@ -143,6 +143,12 @@ probe_result probe_driver() {
         {"cuEventRecord", 2000, reinterpret_cast<void**>(&a.cuEventRecord)},
         {"cuEventSynchronize", 2000, reinterpret_cast<void**>(&a.cuEventSynchronize)},
         {"cuEventElapsedTime", 2000, reinterpret_cast<void**>(&a.cuEventElapsedTime)},
+        {"cuStreamBeginCapture", 10010, reinterpret_cast<void**>(&a.cuStreamBeginCapture)},
+        {"cuStreamEndCapture", 10000, reinterpret_cast<void**>(&a.cuStreamEndCapture)},
+        {"cuGraphInstantiateWithFlags", 11040, reinterpret_cast<void**>(&a.cuGraphInstantiateWithFlags)},
+        {"cuGraphLaunch", 10000, reinterpret_cast<void**>(&a.cuGraphLaunch)},
+        {"cuGraphExecDestroy", 10000, reinterpret_cast<void**>(&a.cuGraphExecDestroy)},
+        {"cuGraphDestroy", 10000, reinterpret_cast<void**>(&a.cuGraphDestroy)},
     };
     for (const auto& e : table) {
         const CUresult result = resolve(get_proc, e.name, e.version, *e.slot);

@@ -46,6 +46,12 @@ struct driver_api {
     PFN_cuEventRecord_v2000 cuEventRecord = nullptr;
     PFN_cuEventSynchronize_v2000 cuEventSynchronize = nullptr;
     PFN_cuEventElapsedTime_v2000 cuEventElapsedTime = nullptr;
+    PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture = nullptr;
+    PFN_cuStreamEndCapture_v10000 cuStreamEndCapture = nullptr;
+    PFN_cuGraphInstantiateWithFlags_v11040 cuGraphInstantiateWithFlags = nullptr;
+    PFN_cuGraphLaunch_v10000 cuGraphLaunch = nullptr;
+    PFN_cuGraphExecDestroy_v10000 cuGraphExecDestroy = nullptr;
+    PFN_cuGraphDestroy_v10000 cuGraphDestroy = nullptr;
 
     std::string library;  ///< the file that was loaded
     void* handle = nullptr;

@@ -47,6 +47,8 @@ using module_handle = unique_handle<CUmodule, api_deleter<CUmodule, &driver_api:
 using buffer_handle = unique_handle<CUdeviceptr, api_deleter<CUdeviceptr, &driver_api::cuMemFree>>;
 using stream_handle = unique_handle<CUstream, api_deleter<CUstream, &driver_api::cuStreamDestroy>>;
 using event_handle = unique_handle<CUevent, api_deleter<CUevent, &driver_api::cuEventDestroy>>;
+using graph_handle = unique_handle<CUgraph, api_deleter<CUgraph, &driver_api::cuGraphDestroy>>;
+using graph_exec_handle = unique_handle<CUgraphExec, api_deleter<CUgraphExec, &driver_api::cuGraphExecDestroy>>;
 
 /// The device's primary context, retained for the handle's life (released, not destroyed: other
 /// code in the process may share it).

@@ -23,6 +23,7 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
     {"d2h", "copy D2H"},
     {"host_reference", "host: float64 reference"},
     {"verify", "verify"},
+    {"graph_build", "CUDA graph capture + instantiate"},
 }};
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
@@ -71,7 +72,8 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     }
     columns.insert(columns.end(), {{"kernels", names}, {"registers", registers}, {"spill_bytes", spills},
                            {"launch_grid", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().grid)},
-                           {"blocks_per_sm", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().blocks_per_sm)}});
+                           {"blocks_per_sm", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().blocks_per_sm)},
+                           {"occupancy", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().occupancy)}});
 
     auto stats = [&](const std::string& mode, const std::optional<sample_stats>& s) {
         const auto value = [&](double sample_stats::*field) { return s ? nlohmann::json((*s).*field) : nlohmann::json(); };
@@ -84,6 +86,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     };
     stats("cold", r.kernel_cold);
     stats("batch", r.kernel_batch);
+    stats("graph", r.kernel_graph);
     const auto rate = r.effective_bytes_per_s();
     columns.insert(columns.end(),
                {{"bytes_moved", r.bytes_moved},

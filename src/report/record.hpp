@@ -31,6 +31,7 @@ enum class phase {
     d2h,             ///< result back
     host_reference,  ///< kjit's own cost: the float64 CPU pipeline
     verify,          ///< compare with the reference
+    graph_build,     ///< capture + instantiate the CUDA graph used for the graph timing
     count_
 };
 inline constexpr std::size_t k_phase_count = static_cast<std::size_t>(phase::count_);
@@ -51,6 +52,7 @@ struct kernel_row {
     long long grid = 0;
     int block = 0;
     int blocks_per_sm = 0;  ///< occupancy API; 0 when not run
+    double occupancy = 0;   ///< theoretical: resident threads per SM / the SM's maximum
 };
 
 struct check_row {
@@ -83,6 +85,7 @@ struct record {
 
     std::optional<sample_stats> kernel_cold;   ///< per launch of the chain, L2 flushed before each
     std::optional<sample_stats> kernel_batch;  ///< back-to-back chains, total / count, per batch
+    std::optional<sample_stats> kernel_graph;  ///< the same chains replayed from one CUDA graph, per chain
     double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes)
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
 

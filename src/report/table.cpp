@@ -37,7 +37,7 @@ std::string kernel_note(const kernel_row& k) {
     if (k.stack_bytes > 0) note += ", " + std::to_string(k.stack_bytes) + " B stack";
     if (k.grid > 0)
         note += "  grid " + std::to_string(k.grid) + " × " + std::to_string(k.block) + " (" +
-                std::to_string(k.blocks_per_sm) + " blocks/SM resident)";
+                std::to_string(k.blocks_per_sm) + " blocks/SM resident, occupancy " + fixed(100 * k.occupancy, 0) + " %)";
     return note;
 }
 
@@ -76,6 +76,10 @@ void print_record(std::ostream& out, const record& r) {
         };
         line("cold: L2 flushed, one chain", r.kernel_cold);
         line("batch: back-to-back, per chain", r.kernel_batch);
+        line("graph: one CUDA graph, per chain", r.kernel_graph);
+        if (r.kernel_batch && r.kernel_graph && r.kernel_batch->median > r.kernel_graph->median)
+            out << "  launch overhead ≈ batch − graph = " << units::duration_ms(r.kernel_batch->median - r.kernel_graph->median)
+                << " per chain\n";
         if (const auto rate = r.effective_bytes_per_s()) {
             out << "  throughput: " << units::bytes(r.bytes_moved) << " moved per pass → " << units::byte_rate(*rate)
                 << " effective (cold median)";

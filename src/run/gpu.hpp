@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,16 @@ public:
     virtual void synchronize() = 0;
     /// Device time of the work `enqueue` puts on the stream, between two events; waits for it.
     [[nodiscard]] virtual double time_ms(const std::function<void()>& enqueue) = 0;
+
+    /// A CUDA graph of the work `enqueue` puts on the stream, captured once and replayed by
+    /// time_graph_ms; building it (capture + instantiate) is the caller's one-off cost to time.
+    class graph {
+    public:
+        virtual ~graph() = default;
+    };
+    [[nodiscard]] virtual std::unique_ptr<graph> capture_graph(const std::function<void()>& enqueue) = 0;
+    /// Device time of one replay of `g`, between two events; waits for it.
+    [[nodiscard]] virtual double time_graph_ms(graph& g) = 0;
 };
 
 }  // namespace kjit::run

@@ -10,6 +10,7 @@
 #include "codegen/codegen.hpp"
 #include "config/config.hpp"
 #include "jit/jit.hpp"
+#include "reference/reference.hpp"
 #include "report/record.hpp"
 #include "run/gpu.hpp"
 
@@ -52,10 +53,21 @@ struct built_variant {
 /// L2 flushes and back-to-back batches: see measure_kernel in runner.cpp.
 inline constexpr int k_batches = 10;
 
-/// Runs `p` on `device` and fills `rec`: every phase, cold and batch kernel times, the check.
-/// A result outside tolerance sets status "FAIL" (it does not throw); a CUDA failure throws
-/// kjit::error(driver) whose message starts with the phase it happened in.
-void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec);
+/// The host side of a run: inputs and the float64 reference. A sweep keeps the last one per
+/// worker, since many points (block sizes, vector widths, formulas) share them; the reference is
+/// exact tanh whatever the formula, so only n, dtype, seed, inputs and stage arithmetic matter.
+struct host_data {
+    std::string key;
+    reference::input_arrays inputs;
+    std::vector<double> expected;
+};
+
+/// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the
+/// check. A result outside tolerance sets status "FAIL" (it does not throw); a CUDA failure throws
+/// kjit::error(driver) whose message starts with the phase it happened in. With `reuse`, host
+/// data from the previous call is used when it fits (and its phases are then not recorded).
+void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
+                 host_data* reuse = nullptr);
 
 }  // namespace kjit::run
 

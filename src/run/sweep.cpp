@@ -159,13 +159,14 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         return;
                     }
                     std::optional<double> ceiling;
+                    host_data host;  // reused while consecutive points share inputs
                     for (std::size_t i = next++; i < points.size(); i = next++) {
                         report::record rec = record_for(points[i], "run", source);
                         // Start-up was paid once per device: it shows on that device's first point.
                         rec.phases = startup.phases;
                         startup.phases = {};
                         try {
-                            run_variant(points[i].pipeline, *device, ctx, rec);
+                            run_variant(points[i].pipeline, *device, ctx, rec, &host);
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
                         } catch (const error& e) {
