@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include <map>
+
 #include "cuda/cuda_gpu.hpp"
+#include "report/files.hpp"
 #include "helpers.hpp"
 #include "run/runner.hpp"
 
@@ -143,6 +146,39 @@ TEST_CASE("the copy ceiling is measured and plausible") {
     CHECK(ceiling > 1e11);
     CHECK(ceiling < 2e13);
     MESSAGE("copy ceiling " << ceiling / 1e9 << " GB/s");
+}
+
+TEST_CASE("kjit first-call on the GPU: the warm cubin start has no NVRTC phase, PTX loading costs a JIT") {
+    kjit::testing::temp_dir dir;
+    const std::string json_file = (dir.path() / "fc.json").string();
+    const std::string command = std::string(KJIT_BINARY) + " first-call --repeat 2 --json " + json_file + " > " +
+                                (dir.path() / "out").string() + " 2>&1";
+    REQUIRE(std::system(command.c_str()) == 0);
+    std::map<std::string, std::vector<report::row>> by_state;
+    for (auto& r : report::read_rows(json_file)) by_state[r["first_call_state"]].push_back(r);
+    REQUIRE(by_state.size() == 5);
+    for (const auto& r : by_state["cold"]) {
+        CHECK(r["cache"] == "miss");
+        CHECK(r["nvrtc_ms"].get<double>() > 0);
+        CHECK(r["driver_init_ms"].get<double>() > 0);
+    }
+    for (const auto& r : by_state["warm-cubin"]) {
+        CHECK(r["cache"] == "hit");
+        CHECK(r["nvrtc_ms"].is_null());
+        CHECK(r["ptx_to_cubin_ms"].is_null());
+        CHECK(r["module_image"] == "cubin");
+        CHECK(r["module_load_ms"].get<double>() < 1.0);
+    }
+    for (const auto& r : by_state["warm-ptx-nocache"]) {
+        CHECK(r["module_image"] == "ptx");
+        CHECK(r["status"] == "PASS");
+    }
+    for (const auto& r : by_state["second-call"]) {
+        CHECK(r["call_index"] == 2);
+        CHECK(r["driver_init_ms"].is_null());
+        CHECK(r["context_ms"].is_null());
+    }
+    MESSAGE(fs::read_file(dir.path() / "out"));
 }
 
 int main(int argc, char** argv) {

@@ -25,6 +25,8 @@ constexpr subcommand k_subcommands[] = {
     {"compile", "[CONFIG]", "generate and compile (no GPU needed); report compile phases", true, true, true, false},
     {"emit", "[CONFIG]", "print the generated CUDA source", true, false, false, false},
     {"sweep", "[CONFIG]", "run every point of the config's sweep block; one row each", true, true, true, false},
+    {"first-call", "[CONFIG]", "fresh processes in several start states: what a first call costs", true, false, true,
+     false},
     {"merge", "FILE.json...", "join sweep results (e.g. shards) into one table", false, false, true, false},
     {"devices", "", "list the GPUs the driver sees", false, false, false, false},
     {"cache", "list|stats|clear|path", "inspect or clear the compile cache", false, false, false, false},
@@ -80,6 +82,16 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
                                                   cxxopts::value<int>(), "N")(
             "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
     }
+    if (std::string(sub.name) == "run") {
+        parser.add_options()("load", "what to load: cubin, or ptx (the driver JIT-compiles it)",
+                             cxxopts::value<std::string>()->default_value("cubin"), "cubin|ptx")(
+            "calls", "call the variant N times in this process (a record each)",
+            cxxopts::value<int>()->default_value("1"), "N")("skip-ceiling", "do not measure the copy ceiling");
+    }
+    if (std::string(sub.name) == "first-call") {
+        parser.add_options()("repeat", "child processes per start state",
+                             cxxopts::value<int>()->default_value("5"), "K");
+    }
     if (std::string(sub.name) == "merge") {
         parser.add_options()("files", "JSON results of kjit sweep --json", cxxopts::value<std::vector<std::string>>());
         parser.parse_positional({"files"});
@@ -122,6 +134,15 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (args.count("files")) o.files = args["files"].as<std::vector<std::string>>();
     o.quiet = args.count("quiet") > 0;
     o.compile_only = args.count("compile-only") > 0;
+    o.skip_ceiling = args.count("skip-ceiling") > 0;
+    if (args.count("calls")) o.calls = args["calls"].as<int>();
+    if (args.count("repeat")) o.repeat = args["repeat"].as<int>();
+    if (args.count("load")) {
+        const std::string load = args["load"].as<std::string>();
+        if (load != "cubin" && load != "ptx") throw error(error_kind::usage, "--load " + load + ": expected cubin or ptx");
+        o.load_ptx = load == "ptx";
+    }
+    if (o.calls < 1 || o.repeat < 1) throw error(error_kind::usage, "--calls and --repeat take a number ≥ 1");
     o.no_cache = sub.compile && args.count("no-cache") > 0;
     o.refresh = sub.compile && args.count("refresh") > 0;
     if (o.no_cache && o.refresh) throw error(error_kind::usage, "--no-cache and --refresh exclude each other");
@@ -132,6 +153,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (name == "run") return cmd_run(o, out, err);
     if (name == "sweep") return cmd_sweep(o, out, err);
     if (name == "merge") return cmd_merge(o, out, err);
+    if (name == "first-call") return cmd_first_call(o, out, err);
     if (name == "devices") return cmd_devices(out);
     return cmd_cache(o, out);
 }

@@ -26,6 +26,10 @@ struct options {
     bool compile_only = false;
     int jobs = 0;  ///< sweep: compile threads; 0 = one per core
     std::vector<std::string> files;  ///< merge
+    bool load_ptx = false;      ///< run: load PTX (driver JIT) instead of the cubin
+    int calls = 1;              ///< run: call the variant this many times in one process
+    bool skip_ceiling = false;  ///< run: do not measure the copy ceiling
+    int repeat = 5;             ///< first-call: child processes per state
 };
 
 exit_status cmd_emit(const options& o, std::ostream& out);
@@ -35,5 +39,6 @@ exit_status cmd_devices(std::ostream& out);
 exit_status cmd_cache(const options& o, std::ostream& out);
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err);
+exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& err);
 
 }  // namespace kjit::cli

@@ -61,10 +61,11 @@ public:
 
     const run::device_info& device() const override { return m_info; }
 
-    run::module_id load_module(const std::string& cubin) override {
+    run::module_id load_module(const std::string& image) override {
         CUmodule module = nullptr;
-        m_api->check(m_api->cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData",
-                     units::bytes(static_cast<double>(cubin.size())) + " cubin");
+        // std::string keeps a terminating NUL, which PTX text needs.
+        m_api->check(m_api->cuModuleLoadData(&module, image.c_str()), "cuModuleLoadData",
+                     units::bytes(static_cast<double>(image.size())) + " image");
         m_modules.emplace_back(module, api_deleter<CUmodule, &driver_api::cuModuleUnload>{m_api});
         return static_cast<run::module_id>(m_modules.size() - 1);
     }

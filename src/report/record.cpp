@@ -59,7 +59,11 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"cache_key", r.cache_key},
                            {"cache_problem", r.cache_problem},
                            {"ptx_bytes", r.ptx_bytes},
-                           {"cubin_bytes", r.cubin_bytes}});
+                           {"cubin_bytes", r.cubin_bytes},
+                           {"module_image", r.module_image},
+                           {"call_index", r.call_index ? nlohmann::json(*r.call_index) : nlohmann::json()},
+                           {"first_call_state", r.first_call_state},
+                           {"process_wall_ms", optional_number(r.process_wall_ms)}});
     for (std::size_t i = 0; i < k_phase_count; ++i)
         columns.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
 

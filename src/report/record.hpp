@@ -79,6 +79,10 @@ struct record {
     std::string cache_status;  ///< hit | miss | off | refresh
     std::string cache_key, cache_problem;
     std::size_t ptx_bytes = 0, cubin_bytes = 0;
+    std::string module_image;  ///< what was loaded: "cubin", or "ptx" (driver JIT); empty when nothing ran
+    std::optional<int> call_index;  ///< kjit run --calls N: 1 for the first call in the process, 2 …
+    std::string first_call_state;   ///< kjit first-call: the start state of the child process
+    std::optional<double> process_wall_ms;  ///< kjit first-call: the child's whole wall time
 
     std::array<std::optional<double>, k_phase_count> phases{};  ///< ms; empty = did not happen
     std::vector<kernel_row> kernels;

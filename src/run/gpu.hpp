@@ -37,7 +37,8 @@ public:
 
     [[nodiscard]] virtual const device_info& device() const = 0;
 
-    [[nodiscard]] virtual module_id load_module(const std::string& cubin) = 0;
+    /// Loads a cubin, or PTX text (which the driver then JIT-compiles).
+    [[nodiscard]] virtual module_id load_module(const std::string& image) = 0;
     [[nodiscard]] virtual kernel_id get_kernel(module_id module, const std::string& name) = 0;
     /// Resident blocks per SM for `block` threads (the occupancy API).
     [[nodiscard]] virtual int max_active_blocks_per_sm(kernel_id kernel, int block) = 0;

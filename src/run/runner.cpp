@@ -148,7 +148,7 @@ std::string host_data_key(const config::pipeline& p) {
 }  // namespace
 
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
-                 host_data* reuse) {
+                 const run_options& options) {
     const device_info& info = device.device();
     rec.device_index = info.index;
     rec.device_name = info.name;
@@ -156,7 +156,10 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     const built_variant built = build_variant(p, p.compile.arch.value_or(info.arch), ctx, rec);
     const auto& plan = built.generated.kernels;
 
-    const module_id module = timed(rec, phase::module_load, [&] { return device.load_module(built.binary.cubin); });
+    rec.module_image = options.load_ptx ? "ptx" : "cubin";
+    const module_id module = timed(rec, phase::module_load, [&] {
+        return device.load_module(options.load_ptx ? built.binary.ptx : built.binary.cubin);
+    });
     std::vector<kernel_id> kernels = timed(rec, phase::get_function, [&] {
         std::vector<kernel_id> ids;
         for (const auto& k : plan) ids.push_back(device.get_kernel(module, k.name));
@@ -174,7 +177,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     }
 
     host_data local;
-    host_data& host = reuse ? *reuse : local;
+    host_data& host = options.reuse ? *options.reuse : local;
     const std::string key = host_data_key(p);
     const bool fresh = host.key != key;
     if (fresh) {

@@ -62,12 +62,19 @@ struct host_data {
     std::vector<double> expected;
 };
 
+struct run_options {
+    /// Load the PTX instead of the cubin, so the driver JIT-compiles it at module load: what a
+    /// tool that ships PTX (Numba, CuPy) pays on a first call.
+    bool load_ptx = false;
+    /// Host data from the previous call, used when it fits (its phases are then not recorded).
+    host_data* reuse = nullptr;
+};
+
 /// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the
 /// check. A result outside tolerance sets status "FAIL" (it does not throw); a CUDA failure throws
-/// kjit::error(driver) whose message starts with the phase it happened in. With `reuse`, host
-/// data from the previous call is used when it fits (and its phases are then not recorded).
+/// kjit::error(driver) whose message starts with the phase it happened in.
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
-                 host_data* reuse = nullptr);
+                 const run_options& options = {});
 
 }  // namespace kjit::run
 

@@ -166,7 +166,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         rec.phases = startup.phases;
                         startup.phases = {};
                         try {
-                            run_variant(points[i].pipeline, *device, ctx, rec, &host);
+                            run_variant(points[i].pipeline, *device, ctx, rec, {.reuse = &host});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
                         } catch (const error& e) {

@@ -1,0 +1,163 @@
+#include "run/first_call.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "run/stats.hpp"
+#include "util/error.hpp"
+
+extern char** environ;
+
+namespace kjit::run {
+namespace {
+
+/// Phase columns grouped the way the explanation speaks of them.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
+    static const std::vector<std::pair<std::string, std::vector<std::string>>> g{
+        {"CUDA start-up", {"driver_init_ms", "context_ms"}},
+        {"compile", {"codegen_ms", "cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"}},
+        {"module load + first launch", {"module_load_ms", "get_function_ms", "first_launch_ms"}},
+        {"copies", {"alloc_ms", "h2d_ms", "d2h_ms"}},
+        {"kjit's own checking", {"host_inputs_ms", "host_reference_ms", "verify_ms"}},
+    };
+    return g;
+}
+
+std::string percent(double part, double whole) {
+    char text[32];
+    std::snprintf(text, sizeof text, whole > 0 && part / whole < 0.001 ? "%.2g %%" : "%.0f %%",
+                  whole > 0 ? 100 * part / whole : 0.0);
+    return text;
+}
+
+}  // namespace
+
+std::vector<start_state> first_call_states(bool have_gpu) {
+    if (!have_gpu)
+        return {{"compile-cold", "no GPU: kjit compile with an empty cache", {"compile"}, {}, true, false, 1},
+                {"compile-warm", "no GPU: kjit compile with the entry cached", {"compile"}, {}, false, false, 1}};
+    return {
+        {"cold", "empty kjit cache: NVRTC + PTX → cubin, then load the cubin", {"run"}, {}, true, false, 1},
+        {"warm-ptx-nocache", "PTX cached, driver JIT at load, driver's JIT cache off (CUDA_CACHE_DISABLE=1)",
+         {"run", "--load", "ptx"}, {{"CUDA_CACHE_DISABLE", "1"}}, false, false, 1},
+        {"warm-ptx-cached", "PTX cached, driver JIT served from the driver's own cache",
+         {"run", "--load", "ptx"}, {}, false, true, 1},
+        {"warm-cubin", "cubin cached: no compiler at all", {"run"}, {}, false, false, 1},
+        {"second-call", "the same variant called again in the same process", {"run", "--calls", "2"}, {}, false,
+         false, 2},
+    };
+}
+
+start_state warm_up_state(bool have_gpu) {
+    return {"warm-up", "fills the kjit cache for the warm states", {have_gpu ? "run" : "compile"}, {}, false, false, 1};
+}
+
+child_result run_child(const std::string& executable, const std::vector<std::string>& args,
+                       const std::vector<std::pair<std::string, std::string>>& env, const std::string& output_file) {
+    std::vector<std::string> environment;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        bool replaced = false;
+        for (const auto& [key, value] : env) replaced = replaced || entry.rfind(key + "=", 0) == 0;
+        if (!replaced) environment.push_back(entry);
+    }
+    for (const auto& [key, value] : env) environment.push_back(key + "=" + value);
+    std::vector<char*> envp, argv;
+    for (auto& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> words{executable};
+    words.insert(words.end(), args.begin(), args.end());
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    child_result result;
+    const auto start = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0)
+        throw error(error_kind::io, "cannot start " + executable + ": " + std::strerror(spawned));
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+std::vector<report::row> summarize_first_call(const std::vector<report::row>& rows) {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const report::row*>> by_state;
+    for (const auto& r : rows) {
+        const std::string state = r.value("first_call_state", "");
+        if (!by_state.count(state)) order.push_back(state);
+        by_state[state].push_back(&r);
+    }
+    std::vector<report::row> summary;
+    for (const auto& state : order) {
+        const auto& members = by_state[state];
+        report::row out = report::row::object();
+        out["first_call_state"] = state;
+        out["repeats"] = members.size();
+        std::size_t failed = 0;
+        for (const auto* r : members) failed += r->value("status", "") != "PASS" && r->value("status", "") != "ok";
+        out["failed"] = failed;
+        for (const auto& [column, value] : members.front()->items()) {
+            if (column.size() < 3 || column.compare(column.size() - 3, 3, "_ms") != 0 ||
+                column.rfind("kernel_", 0) == 0)
+                continue;
+            std::vector<double> samples;
+            for (const auto* r : members)
+                if (r->contains(column) && (*r)[column].is_number()) samples.push_back((*r)[column].get<double>());
+            if (samples.empty()) continue;
+            const auto s = summarize(samples);
+            out[column] = s.median;
+            out[column.substr(0, column.size() - 3) + "_min_ms"] = s.min;
+            out[column.substr(0, column.size() - 3) + "_max_ms"] = s.max;
+        }
+        summary.push_back(std::move(out));
+    }
+    return summary;
+}
+
+std::string explain_first_call(const std::vector<report::row>& summary) {
+    std::string text;
+    for (const auto& s : summary) {
+        double phases = 0;
+        for (const auto& [title, columns] : groups())
+            for (const auto& c : columns) phases += s.value(c, 0.0);
+        // A second call in the same process has no process of its own: its phases are the whole.
+        const bool own_process = s.contains("process_wall_ms");
+        const double wall = own_process ? s.value("process_wall_ms", 0.0) : phases;
+        text += s.value("first_call_state", "") + ": " + std::to_string(static_cast<long long>(wall + 0.5)) +
+                (own_process ? " ms per process" : " ms of phases, in a process already started") + " (median of " +
+                std::to_string(s.value("repeats", 0)) + "):";
+        double accounted = 0;
+        const char* sep = " ";
+        for (const auto& [title, columns] : groups()) {
+            double part = 0;
+            for (const auto& c : columns) part += s.value(c, 0.0);
+            if (part <= 0) continue;
+            accounted += part;
+            text += sep + title + " " + percent(part, wall);
+            sep = ", ";
+        }
+        if (own_process)
+            text += std::string(sep) + "the rest (process start and exit, loading libraries, kjit's own timing) " +
+                    percent(std::max(0.0, wall - accounted), wall);
+        text += "\n";
+    }
+    return text;
+}
+
+}  // namespace kjit::run

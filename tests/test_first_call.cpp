@@ -1,0 +1,76 @@
+// kjit first-call without a GPU: child processes, their environment and exit codes, the start
+// states, aggregation and the plain-words explanation, and the real command in compile mode.
+#include <cstdlib>
+
+#include "helpers.hpp"
+#include "report/files.hpp"
+#include "run/first_call.hpp"
+
+using namespace kjit;
+
+TEST_CASE("run_child passes the environment, captures output and the exit code") {
+    kjit::testing::temp_dir dir;
+    const std::string log = (dir.path() / "out").string();
+    const auto result = run::run_child("/bin/sh", {"-c", "echo \"$KJIT_PROBE\"; exit 3"}, {{"KJIT_PROBE", "hello"}}, log);
+    CHECK(result.exit_code == 3);
+    CHECK(result.wall_ms > 0);
+    CHECK(fs::read_file(log) == "hello\n");
+    kjit::testing::error_message([&] { (void)run::run_child("/nonexistent/kjit", {}, {}, log); }, error_kind::io);
+}
+
+TEST_CASE("start states: run children on a GPU, compile children without one") {
+    const auto gpu = run::first_call_states(true);
+    REQUIRE(gpu.size() == 5);
+    CHECK(gpu[0].empty_cache);
+    CHECK(gpu[1].args == std::vector<std::string>{"run", "--load", "ptx"});
+    CHECK(gpu[1].env == std::vector<std::pair<std::string, std::string>>{{"CUDA_CACHE_DISABLE", "1"}});
+    CHECK(gpu[2].warm_driver_cache);
+    CHECK(gpu[4].take_call == 2);
+    const auto cpu = run::first_call_states(false);
+    REQUIRE(cpu.size() == 2);
+    CHECK(cpu[0].args.front() == "compile");
+    CHECK(run::warm_up_state(false).args.front() == "compile");
+}
+
+TEST_CASE("aggregation: median, min and max per state and column; the explanation adds up") {
+    std::vector<report::row> rows;
+    for (double wall : {100.0, 300.0, 200.0})
+        rows.push_back({{"first_call_state", "cold"}, {"process_wall_ms", wall}, {"driver_init_ms", 40.0},
+                        {"context_ms", 10.0}, {"nvrtc_ms", wall / 10}, {"kernel_cold_median_ms", 0.01}, {"status", "PASS"}});
+    rows.push_back({{"first_call_state", "second-call"}, {"nvrtc_ms", nullptr}, {"module_load_ms", 0.5},
+                    {"first_launch_ms", 0.5}, {"status", "PASS"}});
+    const auto summary = run::summarize_first_call(rows);
+    REQUIRE(summary.size() == 2);
+    CHECK(summary[0]["first_call_state"] == "cold");
+    CHECK(summary[0]["repeats"] == 3);
+    CHECK(summary[0]["process_wall_ms"] == 200.0);
+    CHECK(summary[0]["process_wall_min_ms"] == 100.0);
+    CHECK(summary[0]["process_wall_max_ms"] == 300.0);
+    CHECK(summary[0]["nvrtc_ms"] == 20.0);
+    CHECK_FALSE(summary[0].contains("kernel_cold_median_ms"));  // kernel statistics are not phases
+    CHECK_FALSE(summary[1].contains("process_wall_ms"));
+    const std::string text = run::explain_first_call(summary);
+    CHECK(text.find("cold: 200 ms per process (median of 3): CUDA start-up 25 %, compile 10 %") != std::string::npos);
+    CHECK(text.find("the rest (process start and exit, loading libraries, kjit's own timing) 65 %") != std::string::npos);
+    CHECK(text.find("second-call: 1 ms of phases, in a process already started") != std::string::npos);
+}
+
+TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows in JSON") {
+    kjit::testing::temp_dir dir;
+    const std::string json_file = (dir.path() / "fc.json").string();
+    const std::string command = std::string("KJIT_LIBCUDA=/nonexistent ") + KJIT_BINARY +
+                                " first-call --repeat 2 --json " + json_file + " > " + (dir.path() / "out").string() +
+                                " 2>&1";
+    REQUIRE(std::system(command.c_str()) == 0);
+    const std::string out = fs::read_file(dir.path() / "out");
+    CHECK(out.find("no GPU here") != std::string::npos);
+    CHECK(out.find("compile-cold:") != std::string::npos);
+    const auto rows = report::read_rows(json_file);
+    REQUIRE(rows.size() == 4);
+    for (std::size_t i = 0; i < 4; ++i) {
+        CHECK(rows[i]["first_call_state"] == (i < 2 ? "compile-cold" : "compile-warm"));
+        CHECK(rows[i]["cache"] == (i < 2 ? "miss" : "hit"));
+        CHECK(rows[i]["nvrtc_ms"].is_null() == (i >= 2));
+        CHECK(rows[i]["process_wall_ms"].get<double>() > 0);
+    }
+}
