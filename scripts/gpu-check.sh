@@ -1,58 +1,79 @@
 #!/usr/bin/env bash
-# The whole GPU job in one command, for the lent H200 (see ../shared/device/README.md): build with
-# the staged header-only deps in .deps, run every test label (gpu included), then `kjit run` every
-# shipped config with an empty cache (cold) and again (warm), each in a fresh process, plus the
-# default pipeline at larger n. Logs and records go to $OUT (default ./gpu-results).
+# The GPU job, for the lent H200 machines (../shared/device/README.md): each PART writes its logs
+# and records to $OUT (default ./gpu-results); parts run in the order given.
+#   build       configure and build with the staged header-only deps in .deps
+#   tests       every CTest label, gpu included, then the gpu tests again for their figures
+#   runs        every shipped config in a fresh process, empty cache then warm; the default at larger n
+#   sweeps      configs/sweep_hidden_layer.json: cold on GPU 0, warm on GPU 0, warm on all GPUs
+#   first-call  kjit first-call on the default config
+#   peers       bench/compare.py: kjit beside Numba, CuPy and PyTorch, cold and warm, n = 1M and 16M
+#   launch      configs/sweep_launch.json on all GPUs
 set -uo pipefail
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
 build=build-gpu
-export KJIT_CACHE_DIR=/tmp/kjit-gpu-cache
-{ date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nproc; } > "$out/env.txt" 2>&1
-
-{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DKJIT_WERROR=OFF &&
-  cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 kjit=$PWD/$build/kjit
+export KJIT_CACHE_DIR=/tmp/kjit-gpu-cache
+{ date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nproc; } > "$out/env.txt" 2>&1
+status=0
 
-ctest --test-dir "$build" --output-on-failure > "$out/ctest.log" 2>&1
-ctest_rc=$?
-"$build/tests/gpu_tests" > "$out/gpu_tests.log" 2>&1  # again, for its MESSAGE lines with the figures
-
-records=$(mktemp -d)
-run() {  # run LABEL ARGS...: one fresh process, its wall time and table appended to runs.log
+run() {  # run LABEL ARGS...: one fresh `kjit run` process; its table and wall time go to runs.log
     local label=$1; shift
     local start=$EPOCHREALTIME
-    "$kjit" run "$@" --json "$records/$label.json" >> "$out/runs.log" 2>&1
-    local rc=$? end=$EPOCHREALTIME
-    echo "== $label: exit $rc, process wall $(awk "BEGIN { print $end - $start }") s" >> "$out/runs.log"
+    "$kjit" run "$@" --json "$records/$label.json" >> "$out/runs.log" 2>&1 || status=1
+    local end=$EPOCHREALTIME
+    echo "== $label: process wall $(awk "BEGIN { print $end - $start }") s" >> "$out/runs.log"
 }
-"$kjit" devices > "$out/runs.log" 2>&1
-for cfg in configs/*.json; do
-    name=$(basename "$cfg" .json)
-    "$kjit" cache clear > /dev/null
-    run "$name-cold" "$cfg"
-    run "$name-warm" "$cfg"
+
+sweep() {  # sweep LABEL ARGS...
+    local label=$1; shift
+    echo "== kjit sweep $* ($label)" >> "$out/sweeps.log"
+    local start=$EPOCHREALTIME
+    "$kjit" sweep configs/sweep_hidden_layer.json --quiet "$@" --json "$out/sweep_$label.json" >> "$out/sweeps.log" 2>&1 || status=1
+    echo "== $label: process wall $(awk "BEGIN { print $EPOCHREALTIME - $start }") s" >> "$out/sweeps.log"
+}
+
+for part in "$@"; do
+    echo "---- $part ($(date -u +%T))"
+    case $part in
+    build)
+        { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
+          cmake --build "$build" -j "$(nproc)"; } > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; } ;;
+    tests)
+        ctest --test-dir "$build" --output-on-failure > "$out/tests.log" 2>&1 || status=1
+        "$build/tests/gpu_tests" >> "$out/tests.log" 2>&1 || status=1
+        tail -4 "$out/tests.log" ;;
+    runs)
+        records=$(mktemp -d)
+        "$kjit" devices > "$out/runs.log" 2>&1
+        for cfg in configs/hidden_layer.json configs/seed_vectorize.json configs/hidden_layer_f64.json; do
+            name=$(basename "$cfg" .json)
+            "$kjit" cache clear > /dev/null
+            run "$name-cold" "$cfg"
+            run "$name-warm" "$cfg"
+        done
+        for n in 16777216 268435456; do
+            run "hidden_layer-n$n" --set n=$n
+            run "hidden_layer-separate-n$n" --set n=$n --set fusion=separate
+            run "hidden_layer-f64-n$n" --set n=$n --set dtype=float64
+        done
+        "$kjit" merge "$records"/*.json --json "$out/runs.json" > /dev/null ;;
+    sweeps)
+        "$kjit" cache clear > /dev/null
+        sweep cold --devices 0
+        sweep warm --devices 0
+        sweep all --devices all
+        grep -E "^(==|[0-9]+ points)" "$out/sweeps.log" ;;
+    first-call)
+        "$kjit" first-call --repeat 5 --json "$out/first_call.json" > "$out/first_call.log" 2>&1 || status=1
+        tail -8 "$out/first_call.log" ;;
+    peers)
+        python3 bench/compare.py --kjit "$kjit" --out "$out" > "$out/compare.log" 2>&1 || status=1
+        tail -32 "$out/compare.log" ;;
+    launch)
+        "$kjit" sweep configs/sweep_launch.json --devices all --quiet --json "$out/launch.json" > "$out/launch.log" 2>&1 || status=1
+        head -12 "$out/launch.log"; tail -2 "$out/launch.log" ;;
+    *) echo "unknown part $part"; exit 2 ;;
+    esac
 done
-for n in 16777216 268435456; do
-    run "hidden_layer-n$n" --set n=$n
-    run "hidden_layer-separate-n$n" --set n=$n --set fusion=separate
-    run "hidden_layer-f64-n$n" --set n=$n --set dtype=float64
-done
-python3 - "$records" "$out/runs.json" <<'PY'
-import json, pathlib, sys
-rows = []
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
-    for r in json.loads(f.read_text()):
-        r["run_label"] = f.stem
-        rows.append(r)
-pathlib.Path(sys.argv[2]).write_text(json.dumps(rows, indent=1))
-print(f"{'run':34} {'cache':6} {'nvrtc':>8} {'ptx2cubin':>9} {'load':>8} {'first':>8} {'cold med':>9} {'batch':>8} {'GB/s':>7} {'%ceil':>6} status")
-for r in rows:
-    ms = lambda k: f"{r[k]:.3f}" if r.get(k) is not None else "-"
-    us = lambda k: f"{r[k]*1e3:.2f}" if r.get(k) is not None else "-"
-    print(f"{r['run_label']:34} {r['cache']:6} {ms('nvrtc_ms'):>8} {ms('ptx_to_cubin_ms'):>9} {ms('module_load_ms'):>8} "
-          f"{ms('first_launch_ms'):>8} {us('kernel_cold_median_ms'):>9} {us('kernel_batch_median_ms'):>8} "
-          f"{(r['effective_gbps'] or 0):7.0f} {(r['percent_of_ceiling'] or 0):6.1f} {r['status']}")
-PY
-echo "ctest exit $ctest_rc"; tail -5 "$out/ctest.log"; grep -E "MESSAGE|copy ceiling|warm module|cold median|NaN" "$out/gpu_tests.log" | head -20
-exit $ctest_rc
+exit $status
