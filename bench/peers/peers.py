@@ -33,11 +33,14 @@ def ms(start):
 # ---- each tool: import it, then build f(greyscales, weights) -> out on that tool's arrays --------
 
 def numba_import():
-    # numba-cuda may predate the installed numpy: NumPy 2.x dropped names it still probes for. The
-    # shim only restores aliases numba looks up; it changes no arithmetic.
+    # Compatibility shim: the GPU machine's numba-cuda predates its NumPy (2.5), which dropped
+    # names numba still looks up at import (first seen: np.row_stack). The shim only restores those
+    # aliases; it changes no arithmetic.
     import numpy as np
-    for old, new in (("float_", "float64"), ("complex_", "complex128"), ("NaN", "nan")):
-        if not hasattr(np, old):
+    for old, new in (("row_stack", "vstack"), ("in1d", "isin"), ("trapz", "trapezoid"), ("product", "prod"),
+                     ("cumproduct", "cumprod"), ("sometrue", "any"), ("alltrue", "all"), ("round_", "round"),
+                     ("float_", "float64"), ("complex_", "complex128"), ("NaN", "nan"), ("Inf", "inf")):
+        if not hasattr(np, old) and hasattr(np, new):
             setattr(np, old, getattr(np, new))
     from numba import cuda, vectorize
     return {"cuda": cuda, "vectorize": vectorize}
@@ -86,8 +89,9 @@ def cupy_import():
 
 
 def cupy_build(cupy, dtype):
+    # Parameter types are NumPy names (CuPy reads "float" as float64); the body is CUDA C++.
     ctype = "float" if dtype == "float32" else "double"
-    kernel = cupy.ElementwiseKernel(f"{ctype} g, {ctype} w", f"{ctype} y", f"y = tanh(g / ({ctype})255 * w)",
+    kernel = cupy.ElementwiseKernel(f"{dtype} g, {dtype} w", f"{dtype} y", f"y = tanh(g / ({ctype})255 * w)",
                                     "hidden_layer")
     return lambda g, w: kernel(g, w)
 
