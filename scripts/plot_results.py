@@ -70,15 +70,18 @@ def time_vs_n(rows, out):
     series = {k: sorted(v) for k, v in series.items() if len({n for n, _ in v}) > 1}
     if not series:
         return None
-    fig, ax = plt.subplots(figsize=(10, 6))
-    for name, points in sorted(series.items()):
-        ax.plot([n for n, _ in points], [t for _, t in points], marker="o", label=name)
+    fig, ax = plt.subplots(figsize=(14, 7))
+    colors = plt.cm.tab20.colors
+    for i, (name, points) in enumerate(sorted(series.items())):
+        # 20 colours, then dashed and dotted lines, so that no two series look alike
+        ax.plot([n for n, _ in points], [t for _, t in points], marker="o", color=colors[i % 20],
+                linestyle=["-", "--", ":"][i // 20 % 3], label=name)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("n (elements)")
     ax.set_ylabel("cold median kernel time (µs)")
     ax.set_title("kernel time against n")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     path = out / "time_vs_n.png"

@@ -51,7 +51,7 @@ TEST_CASE("every shipped config runs on the GPU and verifies") {
         CHECK(rec.kernel_cold->median > 0);
         CHECK(rec.kernel_graph->median > 0);
         CHECK(rec.kernel_graph->median <= rec.kernel_batch->median * 1.05);  // a graph removes launch gaps
-        MESSAGE(name << ": cold median " << rec.kernel_cold->median * 1e3 << " us, batch "
+        MESSAGE(std::string(name) << ": cold median " << rec.kernel_cold->median * 1e3 << " us, batch "
                      << rec.kernel_batch->median * 1e3 << " us, graph " << rec.kernel_graph->median * 1e3
                      << " us, max ulp " << rec.check->max_ulp_error);
     }
