@@ -1,6 +1,7 @@
 // A run::gpu that keeps buffers in host memory and runs "kernels" through a callback, so the
 // runner's phases, argument wiring, poisoning and failure handling are tested with no GPU.
 #pragma once
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -107,5 +108,20 @@ private:
     std::vector<std::string> m_kernels;
     std::vector<std::vector<unsigned char>> m_buffers;
 };
+
+/// Runs the hidden layer's generated kernels on the host, by kernel name, as the CUDA would:
+/// an on_launch for float32 pipelines with the default stages.
+inline void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& args,
+                                 long long n) {
+    const auto f = [](std::vector<unsigned char>* b) { return reinterpret_cast<float*>(b->data()); };
+    float* out = f(args.back());
+    for (long long i = 0; i < n; ++i) {
+        const float a = f(args[0])[i];
+        if (kernel.ends_with("_fused")) out[i] = std::tanh(a / 255.0f * f(args[1])[i]);
+        else if (kernel.ends_with("_normalize")) out[i] = a / 255.0f;
+        else if (kernel.ends_with("_weigh")) out[i] = a * f(args[1])[i];
+        else if (kernel.ends_with("_activate")) out[i] = std::tanh(a);
+    }
+}
 
 }  // namespace kjit::testing

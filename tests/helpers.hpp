@@ -3,7 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
 
 #include "config/config.hpp"
 #include "util/error.hpp"
@@ -11,23 +15,7 @@
 
 namespace kjit::testing {
 
-/// A fresh directory under the system temp dir, removed with the object.
-class temp_dir {
-public:
-    temp_dir() : m_path(std::filesystem::temp_directory_path() / ("kjit-test-" + fs::unique_suffix())) {
-        std::filesystem::create_directories(m_path);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(m_path, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
-
-private:
-    std::filesystem::path m_path;
-};
+using temp_dir = fs::temp_directory;
 
 inline std::string config_path(const std::string& name) { return std::string(KJIT_SOURCE_DIR) + "/configs/" + name; }
 
@@ -40,6 +28,20 @@ config::pipeline pipeline_with(Edit edit) {
     auto doc = default_document();
     edit(doc.json);
     return config::from_json(doc);
+}
+
+/// What `kjit args…` printed and returned, run in process.
+struct cli_result {
+    exit_status status;
+    std::string out, err;
+};
+inline cli_result kjit_cli(std::vector<std::string> args) {
+    args.insert(args.begin(), "kjit");
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const auto status = cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+    return {status, out.str(), err.str()};
 }
 
 /// The message of the kjit::error that `f` throws, checking its kind.

@@ -7,20 +7,7 @@
 
 using namespace kjit;
 
-namespace {
-struct result {
-    exit_status status;
-    std::string out, err;
-};
-result kjit_cli(std::vector<std::string> args) {
-    args.insert(args.begin(), "kjit");
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const auto status = cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
-    return {status, out.str(), err.str()};
-}
-}  // namespace
+using kjit::testing::kjit_cli;
 
 TEST_CASE("no command, unknown command and unknown option are usage errors (2)") {
     CHECK(kjit_cli({}).status == exit_status::usage);

@@ -12,18 +12,6 @@ using json = kjit::config::json_value;
 namespace {
 float* floats(std::vector<unsigned char>* buffer) { return reinterpret_cast<float*>(buffer->data()); }
 
-/// Executes the hidden-layer kernels on the host, by name, as the generated CUDA would.
-void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& args, long long n) {
-    float* out = floats(args.back());
-    for (long long i = 0; i < n; ++i) {
-        const float a = floats(args[0])[i];
-        if (kernel.ends_with("_fused")) out[i] = std::tanh(a / 255.0f * floats(args[1])[i]);
-        else if (kernel.ends_with("_normalize")) out[i] = a / 255.0f;
-        else if (kernel.ends_with("_weigh")) out[i] = a * floats(args[1])[i];
-        else if (kernel.ends_with("_activate")) out[i] = std::tanh(a);
-    }
-}
-
 struct fixture {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache{dir.path()};
@@ -48,7 +36,7 @@ config::pipeline small(const std::string& fusion = "fused") {
 
 TEST_CASE("a correct device passes, with every phase recorded") {
     fixture f;
-    f.gpu.on_launch = hidden_layer_on_host;
+    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     const auto rec = f.run(small());
     CHECK(rec.status == "PASS");
     REQUIRE(rec.check.has_value());
@@ -92,7 +80,7 @@ TEST_CASE("the output is poisoned first: a device that writes nothing fails with
 TEST_CASE("one wrong element fails, named with its inputs") {
     fixture f;
     f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, long long n) {
-        hidden_layer_on_host(k, args, n);
+        kjit::testing::hidden_layer_on_host(k, args, n);
         floats(args.back())[1234] += 0.01f;
     };
     const auto rec = f.run(small());
@@ -107,7 +95,7 @@ TEST_CASE("separate stages: three launches per chain, wired through intermediate
     std::vector<std::string> order;
     f.gpu.on_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, long long n) {
         if (order.size() < 3) order.push_back(k);
-        hidden_layer_on_host(k, args, n);
+        kjit::testing::hidden_layer_on_host(k, args, n);
     };
     const auto rec = f.run(small("separate"));
     CHECK(rec.status == "PASS");
@@ -119,7 +107,7 @@ TEST_CASE("separate stages: three launches per chain, wired through intermediate
 
 TEST_CASE("a second run is a cache hit: no NVRTC, no PTX → cubin") {
     fixture f;
-    f.gpu.on_launch = hidden_layer_on_host;
+    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     (void)f.run(small());
     const auto rec = f.run(small());
     CHECK(rec.cache_status == "hit");

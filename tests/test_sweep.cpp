@@ -28,18 +28,6 @@ std::vector<config::sweep_point> points_of(json sweep, long long n = 4099) {
 
 const json k_small_sweep = {{"fusion", {"fused", "separate"}}, {"launch.block", {128, 256, 512}}};
 
-/// Runs the hidden layer's kernels on the host, as in test_runner.cpp.
-void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& args, long long n) {
-    auto f = [](std::vector<unsigned char>* b) { return reinterpret_cast<float*>(b->data()); };
-    for (long long i = 0; i < n; ++i) {
-        const float a = f(args[0])[i];
-        float& out = f(args.back())[i];
-        if (kernel.ends_with("_fused")) out = std::tanh(a / 255.0f * f(args[1])[i]);
-        else if (kernel.ends_with("_normalize")) out = a / 255.0f;
-        else if (kernel.ends_with("_weigh")) out = a * f(args[1])[i];
-        else out = std::tanh(a);
-    }
-}
 }  // namespace
 
 TEST_CASE("shards cover every point exactly once") {
@@ -104,7 +92,7 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
         ++opened;
         startup.set(report::phase::context, 1.0);
         auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
-        gpu->on_launch = hidden_layer_on_host;
+        gpu->on_launch = kjit::testing::hidden_layer_on_host;
         return gpu;
     };
     std::size_t steps = 0;
@@ -134,7 +122,7 @@ TEST_CASE("a failing point is recorded and the sweep goes on") {
     const run::build_context ctx{templates, &cache, jit::cache_mode::use, nullptr};
     const run::gpu_factory open = [](int index, report::record&) -> std::unique_ptr<run::gpu> {
         auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
-        gpu->on_launch = hidden_layer_on_host;
+        gpu->on_launch = kjit::testing::hidden_layer_on_host;
         return gpu;
     };
     const auto records = run::run_points(points, "test", {0}, open, ctx, nullptr);
@@ -177,19 +165,12 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
         std::ofstream(config) << doc.json.dump();
     }
     const std::string cache = (dir.path() / "cache").string();
-    auto kjit_cli = [](std::vector<std::string> args) {
-        args.insert(args.begin(), "kjit");
-        std::vector<const char*> argv;
-        for (const auto& a : args) argv.push_back(a.c_str());
-        std::ostringstream out, err;
-        return cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
-    };
     const auto path = [&](const char* name) { return (dir.path() / name).string(); };
-    REQUIRE(kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--json", path("all.json")}) == exit_status::ok);
+    REQUIRE(kjit::testing::kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--json", path("all.json")}).status == exit_status::ok);
     for (const char* shard : {"0/2", "1/2"})
-        REQUIRE(kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--shard", shard, "--json",
-                          path(shard[0] == '0' ? "s0.json" : "s1.json")}) == exit_status::ok);
-    REQUIRE(kjit_cli({"merge", path("s1.json"), path("s0.json"), "--json", path("merged.json"), "--csv", path("merged.csv")}) ==
+        REQUIRE(kjit::testing::kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--shard", shard, "--json",
+                          path(shard[0] == '0' ? "s0.json" : "s1.json")}).status == exit_status::ok);
+    REQUIRE(kjit::testing::kjit_cli({"merge", path("s1.json"), path("s0.json"), "--json", path("merged.json"), "--csv", path("merged.csv")}).status ==
             exit_status::ok);
     const auto all = report::read_rows(path("all.json")), merged = report::read_rows(path("merged.json"));
     REQUIRE(all.size() == 6);
@@ -201,5 +182,5 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
     }
     const std::string csv = fs::read_file(path("merged.csv"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
-    CHECK(kjit_cli({"merge", config}) == exit_status::usage);  // not a results file
+    CHECK(kjit::testing::kjit_cli({"merge", config}).status == exit_status::usage);  // not a results file
 }

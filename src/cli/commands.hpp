@@ -1,10 +1,16 @@
-// One handler per subcommand, over options already parsed. Internal to the CLI.
+// One handler per subcommand, over options already parsed, and what they share. Internal to the
+// CLI: commands.cpp (emit, compile, run, devices, cache), sweep_commands.cpp, first_call_command.cpp.
 #pragma once
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.hpp"
+#include "config/config.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/jit.hpp"
+#include "report/record.hpp"
 #include "util/error.hpp"
 
 namespace kjit::cli {
@@ -31,6 +37,21 @@ struct options {
     bool skip_ceiling = false;  ///< run: do not measure the copy ceiling
     int repeat = 5;             ///< first-call: child processes per state
 };
+
+struct loaded_config {
+    config::pipeline pipeline;
+    std::string source;
+};
+
+/// The config (or the embedded default) with --set and --arch applied, not yet validated.
+[[nodiscard]] config::document load_document(const options& o);
+/// The same, validated.
+[[nodiscard]] loaded_config load(const options& o);
+[[nodiscard]] codegen::template_set templates(const options& o);
+[[nodiscard]] jit::disk_cache cache_for(const options& o);
+[[nodiscard]] jit::cache_mode cache_mode(const options& o);
+/// Writes --json and --csv when given.
+void write_rows(const options& o, const std::vector<report::row>& rows);
 
 exit_status cmd_emit(const options& o, std::ostream& out);
 exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err);

@@ -14,7 +14,7 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
     {"nvrtc", "NVRTC: C++ → PTX"},
     {"ptx_to_cubin", "PTX → cubin (nvJitLink)"},
     {"cache_store", "cache store"},
-    {"module_load", "module load (cubin)"},
+    {"module_load", "module load"},
     {"get_function", "get function"},
     {"host_inputs", "host: fill inputs"},
     {"alloc", "device alloc"},

@@ -51,7 +51,7 @@ void print_record(std::ostream& out, const record& r) {
     out << "  compile  " << r.arch << ", NVRTC " << r.nvrtc_version << ", cache " << r.cache_status
         << (r.cache_key.empty() ? "" : " (" + r.cache_key.substr(0, 12) + "…)") << ", PTX "
         << units::bytes(static_cast<double>(r.ptx_bytes)) << ", cubin " << units::bytes(static_cast<double>(r.cubin_bytes))
-        << "\n";
+        << (r.module_image.empty() ? "" : ", loaded the " + r.module_image) << "\n";
     if (!r.cache_problem.empty()) out << "  warning  " << r.cache_problem << "\n";
     for (const auto& k : r.kernels) out << "  kernel   " << kernel_note(k) << "\n";
 

@@ -76,10 +76,6 @@ struct run_options {
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
                  const run_options& options = {});
 
-}  // namespace kjit::run
-
-namespace kjit::run {
-
 /// The device's copy bandwidth (bytes read + written per second), measured once with kjit's own
 /// float4 copy kernel over 16 × L2 each way (up to 1 GiB), and kept in the cache directory per device and
 /// driver. This is the ceiling a memory-bound variant is compared with.

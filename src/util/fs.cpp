@@ -31,6 +31,16 @@ std::string unique_suffix() {
            std::to_string(counter++);
 }
 
+temp_directory::temp_directory(const std::string& prefix)
+    : m_path(std::filesystem::temp_directory_path() / (prefix + "-" + unique_suffix())) {
+    std::filesystem::create_directories(m_path);
+}
+
+temp_directory::~temp_directory() {
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+}
+
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
     const std::filesystem::path temp = path.string() + ".tmp." + unique_suffix();
     auto fail = [&](const char* what) {

@@ -16,4 +16,17 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 /// A name no other thread or process uses at the same time: "<pid>.<thread>.<counter>".
 [[nodiscard]] std::string unique_suffix();
 
+/// A fresh directory under the system temp dir, removed (with its contents) with the object.
+class temp_directory {
+public:
+    explicit temp_directory(const std::string& prefix = "kjit");
+    ~temp_directory();
+    temp_directory(const temp_directory&) = delete;
+    temp_directory& operator=(const temp_directory&) = delete;
+    [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
+
+private:
+    std::filesystem::path m_path;
+};
+
 }  // namespace kjit::fs

@@ -1,0 +1,101 @@
+// kjit first-call: child processes of kjit itself in several start states.
+#include <filesystem>
+#include <iomanip>
+
+#include "cli/commands.hpp"
+#include "cuda/driver_api.hpp"
+#include "report/files.hpp"
+#include "report/progress.hpp"
+#include "run/first_call.hpp"
+#include "util/fs.hpp"
+#include "util/units.hpp"
+
+namespace kjit::cli {
+
+exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& err) {
+    (void)load(o);  // a bad config is reported here, once, before any child starts
+    const bool have_gpu = cuda::probe_driver().state == cuda::availability::ok;
+    const fs::temp_directory scratch("kjit-first-call");
+    const auto& root = scratch.path();
+
+    // What every child gets: the user's config and overrides, a tiny timing loop (the children are
+    // about start-up, and every extra launch would land in "the rest"), no copy-ceiling probe.
+    std::vector<std::string> common;
+    if (!o.config_path.empty()) common.push_back(o.config_path);
+    for (const auto& s : o.sets) common.insert(common.end(), {"--set", s});
+    if (!o.templates_dir.empty()) common.insert(common.end(), {"--templates", o.templates_dir});
+    if (have_gpu) common.insert(common.end(), {"--skip-ceiling", "--set", "measure.warmup=0", "--set", "measure.repeat=1"});
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const std::string log = (root / "child.log").string();
+    int counter = 0;
+    auto child = [&](const run::start_state& state, const std::filesystem::path& cache,
+                     const std::vector<std::pair<std::string, std::string>>& env) {
+        const std::string json_file = (root / ("child" + std::to_string(counter++) + ".json")).string();
+        std::vector<std::string> args = state.args;
+        args.insert(args.end(), common.begin(), common.end());
+        args.insert(args.end(), {"--cache-dir", cache.string(), "--json", json_file});
+        const auto result = run::run_child(self, args, env, log);
+        if (result.exit_code != 0) {
+            std::string output;
+            try {
+                output = fs::read_file(log);
+            } catch (const error&) {
+            }
+            throw error(error_kind::driver, "first-call: the child for state " + state.name + " exited " +
+                                                std::to_string(result.exit_code) + ":\n" + output);
+        }
+        return std::make_pair(result, report::read_rows(json_file));
+    };
+
+    const auto warm_cache = root / "warm-cache";
+    const auto driver_cache = root / "driver-cache";
+    const auto states = run::first_call_states(have_gpu);
+    // Fill the shared cache once (a compile for this machine's GPU, or sm_90 without one).
+    (void)child(run::warm_up_state(have_gpu), warm_cache, {{"CUDA_CACHE_PATH", driver_cache.string()}});
+
+    std::vector<report::row> rows;
+    report::progress_bar bar(err, states.size() * static_cast<std::size_t>(o.repeat), report::progress_wanted(2, false));
+    for (const auto& state : states) {
+        auto env = state.env;
+        env.emplace_back("CUDA_CACHE_PATH", driver_cache.string());  // never the user's own cache
+        if (state.warm_driver_cache) (void)child(state, warm_cache, env);
+        for (int k = 0; k < o.repeat; ++k) {
+            const auto cache = state.empty_cache ? root / ("empty-" + std::to_string(counter)) : warm_cache;
+            auto [result, child_rows] = child(state, cache, env);
+            for (auto& r : child_rows) {
+                const int call = r["call_index"].is_number() ? r["call_index"].get<int>() : 1;
+                if (call != state.take_call) continue;
+                r["first_call_state"] = state.name;
+                if (state.take_call == 1) r["process_wall_ms"] = result.wall_ms;
+                rows.push_back(std::move(r));
+            }
+            bar.step(state.name);
+        }
+    }
+    bar.finish();
+
+    const auto summary = run::summarize_first_call(rows);
+    if (!have_gpu) out << "no GPU here: the children compile only, so these are the compile-side phases\n";
+    out << "  " << std::left << std::setw(20) << "state" << std::setw(30) << "process wall (min..max)" << std::setw(12)
+        << "CUDA init" << std::setw(12) << "context" << std::setw(12) << "NVRTC" << std::setw(12) << "PTX→cubin"
+        << std::setw(12) << "load" << "first launch\n";
+    for (const auto& s : summary) {
+        const auto cell = [&](const char* column) {
+            return s.contains(column) ? units::duration_ms(s[column].get<double>()) : std::string("-");
+        };
+        std::string wall = "-";
+        if (s.contains("process_wall_ms"))
+            wall = cell("process_wall_ms") + " (" + cell("process_wall_min_ms") + ".." + cell("process_wall_max_ms") + ")";
+        out << "  " << std::setw(20) << s.value("first_call_state", "") << std::setw(30) << wall << std::setw(12)
+            << cell("driver_init_ms") << std::setw(12) << cell("context_ms") << std::setw(12) << cell("nvrtc_ms")
+            << std::setw(12) << cell("ptx_to_cubin_ms") << std::setw(12) << cell("module_load_ms")
+            << cell("first_launch_ms") << "\n";
+    }
+    out << "\n";
+    for (const auto& state : states) out << "  " << state.name << ": " << state.description << "\n";
+    out << "\n" << run::explain_first_call(summary);
+    write_rows(o, rows);
+    return exit_status::ok;
+}
+
+}  // namespace kjit::cli

@@ -1,0 +1,90 @@
+// kjit sweep and kjit merge.
+#include <chrono>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cuda/cuda_gpu.hpp"
+#include "report/files.hpp"
+#include "report/progress.hpp"
+#include "report/table.hpp"
+#include "run/sweep.hpp"
+#include "util/units.hpp"
+
+namespace kjit::cli {
+
+exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
+    const config::document doc = load_document(o);
+    auto points = config::expand_sweep(doc);  // every point validated before any work
+    if (!o.shard.empty()) points = run::select_shard(points, run::parse_shard(o.shard));
+
+    const auto tmpl = templates(o);
+    jit::disk_cache cache = cache_for(o);
+    run::prebuilt_binaries prebuilt;
+    const run::build_context ctx{tmpl, o.no_cache ? nullptr : &cache, cache_mode(o), &prebuilt};
+
+    cuda::probe_result driver;
+    std::vector<int> devices;
+    int arch = 90;
+    if (!o.compile_only) {
+        driver = cuda::probe_driver();
+        if (driver.state != cuda::availability::ok)
+            throw error(error_kind::driver, "no GPU to run on (" + std::string(cuda::to_string(driver.state)) +
+                                                "): " + driver.detail + "; `kjit sweep --compile-only` works without one");
+        devices = run::parse_devices(o.devices, driver.device_count);
+        arch = cuda::list_devices(driver).at(static_cast<std::size_t>(devices.front())).arch;
+    }
+
+    const auto start = std::chrono::steady_clock::now();
+    const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto compiled = run::compile_points(points, arch, ctx, jobs);
+
+    report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
+    run::gpu_factory open;
+    if (!o.compile_only)
+        open = [&](int index, report::record& startup) {
+            if (index == devices.front()) startup.set(report::phase::driver_init, driver.init_ms);
+            cuda::open_times opened;
+            auto gpu = cuda::open_gpu(driver, index, opened);
+            startup.set(report::phase::context, opened.context_ms);
+            return gpu;
+        };
+    const auto records = run::run_points(points, doc.source, devices, open, ctx,
+                                         [&](const report::record& r) { bar.step(r.sweep_point); });
+    bar.finish();
+    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    const auto rows = report::rows_of(records);
+    report::print_summary(out, rows);
+    std::size_t failed = 0;
+    for (const auto& r : records) failed += r.status != "PASS" && r.status != "ok";
+    out << "\n" << points.size() << " points" << (o.shard.empty() ? "" : " (shard " + o.shard + ")") << ", "
+        << compiled.distinct << " distinct sources, " << compiled.compiled << " compiled on " << compiled.threads
+        << " threads in " << units::duration_ms(compiled.wall_ms);
+    if (compiled.compiled > 0)
+        out << " (their compile times add up to " << units::duration_ms(compiled.serial_ms) << ")";
+    out << "; whole sweep " << units::duration_ms(wall_ms) << "; " << failed << " failed\n";
+    write_rows(o, rows);
+    return failed > 0 ? exit_status::failure : exit_status::ok;
+}
+
+exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err) {
+    if (o.files.empty()) throw error(error_kind::usage, "merge: expected one or more JSON files (see kjit merge --help)");
+    std::vector<report::row> rows;
+    for (const auto& file : o.files) {
+        auto more = report::read_rows(file);
+        rows.insert(rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    const auto index = [](const report::row& r) {
+        const auto it = r.find("sweep_index");
+        return it != r.end() && it->is_number() ? it->get<long long>() : -1;
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return index(a) < index(b); });
+    for (std::size_t i = 1; i < rows.size(); ++i)
+        if (index(rows[i]) >= 0 && index(rows[i]) == index(rows[i - 1]))
+            err << "kjit: warning: sweep point " << index(rows[i]) << " appears more than once\n";
+    report::print_summary(out, rows);
+    write_rows(o, rows);
+    return exit_status::ok;
+}
+
+}  // namespace kjit::cli
