@@ -47,7 +47,10 @@ public:
         m_buffers.emplace_back(bytes, 0);
         return static_cast<run::buffer_id>(m_buffers.size() - 1);
     }
-    void release(run::buffer_id id) override { m_buffers.at(id).clear(); }
+    void release(run::buffer_id id) override {
+        ++released;
+        m_buffers.at(id).clear();
+    }
     void copy_to_device(run::buffer_id id, const void* source, std::size_t bytes) override {
         record("copy_to_device");
         std::memcpy(m_buffers.at(id).data(), source, bytes);
@@ -97,6 +100,7 @@ public:
     long long last_grid = 0;
     int last_block = 0;
     int flushes = 0;
+    int released = 0;
 
 private:
     void record(const std::string& call) {

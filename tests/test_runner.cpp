@@ -122,3 +122,11 @@ TEST_CASE("a CUDA failure names the phase it happened in") {
     const auto m = kjit::testing::error_message([&] { (void)f.run(small()); }, error_kind::driver);
     CHECK(m.rfind("device alloc: allocate failed: CUDA_ERROR_OUT_OF_MEMORY", 0) == 0);
 }
+
+TEST_CASE("buffers are released when a run fails part-way (a sweep goes on without them)") {
+    fixture f;
+    f.gpu.fail_call = "copy_to_device";
+    const auto m = kjit::testing::error_message([&] { (void)f.run(small()); }, error_kind::driver);
+    CHECK(m.rfind("copy H2D: copy_to_device failed", 0) == 0);
+    CHECK(f.gpu.released == 3);  // greyscales, weights, out
+}

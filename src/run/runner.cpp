@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "reference/reference.hpp"
@@ -137,6 +138,50 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
 }
 
 namespace {
+/// Kernel timing of one chain of launches, after `warmup` untimed chains. Cold: L2 flushed before
+/// each of `repeat` samples, events around one chain. Batch: events around `repeat` back-to-back
+/// chains, total / repeat, k_batches times. Graph: the same `repeat` chains captured once in a CUDA
+/// graph and replayed k_batches times; a replay has no CPU launch gaps, so batch − graph is the
+/// launch overhead.
+void measure_kernel(gpu& device, const std::function<void()>& chain, const config::measure_spec& m,
+                    report::record& rec) {
+    const auto repeat_chain = [&] {
+        for (int i = 0; i < m.repeat; ++i) chain();
+    };
+    try {
+        for (int i = 0; i < m.warmup; ++i) chain();
+        device.synchronize();
+        std::vector<double> cold, batch;
+        for (int i = 0; i < m.repeat; ++i) {
+            device.flush_l2();
+            cold.push_back(device.time_ms(chain));
+        }
+        for (int b = 0; b < k_batches; ++b) batch.push_back(device.time_ms(repeat_chain) / m.repeat);
+        rec.kernel_cold = summarize(std::move(cold));
+        rec.kernel_batch = summarize(std::move(batch));
+    } catch (const error& e) {
+        throw error(e.kind(), std::string("timed launches: ") + e.what());
+    }
+    const auto graph = timed(rec, phase::graph_build, [&] { return device.capture_graph(repeat_chain); });
+    try {
+        std::vector<double> replays;
+        for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*graph) / m.repeat);
+        rec.kernel_graph = summarize(std::move(replays));
+    } catch (const error& e) {
+        throw error(e.kind(), std::string("graph launches: ") + e.what());
+    }
+}
+
+/// The run's device buffers by name, released however run_variant leaves: a sweep carries on
+/// after a failed point, and must not carry its buffers along.
+struct device_buffers {
+    gpu& device;
+    std::map<std::string, buffer_id> ids;
+    ~device_buffers() {
+        for (const auto& [name, id] : ids) device.release(id);
+    }
+};
+
 std::string host_data_key(const config::pipeline& p) {
     nlohmann::json key = {{"n", p.n}, {"dtype", config::to_string(p.type)}, {"seed", p.seed}};
     for (const auto& in : p.inputs)
@@ -186,7 +231,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     }
     const reference::input_arrays& inputs = host.inputs;
     const std::size_t bytes = static_cast<std::size_t>(p.n) * config::element_size(p.type);
-    std::map<std::string, buffer_id> buffers;
+    device_buffers owned{device, {}};
+    auto& buffers = owned.ids;
     timed(rec, phase::alloc, [&] {
         for (const auto& [name, array] : inputs) buffers[name] = device.allocate(bytes);
         for (const auto& name : built.generated.temporaries) buffers[name] = device.allocate(bytes);
@@ -237,42 +283,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     rec.check = check;
     rec.status = result.pass ? "PASS" : "FAIL";
 
-    // Timing. Cold: L2 flushed before each sample, events around one chain. Batch: events around
-    // `repeat` back-to-back chains, total / repeat, k_batches times. Warm-up first, untimed.
-    try {
-        for (int i = 0; i < p.measure.warmup; ++i) enqueue_chain();
-        device.synchronize();
-        std::vector<double> cold, batch;
-        for (int i = 0; i < p.measure.repeat; ++i) {
-            device.flush_l2();
-            cold.push_back(device.time_ms(enqueue_chain));
-        }
-        for (int b = 0; b < k_batches; ++b) {
-            batch.push_back(device.time_ms([&] {
-                                for (int i = 0; i < p.measure.repeat; ++i) enqueue_chain();
-                            }) /
-                            p.measure.repeat);
-        }
-        rec.kernel_cold = summarize(std::move(cold));
-        rec.kernel_batch = summarize(std::move(batch));
-    } catch (const error& e) {
-        throw error(e.kind(), std::string("timed launches: ") + e.what());
-    }
-    // Graph: the same `repeat` chains captured once; a replay has no CPU launch gaps, so batch −
-    // graph is the launch overhead.
-    const auto chains = timed(rec, phase::graph_build, [&] {
-        return device.capture_graph([&] {
-            for (int i = 0; i < p.measure.repeat; ++i) enqueue_chain();
-        });
-    });
-    try {
-        std::vector<double> replays;
-        for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*chains) / p.measure.repeat);
-        rec.kernel_graph = summarize(std::move(replays));
-    } catch (const error& e) {
-        throw error(e.kind(), std::string("timed launches: ") + e.what());
-    }
-    for (const auto& [name, id] : buffers) device.release(id);
+    measure_kernel(device, enqueue_chain, p.measure, rec);
 }
 
 }  // namespace kjit::run

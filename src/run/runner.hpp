@@ -50,7 +50,7 @@ struct built_variant {
 [[nodiscard]] built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx,
                                           report::record& rec);
 
-/// L2 flushes and back-to-back batches: see measure_kernel in runner.cpp.
+/// Batches of back-to-back chains (and graph replays) per run: see measure_kernel in runner.cpp.
 inline constexpr int k_batches = 10;
 
 /// The host side of a run: inputs and the float64 reference. A sweep keeps the last one per
