@@ -6,7 +6,7 @@
 For each n, runs `kjit run` and every peer of bench/peers/peers.py twice: cold (its caches empty:
 kjit's, Numba's, CuPy's, Inductor's and Triton's) and warm (the same caches again). Prints one
 side-by-side table, writes compare.json (kjit's record schema plus `tool`, `state`,
-`process_wall_ms`) and, with matplotlib, compare.png.
+`process_wall_ms`) and, through scripts/plot_results.py (matplotlib), compare.png.
 """
 import argparse
 import json
@@ -87,28 +87,10 @@ def main():
               f"{f(r.get('import_ms')):>8} {f(r.get('context_ms')):>8} {f(r.get('first_call_ms')):>9} "
               f"{f(r.get('kernel_cold_median_ms'), 1e3, 2):>9} {f(r.get('kernel_batch_median_ms'), 1e3, 2):>9} "
               f"{f(r.get('effective_gbps'), digits=0):>6}  {r.get('status')} {r.get('error', '')[:60]}")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(no matplotlib: compare.png not drawn)", file=sys.stderr)
-        return
-    first_n = [r for r in rows if r["n"] == args.n[0] and r.get("status") in ("ok", "PASS")]
-    names = [f"{r['tool']} ({r['state']})" for r in first_n]
-    fig, ax = plt.subplots(figsize=(11, 0.35 * len(first_n) + 2))
-    left = [0.0] * len(first_n)
-    for key, title in (("import_ms", "import"), ("context_ms", "CUDA start-up"), ("first_call_ms", "first call")):
-        values = [r.get(key) or 0.0 for r in first_n]
-        ax.barh(names, values, left=left, label=title)
-        left = [a + b for a, b in zip(left, values)]
-    ax.scatter([r["process_wall_ms"] for r in first_n], names, color="k", marker="|", s=200, label="process wall")
-    ax.set_xlabel("ms")
-    ax.set_title(f"first call, n = {args.n[0]:,}: import, CUDA start-up, first call (compile included)")
-    ax.invert_yaxis()
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(args.out / "compare.png", dpi=110)
+    # The picture is the plotting script's: it draws compare.json like any other results file.
+    plot = HERE.parent / "scripts" / "plot_results.py"
+    if subprocess.run([sys.executable, str(plot), str(args.out / "compare.json"), "--out", str(args.out)]).returncode:
+        print("(compare.png not drawn: see the plotting script's message)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Writes, where the data has what they need:
   time_vs_n.png       cold median kernel time against n, one line per variant (log-log)
   jit_phases.png      compile-side phases per variant: cache lookup, NVRTC, PTX -> cubin, load
   startup.png         every host phase of each record as a stacked bar: where a run's time goes
+  compare.png         bench/compare.py's results: import, CUDA start-up and first call per tool and state
 """
 import argparse
 import json
@@ -112,6 +113,32 @@ def stacked(rows, phases, title, path):
     return path
 
 
+def compare_tools(rows, out):
+    """bench/compare.py's rows (they have a `tool` column): the first call per tool, at the first n."""
+    rows = [r for r in rows if r.get("tool") and r.get("status") in ("ok", "PASS")]
+    if not rows:
+        return None
+    n = rows[0]["n"]
+    rows = [r for r in rows if r["n"] == n]
+    names = [f"{r['tool']} ({r['state']})" for r in rows]
+    fig, ax = plt.subplots(figsize=(11, 0.35 * len(rows) + 2))
+    left = [0.0] * len(rows)
+    for key, title in (("import_ms", "import"), ("context_ms", "CUDA start-up"), ("first_call_ms", "first call")):
+        values = [r.get(key) or 0.0 for r in rows]
+        ax.barh(names, values, left=left, label=title)
+        left = [a + b for a, b in zip(left, values)]
+    ax.scatter([r["process_wall_ms"] for r in rows], names, color="k", marker="|", s=200, label="process wall")
+    ax.set_xlabel("ms")
+    ax.set_title(f"first call, n = {n:,}: import, CUDA start-up, first call (compile included)")
+    ax.invert_yaxis()
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = out / "compare.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=pathlib.Path)
@@ -124,9 +151,12 @@ def main():
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "schema_version" in r for r in rows):
         sys.exit(f"plot_results: {args.results}: not kjit results (a list of records)")
     args.out.mkdir(parents=True, exist_ok=True)
-    made = [kernel_time(rows, args.out), time_vs_n(rows, args.out),
-            stacked(rows, JIT_PHASES, "compile and load phases per variant", args.out / "jit_phases.png"),
-            stacked(rows, HOST_PHASES, "where each run's time goes", args.out / "startup.png")]
+    if any("tool" in r for r in rows):  # bench/compare.py
+        made = [compare_tools(rows, args.out)]
+    else:
+        made = [kernel_time(rows, args.out), time_vs_n(rows, args.out),
+                stacked(rows, JIT_PHASES, "compile and load phases per variant", args.out / "jit_phases.png"),
+                stacked(rows, HOST_PHASES, "where each run's time goes", args.out / "startup.png")]
     for path in made:
         if path:
             print(path)
