@@ -16,7 +16,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" > /dev/null
 fi
 [ -x /usr/local/cuda/bin/nvcc ] || [ -d /usr/local/cuda/include ] || { echo "setup: the CUDA toolkit is expected in /usr/local/cuda" >&2; exit 1; }
-cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda -DKJIT_WERROR="${KJIT_WERROR:-OFF}" > /dev/null
+cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda ${KJIT_WERROR:+-DKJIT_WERROR=$KJIT_WERROR} > /dev/null
 cmake --build build
 if [ "${1:-}" = "--test" ]; then
     # unit + nvrtc run everywhere; gpu runs where there is a GPU and is reported as skipped elsewhere.
