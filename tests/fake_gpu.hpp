@@ -14,8 +14,9 @@ namespace kjit::testing {
 
 class fake_gpu final : public run::gpu {
 public:
-    /// Called for each launch with the kernel's name, its buffers (inputs…, output) and n.
-    std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, long long)> on_launch;
+    /// Called for each launch with the kernel's name, its buffers (inputs…, output) and arguments.
+    std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, const run::kernel_args&)>
+        on_launch;
     std::string fail_call;  ///< a method name: that call throws a driver error
     std::vector<std::string> calls;
     int launches = 0;
@@ -63,15 +64,15 @@ public:
         record("fill_bytes");
         std::memset(m_buffers.at(id).data(), value, bytes);
     }
-    void launch(run::kernel_id kernel, long long grid, int block, const std::vector<run::buffer_id>& buffers,
-                long long n) override {
+    void launch(run::kernel_id kernel, long long grid, int block, const run::kernel_args& args) override {
         record("launch");
         ++launches;
         last_grid = grid;
         last_block = block;
-        std::vector<std::vector<unsigned char>*> args;
-        for (auto id : buffers) args.push_back(&m_buffers.at(id));
-        if (on_launch) on_launch(m_kernels.at(kernel), args, n);
+        last_args = args;
+        std::vector<std::vector<unsigned char>*> buffers;
+        for (auto id : args.buffers) buffers.push_back(&m_buffers.at(id));
+        if (on_launch) on_launch(m_kernels.at(kernel), buffers, args);
     }
     void flush_l2() override { ++flushes; }
     void synchronize() override {}
@@ -97,6 +98,7 @@ public:
     }
 
     std::string loaded_cubin;
+    run::kernel_args last_args;
     long long last_grid = 0;
     int last_block = 0;
     int flushes = 0;
@@ -114,17 +116,19 @@ private:
 };
 
 /// Runs the hidden layer's generated kernels on the host, by kernel name, as the CUDA would:
-/// an on_launch for float32 pipelines with the default stages.
-inline void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& args,
-                                 long long n) {
+/// an on_launch for float32 pipelines with the default stages. The normalize scale comes from
+/// the launch's scalar argument, as on a GPU.
+inline void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& buffers,
+                                 const run::kernel_args& args) {
     const auto f = [](std::vector<unsigned char>* b) { return reinterpret_cast<float*>(b->data()); };
-    float* out = f(args.back());
-    for (long long i = 0; i < n; ++i) {
-        const float a = f(args[0])[i];
-        if (kernel.ends_with("_fused")) out[i] = std::tanh(a / 255.0f * f(args[1])[i]);
-        else if (kernel.ends_with("_normalize")) out[i] = a / 255.0f;
-        else if (kernel.ends_with("_weigh")) out[i] = a * f(args[1])[i];
-        else if (kernel.ends_with("_activate")) out[i] = std::tanh(a);
+    float* out = f(buffers.back());
+    const float scale = args.scalars.empty() ? 0.0f : static_cast<float>(args.scalars[0]);
+    for (long long i = 0; i < args.n; ++i) {
+        const float a = f(buffers[0])[i];
+        if (kernel.ends_with("_fused")) out[i] = std::tanh(a / scale * f(buffers[1])[i]);
+        else if (kernel.ends_with("_normalize")) out[i] = a / scale;
+        else if (kernel.ends_with("_weigh")) out[i] = a * f(buffers[1])[i];
+        else if (kernel.ends_with("_tanh")) out[i] = std::tanh(a);
     }
 }
 

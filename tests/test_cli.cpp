@@ -34,7 +34,7 @@ TEST_CASE("emit prints the source of the default config, and of a shipped one") 
     CHECK(r.status == exit_status::ok);
     CHECK(r.out.find("extern \"C\" __global__ void hidden_layer_fused(") != std::string::npos);
     const auto seed = kjit_cli({"emit", kjit::testing::config_path("seed_vectorize.json")});
-    CHECK(seed.out.find("seed_vectorize_s2_activate") != std::string::npos);
+    CHECK(seed.out.find("seed_vectorize_s2_tanh") != std::string::npos);
 }
 
 TEST_CASE("bad config and bad --set exit 2 with one line naming the key") {

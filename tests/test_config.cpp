@@ -25,8 +25,14 @@ TEST_CASE("the default config is the seed problem") {
     CHECK(p.fuse == config::fusion::fused);
     REQUIRE(p.stages.size() == 3);
     CHECK(p.stages[0].input == "greyscales");
-    CHECK(p.stages[1].by == "weights");
-    CHECK(p.stages[2].formula == config::tanh_formula::builtin);
+    CHECK(p.stages[0].op == "normalize");
+    CHECK(expr::to_text(p.stages[0].kernel) == "x / s0_scale");
+    CHECK(p.scalars.at(0).name == "s0_scale");
+    CHECK(p.scalars.at(0).value == 255);
+    CHECK(expr::to_text(p.stages[1].kernel) == "x * weights");
+    CHECK(p.stages[2].op == "tanh");
+    CHECK(p.stages[2].formula == "builtin");
+    CHECK(config::describe_stages(p) == "normalize → weigh → tanh=builtin");
     CHECK(config::effective_vector_width(p) == 4);
     CHECK_FALSE(p.launch.grid.has_value());
 }
@@ -56,8 +62,9 @@ TEST_CASE("wrong type") {
 }
 
 TEST_CASE("bad enum value lists the allowed values") {
-    const auto m = config_error_after([](json& j) { j["dtype"] = "float16"; });
-    CHECK(m.find("dtype: expected one of \"float32\", \"float64\", got \"float16\"") != std::string::npos);
+    const auto m = config_error_after([](json& j) { j["dtype"] = "half"; });
+    CHECK(m.find("dtype: expected one of \"float32\", \"float64\", \"float16\", \"bfloat16\", got \"half\"") !=
+          std::string::npos);
 }
 
 TEST_CASE("bad tanh formula names stages[2].formula") {
@@ -78,9 +85,19 @@ TEST_CASE("block must be a multiple of 32 in 32..1024") {
     CHECK(config_error_after([](json& j) { j["launch"]["block"] = 16; }).find("launch.block") != std::string::npos);
 }
 
-TEST_CASE("vector width must be 1, 2, 4 or auto") {
+TEST_CASE("vector width: 1 to 8 elements, at most 32 bytes, or auto") {
     const auto m = config_error_after([](json& j) { j["launch"]["vector_width"] = 3; });
-    CHECK(m.find("launch.vector_width: expected 1, 2, 4 or \"auto\", got 3") != std::string::npos);
+    CHECK(m.find("launch.vector_width: expected 1, 2, 4, 8, or \"auto\" for float32, got 3") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["launch"]["vector_width"] = 16; }).find("got 16") != std::string::npos);
+    CHECK(config_error_after([](json& j) {
+              j["dtype"] = "float64";
+              j["launch"]["vector_width"] = 8;
+          }).find("expected 1, 2, 4, or \"auto\" for float64, got 8") != std::string::npos);
+    const auto half = kjit::testing::pipeline_with([](json& j) {
+        j["dtype"] = "float16";
+        j["launch"]["vector_width"] = 8;
+    });
+    CHECK(config::effective_vector_width(half) == 8);
 }
 
 TEST_CASE("a stage naming an input that does not exist") {
@@ -98,7 +115,10 @@ TEST_CASE("the first stage must name its input; later stages may not") {
 
 TEST_CASE("keys that belong to another op") {
     const auto m = config_error_after([](json& j) { j["stages"][1]["formula"] = "exp"; });
-    CHECK(m.find("stages[1].formula: only applies to op \"activate\"") != std::string::npos);
+    CHECK(m.find("stages[1].formula: op \"weigh\" has one form; there is no formula to choose") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["stages"][1]["scale"] = 2; })
+              .find("stages[1].scale: unknown key; expected one of \"op\", \"input\", \"formula\", \"by\"") !=
+          std::string::npos);
 }
 
 TEST_CASE("normalize by zero") {
@@ -146,9 +166,23 @@ TEST_CASE("tolerance overrides the default per field") {
 TEST_CASE("default tolerances: tight for builtin tanh, absolute slack only for the exp formula") {
     const auto builtin = config::from_json(kjit::testing::default_document());
     const auto exp = kjit::testing::pipeline_with([](json& j) { j["stages"][2]["formula"] = "exp"; });
-    CHECK(config::default_tolerance(builtin).atol == 0);
-    CHECK(config::default_tolerance(exp).atol > 0);
+    CHECK(config::default_tolerance(builtin).atol == 0x1p-126);  // only underflow
+    CHECK(config::default_tolerance(exp).atol == doctest::Approx(5 * 0x1p-23));  // atol_ulps 5 in ops.json
     CHECK(config::default_tolerance(exp).rtol == config::default_tolerance(builtin).rtol);
+    CHECK(config::default_tolerance(builtin).rounding == 0x1p-23);
+}
+
+TEST_CASE("default tolerances follow the storage type") {
+    const auto f32 = config::default_tolerance(config::from_json(kjit::testing::default_document()));
+    for (const char* type : {"float16", "bfloat16"}) {
+        CAPTURE(type);
+        const auto narrow = config::default_tolerance(kjit::testing::pipeline_with([&](json& j) { j["dtype"] = type; }));
+        CHECK(narrow.rtol > 100 * f32.rtol);
+        CHECK(narrow.rounding == f32.rounding);  // computed in float either way
+    }
+    const auto f64 = config::default_tolerance(kjit::testing::pipeline_with([](json& j) { j["dtype"] = "float64"; }));
+    CHECK(f64.rtol < 1e-12);
+    CHECK(f64.rounding == 0x1p-52);
 }
 
 TEST_CASE("JSON syntax errors give line and column") {
@@ -171,7 +205,7 @@ TEST_CASE("--set overrides any field, and validation still applies") {
     config::apply_override(doc, "compile.fast_math=true");
     const auto p = config::from_json(doc);
     CHECK(p.launch.block == 128);
-    CHECK(p.stages[2].formula == config::tanh_formula::exp);
+    CHECK(p.stages[2].formula == "exp");
     CHECK(p.type == config::dtype::float64);
     CHECK(p.compile.fast_math);
 

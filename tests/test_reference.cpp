@@ -13,6 +13,8 @@ namespace {
 config::pipeline small(int n = 1000) {
     return kjit::testing::pipeline_with([&](json& j) { j["n"] = n; });
 }
+/// A reference with no error scale: plain allclose.
+reference::expected_values exact(const std::vector<double>& values) { return {values, std::vector<double>(values.size())}; }
 reference::typed_array as_float32(const std::vector<double>& values) {
     reference::typed_array a(config::dtype::float32, values.size());
     for (std::size_t i = 0; i < values.size(); ++i) a.set(i, values[i]);
@@ -30,7 +32,7 @@ TEST_CASE("reference computes tanh(greyscale / 255 · weight) in float64") {
         inputs.at("greyscales").set(i, g[i]);
         inputs.at("weights").set(i, w[i]);
     }
-    const auto ref = reference::compute(p, inputs);
+    const auto ref = reference::compute(p, inputs).values;
     CHECK(ref[0] == 0.0);
     CHECK(ref[1] == doctest::Approx(std::tanh(0.5)).epsilon(1e-15));
     CHECK(ref[2] == doctest::Approx(std::tanh(100.0 / 255 * -2)).epsilon(1e-15));
@@ -57,7 +59,7 @@ TEST_CASE("inputs follow the fill rules and are deterministic") {
 
 TEST_CASE("compare: exact output passes, with zero errors") {
     const std::vector<double> ref{0.0, 0.25, -0.5};
-    const auto result = reference::compare(as_float32(ref), ref, {1e-6, 0});
+    const auto result = reference::compare(as_float32(ref), exact(ref), {1e-6, 0, 0});
     CHECK(result.pass);
     CHECK(result.mismatches == 0);
     CHECK(result.max_abs_error == 0);
@@ -68,7 +70,7 @@ TEST_CASE("compare: NaN and Inf always fail and are counted") {
     auto out = as_float32(ref);
     out.set(1, std::numeric_limits<double>::quiet_NaN());
     out.set(2, std::numeric_limits<double>::infinity());
-    const auto result = reference::compare(out, ref, {1, 1});
+    const auto result = reference::compare(out, exact(ref), {1, 1, 0});
     CHECK_FALSE(result.pass);
     CHECK(result.nan_count == 1);
     CHECK(result.inf_count == 1);
@@ -80,14 +82,14 @@ TEST_CASE("compare: NaN and Inf always fail and are counted") {
 TEST_CASE("compare: allclose bounds, max errors and ulps") {
     const std::vector<double> ref{1.0, 1e-3};
     auto out = as_float32({1.0 + 4 * 0x1p-23, 1e-3});  // 4 ulp at 1.0 (float32 ulp above 1 is 2^-23)
-    auto result = reference::compare(out, ref, {5e-7, 0});  // 4 ulp = 4.77e-7 ≤ 5e-7 · 1
+    auto result = reference::compare(out, exact(ref), {5e-7, 0, 0});  // 4 ulp = 4.77e-7 ≤ 5e-7 · 1
     CHECK(result.pass);
     CHECK(result.max_ulp_error == doctest::Approx(4));
     CHECK(result.max_abs_error == doctest::Approx(4 * 0x1p-23));
-    result = reference::compare(out, ref, {1e-7, 0});
+    result = reference::compare(out, exact(ref), {1e-7, 0, 0});
     CHECK_FALSE(result.pass);
     CHECK(*result.first_bad == 0);
-    CHECK(reference::compare(out, ref, {0, 1e-6}).pass);  // atol alone covers it
+    CHECK(reference::compare(out, exact(ref), {0, 1e-6, 0}).pass);  // atol alone covers it
 }
 
 TEST_CASE("ulp_at per dtype") {
@@ -97,16 +99,17 @@ TEST_CASE("ulp_at per dtype") {
 }
 
 // The exp formula evaluated in float32 on the host: its error near zero is absolute, hundreds of
-// ulps (thousands with the GPU's expf), so the default float32 tolerance for it must be absolute, and the builtin's must not be.
-TEST_CASE("the seed's exp formula in float32: hundreds of ulps, inside its default atol only") {
+// ulps (thousands with the GPU's expf). The reference's error scale, taken from the formula's own
+// tree, sees the cancellation; plain allclose with the builtin's rtol does not admit it.
+TEST_CASE("the seed's exp formula in float32: hundreds of ulps, inside the error scale and its atol only") {
     const auto p = kjit::testing::pipeline_with([](json& j) {
         j["n"] = 200000;
         j["stages"][2]["formula"] = "exp";
     });
     const auto inputs = run::make_inputs(p);
     const auto ref = reference::compute(p, inputs);
-    reference::typed_array out(config::dtype::float32, ref.size());
-    for (std::size_t i = 0; i < ref.size(); ++i) {
+    reference::typed_array out(config::dtype::float32, ref.values.size());
+    for (std::size_t i = 0; i < ref.values.size(); ++i) {
         const float x = static_cast<float>(inputs.at("greyscales").get(i)) / 255.0f *
                         static_cast<float>(inputs.at("weights").get(i));
         const float ep = std::exp(x), em = std::exp(-x);
@@ -116,5 +119,44 @@ TEST_CASE("the seed's exp formula in float32: hundreds of ulps, inside its defau
     CHECK(with_default.pass);
     CHECK(with_default.max_ulp_error > 100);
     const auto builtin = config::default_tolerance(config::from_json(kjit::testing::default_document()));
-    CHECK_FALSE(reference::compare(out, ref, builtin).pass);
+    CHECK_FALSE(reference::compare(out, exact(ref.values), builtin).pass);
+}
+
+TEST_CASE("error scale: about |value| for the builtin, large where the exp formula cancels") {
+    auto p = kjit::testing::pipeline_with([](json& j) { j["n"] = 1; });
+    reference::input_arrays inputs;
+    inputs.emplace("greyscales", reference::typed_array(config::dtype::float32, 1));
+    inputs.emplace("weights", reference::typed_array(config::dtype::float32, 1));
+    inputs.at("greyscales").set(0, 1);
+    inputs.at("weights").set(0, 0.01);  // x ≈ 4e-5: e^x − e^−x cancels
+    const auto builtin = reference::compute(p, inputs);
+    CHECK(builtin.scales[0] > std::fabs(builtin.values[0]));
+    CHECK(builtin.scales[0] < 10 * std::fabs(builtin.values[0]));
+    p = kjit::testing::pipeline_with([](json& j) {
+        j["n"] = 1;
+        j["stages"][2]["formula"] = "exp";
+    });
+    const auto exp = reference::compute(p, inputs);
+    CHECK(exp.values[0] == builtin.values[0]);  // the same exact definition
+    CHECK(exp.scales[0] > 1000 * builtin.scales[0]);
+}
+
+TEST_CASE("half and bfloat16 storage round to nearest even") {
+    reference::typed_array half(config::dtype::float16, 3), brain(config::dtype::bfloat16, 3);
+    half.set(0, 1 + 0x1p-11);  // halfway between 1 and 1 + 2^-10: ties to even (1)
+    half.set(1, 1 + 3 * 0x1p-11);
+    half.set(2, 70000);  // above float16's 65504
+    CHECK(half.get(0) == 1.0);
+    CHECK(half.get(1) == 1 + 0x1p-9);
+    CHECK(std::isinf(half.get(2)));
+    brain.set(0, 1 + 0x1p-8);
+    brain.set(1, 1 + 3 * 0x1p-8);
+    brain.set(2, std::numeric_limits<double>::quiet_NaN());
+    CHECK(brain.get(0) == 1.0);
+    CHECK(brain.get(1) == 1 + 0x1p-6);
+    CHECK(std::isnan(brain.get(2)));
+    CHECK(half.bytes() == 6);
+    CHECK(reference::ulp_at(1.0, config::dtype::float16) == 0x1p-10);
+    CHECK(reference::ulp_at(1.0, config::dtype::bfloat16) == 0x1p-7);
+    CHECK(reference::ulp_at(0.0, config::dtype::float16) == 0x1p-24);
 }

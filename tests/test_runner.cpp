@@ -79,7 +79,7 @@ TEST_CASE("the output is poisoned first: a device that writes nothing fails with
 
 TEST_CASE("one wrong element fails, named with its inputs") {
     fixture f;
-    f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, long long n) {
+    f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, const run::kernel_args& n) {
         kjit::testing::hidden_layer_on_host(k, args, n);
         floats(args.back())[1234] += 0.01f;
     };
@@ -93,13 +93,13 @@ TEST_CASE("one wrong element fails, named with its inputs") {
 TEST_CASE("separate stages: three launches per chain, wired through intermediates") {
     fixture f;
     std::vector<std::string> order;
-    f.gpu.on_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, long long n) {
+    f.gpu.on_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, const run::kernel_args& n) {
         if (order.size() < 3) order.push_back(k);
         kjit::testing::hidden_layer_on_host(k, args, n);
     };
     const auto rec = f.run(small("separate"));
     CHECK(rec.status == "PASS");
-    CHECK(order == std::vector<std::string>{"hidden_layer_s0_normalize", "hidden_layer_s1_weigh", "hidden_layer_s2_activate"});
+    CHECK(order == std::vector<std::string>{"hidden_layer_s0_normalize", "hidden_layer_s1_weigh", "hidden_layer_s2_tanh"});
     CHECK(f.gpu.launches == 3 * (1 + 2 + 5 + 2 * run::k_batches * 5));
     CHECK(rec.bytes_moved == (2.0 + 3.0 + 2.0) * 4099 * 4);
     CHECK(rec.kernels.size() == 3);

@@ -1,7 +1,6 @@
 #include "codegen/codegen.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include <kainjow/mustache.hpp>
 
@@ -13,34 +12,23 @@ namespace kjit::codegen {
 namespace {
 
 namespace mu = kainjow::mustache;
-using config::op_kind;
 
-std::string real_literal(double value) {
-    char text[32];
-    const auto result = std::to_chars(text, text + sizeof text, value);  // shortest round-trip form
-    return "(real)" + std::string(text, result.ptr);
+void add_once(std::vector<std::string>& names, const std::string& name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-std::string stage_call(const config::stage& s) {
-    switch (s.op) {
-        case op_kind::normalize: return "op_normalize(x, " + real_literal(s.scale) + ")";
-        case op_kind::weigh: return "op_weigh(x, " + s.by + ")";
-        case op_kind::activate:
-            return s.formula == config::tanh_formula::builtin ? "op_tanh_builtin(x)" : "op_tanh_exp(x)";
-    }
-    return {};
-}
-
-/// A kernel over stages [first, last): what it reads and how its element function chains them.
+/// A kernel over some stages: the array its x starts from ("" = none) and what it launches with.
 struct kernel_model {
     kernel_plan plan;
     std::string first_value;
-    std::vector<std::size_t> stages;
 };
 
-void add_read(kernel_plan& plan, const std::string& buffer) {
-    if (std::find(plan.reads.begin(), plan.reads.end(), buffer) == plan.reads.end())
-        plan.reads.push_back(buffer);
+void add_stage(kernel_model& k, const config::pipeline& p, std::size_t index) {
+    expr::used_names used;
+    expr::collect_names(p.stages[index].kernel, used);
+    for (const auto& name : used.arrays) add_once(k.plan.reads, name);
+    for (const auto& name : used.scalars) add_once(k.plan.scalars, name);
+    k.plan.stages.push_back(index);
 }
 
 std::vector<kernel_model> plan_kernels(const config::pipeline& p, std::vector<std::string>& temporaries) {
@@ -50,13 +38,9 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, std::vector<st
         k.plan.name = p.name + "_fused";
         k.plan.writes = k_output_buffer;
         k.first_value = p.stages.front().input;
-        add_read(k.plan, k.first_value);
-        for (std::size_t i = 0; i < p.stages.size(); ++i) {
-            if (p.stages[i].op == op_kind::weigh) add_read(k.plan, p.stages[i].by);
-            k.stages.push_back(i);
-            k.plan.what += (i ? " → " : "") + std::string(config::to_string(p.stages[i].op));
-        }
-        k.plan.what += ", fused into one kernel";
+        if (!k.first_value.empty()) add_once(k.plan.reads, k.first_value);
+        for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i);
+        k.plan.what = config::describe_stages(p) + ", fused into one kernel";
         kernels.push_back(std::move(k));
         return kernels;
     }
@@ -66,31 +50,45 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, std::vector<st
     for (std::size_t i = 0; i < p.stages.size(); ++i) {
         const auto& s = p.stages[i];
         kernel_model k;
-        k.plan.name = p.name + "_s" + std::to_string(i) + "_" + std::string(config::to_string(s.op));
+        k.plan.name = p.name + "_s" + std::to_string(i) + "_" + s.op;
         const bool last = i + 1 == p.stages.size();
         k.plan.writes = last ? k_output_buffer : "tmp" + std::to_string(i);
         if (!last) temporaries.push_back(k.plan.writes);
         k.first_value = previous;
-        add_read(k.plan, previous);
-        if (s.op == op_kind::weigh) add_read(k.plan, s.by);
-        k.stages.push_back(i);
-        k.plan.what = "stages[" + std::to_string(i) + "]: " + std::string(config::to_string(s.op)) +
-                      ", one kernel of " + std::to_string(p.stages.size());
+        if (!previous.empty()) add_once(k.plan.reads, previous);
+        add_stage(k, p, i);
+        k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", one kernel of " +
+                      std::to_string(p.stages.size());
         previous = k.plan.writes;
         kernels.push_back(std::move(k));
     }
     return kernels;
 }
 
-mu::data list_of(const std::vector<std::string>& names, const char* key) {
-    mu::data list{mu::data::type::list};
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        mu::data item;
-        item.set(key, names[i]);
-        item.set("last", i + 1 == names.size() ? mu::data::type::bool_true : mu::data::type::bool_false);
-        list.push_back(item);
+/// "a, b, c" from each name passed through `spell`.
+template <class Spell>
+std::string joined(const std::vector<std::string>& names, Spell spell, const std::string& separator = ", ") {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : separator) + spell(name);
+    return text;
+}
+
+struct storage_spelling {
+    const char* storage;
+    const char* load;
+    const char* store;
+    const char* header;  ///< nullptr: none needed
+};
+
+storage_spelling spelling_of(config::dtype type) {
+    switch (type) {
+        case config::dtype::float32: return {"float", "v", "x", nullptr};
+        case config::dtype::float64: return {"double", "v", "x", nullptr};
+        case config::dtype::float16: return {"__half", "__half2float(v)", "__float2half_rn(x)", "cuda_fp16.h"};
+        case config::dtype::bfloat16:
+            return {"__nv_bfloat16", "__bfloat162float(v)", "__float2bfloat16_rn(x)", "cuda_bf16.h"};
     }
-    return list;
+    return {"float", "v", "x", nullptr};
 }
 
 mu::data flag(bool value) { return value ? mu::data::type::bool_true : mu::data::type::bool_false; }
@@ -128,12 +126,9 @@ template_set template_set::from_directory(const std::filesystem::path& dir) {
 generated_source generate(const config::pipeline& p, const template_set& templates) {
     generated_source result;
     result.vector_width = config::effective_vector_width(p);
-    const bool f32 = p.type == config::dtype::float32;
-    auto uses = [&](op_kind op, config::tanh_formula formula) {
-        return std::any_of(p.stages.begin(), p.stages.end(), [&](const config::stage& s) {
-            return s.op == op && (op != op_kind::activate || s.formula == formula);
-        });
-    };
+    const storage_spelling spelled = spelling_of(p.type);
+    const expr::cuda_style style{config::computes_in_double(p.type), p.compile.fast_math};
+    if (spelled.header) result.headers.push_back(spelled.header);
 
     mu::data data;
     data.set("name", p.name);
@@ -141,30 +136,49 @@ generated_source generate(const config::pipeline& p, const template_set& templat
     // sweep would be compiled (and cached) again.
     data.set("label", std::string(config::to_string(p.fuse)) + ", " + std::string(config::to_string(p.type)) +
                           ", vector width " + std::to_string(result.vector_width));
-    data.set("real", f32 ? "float" : "double");
-    data.set("tanh", f32 ? "tanhf" : "tanh");
-    data.set("exp", f32 ? "expf" : "exp");
+    mu::data headers{mu::data::type::list};
+    for (const auto& header : result.headers) headers.push_back(mu::data("header", header));
+    data.set("headers", headers);
+    data.set("compute", style.double_precision ? "double" : "float");
+    data.set("storage", spelled.storage);
+    data.set("load", spelled.load);
+    data.set("store", spelled.store);
     data.set("width", std::to_string(result.vector_width));
     data.set("vector_bytes", std::to_string(result.vector_width * config::element_size(p.type)));
     data.set("vectorized", flag(result.vector_width > 1));
-    data.set("use_normalize", flag(uses(op_kind::normalize, {})));
-    data.set("use_weigh", flag(uses(op_kind::weigh, {})));
-    data.set("use_tanh_builtin", flag(uses(op_kind::activate, config::tanh_formula::builtin)));
-    data.set("use_tanh_exp", flag(uses(op_kind::activate, config::tanh_formula::exp)));
 
     mu::data kernels{mu::data::type::list};
     for (const auto& k : plan_kernels(p, result.temporaries)) {
+        const auto& reads = k.plan.reads;
+        const auto& scalars = k.plan.scalars;
+        const auto as_is = [](const std::string& name) { return name; };
         mu::data item;
         item.set("kernel", k.plan.name);
         item.set("what", k.plan.what);
-        item.set("first", k.first_value);
-        item.set("params", list_of(k.plan.reads, "param"));
+        item.set("first", k.first_value.empty() ? std::string("0") : k.first_value);
+        std::string params = joined(reads, [](const std::string& a) { return "real " + a; });
+        std::string kernel_params = joined(reads, [](const std::string& a) { return "const store_t* __restrict__ " + a; });
+        if (!scalars.empty()) params += (params.empty() ? "" : ", ") + joined(scalars, [](const std::string& s) { return "real " + s; });
+        kernel_params += (kernel_params.empty() ? "" : ", ") + std::string("store_t* __restrict__ out");
+        for (const auto& s : scalars) kernel_params += ", real " + s;
+        kernel_params += ", long long n";
+        const std::string scalar_tail = scalars.empty() ? "" : (reads.empty() ? "" : ", ") + joined(scalars, as_is);
+        item.set("element_params", params);
+        item.set("kernel_params", kernel_params);
+        item.set("vector_args", joined(reads, [](const std::string& a) { return "load(kjit_v_" + a + ".e[k])"; }) + scalar_tail);
+        item.set("scalar_args", joined(reads, [](const std::string& a) { return "load(" + a + "[i])"; }) + scalar_tail);
+        std::vector<std::string> pointers = reads;
+        pointers.push_back(k_output_buffer);
+        item.set("alignment", joined(pointers, [](const std::string& a) { return "(unsigned long long)" + a; }, " | "));
+        mu::data arrays{mu::data::type::list};
+        for (const auto& a : reads) arrays.push_back(mu::data("array", a));
+        item.set("arrays", arrays);
         mu::data steps{mu::data::type::list};
-        for (std::size_t i : k.stages) {
+        for (std::size_t i : k.plan.stages) {
             mu::data step;
             step.set("index", std::to_string(i));
-            step.set("op", std::string(config::to_string(p.stages[i].op)));
-            step.set("call", stage_call(p.stages[i]));
+            step.set("what", config::describe(p.stages[i]));
+            step.set("code", expr::to_cuda(p.stages[i].kernel, style));
             steps.push_back(step);
         }
         item.set("steps", steps);

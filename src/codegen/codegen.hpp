@@ -1,5 +1,6 @@
 // Pipeline → CUDA C++ source, rendered from the mustache templates in kernel_templates/ (embedded
-// at build time, or read from --templates DIR). Pure host code: no CUDA headers, no GPU.
+// at build time, or read from --templates DIR). Each stage's expression tree is spelled as CUDA
+// for the compute type. Pure host code: no CUDA headers, no GPU.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -20,19 +21,22 @@ struct template_set {
     [[nodiscard]] static template_set from_directory(const std::filesystem::path& dir);
 };
 
-/// One kernel of the generated program: its extern "C" name, the buffers it reads (in parameter
-/// order, then `out` and `n`), and the buffer it writes.
+/// One kernel of the generated program and what launching it takes. Its parameters are, in
+/// order: `reads` (arrays), the array it `writes`, `scalars` (in the compute type), then n.
 struct kernel_plan {
-    std::string name;
+    std::string name;  ///< extern "C", so it needs no name lowering
     std::vector<std::string> reads;
     std::string writes;
-    std::string what;  ///< "stages[1]: weigh" or "normalize → weigh → activate"
+    std::vector<std::string> scalars;
+    std::vector<std::size_t> stages;  ///< the stages it computes, in order
+    std::string what;                 ///< "stages[1]: weigh, one kernel of 3" or "normalize → …, fused"
 };
 
 struct generated_source {
     std::string source;
     std::vector<kernel_plan> kernels;      ///< in launch order
-    std::vector<std::string> temporaries;  ///< intermediate buffers (separate stages only)
+    std::vector<std::string> temporaries;  ///< intermediate arrays (separate stages only)
+    std::vector<std::string> headers;      ///< toolkit headers it includes (float16, bfloat16)
     int vector_width = 1;
 };
 

@@ -1,6 +1,8 @@
 // The pipeline a user describes in JSON, as validated plain structs, and the functions that read
 // it: strict parsing (one clear error line per problem), --set overrides, sweep expansion.
-// Depends on util and nlohmann/json only; knows nothing of CUDA.
+// Stages are resolved here into expression trees (src/expr), from the op library
+// (kernel_templates/ops.json and a config's "ops" block) or a map's "expr". Depends on util, expr
+// and nlohmann/json; knows nothing of CUDA.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,19 +12,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "expr/expr.hpp"
+
 namespace kjit::config {
 
 /// JSON that keeps keys in the order they were written, so a sweep's axes nest in the order of
 /// the block, and messages list keys as the user wrote them.
 using json_value = nlohmann::ordered_json;
 
-enum class dtype { float32, float64 };
+/// Storage type of every array. float16 and bfloat16 are stored narrow and computed in float.
+enum class dtype { float32, float64, float16, bfloat16 };
 enum class fusion { fused, separate };
 enum class fill_kind { uniform, normal, constant };
 enum class rounding { none, floor, nearest };
-enum class op_kind { normalize, weigh, activate };
-/// tanh written as the built-in tanh/tanhf, or as the seed's (e^x − e^−x)/(e^x + e^−x).
-enum class tanh_formula { builtin, exp };
 
 /// How one input array is filled on the host (deterministic from the config's seed).
 struct input_spec {
@@ -34,13 +36,25 @@ struct input_spec {
     rounding round = rounding::none;
 };
 
-/// One elementwise step. The first stage reads `input`; every later one reads the previous result.
+/// A scalar kernel argument: an entry of the "params" block, or a number given to an op ("s0_scale"
+/// for stages[0]'s scale). Scalars are arguments, not literals: changing one does not recompile.
+struct scalar_param {
+    std::string name;
+    double value = 0;
+};
+
+/// One elementwise step, resolved from an op of the library or from a `map` expression. The first
+/// stage's `x` is its input array; every later stage's `x` is the previous stage's result.
 struct stage {
-    op_kind op = op_kind::normalize;
-    std::string input;     ///< stages[0] only: the input array it reads
-    double scale = 255;    ///< normalize: x / scale
-    std::string by;        ///< weigh: x * by[i]
-    tanh_formula formula = tanh_formula::builtin;  ///< activate (fn is always tanh for now)
+    std::string op;       ///< "map", or the op's name ("normalize", "tanh"; activate names its fn)
+    std::string formula;  ///< the op's chosen formula; "" when the op has one form
+    std::string input;    ///< stages[0]: the array x starts from ("" if the expression needs no x)
+    expr::tree kernel;    ///< what the GPU computes; names bound to inputs and pipeline scalars
+    expr::tree exact;     ///< the op's exact definition, which the float64 reference evaluates
+    /// What the chosen formula may err beyond rounding: absolute, and in ulps of 1.0 of the
+    /// compute type (e.g. the seed's tanh, which cancels near 0).
+    double atol = 0;
+    double atol_ulps = 0;
 };
 
 struct launch_spec {
@@ -60,10 +74,13 @@ struct measure_spec {
     int repeat = 50;
 };
 
-/// allclose: |out − ref| ≤ atol + rtol·|ref|.
+/// Per element: |out − ref| ≤ atol + rtol·|ref| + rounding·scale, where scale is the reference's
+/// error scale of that element (how much the computation amplifies rounding: large where terms
+/// cancel) and rounding is twice the compute type's unit roundoff.
 struct tolerance {
     double rtol = 0;
     double atol = 0;
+    double rounding = 0;
 };
 
 struct pipeline {
@@ -71,6 +88,7 @@ struct pipeline {
     long long n = 0;
     config::dtype type = dtype::float32;
     std::vector<input_spec> inputs;
+    std::vector<scalar_param> scalars;  ///< the "params" block, then the numbers ops were given
     std::vector<stage> stages;
     config::fusion fuse = fusion::fused;
     launch_spec launch;
@@ -115,16 +133,20 @@ struct sweep_point {
 /// point is validated here, before any work starts; a bad one names its index and values.
 [[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc);
 
-/// The tolerance used when the config sets none: per dtype, tanh formula and fast-math.
+/// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);
 
 /// Names for reports and generated code.
 [[nodiscard]] std::string_view to_string(dtype v);
 [[nodiscard]] std::string_view to_string(fusion v);
-[[nodiscard]] std::string_view to_string(tanh_formula v);
-[[nodiscard]] std::string_view to_string(op_kind v);
 [[nodiscard]] std::size_t element_size(dtype v);
-/// 1, 2 or 4: the configured width, or 16 bytes' worth for auto.
+/// True when the arithmetic is done in double (float64 storage), false for float.
+[[nodiscard]] bool computes_in_double(dtype v);
+/// "normalize", "tanh=exp", "map(x * w + b)": one stage for labels and reports.
+[[nodiscard]] std::string describe(const stage& s);
+/// "normalize → weigh → tanh=builtin".
+[[nodiscard]] std::string describe_stages(const pipeline& p);
+/// 1, 2, 4 or 8: the configured width, or 16 bytes' worth for auto.
 [[nodiscard]] int effective_vector_width(const pipeline& p);
 /// e.g. "fused float32 tanh=builtin block=256 vec=4".
 [[nodiscard]] std::string variant_label(const pipeline& p);

@@ -7,132 +7,90 @@
 #include <set>
 
 #include "config/config.hpp"
+#include "config/ops.hpp"
+#include "config/reader.hpp"
+#include "expr/functions.hpp"
 #include "util/embedded.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace kjit::config {
+
+namespace detail {
+
+bool is_identifier(const std::string& name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+namespace {
+/// The expression with a caret under `column`, as two indented lines; a long expression is cut
+/// to a window around the column.
+std::string caret_lines(const std::string& text, std::size_t column) {
+    constexpr std::size_t width = 72;
+    std::size_t first = 0;
+    std::size_t at = std::min(column == 0 ? 0 : column - 1, text.size());
+    if (text.size() > width && at > width / 2) first = std::min(at - width / 2, text.size() - width);
+    std::string shown_text = text.substr(first, width);
+    for (char& c : shown_text)
+        if (c == '\n' || c == '\t' || c == '\r') c = ' ';
+    const std::string before = first > 0 ? "..." : "", after = first + width < text.size() ? "..." : "";
+    return "    " + before + shown_text + after + "\n    " + std::string(before.size() + at - first, ' ') + "^";
+}
+}  // namespace
+
+expr::tree parse_expression(const object_reader& r, const std::string& key, const expr::scope& names) {
+    const std::string text = r.string(key, std::nullopt);
+    try {
+        return expr::parse(text, names);
+    } catch (const expr::parse_error& e) {
+        r.fail(key, std::string(e.what()) + " (column " + std::to_string(e.column()) + ")\n" +
+                        caret_lines(text, e.column()));
+    }
+}
+
+}  // namespace detail
+
 namespace {
 
 using json = json_value;
+using detail::is_identifier;
+using detail::object_reader;
+using detail::parse_expression;
+using detail::quoted_list;
+using detail::shown;
 
-std::string shown(const json& value) {
-    std::string text = value.dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return text;
-}
-
-std::string quoted_list(const std::vector<std::string>& names) {
-    std::string text;
-    for (const auto& name : names) text += (text.empty() ? "\"" : ", \"") + name + "\"";
-    return text;
-}
-
-/// A JSON object being read: remembers its key path and which keys were used, so that unknown
-/// keys are reported with the list of allowed ones.
-class object_reader {
-public:
-    object_reader(const json& value, std::string path, const std::string& source,
-                  std::vector<std::string> allowed)
-        : m_value(value), m_path(std::move(path)), m_source(source), m_allowed(std::move(allowed)) {
-        if (!value.is_object()) fail_at(m_path, "expected an object, got " + shown(value));
-        for (const auto& [key, unused] : value.items()) {
-            if (std::find(m_allowed.begin(), m_allowed.end(), key) == m_allowed.end())
-                fail_at(child_path(key), "unknown key; expected one of " + quoted_list(m_allowed));
-        }
-    }
-
-    [[nodiscard]] std::string child_path(const std::string& key) const {
-        return m_path.empty() ? key : m_path + "." + key;
-    }
-    [[noreturn]] void fail_at(const std::string& path, const std::string& what) const {
-        throw config_error(m_source, path, what);
-    }
-    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-        fail_at(child_path(key), what);
-    }
-    [[nodiscard]] const json* find(const std::string& key) const {
-        const auto it = m_value.find(key);
-        return it == m_value.end() ? nullptr : &*it;
-    }
-    [[nodiscard]] const json& require(const std::string& key, const std::string& what) const {
-        const json* value = find(key);
-        if (value == nullptr) fail(key, "missing; expected " + what);
-        return *value;
-    }
-    [[nodiscard]] const std::string& source() const { return m_source; }
-
-    std::string string(const std::string& key, std::optional<std::string> fallback) const {
-        const json* value = fallback ? find(key) : &require(key, "a string");
-        if (value == nullptr) return *fallback;
-        if (!value->is_string()) fail(key, "expected a string, got " + shown(*value));
-        return value->get<std::string>();
-    }
-
-    template <class Enum>
-    Enum choice(const std::string& key, const std::vector<std::pair<std::string, Enum>>& options,
-                std::optional<Enum> fallback) const {
-        std::vector<std::string> names;
-        for (const auto& option : options) names.push_back(option.first);
-        const json* value = fallback ? find(key) : &require(key, "one of " + quoted_list(names));
-        if (value == nullptr) return *fallback;
-        if (value->is_string()) {
-            for (const auto& [name, result] : options)
-                if (name == value->get<std::string>()) return result;
-        }
-        fail(key, "expected one of " + quoted_list(names) + ", got " + shown(*value));
-    }
-
-    long long integer(const std::string& key, long long low, long long high,
-                      std::optional<long long> fallback) const {
-        const std::string expected =
-            "an integer in " + std::to_string(low) + ".." + std::to_string(high);
-        const json* value = fallback ? find(key) : &require(key, expected);
-        if (value == nullptr) return *fallback;
-        if (!value->is_number_integer()) fail(key, "expected " + expected + ", got " + shown(*value));
-        if (value->is_number_unsigned() && value->get<unsigned long long>() >
-                                               static_cast<unsigned long long>(high))
-            fail(key, "expected " + expected + ", got " + shown(*value));
-        const long long number = value->get<long long>();
-        if (number < low || number > high) fail(key, "expected " + expected + ", got " + shown(*value));
-        return number;
-    }
-
-    double number(const std::string& key, std::optional<double> fallback) const {
-        const json* value = fallback ? find(key) : &require(key, "a number");
-        if (value == nullptr) return *fallback;
-        if (!value->is_number() || !std::isfinite(value->get<double>()))
-            fail(key, "expected a finite number, got " + shown(*value));
-        return value->get<double>();
-    }
-
-    bool boolean(const std::string& key, bool fallback) const {
-        const json* value = find(key);
-        if (value == nullptr) return fallback;
-        if (!value->is_boolean()) fail(key, "expected true or false, got " + shown(*value));
-        return value->get<bool>();
-    }
-
-private:
-    const json& m_value;
-    std::string m_path;
-    const std::string& m_source;
-    std::vector<std::string> m_allowed;
-};
-
-bool is_identifier(const std::string& name) {
-    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
-    return std::regex_match(name, identifier);
-}
-
-// Input names become kernel parameters beside these generated names.
+// Input and param names become kernel parameters beside kjit's generated names, CUDA's built-ins and
+// the math functions the expressions call: none of those may be shadowed.
 bool is_reserved(const std::string& name) {
-    static const std::set<std::string> reserved{
-        "out", "n", "x", "i", "v", "k", "y", "real", "vec", "first", "stride", "done", "nvec",
-        "scale", "by", "auto", "int", "float", "double", "long", "const", "void", "return",
-        "if", "for", "while", "struct", "typedef", "extern", "unsigned", "signed", "char"};
-    return reserved.count(name) > 0 || name.rfind("op_", 0) == 0 || name.rfind("tmp", 0) == 0 ||
-           name.rfind("__", 0) == 0;
+    static const std::set<std::string, std::less<>> reserved{
+        // generated by the templates
+        "x", "out", "n", "i", "v", "k", "y", "real", "store_t", "vec", "first", "stride", "done", "nvec",
+        "load", "store",
+        // CUDA built-ins and types
+        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "half", "float2", "float4", "double2",
+        "size_t", "nullptr", "true", "false", "NULL",
+        // C++ keywords
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+        "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+        "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+        "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "float", "for", "friend",
+        "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+        "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires",
+        "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
+        "template", "this", "thread_local", "throw", "try", "typedef", "typeid", "typename", "union", "unsigned",
+        "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+    if (reserved.count(name) || expr::is_cuda_function_name(name) || name.starts_with("__") || name.starts_with("kjit"))
+        return true;
+    // s<digits>_… are the scalars of op stages, tmp<digits> the intermediate arrays.
+    for (const std::string_view prefix : {"s", "tmp"}) {
+        if (!name.starts_with(prefix)) continue;
+        std::size_t i = prefix.size();
+        while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+        if (i > prefix.size() && (i == name.size() || (prefix == "s" && name[i] == '_'))) return true;
+    }
+    return false;
 }
 
 input_spec read_input(const std::string& name, const json& value, const std::string& path,
@@ -180,50 +138,119 @@ std::vector<std::string> input_names(const std::vector<input_spec>& inputs) {
     return names;
 }
 
-stage read_stage(const json& value, std::size_t index, const std::string& source,
-                 const std::vector<input_spec>& inputs) {
+std::vector<std::string> op_names(const op_library& ops, bool activations_only) {
+    std::vector<std::string> names;
+    if (!activations_only) names = {"map", "activate"};
+    for (const auto& [name, op] : ops)
+        if (!activations_only || op.activation) names.push_back(name);
+    return names;
+}
+
+/// Reads stages[index] into trees bound to the pipeline's inputs and scalars; numbers given to an
+/// op become scalars of `p` named s<index>_<param>.
+stage read_stage(const json& value, std::size_t index, const std::string& source, pipeline& p,
+                 std::size_t user_params, const op_library& ops) {
     const std::string path = "stages[" + std::to_string(index) + "]";
-    object_reader r(value, path, source, {"op", "input", "scale", "by", "fn", "formula"});
+    if (!value.is_object()) throw config_error(source, path, "expected an object, got " + shown(value));
+    const auto names = input_names(p.inputs);
+    std::vector<std::string> param_names;
+    for (std::size_t i = 0; i < user_params; ++i) param_names.push_back(p.scalars[i].name);
+
+    // Which op, and so which keys the stage may have.
+    const auto op_value = value.find("op");
+    if (op_value == value.end() || !op_value->is_string())
+        throw config_error(source, path + ".op",
+                           (op_value == value.end() ? std::string("missing; expected") : "expected") + " one of " +
+                               quoted_list(op_names(ops, false)) +
+                               (op_value == value.end() ? "" : ", got " + shown(*op_value)));
     stage s;
-    s.op = r.choice<op_kind>("op", {{"normalize", op_kind::normalize},
-                                    {"weigh", op_kind::weigh},
-                                    {"activate", op_kind::activate}},
-                             std::nullopt);
-    const auto names = input_names(inputs);
-    auto input_name = [&](const std::string& key, const std::string& why) {
-        const std::string name = r.string(key, std::nullopt);
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            r.fail(key, "expected the name of an input (" + quoted_list(names) + ") " + why +
-                            ", got \"" + name + "\"");
-        return name;
-    };
-    if (index == 0) {
-        s.input = input_name("input", "for the first stage to read");
-    } else if (r.find("input")) {
+    s.op = op_value->get<std::string>();
+    const op_definition* op = nullptr;
+    std::vector<std::string> allowed{"op", "input"};
+    if (s.op == "map") {
+        allowed.push_back("expr");
+    } else if (s.op == "activate") {
+        const auto fn = value.find("fn");
+        const std::string chosen = fn == value.end() ? "tanh" : fn->is_string() ? fn->get<std::string>() : "";
+        const auto found = ops.find(chosen);
+        if (found == ops.end() || !found->second.activation)
+            throw config_error(source, path + ".fn", "expected one of " + quoted_list(op_names(ops, true)) +
+                                                       ", got " + shown(fn == value.end() ? json() : *fn));
+        op = &found->second;
+        allowed.push_back("fn");
+    } else {
+        const auto found = ops.find(s.op);
+        if (found == ops.end())
+            throw config_error(source, path + ".op", "expected one of " + quoted_list(op_names(ops, false)) +
+                                                       ", got " + shown(*op_value));
+        op = &found->second;
+    }
+    if (op) {
+        s.op = op->name;
+        allowed.push_back("formula");
+        for (const auto& param : op->params) allowed.push_back(param.name);
+    }
+    object_reader r(value, path, source, allowed);
+
+    if (index == 0 && r.find("input")) {
+        s.input = r.string("input", std::nullopt);
+        if (std::find(names.begin(), names.end(), s.input) == names.end())
+            r.fail("input", "expected the name of an input (" + quoted_list(names) +
+                                ") for the first stage to read, got \"" + s.input + "\"");
+    } else if (index > 0 && r.find("input")) {
         r.fail("input", "only stages[0] names an input; later stages read the previous result");
     }
-    auto only_for = [&](const char* key, const char* op) {
-        if (r.find(key)) r.fail(key, std::string("only applies to op \"") + op + "\"");
-    };
-    if (s.op != op_kind::normalize) only_for("scale", "normalize");
-    if (s.op != op_kind::weigh) only_for("by", "weigh");
-    if (s.op != op_kind::activate) {
-        only_for("fn", "activate");
-        only_for("formula", "activate");
+
+    if (!op) {
+        expr::scope scope{names, param_names};
+        s.kernel = s.exact = parse_expression(r, "expr", scope);
+    } else {
+        const op_formula* formula = &op->formulas.front();
+        if (const json* chosen = r.find("formula")) {
+            std::vector<std::string> formula_names;
+            for (const auto& f : op->formulas) formula_names.push_back(f.name);
+            if (formula->name.empty())
+                r.fail("formula", "op \"" + op->name + "\" has one form; there is no formula to choose");
+            const auto found = std::find_if(op->formulas.begin(), op->formulas.end(),
+                                            [&](const op_formula& f) { return *chosen == f.name; });
+            if (found == op->formulas.end())
+                r.fail("formula", "expected one of " + quoted_list(formula_names) + ", got " + shown(*chosen));
+            formula = &*found;
+        }
+        s.formula = formula->name;
+        s.atol = formula->atol;
+        s.atol_ulps = formula->atol_ulps;
+        std::map<std::string, expr::binding> bindings;
+        for (const auto& param : op->params) {
+            const json* given = r.find(param.name);
+            if (param.is_input) {
+                const std::string name = r.string(param.name, std::nullopt);
+                if (std::find(names.begin(), names.end(), name) == names.end())
+                    r.fail(param.name, "expected the name of an input (" + quoted_list(names) + "), got \"" + name + "\"");
+                bindings[param.name] = {expr::name_kind::array, name};
+            } else if (given && given->is_string()) {
+                const std::string name = given->get<std::string>();
+                if (std::find(param_names.begin(), param_names.end(), name) == param_names.end())
+                    r.fail(param.name, "expected a number or the name of a param (" + quoted_list(param_names) +
+                                           "), got \"" + name + "\"");
+                bindings[param.name] = {expr::name_kind::scalar, name};
+            } else {
+                const double number = r.number(param.name, param.fallback);
+                if (param.nonzero && number == 0) r.fail(param.name, "expected a nonzero number, got 0");
+                const std::string name = "s" + std::to_string(index) + "_" + param.name;
+                p.scalars.push_back({name, number});
+                bindings[param.name] = {expr::name_kind::scalar, name};
+            }
+        }
+        s.kernel = expr::rebind(formula->tree, bindings);
+        s.exact = expr::rebind(op->exact, bindings);
     }
-    switch (s.op) {
-        case op_kind::normalize:
-            s.scale = r.number("scale", 255.0);
-            if (s.scale == 0) r.fail("scale", "expected a nonzero number, got 0");
-            break;
-        case op_kind::weigh: s.by = input_name("by", "to multiply by"); break;
-        case op_kind::activate:
-            (void)r.choice<int>("fn", {{"tanh", 0}}, 0);
-            s.formula = r.choice<tanh_formula>(
-                "formula", {{"builtin", tanh_formula::builtin}, {"exp", tanh_formula::exp}},
-                tanh_formula::builtin);
-            break;
-    }
+    expr::used_names used;
+    expr::collect_names(s.kernel, used);
+    expr::collect_names(s.exact, used);
+    if (index == 0 && used.flowing && s.input.empty())
+        r.fail("input", "missing; the first stage uses x, so it must name the input x starts from (one of " +
+                            quoted_list(names) + ")");
     return s;
 }
 
@@ -236,7 +263,7 @@ std::optional<int> read_arch(const object_reader& r) {
     std::string text = value->is_string() ? value->get<std::string>() : "";
     int arch = 0;
     if (value->is_number_integer()) arch = value->get<int>();
-    else if (std::regex_match(text, match, sm)) arch = std::stoi(match[1]);
+    else if (text.size() <= 8 && std::regex_match(text, match, sm)) arch = std::stoi(match[1]);
     if (arch < 75 || arch > 121)
         r.fail("arch", "expected \"auto\", \"sm_XX\" or XX with XX in 75..121, got " + shown(*value));
     return arch;
@@ -278,15 +305,17 @@ document load_document(const std::string& path) {
 pipeline from_json(const document& doc) {
     const std::string& src = doc.source;
     object_reader r(doc.json, "", src,
-                    {"name", "n", "dtype", "inputs", "stages", "fusion", "launch", "compile",
-                     "measure", "tolerance", "seed", "sweep", "description"});
+                    {"name", "n", "dtype", "inputs", "params", "ops", "stages", "fusion", "launch",
+                     "compile", "measure", "tolerance", "seed", "sweep", "description"});
     pipeline p;
     p.name = r.string("name", std::nullopt);
     if (!is_identifier(p.name))
         r.fail("name", "expected a C identifier (it names the kernels), got \"" + p.name + "\"");
     (void)r.string("description", std::string());
     p.n = r.integer("n", 1, 1LL << 40, std::nullopt);
-    p.type = r.choice<dtype>("dtype", {{"float32", dtype::float32}, {"float64", dtype::float64}},
+    p.type = r.choice<dtype>("dtype",
+                             {{"float32", dtype::float32}, {"float64", dtype::float64},
+                              {"float16", dtype::float16}, {"bfloat16", dtype::bfloat16}},
                              dtype::float32);
 
     const json& inputs = r.require("inputs", "an object of input arrays");
@@ -299,11 +328,30 @@ pipeline from_json(const document& doc) {
         p.inputs.push_back(read_input(name, spec, path, src));
     }
 
+    if (const json* params = r.find("params")) {
+        if (!params->is_object()) r.fail("params", "expected an object of named numbers, got " + shown(*params));
+        std::vector<std::string> keys;
+        for (const auto& item : params->items()) keys.push_back(item.key());
+        object_reader numbers(*params, "params", src, keys);
+        for (const auto& [name, value] : params->items()) {
+            if (!is_identifier(name) || is_reserved(name))
+                r.fail_at("params." + name, "expected a C identifier that is not a reserved name, got \"" + name + "\"");
+            if (std::any_of(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; }))
+                r.fail_at("params." + name, "\"" + name + "\" is an input already; a param needs its own name");
+            p.scalars.push_back({name, numbers.number(name, std::nullopt)});
+        }
+    }
+    const std::size_t user_params = p.scalars.size();
+
+    op_library config_ops;
+    if (const json* ops = r.find("ops")) config_ops = read_op_library(*ops, src, "ops", builtin_ops());
+    config_ops.insert(builtin_ops().begin(), builtin_ops().end());
+
     const json& stages = r.require("stages", "a list of stages");
     if (!stages.is_array() || stages.empty())
         r.fail("stages", "expected a list with at least one stage, got " + shown(stages));
     for (std::size_t i = 0; i < stages.size(); ++i)
-        p.stages.push_back(read_stage(stages[i], i, src, p.inputs));
+        p.stages.push_back(read_stage(stages[i], i, src, p, user_params, config_ops));
 
     p.fuse = r.choice<fusion>("fusion", {{"fused", fusion::fused}, {"separate", fusion::separate}},
                               fusion::fused);
@@ -314,8 +362,13 @@ pipeline from_json(const document& doc) {
         if (p.launch.block % 32 != 0)
             l.fail("block", "expected a multiple of 32 in 32..1024, got " + std::to_string(p.launch.block));
         if (const json* width = l.find("vector_width"); width && !(width->is_string() && *width == "auto")) {
-            if (!width->is_number_integer() || (*width != 1 && *width != 2 && *width != 4))
-                l.fail("vector_width", "expected 1, 2, 4 or \"auto\", got " + shown(*width));
+            // At most 32 bytes travel together (two 16-byte loads), and at most 8 elements.
+            const int widest = std::min(8, static_cast<int>(32 / element_size(p.type)));
+            std::string allowed;
+            for (int w = 1; w <= widest; w *= 2) allowed += std::to_string(w) + ", ";
+            if (!width->is_number_integer() || *width < 1 || *width > widest || (width->get<int>() & (width->get<int>() - 1)))
+                l.fail("vector_width", "expected " + allowed + "or \"auto\" for " + std::string(to_string(p.type)) +
+                                           ", got " + shown(*width));
             p.launch.vector_width = width->get<int>();
         }
         if (const json* grid = l.find("grid"); grid && !(grid->is_string() && *grid == "auto"))
@@ -344,10 +397,12 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* tol = r.find("tolerance")) {
-        object_reader t(*tol, "tolerance", src, {"rtol", "atol"});
+        object_reader t(*tol, "tolerance", src, {"rtol", "atol", "rounding"});
         tolerance chosen = default_tolerance(p);
         chosen.rtol = t.number("rtol", chosen.rtol);
         chosen.atol = t.number("atol", chosen.atol);
+        chosen.rounding = t.number("rounding", chosen.rounding);
+        if (chosen.rounding < 0) t.fail("rounding", "expected a number ≥ 0, got " + shown(chosen.rounding));
         if (chosen.rtol < 0) t.fail("rtol", "expected a number ≥ 0, got " + shown(chosen.rtol));
         if (chosen.atol < 0) t.fail("atol", "expected a number ≥ 0, got " + shown(chosen.atol));
         p.tol = chosen;
@@ -358,29 +413,60 @@ pipeline from_json(const document& doc) {
 }
 
 tolerance default_tolerance(const pipeline& p) {
-    const bool exp_formula = std::any_of(p.stages.begin(), p.stages.end(), [](const stage& s) {
-        return s.op == op_kind::activate && s.formula == tanh_formula::exp;
-    });
-    // rtol covers a few ulps of tanh and the two roundings before it. The exp formula's error is
-    // absolute (e^x − e^−x cancels near 0): atol of a few ulps of 1.0 admits that and nothing
-    // more; the report still shows its thousands of ulps, and NaN always fails.
-    if (p.type == dtype::float64) return {1e-13, exp_formula ? 1e-15 : 0.0};
-    if (p.compile.fast_math) return {2e-3, 1e-6};  // tanh.approx.f32: 2^-11 relative
-    return {4e-6, exp_formula ? 6e-7 : 0.0};
+    // rtol: a few ulps of the storage type, for the result's own rounding (float32 ≈ 32 ulps,
+    // float16 ≈ 4, bfloat16 ≈ 4). atol: where a result underflows (below the smallest normal,
+    // or float16's smallest subnormal). rounding: twice the compute type's unit roundoff, times
+    // each element's error scale: what cancellation inside the expression may cost.
+    tolerance tol;
+    switch (p.type) {
+        case dtype::float32: tol = {4e-6, 0x1p-126, 0}; break;
+        case dtype::float64: tol = {1e-13, 0x1p-1022, 0}; break;
+        case dtype::float16: tol = {4e-3, 0x1p-24, 0}; break;
+        case dtype::bfloat16: tol = {3.2e-2, 0x1p-126, 0}; break;
+    }
+    const double unit = computes_in_double(p.type) ? 0x1p-53 : 0x1p-24;
+    tol.rounding = 2 * unit;
+    // A formula's own error beyond rounding, declared in the op file (the seed's tanh cancels
+    // near 0; the tanh-approximated GELU is 4.7e-4 from the true one).
+    for (const auto& s : p.stages) tol.atol = std::max({tol.atol, s.atol, s.atol_ulps * 2 * unit});
+    if (p.compile.fast_math && !computes_in_double(p.type)) {  // tanh.approx.f32: 2^-11 relative
+        tol.rtol = std::max(tol.rtol, 2e-3);
+        tol.atol = std::max(tol.atol, 1e-6);
+    }
+    return tol;
 }
 
-std::string_view to_string(dtype v) { return v == dtype::float32 ? "float32" : "float64"; }
-std::string_view to_string(fusion v) { return v == fusion::fused ? "fused" : "separate"; }
-std::string_view to_string(tanh_formula v) { return v == tanh_formula::builtin ? "builtin" : "exp"; }
-std::string_view to_string(op_kind v) {
+std::string_view to_string(dtype v) {
     switch (v) {
-        case op_kind::normalize: return "normalize";
-        case op_kind::weigh: return "weigh";
-        case op_kind::activate: return "activate";
+        case dtype::float32: return "float32";
+        case dtype::float64: return "float64";
+        case dtype::float16: return "float16";
+        case dtype::bfloat16: return "bfloat16";
     }
     return "?";
 }
-std::size_t element_size(dtype v) { return v == dtype::float32 ? 4 : 8; }
+std::string_view to_string(fusion v) { return v == fusion::fused ? "fused" : "separate"; }
+std::size_t element_size(dtype v) {
+    switch (v) {
+        case dtype::float32: return 4;
+        case dtype::float64: return 8;
+        case dtype::float16:
+        case dtype::bfloat16: return 2;
+    }
+    return 0;
+}
+bool computes_in_double(dtype v) { return v == dtype::float64; }
+
+std::string describe(const stage& s) {
+    if (s.op == "map") return "map(" + expr::to_text(s.kernel) + ")";
+    return s.formula.empty() ? s.op : s.op + "=" + s.formula;
+}
+
+std::string describe_stages(const pipeline& p) {
+    std::string text;
+    for (const auto& s : p.stages) text += (text.empty() ? "" : " → ") + describe(s);
+    return text;
+}
 
 int effective_vector_width(const pipeline& p) {
     if (p.launch.vector_width != 0) return p.launch.vector_width;
@@ -390,7 +476,7 @@ int effective_vector_width(const pipeline& p) {
 std::string variant_label(const pipeline& p) {
     std::string label = std::string(to_string(p.fuse)) + " " + std::string(to_string(p.type));
     for (const auto& s : p.stages)
-        if (s.op == op_kind::activate) label += " tanh=" + std::string(to_string(s.formula));
+        if (!s.formula.empty()) label += " " + s.op + "=" + s.formula;
     label += " block=" + std::to_string(p.launch.block) +
              " vec=" + std::to_string(effective_vector_width(p));
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);

@@ -111,12 +111,21 @@ public:
         m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
     }
 
-    void launch(run::kernel_id kernel, long long grid, int block, const std::vector<run::buffer_id>& buffers,
-                long long n) override {
+    void launch(run::kernel_id kernel, long long grid, int block, const run::kernel_args& launch_args) override {
+        // cuLaunchKernel takes a pointer to each argument: keep every value at a stable address.
         std::vector<CUdeviceptr> pointers;
-        for (auto b : buffers) pointers.push_back(pointer(b));
+        for (auto b : launch_args.buffers) pointers.push_back(pointer(b));
+        std::vector<float> floats;
+        std::vector<double> doubles;
+        for (double s : launch_args.scalars) {
+            if (launch_args.double_scalars) doubles.push_back(s);
+            else floats.push_back(static_cast<float>(s));
+        }
+        long long n = launch_args.n;
         std::vector<void*> args;
         for (auto& p : pointers) args.push_back(&p);
+        for (auto& f : floats) args.push_back(&f);
+        for (auto& d : doubles) args.push_back(&d);
         args.push_back(&n);
         const auto& k = m_kernels.at(kernel);
         m_api->check(m_api->cuLaunchKernel(k.function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),

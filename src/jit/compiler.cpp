@@ -4,6 +4,7 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -120,11 +121,19 @@ bool ptx_to_cubin(const compile_request& request, compile_result& result) {
 
 }  // namespace
 
+std::string toolkit_include_dir() {
+    // NVRTC has no built-in cuda_fp16.h / cuda_bf16.h: they come from the toolkit kjit was built
+    // with, or from $KJIT_CUDA_INCLUDE where the toolkit lives elsewhere at run time.
+    const char* override = std::getenv("KJIT_CUDA_INCLUDE");
+    return override && *override ? override : KJIT_CUDA_INCLUDE_DIR;
+}
+
 std::vector<std::string> compile_request::nvrtc_options() const {
     // compute_XX gives PTX only; nvJitLink then makes the sm_XX cubin, so the two costs are
     // measured apart (NVRTC with sm_XX would do both in one call, about as fast in total).
     std::vector<std::string> options{"--gpu-architecture=compute_" + std::to_string(arch), "--std=c++17"};
     if (fast_math) options.emplace_back("--use_fast_math");
+    if (toolkit_headers) options.emplace_back("--include-path=" + toolkit_include_dir());
     options.insert(options.end(), extra_options.begin(), extra_options.end());
     return options;
 }

@@ -13,6 +13,7 @@ struct compile_request {
     int arch = 90;                          ///< real architecture: sm_<arch>
     bool fast_math = false;
     std::vector<std::string> extra_options;  ///< from the config, passed as given, in order
+    bool toolkit_headers = false;  ///< the source includes toolkit headers (cuda_fp16.h): add their path
 
     /// The NVRTC options, in a fixed order. The same list feeds NVRTC and the cache key.
     [[nodiscard]] std::vector<std::string> nvrtc_options() const;
@@ -43,6 +44,9 @@ struct compile_result {
 /// Compiles with NVRTC's own cache off (-no-cache), so that the times are honest cold times.
 /// Thread-safe: each call owns its program and link handles.
 [[nodiscard]] compile_result compile(const compile_request& request);
+
+/// Where the toolkit's headers are: $KJIT_CUDA_INCLUDE, else the toolkit kjit was built with.
+[[nodiscard]] std::string toolkit_include_dir();
 
 /// "13.0": the NVRTC that kjit runs with (part of every cache key).
 [[nodiscard]] std::string nvrtc_version();

@@ -47,7 +47,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         {"sweep_index", r.sweep_index ? nlohmann::json(*r.sweep_index) : nlohmann::json()},
         {"sweep_point", r.sweep_point},
     };
-    for (const char* key : {"n", "dtype", "fusion", "formula", "block", "vector_width", "grid", "fast_math", "seed"})
+    for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed"})
         columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
     columns.insert(columns.end(), {{"kjit_version", r.kjit_version},
                            {"nvrtc_version", r.nvrtc_version},

@@ -11,7 +11,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.0.0";
+inline constexpr const char* k_schema_version = "1.1.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {

@@ -29,6 +29,15 @@ using module_id = std::uint32_t;
 using kernel_id = std::uint32_t;
 using buffer_id = std::uint32_t;
 
+/// A launch's arguments in the kernels' parameter order: buffers, then scalars (passed as float,
+/// or as double when `double_scalars`), then the element count.
+struct kernel_args {
+    std::vector<buffer_id> buffers;
+    std::vector<double> scalars;
+    bool double_scalars = false;
+    long long n = 0;
+};
+
 /// One device, one context and one stream. Calls that enqueue work return at once; copies to the
 /// host and time_ms wait. Every call that fails throws kjit::error(driver) naming the call.
 class gpu {
@@ -49,9 +58,8 @@ public:
     virtual void copy_to_host(void* destination, buffer_id buffer, std::size_t bytes) = 0;
     virtual void fill_bytes(buffer_id buffer, std::uint8_t value, std::size_t bytes) = 0;
 
-    /// Enqueues kernel(buffers..., n) on `grid` blocks of `block` threads.
-    virtual void launch(kernel_id kernel, long long grid, int block, const std::vector<buffer_id>& buffers,
-                        long long n) = 0;
+    /// Enqueues kernel(args…) on `grid` blocks of `block` threads.
+    virtual void launch(kernel_id kernel, long long grid, int block, const kernel_args& args) = 0;
     /// Enqueues a write over a buffer larger than L2, evicting whatever a kernel left there.
     virtual void flush_l2() = 0;
     virtual void synchronize() = 0;

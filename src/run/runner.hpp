@@ -54,12 +54,13 @@ struct built_variant {
 inline constexpr int k_batches = 10;
 
 /// The host side of a run: inputs and the float64 reference. A sweep keeps the last one per
-/// worker, since many points (block sizes, vector widths, formulas) share them; the reference is
-/// exact tanh whatever the formula, so only n, dtype, seed, inputs and stage arithmetic matter.
+/// worker, since many points (block sizes, vector widths) share them; the keys say what each
+/// depends on (see inputs_key and reference_key in runner.cpp).
 struct host_data {
-    std::string key;
+    std::string inputs_key;
+    std::string reference_key;
     reference::input_arrays inputs;
-    std::vector<double> expected;
+    reference::expected_values expected;
 };
 
 struct run_options {

@@ -1,0 +1,130 @@
+// The strict JSON object reader every config block goes through: it knows its key path, rejects
+// unknown keys with the list of allowed ones, and fails with one line "SOURCE: key.path: …".
+// Internal to the config module (parse.cpp, ops.cpp).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "expr/expr.hpp"
+#include "util/error.hpp"
+
+namespace kjit::config::detail {
+
+using json = json_value;
+
+inline std::string shown(const json& value) {
+    std::string text = value.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return text;
+}
+
+inline std::string quoted_list(const std::vector<std::string>& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "\"" : ", \"") + name + "\"";
+    return text;
+}
+
+/// A JSON object being read: remembers its key path and which keys were used, so that unknown
+/// keys are reported with the list of allowed ones.
+class object_reader {
+public:
+    object_reader(const json& value, std::string path, const std::string& source,
+                  std::vector<std::string> allowed)
+        : m_value(value), m_path(std::move(path)), m_source(source), m_allowed(std::move(allowed)) {
+        if (!value.is_object()) fail_at(m_path, "expected an object, got " + shown(value));
+        for (const auto& [key, unused] : value.items()) {
+            if (std::find(m_allowed.begin(), m_allowed.end(), key) == m_allowed.end())
+                fail_at(child_path(key), "unknown key; expected one of " + quoted_list(m_allowed));
+        }
+    }
+
+    [[nodiscard]] std::string child_path(const std::string& key) const {
+        return m_path.empty() ? key : m_path + "." + key;
+    }
+    [[noreturn]] void fail_at(const std::string& path, const std::string& what) const {
+        throw config_error(m_source, path, what);
+    }
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        fail_at(child_path(key), what);
+    }
+    [[nodiscard]] const json* find(const std::string& key) const {
+        const auto it = m_value.find(key);
+        return it == m_value.end() ? nullptr : &*it;
+    }
+    [[nodiscard]] const json& require(const std::string& key, const std::string& what) const {
+        const json* value = find(key);
+        if (value == nullptr) fail(key, "missing; expected " + what);
+        return *value;
+    }
+    [[nodiscard]] const std::string& source() const { return m_source; }
+
+    std::string string(const std::string& key, std::optional<std::string> fallback) const {
+        const json* value = fallback ? find(key) : &require(key, "a string");
+        if (value == nullptr) return *fallback;
+        if (!value->is_string()) fail(key, "expected a string, got " + shown(*value));
+        return value->get<std::string>();
+    }
+
+    template <class Enum>
+    Enum choice(const std::string& key, const std::vector<std::pair<std::string, Enum>>& options,
+                std::optional<Enum> fallback) const {
+        std::vector<std::string> names;
+        for (const auto& option : options) names.push_back(option.first);
+        const json* value = fallback ? find(key) : &require(key, "one of " + quoted_list(names));
+        if (value == nullptr) return *fallback;
+        if (value->is_string()) {
+            for (const auto& [name, result] : options)
+                if (name == value->get<std::string>()) return result;
+        }
+        fail(key, "expected one of " + quoted_list(names) + ", got " + shown(*value));
+    }
+
+    long long integer(const std::string& key, long long low, long long high,
+                      std::optional<long long> fallback) const {
+        const std::string expected =
+            "an integer in " + std::to_string(low) + ".." + std::to_string(high);
+        const json* value = fallback ? find(key) : &require(key, expected);
+        if (value == nullptr) return *fallback;
+        if (!value->is_number_integer()) fail(key, "expected " + expected + ", got " + shown(*value));
+        if (value->is_number_unsigned() && value->get<unsigned long long>() >
+                                               static_cast<unsigned long long>(high))
+            fail(key, "expected " + expected + ", got " + shown(*value));
+        const long long number = value->get<long long>();
+        if (number < low || number > high) fail(key, "expected " + expected + ", got " + shown(*value));
+        return number;
+    }
+
+    double number(const std::string& key, std::optional<double> fallback) const {
+        const json* value = fallback ? find(key) : &require(key, "a number");
+        if (value == nullptr) return *fallback;
+        if (!value->is_number() || !std::isfinite(value->get<double>()))
+            fail(key, "expected a finite number, got " + shown(*value));
+        return value->get<double>();
+    }
+
+    bool boolean(const std::string& key, bool fallback) const {
+        const json* value = find(key);
+        if (value == nullptr) return fallback;
+        if (!value->is_boolean()) fail(key, "expected true or false, got " + shown(*value));
+        return value->get<bool>();
+    }
+
+private:
+    const json& m_value;
+    std::string m_path;
+    const std::string& m_source;
+    std::vector<std::string> m_allowed;
+};
+
+/// [A-Za-z_][A-Za-z0-9_]*, checked without a regex (a long name must not overflow the stack).
+[[nodiscard]] bool is_identifier(const std::string& name);
+
+/// The expression at `key`, parsed against `names`; a bad one fails at that key with the
+/// expression shown and a caret under the column.
+[[nodiscard]] expr::tree parse_expression(const object_reader& r, const std::string& key, const expr::scope& names);
+
+}  // namespace kjit::config::detail

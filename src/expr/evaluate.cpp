@@ -1,0 +1,121 @@
+#include "expr/evaluate.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "expr/functions.hpp"
+
+namespace kjit::expr {
+namespace {
+
+struct column {
+    std::vector<double> value, scale;
+    explicit column(std::size_t count) : value(count), scale(count) {}
+};
+
+/// The rounding a constant costs when the kernel holds it in float.
+double constant_scale(double v, bool float_compute) {
+    return float_compute && static_cast<double>(static_cast<float>(v)) != v ? std::fabs(v) : 0.0;
+}
+
+// The error scale s of a result r, in units of one rounding u: |computed − exact| ≲ u·s. Each
+// operation adds its own rounding (|r| times its ulps) to the scales of its operands carried
+// through its partial derivatives; a condition, a min or a step passes on what it selects.
+column eval(const node& n, const chunk& in) {
+    const std::size_t count = in.count;
+    column out(count);
+    switch (n.kind) {
+        case node_kind::number:
+            for (std::size_t i = 0; i < count; ++i) {
+                out.value[i] = n.number;
+                out.scale[i] = constant_scale(n.number, in.float_compute);
+            }
+            return out;
+        case node_kind::name:
+            if (n.binding == name_kind::flowing) {
+                out.value.assign(in.flowing, in.flowing + count);
+                out.scale.assign(in.flowing_scale, in.flowing_scale + count);
+            } else if (n.binding == name_kind::array) {
+                const double* values = in.arrays->at(n.name);
+                out.value.assign(values, values + count);
+            } else {
+                const double v = in.scalars->at(n.name);
+                out.value.assign(count, v);
+                out.scale.assign(count, constant_scale(v, in.float_compute));
+            }
+            return out;
+        case node_kind::negate: {
+            column a = eval(*n.args[0], in);
+            for (std::size_t i = 0; i < count; ++i) a.value[i] = -a.value[i];
+            return a;
+        }
+        case node_kind::logical_not: {
+            column a = eval(*n.args[0], in);
+            for (std::size_t i = 0; i < count; ++i) a.value[i] = a.value[i] != 0 ? 0 : 1;
+            return a;
+        }
+        case node_kind::conditional: {
+            const column c = eval(*n.args[0], in), t = eval(*n.args[1], in), f = eval(*n.args[2], in);
+            for (std::size_t i = 0; i < count; ++i) {
+                const column& chosen = c.value[i] != 0 ? t : f;
+                out.value[i] = chosen.value[i];
+                out.scale[i] = chosen.scale[i];
+            }
+            return out;
+        }
+        case node_kind::binary: {
+            const column a = eval(*n.args[0], in), b = eval(*n.args[1], in);
+            for (std::size_t i = 0; i < count; ++i) {
+                const double x = a.value[i], y = b.value[i], sx = a.scale[i], sy = b.scale[i];
+                double r = 0, s = 0;
+                switch (n.op) {
+                    case binary_op::add: r = x + y; s = sx + sy + std::fabs(r); break;
+                    case binary_op::sub: r = x - y; s = sx + sy + std::fabs(r); break;
+                    case binary_op::mul: r = x * y; s = std::fabs(y) * sx + std::fabs(x) * sy + std::fabs(r); break;
+                    case binary_op::div:
+                        r = x / y;
+                        s = sx / std::fabs(y) + std::fabs(r / y) * sy + std::fabs(r);
+                        break;
+                    case binary_op::lt: r = x < y; break;
+                    case binary_op::le: r = x <= y; break;
+                    case binary_op::gt: r = x > y; break;
+                    case binary_op::ge: r = x >= y; break;
+                    case binary_op::eq: r = x == y; break;
+                    case binary_op::ne: r = x != y; break;
+                    case binary_op::logical_and: r = x != 0 && y != 0; break;
+                    case binary_op::logical_or: r = x != 0 || y != 0; break;
+                }
+                out.value[i] = r;
+                out.scale[i] = s;
+            }
+            return out;
+        }
+        case node_kind::call: {
+            std::vector<column> args;
+            for (const auto& a : n.args) args.push_back(eval(*a, in));
+            const function_info& f = *n.function;
+            double point[3] = {0, 0, 0};
+            for (std::size_t i = 0; i < count; ++i) {
+                for (std::size_t k = 0; k < args.size(); ++k) point[k] = args[k].value[i];
+                const double r = f.value(point);
+                double s = f.ulps * std::fabs(r);
+                for (std::size_t k = 0; k < args.size(); ++k)
+                    if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, static_cast<int>(k))) * args[k].scale[i];
+                out.value[i] = r;
+                out.scale[i] = std::isnan(s) ? 0.0 : s;
+            }
+            return out;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+void evaluate(const tree& t, const chunk& in, double* values, double* scales) {
+    const column result = eval(*t, in);
+    std::copy(result.value.begin(), result.value.end(), values);
+    std::copy(result.scale.begin(), result.scale.end(), scales);
+}
+
+}  // namespace kjit::expr

@@ -1,0 +1,92 @@
+// Stage expressions: kjit's small language (numbers, names, + - * /, comparisons, && || !, ?:,
+// calls from a fixed table), parsed once into a typed tree. The tree is the only way config text
+// reaches the generated CUDA (to_cuda) and the float64 reference (evaluate.hpp), so nothing a
+// config says is pasted into source. Depends on the standard library only.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::expr {
+
+enum class value_type { real, boolean };
+enum class node_kind { number, name, negate, logical_not, binary, call, conditional };
+enum class binary_op { add, sub, mul, div, lt, le, gt, ge, eq, ne, logical_and, logical_or };
+/// What a name stands for: the value flowing in (`x`), an element of an array, or a scalar.
+enum class name_kind { flowing, array, scalar };
+
+struct function_info;
+
+struct node;
+/// Trees are immutable and shared: a pipeline copied for every sweep point copies pointers.
+using tree = std::shared_ptr<const node>;
+
+struct node {
+    node_kind kind = node_kind::number;
+    value_type type = value_type::real;
+    std::size_t column = 0;  ///< 1-based column in the text it was parsed from
+    std::size_t depth = 1;   ///< levels below and including this node
+    double number = 0;                        ///< number
+    std::string name;                         ///< name
+    name_kind binding = name_kind::flowing;   ///< name
+    binary_op op = binary_op::add;            ///< binary
+    const function_info* function = nullptr;  ///< call
+    std::vector<tree> args;  ///< operands: 1 (negate, not), 2 (binary), 3 (conditional), arity (call)
+};
+
+/// The names an expression may use. `x` is always the flowing value.
+struct scope {
+    std::vector<std::string> arrays;
+    std::vector<std::string> scalars;
+    std::string arrays_called = "inputs";   ///< how messages name the arrays
+    std::string scalars_called = "params";  ///< … and the scalars
+};
+
+/// A problem in an expression, at a 1-based column. The config layer adds file, key and caret.
+class parse_error : public std::runtime_error {
+public:
+    parse_error(std::size_t column, const std::string& what) : std::runtime_error(what), m_column(column) {}
+    [[nodiscard]] std::size_t column() const noexcept { return m_column; }
+
+private:
+    std::size_t m_column;
+};
+
+/// Longest expression text and deepest nesting accepted; beyond them, a parse_error (never a crash).
+inline constexpr std::size_t k_max_length = 16384;
+inline constexpr std::size_t k_max_depth = 200;
+
+/// Parses and type-checks `text`; the result is real-valued. Throws parse_error.
+[[nodiscard]] tree parse(std::string_view text, const scope& names);
+
+/// The expression back as text, with only the parentheses it needs: "x * w + b".
+[[nodiscard]] std::string to_text(const tree& t);
+
+/// How to spell the tree as CUDA: the compute type's functions and literals, fast intrinsics.
+struct cuda_style {
+    bool double_precision = false;  ///< compute in double (float64 storage), else float
+    bool fast_math = false;         ///< __expf and friends where CUDA has them
+};
+[[nodiscard]] std::string to_cuda(const tree& t, const cuda_style& style);
+
+/// A name's new meaning when an op's expression is instantiated in a stage.
+struct binding {
+    name_kind kind;
+    std::string name;
+};
+/// The tree with its names (other than `x`) replaced as `names` says; names not listed stay.
+[[nodiscard]] tree rebind(const tree& t, const std::map<std::string, binding>& names);
+
+/// The arrays and scalars a tree uses, each once, in order of first use.
+struct used_names {
+    std::vector<std::string> arrays;
+    std::vector<std::string> scalars;
+    bool flowing = false;
+};
+void collect_names(const tree& t, used_names& into);
+
+}  // namespace kjit::expr

@@ -1,0 +1,31 @@
+// The fixed table of functions an expression may call: arity, CUDA spellings per compute type,
+// the float64 value and partial derivatives for the reference, and CUDA's documented float32 error.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace kjit::expr {
+
+struct function_info {
+    std::string_view name;
+    int arity;
+    std::string_view cuda_float;   ///< float compute (float32, float16, bfloat16 storage)
+    std::string_view cuda_double;  ///< double compute
+    std::string_view cuda_fast;    ///< float compute under fast math ("" = as cuda_float)
+    /// Maximum error of the float32 CUDA function in ulps (CUDA Programming Guide, math appendix):
+    /// the reference's error scale charges this much rounding per call.
+    double ulps;
+    double (*value)(const double* args);
+    /// Partial derivative by argument `which`, for the error scale.
+    double (*partial)(const double* args, int which);
+};
+
+/// nullptr when `name` is not in the table.
+[[nodiscard]] const function_info* find_function(std::string_view name);
+/// "exp, exp2, log, …": for messages.
+[[nodiscard]] std::string function_names();
+/// True for every identifier the generated code may call (expf, __expf, fminf, …): such names
+/// cannot be inputs or params, or they would shadow the function.
+[[nodiscard]] bool is_cuda_function_name(std::string_view name);
+
+}  // namespace kjit::expr
