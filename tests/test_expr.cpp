@@ -1,0 +1,176 @@
+// The stage expression language: parsing and its errors, the printed and CUDA forms, the float64
+// evaluator and its error scale, and a fuzz run that must never crash.
+#include <cmath>
+#include <random>
+
+#include "expr/evaluate.hpp"
+#include "expr/expr.hpp"
+#include "helpers.hpp"
+
+using namespace kjit;
+
+namespace {
+const expr::scope k_names{{"w", "b"}, {"alpha"}};
+
+/// The parse error's column and message for `text`.
+std::pair<std::size_t, std::string> parse_failure(const std::string& text) {
+    try {
+        (void)expr::parse(text, k_names);
+    } catch (const expr::parse_error& e) {
+        return {e.column(), e.what()};
+    }
+    FAIL("expected a parse error for: " << text);
+    return {};
+}
+
+/// The tree's value at x with w = 2, b = 0.5, alpha = 0.1.
+double value_at(const std::string& text, double x, double* scale = nullptr) {
+    const std::map<std::string, double> scalars{{"alpha", 0.1}};
+    const double w = 2, b = 0.5, zero = 0;
+    const std::map<std::string, const double*> arrays{{"w", &w}, {"b", &b}};
+    const expr::chunk in{1, &x, &zero, &arrays, &scalars, true};
+    double value = 0, s = 0;
+    expr::evaluate(expr::parse(text, k_names), in, &value, &s);
+    if (scale) *scale = s;
+    return value;
+}
+}  // namespace
+
+TEST_CASE("precedence and associativity as in C, printed back with only the parentheses needed") {
+    const auto text = [](const std::string& e) { return expr::to_text(expr::parse(e, k_names)); };
+    CHECK(text("x*w+b") == "x * w + b");
+    CHECK(text("(x*w)+b") == "x * w + b");
+    CHECK(text("x*(w+b)") == "x * (w + b)");
+    CHECK(text("x - (w - b)") == "x - (w - b)");
+    CHECK(text("x - w - b") == "x - w - b");
+    CHECK(text("x + (w + b)") == "x + (w + b)");  // not re-associated: the rounding order is the user's
+    CHECK(text("-(x + w)") == "-(x + w)");
+    CHECK(text("- -x") == "-(-x)");
+    CHECK(text("x > 0 && w < 1 || !(b == 2) ? x : alpha * x") == "x > 0 && w < 1 || !(b == 2) ? x : alpha * x");
+    CHECK(text("x > 0 ? (w > 0 ? 1 : 2) : 3") == "x > 0 ? (w > 0 ? 1 : 2) : 3");
+    CHECK(text("clamp(x, -1, 1e3)") == "clamp(x, -1, 1000)");
+    CHECK(text(".5e1 + 2.") == "5 + 2");
+}
+
+TEST_CASE("values in float64, checked by hand") {
+    CHECK(value_at("x * w + b", 3) == 6.5);
+    CHECK(value_at("x > 0 ? x : alpha * x", -2) == doctest::Approx(-0.2));
+    CHECK(value_at("x > 0 ? x : alpha * x", 2) == 2);
+    CHECK(value_at("1 / (1 + exp(-x))", 0) == 0.5);
+    CHECK(value_at("pow(w, 3) + min(x, b) + max(x, b)", 1) == 9.5);
+    CHECK(value_at("fma(x, w, b)", 2) == 4.5);
+    CHECK(value_at("clamp(x, -1, 1)", 5) == 1);
+    CHECK(value_at("round(x) + floor(x) + ceil(x)", 2.5) == 3 + 2 + 3);
+    CHECK(value_at("abs(x) + sqrt(4) + rsqrt(4) + cbrt(27)", -1) == 1 + 2 + 0.5 + 3);
+    CHECK(value_at("log(exp(x)) + log2(8) + exp2(3) + log1p(0) + expm1(0)", 1.5) == doctest::Approx(1.5 + 3 + 8));
+    CHECK(value_at("sin(0) + cos(0) + tan(0) + tanh(0) + sinh(0) + cosh(0) + erf(0) + erfc(0)", 0) == 3);
+    CHECK(value_at("x == 1 || x != 1 ? 7 : 8", 1) == 7);
+    CHECK(value_at("!(x >= 1) && x <= 1 ? 7 : 8", 1) == 8);
+}
+
+TEST_CASE("error scale: rounding counted per operation, amplified by cancellation") {
+    double scale = 0;
+    (void)value_at("x * w", 3, &scale);
+    CHECK(scale == 6);  // one rounding of the product
+    const double r = value_at("x * w - 2", 1.0000001, &scale);
+    CHECK(scale > 1e6 * std::fabs(r));  // the product's rounding survives; the difference is tiny
+    (void)value_at("x - 0.1", 1, &scale);
+    CHECK(scale == doctest::Approx(0.9 + 0.1));  // 0.1 is not a float: its rounding counts too
+}
+
+TEST_CASE("CUDA spelling follows the compute type and fast math") {
+    const auto tree = expr::parse("exp(x) / 2 + tanh(x * alpha) + clamp(x, 0, 1)", k_names);
+    CHECK(expr::to_cuda(tree, {false, false}) == "expf(x) / 2.0f + tanhf(x * alpha) + fminf(fmaxf(x, 0.0f), 1.0f)");
+    CHECK(expr::to_cuda(tree, {true, false}) == "exp(x) / 2.0 + tanh(x * alpha) + fmin(fmax(x, 0.0), 1.0)");
+    CHECK(expr::to_cuda(tree, {false, true}) == "__expf(x) / 2.0f + tanhf(x * alpha) + fminf(fmaxf(x, 0.0f), 1.0f)");
+    CHECK(expr::to_cuda(expr::parse("0.1 + 1e-30", k_names), {false, false}) == "0.1f + 1e-30f");
+}
+
+TEST_CASE("errors name the column and what was expected") {
+    auto [column, what] = parse_failure("x * wieghts + b");
+    CHECK(column == 5);
+    CHECK(what == "unknown name 'wieghts'; x is the value flowing in; inputs are w, b; params are alpha");
+    std::tie(column, what) = parse_failure("exp(x, 2)");
+    CHECK(column == 1);
+    CHECK(what == "exp takes 1 argument, got 2");
+    CHECK(parse_failure("clamp(x)").second == "clamp takes 3 arguments, got 1");
+    CHECK(parse_failure("sigmoid(x)").second.rfind("unknown function 'sigmoid'; functions are exp exp2", 0) == 0);
+    CHECK(parse_failure("x +").second == "expected a number, a name or '(', got the end");
+    CHECK(parse_failure("x + $").first == 5);
+    CHECK(parse_failure("(x + 1").second == "expected ')' to close the '(' at column 1, got the end");
+    CHECK(parse_failure("x ? 1 : 2").second.find("must be true/false") != std::string::npos);
+    CHECK(parse_failure("x > 0").second.find("the expression's result must be a number") != std::string::npos);
+    CHECK(parse_failure("(x > 0) + 1").second.find("the left side of '+' must be a number") != std::string::npos);
+    CHECK(parse_failure("x x").second == "expected an operator or the end of the expression, got 'x'");
+    CHECK(parse_failure("1e400").second == "number out of range: 1e400");
+    CHECK(parse_failure("2abc").second.find("expected an operator after the number") == 0);
+    CHECK(parse_failure("exp").second == "'exp' is a function: call it as exp(…)");
+    CHECK(parse_failure("x = 1").second.find("got '='") != std::string::npos);
+    CHECK(parse_failure("x \xC3\xA9").second.find("byte 0xC3") != std::string::npos);
+    CHECK(parse_failure("").second == "expected an expression, got nothing");
+}
+
+TEST_CASE("limits: 64 levels and 4,096 characters work; beyond the limits, an error, not a crash") {
+    std::string nested = "x";
+    for (int i = 0; i < 64; ++i) nested = "tanh(" + nested + ")";
+    CHECK(expr::parse(nested, k_names)->depth > 64);
+    std::string sum = "x";
+    while (sum.size() < 4096) sum += " + (x * w - b) / (1 + x * x)";
+    CHECK(sum.size() > 4096);
+    CHECK_NOTHROW((void)expr::parse(sum, k_names));
+    const std::string deep = std::string(100000, '(') + "x" + std::string(100000, ')');
+    CHECK(parse_failure(deep).second.find("expression too long") == 0);
+    const std::string too_deep = std::string(1000, '(') + "x" + std::string(1000, ')');
+    CHECK(parse_failure(too_deep).second.find("expression nested too deeply") == 0);
+    std::string chain = "x";
+    for (int i = 0; i < 1000; ++i) chain += "+x";
+    CHECK(parse_failure(chain).second.find("expression nested too deeply") == 0);
+    CHECK(parse_failure(std::string(5000, '-') + "x").second.find("expression nested too deeply") == 0);
+}
+
+TEST_CASE("rebind renames an op's parameters; collect_names lists what a tree uses") {
+    const auto op = expr::parse("x > 0 ? x : alpha * x + w", k_names);
+    const auto bound = expr::rebind(op, {{"alpha", {expr::name_kind::scalar, "s2_alpha"}},
+                                         {"w", {expr::name_kind::array, "weights"}}});
+    CHECK(expr::to_text(bound) == "x > 0 ? x : s2_alpha * x + weights");
+    expr::used_names used;
+    expr::collect_names(bound, used);
+    CHECK(used.flowing);
+    CHECK(used.arrays == std::vector<std::string>{"weights"});
+    CHECK(used.scalars == std::vector<std::string>{"s2_alpha"});
+}
+
+// Random and mutated expressions: every one either parses (and then prints to text that parses to
+// the same text) or fails with a parse_error at a column inside the text. Nothing else may escape.
+TEST_CASE("fuzz: 30,000 random and mutated expressions never crash and always answer") {
+    const std::vector<std::string> seeds{"x * w + b", "x > 0 ? x : alpha * x", "0.5 * x * (1 + tanh(0.79 * (x + 0.04 * x * x * x)))",
+                                         "clamp(x, -1, 1) + pow(w, 2) / (1e-3 + abs(b))", "!(x < 1) && w >= 2 || b != 3 ? -x : x"};
+    const std::string alphabet = "xwb alpha01.5e+-*/()<>=!&|?:,tanhexpclamp \t$\xff";
+    std::mt19937 rng(12345);
+    int parsed = 0, rejected = 0;
+    for (int i = 0; i < 30000; ++i) {
+        std::string text = seeds[rng() % seeds.size()];
+        const int edits = 1 + static_cast<int>(rng() % 6);
+        for (int e = 0; e < edits; ++e) {
+            const std::size_t at = text.empty() ? 0 : rng() % text.size();
+            switch (rng() % 4) {
+                case 0: if (!text.empty()) text.erase(at, 1 + rng() % 3); break;
+                case 1: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+                case 2: if (!text.empty()) text[at] = alphabet[rng() % alphabet.size()]; break;
+                default: text.insert(at, text.substr(rng() % (text.size() + 1))); break;  // duplicate a tail
+            }
+        }
+        try {
+            const auto tree = expr::parse(text, k_names);
+            const std::string printed = expr::to_text(tree);
+            REQUIRE(expr::to_text(expr::parse(printed, k_names)) == printed);
+            ++parsed;
+        } catch (const expr::parse_error& e) {
+            REQUIRE(e.column() >= 1);
+            REQUIRE(e.column() <= text.size() + 1);
+            ++rejected;
+        }
+    }
+    CHECK(parsed > 1000);
+    CHECK(rejected > 1000);
+}

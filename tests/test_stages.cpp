@@ -1,0 +1,163 @@
+// The stage model: map expressions, params, the op library (built in and a config's own "ops"),
+// activate's fn and formula choices, and the errors a user sees for each.
+#include "config/ops.hpp"
+#include "helpers.hpp"
+
+using namespace kjit;
+using kjit::testing::error_message;
+using json = kjit::config::json_value;
+
+namespace {
+/// A small config with three inputs and a param, and the stages given.
+json config_with(const json& stages) {
+    return {{"name", "t"},
+            {"n", 1000},
+            {"inputs",
+             {{"a", {{"fill", "uniform"}}}, {"w", {{"fill", "normal"}}}, {"b", {{"fill", "constant"}, {"value", 0.5}}}}},
+            {"params", {{"alpha", 0.01}}},
+            {"stages", stages}};
+}
+config::pipeline parsed(const json& j) { return config::from_json({j, "t.json"}); }
+std::string failure(const json& j) { return error_message([&] { (void)parsed(j); }); }
+}  // namespace
+
+TEST_CASE("map: any expression over x, any number of inputs, and params") {
+    const auto p = parsed(config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w + b"}},
+                                                   {{"op", "map"}, {"expr", "x > 0 ? x : alpha * x"}}})));
+    REQUIRE(p.stages.size() == 2);
+    CHECK(p.stages[0].kernel == p.stages[0].exact);
+    CHECK(config::describe_stages(p) == "map(x * w + b) → map(x > 0 ? x : alpha * x)");
+    REQUIRE(p.scalars.size() == 1);
+    CHECK(p.scalars[0].name == "alpha");
+    CHECK(p.scalars[0].value == 0.01);
+}
+
+TEST_CASE("a first map stage that does not use x needs no input") {
+    const auto p = parsed(config_with(json::array({{{"op", "map"}, {"expr", "a * w + b"}}})));
+    CHECK(p.stages[0].input.empty());
+    CHECK(failure(config_with(json::array({{{"op", "map"}, {"expr", "x * w"}}})))
+              .find("t.json: stages[0].input: missing; the first stage uses x") == 0);
+}
+
+TEST_CASE("a bad expression: file, key, message, then the expression with a caret under the column") {
+    const auto m = failure(config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * wieghts + b"}}})));
+    CHECK(m == "t.json: stages[0].expr: unknown name 'wieghts'; x is the value flowing in; inputs are a, w, b; "
+               "params are alpha (column 5)\n"
+               "    x * wieghts + b\n"
+               "        ^");
+    const auto arity = failure(config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "exp(x, 2)"}}})));
+    CHECK(arity.find("stages[0].expr: exp takes 1 argument, got 2 (column 1)") != std::string::npos);
+}
+
+TEST_CASE("a long bad expression is shown as a window around the column") {
+    std::string text;
+    while (text.size() < 800) text += "x * w + ";
+    text += "oops";
+    const auto m = failure(config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", text}}})));
+    const auto lines = m.substr(m.find('\n') + 1);
+    CHECK(lines.find("...") == 4);
+    CHECK(lines.size() < 200);
+    const auto caret = lines.find('^') - lines.find('\n') - 1;
+    CHECK(lines.substr(caret, 4) == "oops");
+}
+
+TEST_CASE("ops from the library: parameters become bindings, numbers become kernel scalars") {
+    const auto p = parsed(config_with(json::array({{{"op", "normalize"}, {"input", "a"}, {"scale", 2}},
+                                                   {{"op", "bias"}, {"by", "b"}},
+                                                   {{"op", "activate"}, {"fn", "leaky_relu"}, {"alpha", "alpha"}},
+                                                   {{"op", "activate"}, {"fn", "elu"}}})));
+    CHECK(expr::to_text(p.stages[0].kernel) == "x / s0_scale");
+    CHECK(expr::to_text(p.stages[1].kernel) == "x + b");
+    CHECK(expr::to_text(p.stages[2].kernel) == "x > 0 ? x : alpha * x");  // bound to the params entry
+    CHECK(expr::to_text(p.stages[3].kernel) == "x > 0 ? x : s3_alpha * expm1(x)");
+    std::vector<std::string> names;
+    for (const auto& s : p.scalars) names.push_back(s.name + "=" + std::to_string(s.value));
+    CHECK(names == std::vector<std::string>{"alpha=0.010000", "s0_scale=2.000000", "s3_alpha=1.000000"});
+}
+
+TEST_CASE("every activation and formula of the issue is in the op file") {
+    const auto& ops = config::builtin_ops();
+    const std::vector<std::pair<std::string, std::vector<std::string>>> expected{
+        {"tanh", {"builtin", "exp"}}, {"sigmoid", {"exp", "tanh"}}, {"relu", {""}}, {"leaky_relu", {""}},
+        {"elu", {""}}, {"gelu", {"erf", "tanh"}}, {"silu", {""}}, {"softplus", {"stable", "naive"}}};
+    for (const auto& [name, formulas] : expected) {
+        CAPTURE(name);
+        REQUIRE(ops.count(name));
+        CHECK(ops.at(name).activation);
+        std::vector<std::string> got;
+        for (const auto& f : ops.at(name).formulas) got.push_back(f.name);
+        CHECK(got == formulas);
+    }
+    for (const char* name : {"normalize", "weigh", "bias", "scale"}) CHECK(ops.count(name));
+}
+
+TEST_CASE("the exact definition is what the reference sees; the formula is what the GPU runs") {
+    const auto p = parsed(config_with(json::array({{{"op", "activate"}, {"input", "a"}, {"fn", "gelu"}, {"formula", "tanh"}}})));
+    CHECK(p.stages[0].formula == "tanh");
+    CHECK(expr::to_text(p.stages[0].exact) == "0.5 * x * erfc(-x * 0.7071067811865476)");
+    CHECK(expr::to_text(p.stages[0].kernel).find("tanh(") != std::string::npos);
+    CHECK(p.stages[0].atol == 5e-4);
+    CHECK(config::default_tolerance(p).atol == 5e-4);
+}
+
+TEST_CASE("unknown op, fn and formula list the choices") {
+    const auto op = failure(config_with(json::array({{{"op", "sigmoidd"}, {"input", "a"}}})));
+    CHECK(op.find("t.json: stages[0].op: expected one of \"map\", \"activate\", \"bias\", \"elu\"") == 0);
+    CHECK(op.find("got \"sigmoidd\"") != std::string::npos);
+    const auto fn = failure(config_with(json::array({{{"op", "activate"}, {"input", "a"}, {"fn", "swish"}}})));
+    CHECK(fn.find("stages[0].fn: expected one of \"elu\", \"gelu\", \"leaky_relu\", \"relu\", \"sigmoid\", \"silu\", "
+                  "\"softplus\", \"tanh\", got \"swish\"") != std::string::npos);
+    const auto formula =
+        failure(config_with(json::array({{{"op", "activate"}, {"input", "a"}, {"fn", "softplus"}, {"formula", "fast"}}})));
+    CHECK(formula.find("stages[0].formula: expected one of \"stable\", \"naive\", got \"fast\"") != std::string::npos);
+}
+
+TEST_CASE("op parameters: inputs must be inputs, numbers numbers or param names") {
+    CHECK(failure(config_with(json::array({{{"op", "bias"}, {"input", "a"}, {"by", "c"}}})))
+              .find("stages[0].by: expected the name of an input (\"a\", \"w\", \"b\"), got \"c\"") != std::string::npos);
+    CHECK(failure(config_with(json::array({{{"op", "scale"}, {"input", "a"}}})))
+              .find("stages[0].factor: missing; expected a number") != std::string::npos);
+    CHECK(failure(config_with(json::array({{{"op", "scale"}, {"input", "a"}, {"factor", "beta"}}})))
+              .find("stages[0].factor: expected a number or the name of a param (\"alpha\"), got \"beta\"") !=
+          std::string::npos);
+}
+
+TEST_CASE("params: numbers with names that cannot collide") {
+    auto j = config_with(json::array({{{"op", "map"}, {"expr", "a"}}}));
+    j["params"] = {{"alpha", "big"}};
+    CHECK(failure(j).find("params.alpha: expected a finite number") != std::string::npos);
+    j["params"] = {{"a", 1}};
+    CHECK(failure(j).find("params.a: \"a\" is an input already") != std::string::npos);
+    for (const char* reserved : {"class", "threadIdx", "expf", "s0_scale", "tmp3", "kjit_v_a", "out", "__x"}) {
+        CAPTURE(reserved);
+        j["params"] = {{reserved, 1}};
+        CHECK(failure(j).find("expected a C identifier that is not a reserved name") != std::string::npos);
+    }
+}
+
+TEST_CASE("a config's ops block adds an op in the op file's format") {
+    auto j = config_with(json::array({{{"op", "activate"}, {"input", "a"}, {"fn", "hardtanh"}, {"formula", "minmax"}},
+                                      {{"op", "shift"}, {"by", "b"}, {"amount", 3}}}));
+    j["ops"] = {{"hardtanh",
+                 {{"activation", true},
+                  {"exact", "clamp(x, -1, 1)"},
+                  {"formulas", {{"clamp", {{"expr", "clamp(x, -1, 1)"}}}, {"minmax", {{"expr", "min(max(x, -1), 1)"}}}}}}},
+                {"shift", {{"params", {{"by", {{"kind", "input"}}}, {"amount", {{"kind", "number"}}}}}, {"expr", "x + by - amount"}}}};
+    const auto p = parsed(j);
+    CHECK(p.stages[0].op == "hardtanh");
+    CHECK(expr::to_text(p.stages[0].kernel) == "min(max(x, -1), 1)");
+    CHECK(expr::to_text(p.stages[0].exact) == "clamp(x, -1, 1)");
+    CHECK(expr::to_text(p.stages[1].kernel) == "x + b - s1_amount");
+}
+
+TEST_CASE("a config's ops block: errors name the op's key") {
+    auto j = config_with(json::array({{{"op", "map"}, {"expr", "a"}}}));
+    j["ops"] = {{"tanh", {{"expr", "x"}}}};
+    CHECK(failure(j).find("t.json: ops.tanh: op \"tanh\" is built in") == 0);
+    j["ops"] = {{"mine", {{"expr", "x + y"}}}};
+    CHECK(failure(j).find("t.json: ops.mine.expr: unknown name 'y'; x is the value flowing in (column 5)") == 0);
+    j["ops"] = {{"mine", {{"params", {{"k", {{"kind", "vector"}}}}}, {"expr", "x"}}}};
+    CHECK(failure(j).find("ops.mine.params.k.kind: expected one of \"number\", \"input\"") != std::string::npos);
+    j["ops"] = {{"mine", {{"expr", "x"}, {"formulas", {{"f", {{"expr", "x"}}}}}}}};
+    CHECK(failure(j).find("ops.mine.formulas: an op has either") != std::string::npos);
+}
