@@ -7,21 +7,17 @@
 #include <set>
 
 #include "codegen/codegen.hpp"
+#include "config/ops.hpp"
 #include "helpers.hpp"
 #include "jit/jit.hpp"
+#include "run/runner.hpp"
 
 using namespace kjit;
 using json = kjit::config::json_value;
 
 namespace {
 jit::compile_request request_for(const config::pipeline& p, int arch = 90) {
-    jit::compile_request r;
-    r.source = codegen::generate(p, codegen::template_set::embedded()).source;
-    r.program_name = p.name + ".cu";
-    r.arch = arch;
-    r.fast_math = p.compile.fast_math;
-    r.extra_options = p.compile.options;
-    return r;
+    return run::compile_request_for(p, codegen::generate(p, codegen::template_set::embedded()), arch);
 }
 
 /// Runs the kjit binary with `args`; returns its exit code. Output goes to `log`.
@@ -63,6 +59,51 @@ TEST_CASE("every variant compiles to PTX and cubin, with registers reported per 
                         CHECK(result.ptx_to_cubin_ms > 0);
                     }
     CHECK(sources.size() == 2 * 2 * 2 * 3);
+}
+
+TEST_CASE("every op × formula × dtype compiles, fused and separate, with fast math too") {
+    int compiled = 0;
+    for (const auto& [name, op] : config::builtin_ops()) {
+        for (const auto& formula : op.formulas) {
+            for (const char* dtype : {"float32", "float64", "float16", "bfloat16"}) {
+                for (const char* fusion : {"fused", "separate"}) {
+                    const auto p = kjit::testing::pipeline_with([&](json& j) {
+                        j["dtype"] = dtype;
+                        j["fusion"] = fusion;
+                        j["compile"]["fast_math"] = std::string(fusion) == "separate";
+                        json stage = {{"op", name}};
+                        if (!formula.name.empty()) stage["formula"] = formula.name;
+                        for (const auto& param : op.params)
+                            if (param.is_input) stage[param.name] = "weights";
+                            else if (!param.fallback) stage[param.name] = 3;
+                        j["stages"][2] = stage;
+                    });
+                    CAPTURE(config::describe_stages(p));
+                    CAPTURE(dtype);
+                    CAPTURE(fusion);
+                    const auto result = jit::compile(request_for(p));
+                    INFO(result.nvrtc_log, result.link_log);
+                    REQUIRE(result.ok);
+                    ++compiled;
+                }
+            }
+        }
+    }
+    CHECK(compiled == 2 * 4 * (4 + 2 + 2 + 1 + 1 + 1 + 2 + 1 + 2));  // 16 op formulas × 4 dtypes × 2 fusions
+}
+
+TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 elements, float arithmetic") {
+    for (const char* dtype : {"float16", "bfloat16"}) {
+        CAPTURE(dtype);
+        const auto p = kjit::testing::pipeline_with([&](json& j) { j["dtype"] = dtype; });
+        const auto generated = codegen::generate(p, codegen::template_set::embedded());
+        REQUIRE(generated.headers.size() == 1);
+        CHECK(generated.vector_width == 8);
+        CHECK(generated.source.find("typedef float real;") != std::string::npos);
+        const auto result = jit::compile(request_for(p));
+        REQUIRE(result.ok);
+        CHECK(result.ptx.find("ld.global.nc.v4.") != std::string::npos);
+    }
 }
 
 TEST_CASE("vector loads are 16 bytes wide in the PTX") {

@@ -96,16 +96,22 @@ report::record new_record(const std::string& command, const config::pipeline& p,
     return rec;
 }
 
-built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx, report::record& rec) {
-    built_variant built;
-    built.generated = timed(rec, phase::codegen, [&] { return codegen::generate(p, ctx.templates); });
+jit::compile_request compile_request_for(const config::pipeline& p, const codegen::generated_source& generated,
+                                         int arch) {
     jit::compile_request request;
-    request.source = built.generated.source;
+    request.source = generated.source;
     request.program_name = p.name + ".cu";
     request.arch = arch;
     request.fast_math = p.compile.fast_math;
     request.extra_options = p.compile.options;
-    request.toolkit_headers = !built.generated.headers.empty();
+    request.toolkit_headers = !generated.headers.empty();
+    return request;
+}
+
+built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx, report::record& rec) {
+    built_variant built;
+    built.generated = timed(rec, phase::codegen, [&] { return codegen::generate(p, ctx.templates); });
+    const jit::compile_request request = compile_request_for(p, built.generated, arch);
     std::optional<jit::build_output> ready;
     if (ctx.prebuilt) ready = ctx.prebuilt->take(jit::cache_key(request));
     built.binary = ready ? std::move(*ready) : jit::build(request, ctx.cache, ctx.mode, rec.variant);

@@ -45,6 +45,11 @@ struct built_variant {
 [[nodiscard]] report::record new_record(const std::string& command, const config::pipeline& p,
                                         const std::string& source);
 
+/// The NVRTC request for `generated` (the source of `p`) for sm_<arch>: one place decides the
+/// options, so a sweep's parallel compile and a run agree on cache keys.
+[[nodiscard]] jit::compile_request compile_request_for(const config::pipeline& p,
+                                                       const codegen::generated_source& generated, int arch);
+
 /// Codegen and compile-or-load for sm_<arch>, recorded into `rec` (phases, cache, kernels).
 /// Throws kjit::error(compile) with NVRTC's log when the source does not compile.
 [[nodiscard]] built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx,

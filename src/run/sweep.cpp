@@ -16,13 +16,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }
 
 jit::compile_request request_for(const config::pipeline& p, int arch, const build_context& ctx) {
-    jit::compile_request request;
-    request.source = codegen::generate(p, ctx.templates).source;
-    request.program_name = p.name + ".cu";
-    request.arch = p.compile.arch.value_or(arch);
-    request.fast_math = p.compile.fast_math;
-    request.extra_options = p.compile.options;
-    return request;
+    return compile_request_for(p, codegen::generate(p, ctx.templates), p.compile.arch.value_or(arch));
 }
 
 report::record record_for(const config::sweep_point& point, const std::string& command, const std::string& source) {
