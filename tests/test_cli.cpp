@@ -64,3 +64,25 @@ TEST_CASE("cache path, stats and clear on an empty cache") {
     CHECK(kjit_cli({"cache", "clear", "--cache-dir", dir.path().string()}).out.rfind("removed 0 entries", 0) == 0);
     CHECK(kjit_cli({"cache", "purge"}).status == exit_status::usage);
 }
+
+TEST_CASE("bad expressions through the CLI: exit 2, the key named, never an internal error") {
+    const std::vector<std::string> bad{"x * wieghts", "exp(x, 2)", "x +", "(x", "x ? 1 : 2", "1e999", "x $ 2",
+                                       std::string(300, '(') + "x" + std::string(300, ')'), "tanh", "x > 0", ""};
+    for (const auto& text : bad) {
+        CAPTURE(text);
+        const auto r = kjit_cli({"emit", "--set", "stages[2]=" + nlohmann::json({{"op", "map"}, {"expr", text}}).dump()});
+        CHECK(r.status == exit_status::usage);
+        CHECK(r.err.find("stages[2].expr: ") != std::string::npos);
+        CHECK(r.err.find("internal error") == std::string::npos);
+    }
+    // Mutations of a valid expression: each is either fine (exit 0) or a config error (exit 2).
+    std::string text = "x > 0 ? tanh(x * weights) : 0.01 * x";
+    for (std::size_t cut = 0; cut < text.size(); ++cut) {
+        std::string mutated = text;
+        mutated.erase(cut, 1);
+        const auto r = kjit_cli({"emit", "--set", "stages[2]=" + nlohmann::json({{"op", "map"}, {"expr", mutated}}).dump()});
+        CAPTURE(mutated);
+        CHECK((r.status == exit_status::ok || r.status == exit_status::usage));
+        CHECK(r.err.find("internal error") == std::string::npos);
+    }
+}

@@ -106,6 +106,14 @@ TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 element
     }
 }
 
+TEST_CASE("kjit emit --ptx prints the PTX of the variant") {
+    const auto r = kjit::testing::kjit_cli({"emit", "--ptx", "--set", "dtype=float16"});
+    CHECK(r.status == exit_status::ok);
+    CHECK(r.out.find(".visible .entry hidden_layer_fused(") != std::string::npos);
+    CHECK(r.out.find(".target sm_90") != std::string::npos);
+    CHECK(r.out.find("ld.global.nc.v4.") != std::string::npos);
+}
+
 TEST_CASE("vector loads are 16 bytes wide in the PTX") {
     const auto result = jit::compile(request_for(config::from_json(kjit::testing::default_document())));
     REQUIRE(result.ok);

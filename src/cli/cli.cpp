@@ -23,7 +23,7 @@ struct subcommand {
 constexpr subcommand k_subcommands[] = {
     {"run", "[CONFIG]", "run a config on the GPU and report every phase", true, true, true, true},
     {"compile", "[CONFIG]", "generate and compile (no GPU needed); report compile phases", true, true, true, false},
-    {"emit", "[CONFIG]", "print the generated CUDA source", true, false, false, false},
+    {"emit", "[CONFIG]", "print the generated CUDA source (--ptx: the PTX it compiles to)", true, false, false, false},
     {"sweep", "[CONFIG]", "run every point of the config's sweep block; one row each", true, true, true, false},
     {"first-call", "[CONFIG]", "fresh processes in several start states: what a first call costs", true, false, true,
      false},
@@ -82,6 +82,11 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
                                                   cxxopts::value<int>(), "N")(
             "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
     }
+    if (std::string(sub.name) == "emit") {
+        parser.add_options()("ptx", "compile with NVRTC and print the PTX instead of the source")(
+            "arch", "with --ptx: compile for sm_XX (default the config's, or sm_90)", cxxopts::value<std::string>(),
+            "sm_XX");
+    }
     if (std::string(sub.name) == "run") {
         parser.add_options()("load", "what to load: cubin, or ptx (the driver JIT-compiles it)",
                              cxxopts::value<std::string>()->default_value("cubin"), "cubin|ptx")(
@@ -133,6 +138,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (args.count("jobs")) o.jobs = args["jobs"].as<int>();
     if (args.count("files")) o.files = args["files"].as<std::vector<std::string>>();
     o.quiet = args.count("quiet") > 0;
+    o.ptx = args.count("ptx") > 0;
     o.compile_only = args.count("compile-only") > 0;
     o.skip_ceiling = args.count("skip-ceiling") > 0;
     if (args.count("calls")) o.calls = args["calls"].as<int>();

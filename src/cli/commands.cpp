@@ -46,7 +46,14 @@ void write_rows(const options& o, const std::vector<report::row>& rows) {
 
 exit_status cmd_emit(const options& o, std::ostream& out) {
     const auto cfg = load(o);
-    out << codegen::generate(cfg.pipeline, templates(o)).source;
+    const auto generated = codegen::generate(cfg.pipeline, templates(o));
+    if (!o.ptx) {
+        out << generated.source;
+        return exit_status::ok;
+    }
+    const int arch = cfg.pipeline.compile.arch.value_or(90);
+    const auto request = run::compile_request_for(cfg.pipeline, generated, arch);
+    out << jit::build(request, nullptr, jit::cache_mode::off, config::variant_label(cfg.pipeline)).ptx;
     return exit_status::ok;
 }
 

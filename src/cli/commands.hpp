@@ -36,6 +36,7 @@ struct options {
     int calls = 1;              ///< run: call the variant this many times in one process
     bool skip_ceiling = false;  ///< run: do not measure the copy ceiling
     int repeat = 5;             ///< first-call: child processes per state
+    bool ptx = false;           ///< emit: print the PTX instead of the CUDA source
 };
 
 struct loaded_config {

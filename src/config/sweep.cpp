@@ -3,6 +3,26 @@
 #include "util/error.hpp"
 
 namespace kjit::config {
+namespace {
+
+using axis_values = std::vector<std::pair<std::string, json_value>>;
+
+/// "dtype=float64 launch.block=128"; with the point's pipeline, a whole stage given as a value is
+/// shown as the stage model describes it ("stages[0]=gelu=tanh").
+std::string label_of(const axis_values& chosen, const pipeline* p) {
+    std::string label;
+    for (const auto& [path, value] : chosen) {
+        std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
+        if (p && value.is_object() && path.starts_with("stages[") && path.ends_with("]")) {
+            const std::size_t stage = std::stoul(path.substr(7, path.size() - 8));
+            if (stage < p->stages.size()) shown = describe(p->stages[stage]);
+        }
+        label += (label.empty() ? "" : " ") + path + "=" + shown;
+    }
+    return label;
+}
+
+}  // namespace
 
 std::vector<sweep_point> expand_sweep(const document& doc) {
     document base = doc;
@@ -32,7 +52,7 @@ std::vector<sweep_point> expand_sweep(const document& doc) {
         document variant = base;
         // The last axis varies fastest, like nested loops written in the order of the block.
         std::size_t rest = index;
-        std::vector<std::pair<std::string, json_value>> chosen(axes.size());
+        axis_values chosen(axes.size());
         std::size_t axis = axes.size();
         for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
             const auto& values = it.value();
@@ -40,15 +60,14 @@ std::vector<sweep_point> expand_sweep(const document& doc) {
             rest /= values.size();
         }
         for (const auto& [path, value] : chosen) {
-            const std::string origin = doc.source + ": sweep." + path;
-            set_path(variant.json, path, value, origin);
+            set_path(variant.json, path, value, doc.source + ": sweep." + path);
             point.values[path] = value;
-            point.label += (point.label.empty() ? "" : " ") + path + "=" +
-                           (value.is_string() ? value.get<std::string>() : value.dump());
         }
+        const std::string raw_label = label_of(chosen, nullptr);
         variant.source = doc.source + ": sweep point " + std::to_string(index) +
-                         (point.label.empty() ? "" : " (" + point.label + ")");
+                         (raw_label.empty() ? "" : " (" + raw_label + ")");
         point.pipeline = from_json(variant);
+        point.label = label_of(chosen, &point.pipeline);
         points.push_back(std::move(point));
     }
     return points;
