@@ -8,6 +8,10 @@
 #   first-call  kjit first-call on the default config
 #   peers       bench/compare.py: kjit beside Numba, CuPy and PyTorch, cold and warm, n = 1M and 16M
 #   launch      configs/sweep_launch.json on all GPUs
+#   ops         the stage-language configs' sweeps: every activation x formula x dtype at 2^24,
+#               bias_gelu, softplus (naive FAILs), leaky_relu_expr (one compile for three alphas)
+#   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
+#   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 set -uo pipefail
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
@@ -46,7 +50,7 @@ for part in "$@"; do
     runs)
         records=$(mktemp -d)
         "$kjit" devices > "$out/runs.log" 2>&1
-        for cfg in configs/hidden_layer.json configs/seed_vectorize.json configs/hidden_layer_f64.json; do
+        for cfg in configs/*.json; do
             name=$(basename "$cfg" .json)
             "$kjit" cache clear > /dev/null
             run "$name-cold" "$cfg"
@@ -73,6 +77,47 @@ for part in "$@"; do
     launch)
         "$kjit" sweep configs/sweep_launch.json --devices all --quiet --json "$out/launch.json" > "$out/launch.log" 2>&1 || status=1
         head -12 "$out/launch.log"; tail -2 "$out/launch.log" ;;
+    ops)
+        for cfg in activations bias_gelu softplus leaky_relu_expr; do
+            echo "== kjit sweep configs/$cfg.json" >> "$out/ops.log"
+            "$kjit" sweep "configs/$cfg.json" --quiet --json "$out/ops_$cfg.json" >> "$out/ops.log" 2>&1
+            echo "== exit $?" >> "$out/ops.log"
+        done
+        grep -E "^(==|[0-9]+ points)" "$out/ops.log" ;;
+    baseline)
+        { cmake -S .baseline -B build-baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
+          cmake --build build-baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;
+    seedtime)
+        records=$(mktemp -d)
+        for round in 1 2 3; do
+            for build in build-baseline "$build"; do
+                tag=$([ "$build" = build-baseline ] && echo old || echo new)
+                for cfg in hidden_layer seed_vectorize hidden_layer_f64; do
+                    "$PWD/$build/kjit" run "configs/$cfg.json" --skip-ceiling --json "$records/$tag-$cfg-$round.json" > /dev/null 2>&1 || status=1
+                done
+                for n in 16777216 268435456; do
+                    "$PWD/$build/kjit" run --set n=$n --skip-ceiling --json "$records/$tag-hidden_layer-n$n-$round.json" > /dev/null 2>&1 || status=1
+                    "$PWD/$build/kjit" run configs/seed_vectorize.json --set n=$n --skip-ceiling --json "$records/$tag-seed_vectorize-n$n-$round.json" > /dev/null 2>&1 || status=1
+                done
+            done
+        done
+        python3 - "$records" > "$out/seedtime.log" <<'PY'
+import glob, json, os, statistics, sys
+rows = {}
+for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    tag, rest = os.path.basename(path)[:-5].split("-", 1)
+    name = rest.rsplit("-", 1)[0]
+    data = json.load(open(path))
+    record = data[0] if isinstance(data, list) else data["records"][0]
+    rows.setdefault(name, {}).setdefault(tag, []).append(record["kernel_cold_median_ms"] * 1e3)
+print(f"{'config':34} {'old cold median us (3 runs)':30} {'new':30} new/old")
+for name, tags in rows.items():
+    old, new = statistics.median(tags.get("old", [float("nan")])), statistics.median(tags.get("new", [float("nan")]))
+    show = lambda v: " ".join(f"{x:.2f}" for x in v)
+    print(f"{name:34} {show(tags.get('old', [])):30} {show(tags.get('new', [])):30} {new / old:.3f}")
+PY
+        cp -r "$records" "$out/seedtime-records"
+        cat "$out/seedtime.log" ;;
     *) echo "unknown part $part"; exit 2 ;;
     esac
 done

@@ -43,9 +43,12 @@ config::pipeline with_measure(config::pipeline p) {
 
 TEST_CASE("every shipped config runs on the GPU and verifies") {
     session s;
-    for (const char* name : {"hidden_layer.json", "seed_vectorize.json", "hidden_layer_f64.json"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(KJIT_SOURCE_DIR) + "/configs")) {
+        const std::string name = entry.path().filename().string();
         CAPTURE(name);
-        const auto rec = s.run(config::from_json(config::load_document(kjit::testing::config_path(name))));
+        auto doc = config::load_document(entry.path().string());
+        doc.json.erase("sweep");  // the base point; sweeps run in scripts/gpu-check.sh
+        const auto rec = s.run(config::from_json(doc));
         CHECK(rec.status == "PASS");
         CHECK(rec.check->nan_count == 0);
         CHECK(rec.kernel_cold->median > 0);
@@ -83,7 +86,7 @@ TEST_CASE("odd sizes and every vector width write every element correctly") {
     session s;
     for (long long n : {1LL, 3LL, 4097LL, 1000003LL})
         for (int width : {1, 2, 4})
-            for (const char* dtype : {"float32", "float64"})
+            for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
                 for (const char* fusion : {"fused", "separate"}) {
                     CAPTURE(n);
                     CAPTURE(width);
@@ -138,6 +141,46 @@ TEST_CASE("the exp formula overflows to NaN for |x| >= 88.7 in float32, and kjit
     CHECK(rec.check->nan_count > 0);
     CHECK(rec.check->first_bad.find("out=nan") != std::string::npos);
     MESSAGE("exp formula, x up to ~150: " << rec.check->nan_count << " NaN of 1000000; " << rec.check->first_bad);
+}
+
+TEST_CASE("every activation and formula verifies in every storage type, on inputs in [-10, 10]") {
+    session s;
+    auto doc = config::load_document(kjit::testing::config_path("activations.json"));
+    doc.json["n"] = 100003;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    for (const auto& point : config::expand_sweep(doc)) {
+        CAPTURE(point.label);
+        const auto rec = s.run(point.pipeline);
+        CHECK(rec.status == "PASS");
+        MESSAGE(point.label << ": max " << rec.check->max_ulp_error << " ulp, max abs " << rec.check->max_abs_error);
+    }
+}
+
+TEST_CASE("softplus: the naive formula overflows to inf above 88.7 and FAILs naming the element; stable passes") {
+    session s;
+    auto doc = config::load_document(kjit::testing::config_path("softplus.json"));
+    const auto points = config::expand_sweep(doc);
+    REQUIRE(points.size() == 2);
+    const auto stable = s.run(with_measure(points[0].pipeline));
+    CHECK(stable.status == "PASS");
+    const auto naive = s.run(with_measure(points[1].pipeline));
+    CHECK(naive.status == "FAIL");
+    CHECK(naive.check->inf_count > 0);
+    CHECK(naive.check->first_bad.find("out=inf") != std::string::npos);
+    MESSAGE("softplus naive: " << naive.check->inf_count << " inf; " << naive.check->first_bad);
+}
+
+TEST_CASE("a param is a kernel argument: changing it changes the result, not the binary") {
+    session s;
+    auto doc = config::load_document(kjit::testing::config_path("leaky_relu_expr.json"));
+    const auto points = config::expand_sweep(doc);
+    REQUIRE(points.size() == 3);
+    const auto first = s.run(with_measure(points[0].pipeline));
+    const auto third = s.run(with_measure(points[2].pipeline));
+    CHECK(first.status == "PASS");
+    CHECK(third.status == "PASS");
+    CHECK(third.cache_status == "hit");
+    CHECK(third.cache_key == first.cache_key);
 }
 
 TEST_CASE("the copy ceiling is measured and plausible") {
