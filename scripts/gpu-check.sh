@@ -93,7 +93,7 @@ for part in "$@"; do
             for build in build-baseline "$build"; do
                 tag=$([ "$build" = build-baseline ] && echo old || echo new)
                 for cfg in hidden_layer seed_vectorize hidden_layer_f64; do
-                    "$PWD/$build/kjit" run "configs/$cfg.json" --skip-ceiling --json "$records/$tag-$cfg-$round.json" > /dev/null 2>&1 || status=1
+                    "$PWD/$build/kjit" run "configs/$cfg.json" --skip-ceiling --json "$records/$tag-$cfg-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
                 done
                 for n in 16777216 268435456; do
                     "$PWD/$build/kjit" run --set n=$n --skip-ceiling --json "$records/$tag-hidden_layer-n$n-$round.json" > /dev/null 2>&1 || status=1
