@@ -1,4 +1,7 @@
 // The disk cache on its own (no NVRTC): publish, hit, corruption, concurrent writers, clear.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <thread>
 
@@ -96,6 +99,35 @@ TEST_CASE("clear removes every entry") {
     CHECK(cache.lookup(k_key).status == jit::lookup_status::miss);
 }
 
+TEST_CASE("clear removes only what kjit wrote: entries and leftovers, not other folders") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    cache.store(k_key, sample_entry(), false);
+    for (const char* other : {"venv", "vendor", "v1x", "data"}) std::filesystem::create_directories(dir.path() / other / "keep");
+    std::filesystem::create_directories(cache.entries_dir() / "notes");  // a user's folder inside v1
+    std::filesystem::create_directories(cache.entries_dir() / (".tmp-" + k_key + "-1.2.3"));
+    std::filesystem::create_directories(cache.entries_dir() / (".old-" + k_key + "-4.5.6"));
+    CHECK(cache.leftovers().size() == 2);
+    CHECK(cache.clear() == 1);
+    for (const char* other : {"venv", "vendor", "v1x", "data"}) CHECK(std::filesystem::exists(dir.path() / other / "keep"));
+    CHECK(std::filesystem::exists(cache.entries_dir() / "notes"));
+    CHECK(cache.leftovers().empty());
+    CHECK(cache.list().empty());
+}
+
+TEST_CASE("a meta.json that is a FIFO is corrupt at once, not a hang") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    cache.store(k_key, sample_entry(), false);
+    const auto meta = cache.entries_dir() / k_key / "meta.json";
+    std::filesystem::remove(meta);
+    REQUIRE(::mkfifo(meta.c_str(), 0600) == 0);
+    const auto found = cache.lookup(k_key);
+    CHECK(found.status == jit::lookup_status::corrupt);
+    CHECK(found.problem.find("not a regular file") != std::string::npos);
+    CHECK(cache.list().at(0).meta.contains("problem"));
+}
+
 TEST_CASE("default location: KJIT_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {
     const std::string saved_kjit = std::getenv("KJIT_CACHE_DIR") ? std::getenv("KJIT_CACHE_DIR") : "";
     const std::string saved_xdg = std::getenv("XDG_CACHE_HOME") ? std::getenv("XDG_CACHE_HOME") : "";
@@ -108,6 +140,14 @@ TEST_CASE("default location: KJIT_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {
     ::unsetenv("XDG_CACHE_HOME");
     ::setenv("HOME", "/tmp/home", 1);
     CHECK(jit::disk_cache::default_root() == "/tmp/home/.cache/kjit");
+    ::setenv("XDG_CACHE_HOME", "relative/cache", 1);  // invalid by the XDG spec: ignored
+    CHECK(jit::disk_cache::default_root() == "/tmp/home/.cache/kjit");
+    ::unsetenv("XDG_CACHE_HOME");
+    ::unsetenv("HOME");  // a private per-user folder, never a shared one
+    const auto fallback = jit::disk_cache::default_root();
+    CHECK(fallback.filename() == "kjit-cache-" + std::to_string(::getuid()));
+    CHECK((std::filesystem::status(fallback).permissions() & std::filesystem::perms::others_all) ==
+          std::filesystem::perms::none);
     if (!saved_kjit.empty()) ::setenv("KJIT_CACHE_DIR", saved_kjit.c_str(), 1);
     if (!saved_xdg.empty()) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
     ::setenv("HOME", saved_home.c_str(), 1);

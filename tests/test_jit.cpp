@@ -211,6 +211,39 @@ TEST_CASE("a corrupted entry is reported, recompiled and replaced") {
     CHECK(after.cache_status == "hit");
 }
 
+TEST_CASE("an entry whose hashes match but whose meta.json has a wrong-typed field is rebuilt, not fatal") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto first = jit::build(request, &cache, jit::cache_mode::use, "v");
+    const auto meta_path = cache.entries_dir() / first.key / "meta.json";
+    auto meta = nlohmann::json::parse(fs::read_file(meta_path));
+    meta["kernels"] = 7;
+    std::ofstream(meta_path) << meta.dump();
+    const auto rebuilt = jit::build(request, &cache, jit::cache_mode::use, "v");
+    CHECK(rebuilt.compiled);
+    CHECK(rebuilt.cache_problem.find("is corrupt (meta.json") != std::string::npos);
+    CHECK(jit::build(request, &cache, jit::cache_mode::use, "v").cache_status == "hit");
+}
+
+TEST_CASE("a cache that cannot be written warns and carries on: the compile still succeeds") {
+    kjit::testing::temp_dir dir;
+    std::ofstream(dir.path() / "file") << "not a directory";
+    jit::disk_cache cache(dir.path() / "file");  // --cache-dir pointing at a file
+    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto built = jit::build(request, &cache, jit::cache_mode::use, "v");
+    CHECK(built.compiled);
+    CHECK_FALSE(built.cubin.empty());
+    CHECK(built.cache_problem.find("carrying on without the cache") != std::string::npos);
+    CHECK(cache.unwritable());
+    const auto again = jit::build(request, &cache, jit::cache_mode::use, "v");  // no second attempt, no second warning
+    CHECK(again.compiled);
+    CHECK(again.cache_problem.empty());
+    const auto cli = kjit::testing::kjit_cli({"compile", "--cache-dir", (dir.path() / "file").string()});
+    CHECK(cli.status == exit_status::ok);
+    CHECK(cli.err.find("warning") != std::string::npos);
+}
+
 TEST_CASE("two processes compiling the same variant at once leave one valid entry") {
     kjit::testing::temp_dir dir;
     const std::string cache_dir = (dir.path() / "cache").string();

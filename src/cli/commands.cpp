@@ -120,6 +120,14 @@ exit_status cmd_devices(std::ostream& out) {
     return exit_status::ok;
 }
 
+namespace {
+/// A text field of an entry's meta.json, which may be damaged: anything but a string shows as `fallback`.
+std::string meta_text(const nlohmann::json& meta, const char* key, const std::string& fallback) {
+    const auto found = meta.find(key);
+    return found != meta.end() && found->is_string() ? found->get<std::string>() : fallback;
+}
+}  // namespace
+
 exit_status cmd_cache(const options& o, std::ostream& out) {
     jit::disk_cache cache = cache_for(o);
     const std::string& action = o.cache_action;
@@ -131,13 +139,16 @@ exit_status cmd_cache(const options& o, std::ostream& out) {
         for (const auto& e : entries) {
             total += e.bytes;
             if (action == "list")
-                out << e.key.substr(0, 12) << "  " << std::setw(10) << std::left << e.meta.value("arch", "?") << " "
-                    << std::setw(21) << e.meta.value("created", "?") << " " << std::setw(11)
-                    << units::bytes(static_cast<double>(e.bytes)) << e.meta.value("label", e.meta.value("problem", "")) << "\n";
+                out << e.key.substr(0, 12) << "  " << std::setw(10) << std::left << meta_text(e.meta, "arch", "?") << " "
+                    << std::setw(21) << meta_text(e.meta, "created", "?") << " " << std::setw(11)
+                    << units::bytes(static_cast<double>(e.bytes))
+                    << meta_text(e.meta, "label", meta_text(e.meta, "problem", "")) << "\n";
         }
         if (action == "stats" || entries.empty())
             out << entries.size() << " entries, " << units::bytes(static_cast<double>(total)) << " in "
                 << cache.entries_dir().string() << "\n";
+        if (const auto left = cache.leftovers(); !left.empty())
+            out << left.size() << " leftovers of interrupted writers (.tmp-*, .old-*): kjit cache clear removes them\n";
     } else if (action == "clear") {
         out << "removed " << cache.clear() << " entries from " << cache.root().string() << "\n";
     } else {

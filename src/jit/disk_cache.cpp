@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -19,6 +22,36 @@ constexpr const char* k_meta = "meta.json";
 
 bool is_entry_key(const std::string& name) {
     return name.size() == 32 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+/// What a writer leaves when it is killed mid-store (.tmp-KEY-…) or cannot delete a replaced
+/// entry (.old-KEY-…).
+bool is_leftover(const std::string& name) { return name.starts_with(".tmp-") || name.starts_with(".old-"); }
+
+/// v1, v2, …: a format version's directory. Nothing else under the root is kjit's.
+bool is_version_dir(const std::string& name) {
+    return name.size() >= 2 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
+/// Reads a file of an entry; anything but a regular file (a FIFO would block) is a problem.
+std::string read_entry_file(const stdfs::path& path) {
+    std::error_code ec;
+    if (!stdfs::is_regular_file(stdfs::symlink_status(path, ec)))
+        throw error(error_kind::io, path.filename().string() + " is not a regular file");
+    return fs::read_file(path);
+}
+
+/// A directory under the system's temp folder is shared by every user: kjit uses its own per
+/// user, created private, and only if it really is the user's.
+stdfs::path private_temp_root() {
+    const stdfs::path root = stdfs::temp_directory_path() / ("kjit-cache-" + std::to_string(::getuid()));
+    ::mkdir(root.c_str(), 0700);
+    struct stat info {};
+    if (::lstat(root.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::getuid() ||
+        (info.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        throw error(error_kind::io, "cache: " + root.string() +
+                                        " is not a private directory of this user; set KJIT_CACHE_DIR or HOME");
+    return root;
 }
 
 std::string check_blob(const nlohmann::json& meta, const std::string& bytes, const std::string& field) {
@@ -37,9 +70,11 @@ disk_cache::disk_cache(stdfs::path root) : m_root(std::move(root)) {}
 
 stdfs::path disk_cache::default_root() {
     if (const char* dir = std::getenv("KJIT_CACHE_DIR"); dir && *dir) return dir;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return stdfs::path(xdg) / "kjit";
+    // The XDG spec: a relative XDG_CACHE_HOME is invalid and must be ignored.
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg && stdfs::path(xdg).is_absolute())
+        return stdfs::path(xdg) / "kjit";
     if (const char* home = std::getenv("HOME"); home && *home) return stdfs::path(home) / ".cache" / "kjit";
-    return stdfs::temp_directory_path() / "kjit-cache";
+    return private_temp_root();
 }
 
 stdfs::path disk_cache::entries_dir() const { return m_root / ("v" + std::to_string(k_format_version)); }
@@ -51,13 +86,13 @@ lookup_result disk_cache::lookup(const std::string& key) const {
     lookup_result result;
     result.status = lookup_status::corrupt;
     try {
-        result.entry.meta = nlohmann::json::parse(fs::read_file(dir / k_meta));
+        result.entry.meta = nlohmann::json::parse(read_entry_file(dir / k_meta));
         if (result.entry.meta.value("format_version", 0) != k_format_version) {
             result.problem = "format version differs";
             return result;
         }
-        result.entry.ptx = fs::read_file(dir / k_ptx);
-        result.entry.cubin = fs::read_file(dir / k_cubin);
+        result.entry.ptx = read_entry_file(dir / k_ptx);
+        result.entry.cubin = read_entry_file(dir / k_cubin);
         result.problem = check_blob(result.entry.meta, result.entry.ptx, "ptx");
         if (result.problem.empty()) result.problem = check_blob(result.entry.meta, result.entry.cubin, "cubin");
     } catch (const std::exception& e) {  // unreadable file, bad JSON, wrong field types
@@ -120,7 +155,7 @@ std::vector<entry_summary> disk_cache::list() const {
         for (const auto& file : stdfs::directory_iterator(item.path(), ec))
             summary.bytes += file.file_size(ec);
         try {
-            summary.meta = nlohmann::json::parse(fs::read_file(item.path() / k_meta));
+            summary.meta = nlohmann::json::parse(read_entry_file(item.path() / k_meta));
         } catch (const std::exception&) {
             summary.meta = {{"problem", "unreadable meta.json"}};
         }
@@ -129,16 +164,29 @@ std::vector<entry_summary> disk_cache::list() const {
     return entries;
 }
 
+std::vector<std::filesystem::path> disk_cache::leftovers() const {
+    std::vector<stdfs::path> found;
+    std::error_code ec;
+    for (const auto& item : stdfs::directory_iterator(entries_dir(), ec))
+        if (is_leftover(item.path().filename().string())) found.push_back(item.path());
+    return found;
+}
+
 std::size_t disk_cache::clear() {
     std::size_t removed = 0;
     std::error_code ec;
     for (const auto& version : stdfs::directory_iterator(m_root, ec)) {
-        const std::string name = version.path().filename().string();
-        if (!version.is_directory() || name.size() < 2 || name[0] != 'v') continue;  // only ours
-        for (const auto& item : stdfs::directory_iterator(version.path(), ec))
-            if (is_entry_key(item.path().filename().string())) ++removed;
-        stdfs::remove_all(version.path(), ec);
-        if (ec) throw error(error_kind::io, "cache: cannot remove " + version.path().string() + ": " + ec.message());
+        if (!version.is_directory(ec) || version.is_symlink(ec) || !is_version_dir(version.path().filename().string()))
+            continue;
+        // Only entries and kjit's own leftovers; the version directory goes only if that empties it.
+        for (const auto& item : stdfs::directory_iterator(version.path(), ec)) {
+            const std::string name = item.path().filename().string();
+            if (!is_entry_key(name) && !is_leftover(name)) continue;
+            stdfs::remove_all(item.path(), ec);
+            if (ec) throw error(error_kind::io, "cache: cannot remove " + item.path().string() + ": " + ec.message());
+            removed += is_entry_key(name);
+        }
+        stdfs::remove(version.path(), ec);  // fails, harmlessly, if something else is in it
     }
     return removed;
 }

@@ -4,7 +4,9 @@
 // both binaries; an entry that does not match them is reported as corrupt (a miss), never used.
 // No CUDA headers: the cache stores bytes.
 #pragma once
+#include <atomic>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,9 @@ public:
 
     explicit disk_cache(std::filesystem::path root);
 
-    /// KJIT_CACHE_DIR, else $XDG_CACHE_HOME/kjit, else $HOME/.cache/kjit.
+    /// KJIT_CACHE_DIR, else $XDG_CACHE_HOME/kjit (if absolute), else $HOME/.cache/kjit, else a
+    /// private per-user directory in the temp folder (throws kjit::error(io) if that is not the
+    /// user's own).
     [[nodiscard]] static std::filesystem::path default_root();
 
     [[nodiscard]] const std::filesystem::path& root() const { return m_root; }
@@ -53,11 +57,19 @@ public:
     void store(const std::string& key, const cache_entry& entry, bool replace);
 
     [[nodiscard]] std::vector<entry_summary> list() const;
-    /// Removes every entry of every format version; returns how many were removed.
+    /// What killed or blocked writers left behind (.tmp-*, .old-*); `clear` removes them.
+    [[nodiscard]] std::vector<std::filesystem::path> leftovers() const;
+    /// Removes every entry of every format version (and the leftovers), nothing else that may
+    /// be in the directory; returns how many entries were removed.
     std::size_t clear();
+
+    /// After a failed store, further stores are skipped (shared by copies of this cache).
+    [[nodiscard]] bool unwritable() const { return *m_unwritable; }
+    void mark_unwritable() { *m_unwritable = true; }
 
 private:
     std::filesystem::path m_root;
+    std::shared_ptr<std::atomic<bool>> m_unwritable = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace kjit::jit

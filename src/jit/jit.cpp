@@ -83,13 +83,19 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
         lookup_result found = cache->lookup(out.key);
         out.lookup_ms = ms_between(start, std::chrono::steady_clock::now());
         if (found.status == lookup_status::hit) {
-            out.cache_status = "hit";
-            out.ptx = std::move(found.entry.ptx);
-            out.cubin = std::move(found.entry.cubin);
-            out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
-            out.nvrtc_log = found.entry.meta.value("nvrtc_log", "");
-            out.link_log = found.entry.meta.value("link_log", "");
-            return out;
+            try {  // hashes can match while a field has the wrong type: then it is corrupt too
+                out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
+                out.nvrtc_log = found.entry.meta.value("nvrtc_log", "");
+                out.link_log = found.entry.meta.value("link_log", "");
+                out.cache_status = "hit";
+                out.ptx = std::move(found.entry.ptx);
+                out.cubin = std::move(found.entry.cubin);
+                return out;
+            } catch (const nlohmann::json::exception& e) {
+                found.status = lookup_status::corrupt;
+                found.problem = std::string("meta.json: ") + e.what();
+                out.kernels.clear();
+            }
         }
         if (found.status == lookup_status::corrupt) {
             out.cache_problem = "cache entry " + out.key + " is corrupt (" + found.problem + "); recompiled and replaced";
@@ -128,7 +134,16 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
                       {"nvrtc_log", out.nvrtc_log},
                       {"link_log", out.link_log},
                       {"kernels", kernels_to_json(out.kernels)}};
-        cache->store(out.key, entry, replace);
+        // A cache that cannot be written (read-only, full, not a directory) must not fail a
+        // compile that worked: say so once, and carry on without it.
+        if (!cache->unwritable()) {
+            try {
+                cache->store(out.key, entry, replace);
+            } catch (const error& e) {
+                cache->mark_unwritable();
+                out.cache_problem = std::string(e.what()) + "; carrying on without the cache";
+            }
+        }
         out.store_ms = ms_between(start, std::chrono::steady_clock::now());
     }
     return out;

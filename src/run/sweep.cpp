@@ -102,8 +102,9 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
                             summary.serial_ms += build.nvrtc_ms + build.ptx_to_cubin_ms;
                         }
                         if (ctx.prebuilt) ctx.prebuilt->put(std::move(build));
-                    } catch (const error&) {
-                        // Reported by the points that use this source, when they build it.
+                    } catch (const std::exception&) {
+                        // Reported by the points that use this source, when they build it; no
+                        // exception may leave a thread (that would abort the process).
                     }
                 }
             });

@@ -16,6 +16,8 @@
 namespace kjit::fs {
 
 std::string read_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw error(error_kind::io, path.string() + ": is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw error(error_kind::io, path.string() + ": cannot open: " + std::strerror(errno));
     std::ostringstream buffer;
