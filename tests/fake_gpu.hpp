@@ -18,6 +18,7 @@ public:
     std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, const run::kernel_args&)>
         on_launch;
     std::string fail_call;  ///< a method name: that call throws a driver error
+    std::size_t free_bytes = std::size_t{1} << 36;  ///< what free_memory() reports
     std::vector<std::string> calls;
     int launches = 0;
 
@@ -43,6 +44,7 @@ public:
         return static_cast<run::kernel_id>(m_kernels.size() - 1);
     }
     int max_active_blocks_per_sm(run::kernel_id, int) override { return 8; }
+    std::size_t free_memory() override { return free_bytes; }
     run::buffer_id allocate(std::size_t bytes) override {
         record("allocate");
         m_buffers.emplace_back(bytes, 0);

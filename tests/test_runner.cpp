@@ -130,3 +130,17 @@ TEST_CASE("buffers are released when a run fails part-way (a sweep goes on witho
     CHECK(m.rfind("copy H2D: copy_to_device failed", 0) == 0);
     CHECK(f.gpu.released == 3);  // greyscales, weights, out
 }
+
+TEST_CASE("an n the machine cannot hold is refused with one clear line before anything is allocated") {
+    fixture f;
+    const auto host = kjit::testing::error_message(
+        [&] { (void)f.run(kjit::testing::pipeline_with([](json& j) { j["n"] = 1LL << 40; })); }, error_kind::memory);
+    INFO(host);
+    CHECK(host.find("n = 1099511627776 float32 needs 28.0 TiB of host memory") == 0);
+    CHECK(host.find(" is available") != std::string::npos);
+    f.gpu.free_bytes = 4099 * 4 * 5 - 1;  // two inputs, two intermediates, the output: one byte short
+    const auto tight = kjit::testing::error_message([&] { (void)f.run(small("separate")); }, error_kind::memory);
+    CHECK(tight.find("needs 80.1 KiB of GPU memory (5 arrays); Fake GPU has 80.1 KiB free") != std::string::npos);
+    CHECK(std::find(f.gpu.calls.begin(), f.gpu.calls.end(), "allocate") == f.gpu.calls.end());
+    CHECK(exit_status_for(error_kind::memory) == exit_status::failure);
+}

@@ -107,6 +107,12 @@ public:
                      units::bytes(static_cast<double>(bytes)));
     }
 
+    std::size_t free_memory() override {
+        std::size_t free = 0, total = 0;
+        m_api->check(m_api->cuMemGetInfo(&free, &total), "cuMemGetInfo");
+        return free;
+    }
+
     void fill_bytes(run::buffer_id buffer, std::uint8_t value, std::size_t bytes) override {
         m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
     }

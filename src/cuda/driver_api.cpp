@@ -131,6 +131,7 @@ probe_result probe_driver() {
          reinterpret_cast<void**>(&a.cuOccupancyMaxActiveBlocksPerMultiprocessor)},
         {"cuMemAlloc", 3020, reinterpret_cast<void**>(&a.cuMemAlloc)},
         {"cuMemFree", 3020, reinterpret_cast<void**>(&a.cuMemFree)},
+        {"cuMemGetInfo", 3020, reinterpret_cast<void**>(&a.cuMemGetInfo)},
         {"cuMemcpyHtoD", 3020, reinterpret_cast<void**>(&a.cuMemcpyHtoD)},
         {"cuMemcpyDtoH", 3020, reinterpret_cast<void**>(&a.cuMemcpyDtoH)},
         {"cuMemsetD8Async", 3020, reinterpret_cast<void**>(&a.cuMemsetD8Async)},

@@ -34,6 +34,7 @@ struct driver_api {
     PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050 cuOccupancyMaxActiveBlocksPerMultiprocessor = nullptr;
     PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
     PFN_cuMemFree_v3020 cuMemFree = nullptr;
+    PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;
     PFN_cuMemcpyHtoD_v3020 cuMemcpyHtoD = nullptr;
     PFN_cuMemcpyDtoH_v3020 cuMemcpyDtoH = nullptr;
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;

@@ -52,6 +52,8 @@ public:
     /// Resident blocks per SM for `block` threads (the occupancy API).
     [[nodiscard]] virtual int max_active_blocks_per_sm(kernel_id kernel, int block) = 0;
 
+    /// Device memory free now, in bytes.
+    [[nodiscard]] virtual std::size_t free_memory() = 0;
     [[nodiscard]] virtual buffer_id allocate(std::size_t bytes) = 0;
     virtual void release(buffer_id buffer) = 0;
     virtual void copy_to_device(buffer_id buffer, const void* source, std::size_t bytes) = 0;

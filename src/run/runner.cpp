@@ -12,6 +12,8 @@
 #include "run/inputs.hpp"
 #include "run/stats.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
+#include "util/units.hpp"
 
 namespace kjit::run {
 namespace {
@@ -207,6 +209,27 @@ std::string reference_key(const config::pipeline& p) {
     for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
     return key.dump();
 }
+/// Refuses a run the machine cannot hold, before anything is allocated: on the host the inputs,
+/// the result and the float64 reference with its error scales; on the GPU every buffer.
+void check_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
+    const double n = static_cast<double>(p.n), element = static_cast<double>(config::element_size(p.type));
+    const double arrays = static_cast<double>(p.inputs.size());
+    const double host_needed = n * (element * (arrays + 1) + 2 * sizeof(double));
+    const double host_available = static_cast<double>(available_host_memory());
+    const std::string what = "n = " + std::to_string(p.n) + " " + std::string(config::to_string(p.type));
+    if (host_needed > host_available)
+        throw error(error_kind::memory, what + " needs " + units::bytes(host_needed) +
+                                            " of host memory (inputs, result, float64 reference); " +
+                                            units::bytes(host_available) + " is available");
+    const double device_needed = n * element * (arrays + static_cast<double>(generated.temporaries.size()) + 1);
+    const double device_free = static_cast<double>(device.free_memory());
+    if (device_needed > device_free)
+        throw error(error_kind::memory, what + " needs " + units::bytes(device_needed) + " of GPU memory (" +
+                                            std::to_string(p.inputs.size() + generated.temporaries.size() + 1) +
+                                            " arrays); " + device.device().name + " has " + units::bytes(device_free) +
+                                            " free");
+}
+
 }  // namespace
 
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
@@ -217,6 +240,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     rec.driver_version = std::to_string(info.driver_version / 1000) + "." + std::to_string(info.driver_version % 1000 / 10);
     const built_variant built = build_variant(p, p.compile.arch.value_or(info.arch), ctx, rec);
     const auto& plan = built.generated.kernels;
+    check_memory(p, built.generated, device);
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
     const module_id module = timed(rec, phase::module_load, [&] {
