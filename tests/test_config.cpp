@@ -259,3 +259,49 @@ TEST_CASE("variant labels say what was chosen") {
     });
     CHECK(config::variant_label(p) == "separate float64 tanh=exp block=256 vec=2");
 }
+
+TEST_CASE("duplicate keys are rejected, naming the key path") {
+    const auto m = error_message([] {
+        (void)config::parse_document(R"({"name": "a", "inputs": {"w": {"fill": "uniform", "low": 1, "low": 2}}})", "d.json");
+    });
+    CHECK(m == "d.json: inputs.w.low: duplicate key (JSON would keep only the last)");
+    CHECK(error_message([] { (void)config::parse_document(R"({"stages": [{}, {"op": 1, "op": 2}]})", "d.json"); }) ==
+          "d.json: stages[1].op: duplicate key (JSON would keep only the last)");
+}
+
+TEST_CASE("comments are allowed; the README's config example parses as written") {
+    const auto doc = config::parse_document("{\n  // a note\n  \"n\": 3 /* inline */\n}", "c.json");
+    CHECK(doc.json["n"] == 3);
+    const std::string readme = fs::read_file(std::string(KJIT_SOURCE_DIR) + "/README.md");
+    const auto section = readme.find("## Config reference");
+    const auto start = readme.find("```json\n", section) + 8;
+    const auto example = readme.substr(start, readme.find("```", start) - start);
+    const auto parsed = config::parse_document(example, "README.md");
+    CHECK(config::expand_sweep(parsed).size() == 4);
+}
+
+TEST_CASE("hostile JSON: deep nesting, huge numbers, huge indices, invalid UTF-8, a directory") {
+    const std::string deep = "{\"name\": " + std::string(70000, '[') + std::string(70000, ']') + "}";
+    CHECK(error_message([&] { (void)config::parse_document(deep, "deep.json"); }).find("nested deeper than 64 levels") !=
+          std::string::npos);
+    CHECK(error_message([] { (void)config::parse_document(R"({"n": 1e400})", "big.json"); }) ==
+          "big.json: invalid JSON: number overflow parsing '1e400'");
+    auto doc = kjit::testing::default_document();
+    CHECK(error_message([&] { config::apply_override(doc, "stages[99999999999999999999]=1"); })
+              .find("list index 99999999999999999999 is too large") != std::string::npos);
+    config::apply_override(doc, "stages[0].scale=1e400");
+    CHECK(error_message([&] { (void)config::from_json(doc); }).find("stages[0].scale: expected a number, got \"1e400\"") !=
+          std::string::npos);
+    doc = kjit::testing::default_document();
+    config::apply_override(doc, "name=\xff\xfe");
+    CHECK(error_message([&] { (void)config::from_json(doc); }).find("name: expected a C identifier") != std::string::npos);
+    doc = kjit::testing::default_document();
+    config::apply_override(doc, "stages[0].input=\xff");
+    CHECK(error_message([&] { (void)config::from_json(doc); }).find("stages[0].input: expected the name of an input") !=
+          std::string::npos);
+    CHECK(error_message([] { (void)config::load_document(KJIT_SOURCE_DIR); }, error_kind::usage).find("is a directory") !=
+          std::string::npos);
+    const std::string long_name(25000, 'a');
+    // A long identifier is valid, and checking it must not overflow the stack (it once went through std::regex).
+    CHECK_NOTHROW((void)kjit::testing::pipeline_with([&](json& j) { j["inputs"][long_name] = {{"fill", "uniform"}}; }));
+}

@@ -136,6 +136,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     text("devices", o.devices);
     text("shard", o.shard);
     if (args.count("jobs")) o.jobs = args["jobs"].as<int>();
+    if (o.jobs < 0 || o.jobs > 1024) throw error(error_kind::usage, "--jobs takes a number of threads in 1..1024");
     if (args.count("files")) o.files = args["files"].as<std::vector<std::string>>();
     o.quiet = args.count("quiet") > 0;
     o.ptx = args.count("ptx") > 0;

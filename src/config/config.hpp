@@ -104,6 +104,10 @@ struct document {
     std::string source;
 };
 
+/// Parses JSON text (comments allowed) with kjit's limits: a duplicate key or nesting deeper than
+/// 64 levels throws kjit::error(config) naming the key path; a syntax error throws
+/// nlohmann's parse_error.
+[[nodiscard]] json_value parse_json(std::string_view text, const std::string& source);
 /// Parses JSON text; a syntax error names the source, line and column. Throws kjit::error(config).
 [[nodiscard]] document parse_document(std::string_view text, std::string source);
 /// Reads a config file, or the embedded default (configs/hidden_layer.json) when `path` is empty.

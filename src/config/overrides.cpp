@@ -23,6 +23,8 @@ std::vector<step> parse_key_path(std::string_view key_path, const std::string& o
             throw config_error(origin, std::string(key_path),
                                "expected a key path such as launch.block or stages[2].formula");
         if (match[1].matched) steps.emplace_back(match[1].str());
+        else if (match[2].length() > 9)  // no config has a list that long
+            throw config_error(origin, std::string(key_path), "list index " + match[2].str() + " is too large");
         else steps.emplace_back(static_cast<std::size_t>(std::stoul(match[2].str())));
         rest = match.suffix();
     }
@@ -64,8 +66,12 @@ void apply_override(document& doc, std::string_view assignment) {
     const std::string_view text = assignment.substr(equals + 1);
     // Numbers, booleans, lists and quoted strings are JSON; anything else is a plain string, so
     // that --set dtype=float64 needs no quotes.
-    json_value value = json_value::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) value = std::string(text);
+    json_value value;
+    try {
+        value = parse_json(text, origin);
+    } catch (const json_value::exception&) {  // not JSON (or a number out of range): a plain string
+        value = std::string(text);
+    }
     set_path(doc.json, assignment.substr(0, equals), std::move(value), origin);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <regex>
+#include <functional>
 #include <set>
 
 #include "config/config.hpp"
@@ -231,8 +232,10 @@ stage read_stage(const json& value, std::size_t index, const std::string& source
             } else if (given && given->is_string()) {
                 const std::string name = given->get<std::string>();
                 if (std::find(param_names.begin(), param_names.end(), name) == param_names.end())
-                    r.fail(param.name, "expected a number or the name of a param (" + quoted_list(param_names) +
-                                           "), got \"" + name + "\"");
+                    r.fail(param.name, "expected a number" +
+                                           (param_names.empty() ? std::string()
+                                                                : " or the name of a param (" + quoted_list(param_names) + ")") +
+                                           ", got \"" + name + "\"");
                 bindings[param.name] = {expr::name_kind::scalar, name};
             } else {
                 const double number = r.number(param.name, param.fallback);
@@ -271,9 +274,71 @@ std::optional<int> read_arch(const object_reader& r) {
 
 }  // namespace
 
+namespace {
+
+/// Where the parser is, for messages about a key: a stack of object keys and array indices.
+class json_path_tracker {
+public:
+    /// The nlohmann parser callback: rejects duplicate keys and nesting deeper than a config
+    /// needs (deep nesting would exhaust the stack later, when the document is copied or printed).
+    bool operator()(int depth, json::parse_event_t event, json& parsed) {
+        switch (event) {
+            case json::parse_event_t::object_start:
+            case json::parse_event_t::array_start:
+                if (depth >= k_max_depth)
+                    throw config_error(m_source, path(), "nested deeper than " + std::to_string(k_max_depth) + " levels");
+                m_frames.push_back({event == json::parse_event_t::array_start, 0, {}, {}});
+                break;
+            case json::parse_event_t::key: {
+                frame& top = m_frames.back();
+                top.key = parsed.get<std::string>();
+                if (!top.keys.insert(top.key).second)
+                    throw config_error(m_source, path(), "duplicate key (JSON would keep only the last)");
+                break;
+            }
+            case json::parse_event_t::object_end:
+            case json::parse_event_t::array_end:
+                m_frames.pop_back();
+                element_done();
+                break;
+            case json::parse_event_t::value: element_done(); break;
+        }
+        return true;
+    }
+    explicit json_path_tracker(const std::string& source) : m_source(source) {}
+
+private:
+    static constexpr int k_max_depth = 64;
+    struct frame {
+        bool array;
+        std::size_t index;
+        std::string key;
+        std::set<std::string> keys;
+    };
+    void element_done() {
+        if (!m_frames.empty() && m_frames.back().array) ++m_frames.back().index;
+    }
+    [[nodiscard]] std::string path() const {
+        std::string text;
+        for (const auto& f : m_frames)
+            text += f.array ? "[" + std::to_string(f.index) + "]" : (text.empty() ? "" : ".") + f.key;
+        return text;
+    }
+    const std::string& m_source;
+    std::vector<frame> m_frames;
+};
+
+}  // namespace
+
+json_value parse_json(std::string_view text, const std::string& source) {
+    json_path_tracker tracker(source);
+    // Comments are allowed: a config is edited by hand, and a note beside a value helps.
+    return json::parse(text, std::ref(tracker), /*allow_exceptions=*/true, /*ignore_comments=*/true);
+}
+
 document parse_document(std::string_view text, std::string source) {
     try {
-        return {json::parse(text), std::move(source)};
+        return {parse_json(text, source), std::move(source)};
     } catch (const json::parse_error& e) {
         // e.byte is 1-based and points just past the offending character.
         const std::size_t offset = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
@@ -286,6 +351,9 @@ document parse_document(std::string_view text, std::string source) {
         if (cut != std::string::npos) what = what.substr(cut);
         throw config_error(source + ":" + std::to_string(line) + ":" + std::to_string(column), "",
                            "invalid JSON: " + what);
+    } catch (const json::out_of_range& e) {  // a number too large for a double, e.g. 1e400
+        std::string what = e.what();
+        throw config_error(source, "", "invalid JSON: " + what.substr(what.find(']') + 2));
     }
 }
 

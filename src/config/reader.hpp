@@ -17,7 +17,8 @@ namespace kjit::config::detail {
 using json = json_value;
 
 inline std::string shown(const json& value) {
-    std::string text = value.dump();
+    // A string from the command line may not be UTF-8: show it with replacement characters.
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
     if (text.size() > 40) text = text.substr(0, 37) + "...";
     return text;
 }

@@ -12,7 +12,8 @@ using axis_values = std::vector<std::pair<std::string, json_value>>;
 std::string label_of(const axis_values& chosen, const pipeline* p) {
     std::string label;
     for (const auto& [path, value] : chosen) {
-        std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
+        std::string shown = value.is_string() ? value.get<std::string>()
+                                              : value.dump(-1, ' ', false, json_value::error_handler_t::replace);
         if (p && value.is_object() && path.starts_with("stages[") && path.ends_with("]")) {
             const std::size_t stage = std::stoul(path.substr(7, path.size() - 8));
             if (stage < p->stages.size()) shown = describe(p->stages[stage]);

@@ -34,9 +34,9 @@ void record_failure(report::record& rec, const std::string& message) {
 }  // namespace
 
 shard parse_shard(const std::string& text) {
-    static const std::regex form("([0-9]+)/([0-9]+)");
+    static const std::regex form("([0-9]{1,9})/([0-9]{1,9})");  // at most 999,999,999 shards
     std::smatch match;
-    if (std::regex_match(text, match, form)) {
+    if (text.size() <= 19 && std::regex_match(text, match, form)) {
         const shard s{std::stoul(match[1]), std::stoul(match[2])};
         if (s.count > 0 && s.index < s.count) return s;
     }
