@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nvrtc.h>
+
 #include <fstream>
 #include <set>
 
@@ -104,6 +106,24 @@ TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 element
         REQUIRE(result.ok);
         CHECK(result.ptx.find("ld.global.nc.v4.") != std::string::npos);
     }
+}
+
+TEST_CASE("a bogus compile.options flag is a config error naming compile.options, and caches nothing") {
+    kjit::testing::temp_dir dir;
+    const auto r = kjit::testing::kjit_cli(
+        {"compile", "--cache-dir", dir.path().string(), "--set", "compile.options=[\"--no-such-flag\"]"});
+    CHECK(r.status == exit_status::usage);
+    CHECK(r.err.find("compile.options: NVRTC rejected an option") != std::string::npos);
+    CHECK(r.err.find("--no-such-flag") != std::string::npos);
+    CHECK(jit::disk_cache(dir.path()).list().empty());
+}
+
+TEST_CASE("the architectures kjit accepts are exactly those this NVRTC supports") {
+    int count = 0;
+    REQUIRE(nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS);
+    std::vector<int> archs(static_cast<std::size_t>(count));
+    REQUIRE(nvrtcGetSupportedArchs(archs.data()) == NVRTC_SUCCESS);
+    CHECK(archs == config::known_archs());
 }
 
 TEST_CASE("kjit emit --ptx prints the PTX of the variant") {

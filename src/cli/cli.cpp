@@ -1,7 +1,6 @@
 #include "cli/cli.hpp"
 
 #include <functional>
-#include <regex>
 
 // A repeated --set collects values; a value itself may hold commas (compile.options=["-a","-b"]),
 // so cxxopts must not split on them.
@@ -43,12 +42,10 @@ void print_overview(std::ostream& out) {
            "exit codes: 0 ok, 1 failure while working (compile error, CUDA error, no GPU, check FAIL), 2 bad usage or config\n";
 }
 
-std::optional<int> parse_arch(const std::string& text) {
-    static const std::regex arch("(?:sm_)?([0-9]{2,3})");
-    std::smatch match;
-    if (!std::regex_match(text, match, arch) || std::stoi(match[1]) < 75 || std::stoi(match[1]) > 121)
-        throw error(error_kind::usage, "--arch " + text + ": expected sm_XX or XX with XX in 75..121");
-    return std::stoi(match[1]);
+int parse_arch_option(const std::string& text) {
+    const auto arch = config::parse_arch(text);
+    if (!arch) throw error(error_kind::usage, "--arch " + text + ": expected one of " + config::known_arch_list());
+    return *arch;
 }
 
 exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -131,7 +128,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     text("csv", o.csv_path);
     text("action", o.cache_action);
     if (args.count("set")) o.sets = args["set"].as<std::vector<std::string>>();
-    if (args.count("arch")) o.arch = parse_arch(args["arch"].as<std::string>());
+    if (args.count("arch")) o.arch = parse_arch_option(args["arch"].as<std::string>());
     if (args.count("device")) o.device = args["device"].as<int>();
     text("devices", o.devices);
     text("shard", o.shard);

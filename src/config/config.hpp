@@ -140,6 +140,13 @@ struct sweep_point {
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);
 
+/// The GPU architectures NVRTC compiles for (75 for sm_75, …).
+[[nodiscard]] const std::vector<int>& known_archs();
+/// "sm_75, sm_80, …" for messages.
+[[nodiscard]] std::string known_arch_list();
+/// "sm_90" or "90" → 90; nullopt for anything that is not a known architecture.
+[[nodiscard]] std::optional<int> parse_arch(std::string_view text);
+
 /// Names for reports and generated code.
 [[nodiscard]] std::string_view to_string(dtype v);
 [[nodiscard]] std::string_view to_string(fusion v);

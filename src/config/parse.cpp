@@ -261,14 +261,10 @@ std::optional<int> read_arch(const object_reader& r) {
     const json* value = r.find("arch");
     if (value == nullptr || (value->is_string() && value->get<std::string>() == "auto"))
         return std::nullopt;
-    static const std::regex sm("sm_([0-9]{2,3})a?");
-    std::smatch match;
-    std::string text = value->is_string() ? value->get<std::string>() : "";
-    int arch = 0;
-    if (value->is_number_integer()) arch = value->get<int>();
-    else if (text.size() <= 8 && std::regex_match(text, match, sm)) arch = std::stoi(match[1]);
-    if (arch < 75 || arch > 121)
-        r.fail("arch", "expected \"auto\", \"sm_XX\" or XX with XX in 75..121, got " + shown(*value));
+    const std::optional<int> arch = value->is_number_integer() ? parse_arch(value->dump())
+                                    : value->is_string()        ? parse_arch(value->get<std::string>())
+                                                                : std::nullopt;
+    if (!arch) r.fail("arch", "expected \"auto\" or one of " + known_arch_list() + ", got " + shown(*value));
     return arch;
 }
 
@@ -513,6 +509,28 @@ std::string_view to_string(dtype v) {
     }
     return "?";
 }
+const std::vector<int>& known_archs() {
+    // nvrtcGetSupportedArchs of CUDA 13.0 (a test keeps this list equal to it).
+    static const std::vector<int> archs{75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+    return archs;
+}
+
+std::string known_arch_list() {
+    std::string text;
+    for (int arch : known_archs()) text += (text.empty() ? "sm_" : ", sm_") + std::to_string(arch);
+    return text;
+}
+
+std::optional<int> parse_arch(std::string_view text) {
+    if (text.starts_with("sm_")) text.remove_prefix(3);
+    if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string_view::npos)
+        return std::nullopt;
+    const int arch = std::stoi(std::string(text));
+    const auto& archs = known_archs();
+    if (std::find(archs.begin(), archs.end(), arch) == archs.end()) return std::nullopt;
+    return arch;
+}
+
 std::string_view to_string(fusion v) { return v == fusion::fused ? "fused" : "separate"; }
 std::size_t element_size(dtype v) {
     switch (v) {

@@ -70,6 +70,7 @@ bool source_to_ptx(const compile_request& request, compile_result& result) {
     result.nvrtc_log = program_log(program.get());
     if (compiled == NVRTC_ERROR_COMPILATION || compiled == NVRTC_ERROR_INVALID_OPTION) {
         if (result.nvrtc_log.empty()) result.nvrtc_log = nvrtcGetErrorString(compiled);
+        result.options_rejected = compiled == NVRTC_ERROR_INVALID_OPTION;
         return false;
     }
     check_nvrtc(compiled, "nvrtcCompileProgram");

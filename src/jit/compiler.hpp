@@ -32,6 +32,7 @@ struct kernel_resources {
 
 struct compile_result {
     bool ok = false;
+    bool options_rejected = false;  ///< NVRTC refused an option (a config's compile.options)
     std::string nvrtc_log;  ///< warnings too, fetched even on success
     std::string link_log;   ///< ptxas' info and errors
     std::string ptx;

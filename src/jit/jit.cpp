@@ -109,6 +109,8 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
     out.ptx_to_cubin_ms = compiled.ptx_to_cubin_ms;
     out.nvrtc_log = compiled.nvrtc_log;
     out.link_log = compiled.link_log;
+    if (compiled.options_rejected)  // the config's doing, not the source's: a config error (exit 2)
+        throw error(error_kind::config, label + ": compile.options: NVRTC rejected an option: " + compiled.nvrtc_log);
     if (!compiled.ok) {
         const bool in_nvrtc = compiled.ptx.empty();
         throw error(error_kind::compile,
