@@ -1,5 +1,9 @@
-// Records, their flat columns, the JSON and CSV writers, the terminal table, units, statistics.
+// Records, their flat columns, the JSON and CSV writers and where they write, the terminal table,
+// units, statistics.
+#include <sys/stat.h>
+
 #include <sstream>
+#include <thread>
 
 #include "helpers.hpp"
 #include "report/files.hpp"
@@ -87,14 +91,17 @@ TEST_CASE("summary marks the fastest passing variant") {
     slow.kernel_cold = run::summarize({1.0});
     slow.variant = "slow one";
     auto failed = sample_run();
-    failed.kernel_cold = run::summarize({0.001});
+    failed.kernel_cold = run::summarize({0.001});  // the fastest, but it failed: it must not be marked
     failed.status = "FAIL";
+    failed.variant = "failed one";
     std::ostringstream out;
     report::print_summary(out, report::rows_of({slow, sample_run(), failed}));
     const std::string text = out.str();
     const auto star = text.find("* ");
     REQUIRE(star != std::string::npos);
-    CHECK(text.find("fused float32", star) < text.find('\n', star));
+    const std::string marked = text.substr(star, text.find('\n', star) - star);
+    CHECK(marked.find("fused float32") != std::string::npos);
+    CHECK(marked.find("failed one") == std::string::npos);
 }
 
 TEST_CASE("units are chosen per value") {
@@ -122,4 +129,42 @@ TEST_CASE("grid size: one pass when it fits, else what is resident; explicit win
     CHECK(run::grid_size(1, 256, 4, std::nullopt, 1056) == 1);
     CHECK(run::grid_size(1000, 128, 1, 7, 1056) == 7);
     CHECK(run::grid_size(1025, 256, 4, std::nullopt, 0) == 2);  // 257 vector-or-tail items
+}
+
+TEST_CASE("output files: regular files atomically, links kept, devices and pipes written in place") {
+    kjit::testing::temp_dir dir;
+    const auto target = dir.path() / "target.json", link = dir.path() / "link.json";
+    std::filesystem::create_symlink(target, link);  // dangling until written
+    fs::write_output(link, "one");
+    CHECK(std::filesystem::is_symlink(link));
+    CHECK(fs::read_file(target) == "one");
+    fs::write_output(link, "two");
+    CHECK(fs::read_file(target) == "two");
+    const auto fifo = dir.path() / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::string received;
+    std::thread reader([&] { received = fs::read_file(fifo); });
+    fs::write_output(fifo, "through a pipe");
+    reader.join();
+    CHECK(received == "through a pipe");
+    CHECK(std::filesystem::is_fifo(fifo));  // not replaced by a regular file
+    fs::write_output("/dev/null", "discarded");
+    CHECK(std::filesystem::is_character_file("/dev/null"));
+}
+
+TEST_CASE("output paths are checked before any work") {
+    const auto readme = std::string(KJIT_SOURCE_DIR) + "/README.md";
+    CHECK(kjit::testing::error_message([&] { fs::check_output_path(readme + "/x.json", "--json"); }, error_kind::usage)
+              .find("--json " + readme + "/x.json: its directory") == 0);
+    CHECK(kjit::testing::error_message([&] { fs::check_output_path(KJIT_SOURCE_DIR, "--csv"); }, error_kind::usage)
+              .find("is a directory") != std::string::npos);
+    CHECK_NOTHROW(fs::check_output_path("-", "--json"));
+    CHECK_NOTHROW(fs::check_output_path("/dev/null", "--json"));
+    const auto same = kjit::testing::kjit_cli({"emit", "--json", "/tmp/x.json"});
+    CHECK(same.status == exit_status::usage);  // emit takes no --json
+    kjit::testing::temp_dir dir;
+    const auto both = kjit::testing::kjit_cli({"merge", (dir.path() / "in.json").string(), "--json",
+                                               (dir.path() / "o").string(), "--csv", (dir.path() / "o").string()});
+    CHECK(both.status == exit_status::usage);
+    CHECK(both.err.find("name the same file") != std::string::npos);
 }

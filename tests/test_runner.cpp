@@ -144,3 +144,24 @@ TEST_CASE("an n the machine cannot hold is refused with one clear line before an
     CHECK(std::find(f.gpu.calls.begin(), f.gpu.calls.end(), "allocate") == f.gpu.calls.end());
     CHECK(exit_status_for(error_kind::memory) == exit_status::failure);
 }
+
+TEST_CASE("host data is shared only while the stages agree: a changed op parameter recomputes the reference") {
+    fixture f;
+    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    run::host_data host;
+    report::record first = run::new_record("run", small(), "test");
+    run::run_variant(small(), f.gpu, {f.templates, &f.cache, jit::cache_mode::use}, first, {false, &host});
+    CHECK(first.status == "PASS");
+    auto halved = small();
+    halved = kjit::testing::pipeline_with([](json& j) {
+        j["n"] = 4099;
+        j["measure"] = {{"warmup", 0}, {"repeat", 1}};
+        j["stages"][0]["scale"] = 2;
+    });
+    report::record second = run::new_record("run", halved, "test");
+    run::run_variant(halved, f.gpu, {f.templates, &f.cache, jit::cache_mode::use}, second, {false, &host});
+    CHECK(second.status == "PASS");  // a stale reference (x / 255) would fail every element
+    CHECK_FALSE(second.get(report::phase::host_inputs).has_value());  // same inputs: reused
+    CHECK(second.get(report::phase::host_reference).has_value());
+    CHECK(second.cache_status == "hit");  // the scale is a kernel argument: same binary
+}

@@ -8,6 +8,7 @@
 #include <cxxopts.hpp>
 
 #include "cli/commands.hpp"
+#include "util/fs.hpp"
 
 namespace kjit::cli {
 namespace {
@@ -150,6 +151,12 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     o.no_cache = sub.compile && args.count("no-cache") > 0;
     o.refresh = sub.compile && args.count("refresh") > 0;
     if (o.no_cache && o.refresh) throw error(error_kind::usage, "--no-cache and --refresh exclude each other");
+
+    // Output paths are checked before any work: a long sweep must not end in "cannot write".
+    if (!o.json_path.empty()) fs::check_output_path(o.json_path, "--json");
+    if (!o.csv_path.empty()) fs::check_output_path(o.csv_path, "--csv");
+    if (!o.json_path.empty() && o.json_path == o.csv_path && o.json_path != "-")
+        throw error(error_kind::usage, "--json and --csv name the same file " + o.json_path + ": one would overwrite the other");
 
     const std::string name = sub.name;
     if (name == "emit") return cmd_emit(o, out);

@@ -66,11 +66,11 @@ std::string to_csv(const std::vector<row>& rows) {
 }
 
 void write_json(const std::filesystem::path& path, const std::vector<row>& rows) {
-    fs::write_file_atomic(path, to_json(rows));
+    fs::write_output(path, to_json(rows));
 }
 
 void write_csv(const std::filesystem::path& path, const std::vector<row>& rows) {
-    fs::write_file_atomic(path, to_csv(rows));
+    fs::write_output(path, to_csv(rows));
 }
 
 }  // namespace kjit::report

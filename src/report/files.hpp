@@ -1,5 +1,5 @@
 // Records to files: JSON (a list of flat objects) and CSV (one row each), both with the columns of
-// report::flatten, so pandas.read_json / read_csv take either without options. Written atomically.
+// report::flatten, so pandas.read_json / read_csv take either without options.
 // Rows are ordered JSON objects, so that merged shards (read back from JSON) print and write the
 // same way as records fresh from a run.
 #pragma once
@@ -17,7 +17,8 @@ namespace kjit::report {
 
 [[nodiscard]] std::string to_json(const std::vector<row>& rows);
 [[nodiscard]] std::string to_csv(const std::vector<row>& rows);
-/// Writes JSON or CSV to `path` (temp + rename). Throws kjit::error(io).
+/// Writes JSON or CSV to `path` (see fs::write_output: "-" is stdout, devices and pipes are written
+/// in place, regular files atomically). Throws kjit::error(io).
 void write_json(const std::filesystem::path& path, const std::vector<row>& rows);
 void write_csv(const std::filesystem::path& path, const std::vector<row>& rows);
 

@@ -66,4 +66,62 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     if (::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename temp file into place");
 }
 
+namespace {
+void write_all(int fd, std::string_view bytes, const std::string& what) {
+    std::size_t written = 0;
+    while (written < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw error(error_kind::io, what + ": write failed: " + std::strerror(errno));
+        written += static_cast<std::size_t>(n);
+    }
+}
+}  // namespace
+
+void write_output(const std::filesystem::path& path, std::string_view bytes) {
+    if (path == "-") {
+        write_all(STDOUT_FILENO, bytes, "standard output");
+        return;
+    }
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);  // follows symlinks
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) throw error(error_kind::io, path.string() + ": cannot open: " + std::strerror(errno));
+        try {
+            write_all(fd, bytes, path.string());
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+        ::close(fd);
+        return;
+    }
+    // A symlink (even one to a file not there yet): write the file it points to, keep the link.
+    std::filesystem::path target = path;
+    for (int hops = 0; hops < 40 && std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec)); ++hops) {
+        const auto next = std::filesystem::read_symlink(target, ec);
+        if (ec) break;
+        target = next.is_absolute() ? next : target.parent_path() / next;
+    }
+    write_file_atomic(target, bytes);
+}
+
+void check_output_path(const std::filesystem::path& path, const std::string& option) {
+    if (path == "-") return;
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    const auto fail = [&](const std::string& why) {
+        throw error(error_kind::usage, option + " " + path.string() + ": " + why);
+    };
+    if (std::filesystem::is_directory(status)) fail("is a directory");
+    if (std::filesystem::exists(status)) {
+        if (::access(path.c_str(), W_OK) != 0) fail(std::string("cannot be written: ") + std::strerror(errno));
+        return;
+    }
+    const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    if (!std::filesystem::is_directory(dir, ec)) fail("its directory " + dir.string() + " does not exist");
+    if (::access(dir.c_str(), W_OK) != 0) fail("its directory cannot be written: " + std::string(std::strerror(errno)));
+}
+
 }  // namespace kjit::fs

@@ -13,6 +13,16 @@ namespace kjit::fs {
 /// a unique temp file in the same directory, fsync'ed, then renamed over `path`.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
+/// Writes a result file the user named: "-" is standard output; an existing device, FIFO or other
+/// non-regular file (/dev/stdout, /dev/full, a pipe) is written in place; a regular file (through
+/// any symlink, which stays) or a new one is written atomically. Throws kjit::error(io).
+void write_output(const std::filesystem::path& path, std::string_view bytes);
+
+/// Checks, before any work, that write_output(path) can succeed as far as can be known: "-", an
+/// existing non-directory, or a new file in an existing, writable directory. Throws
+/// kjit::error(usage) naming `option` ("--json").
+void check_output_path(const std::filesystem::path& path, const std::string& option);
+
 /// A name no other thread or process uses at the same time: "<pid>.<thread>.<counter>".
 [[nodiscard]] std::string unique_suffix();
 
