@@ -1,5 +1,7 @@
 // Config parsing and validation: every rejected input gives one line naming the source, the key
 // path and what was expected.
+#include <chrono>
+
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -248,6 +250,24 @@ TEST_CASE("sweep: a bad point is named with its index and values before anything
     doc.json["sweep"] = {{"launch.block", {128, 100}}};
     const auto m = error_message([&] { (void)config::expand_sweep(doc); });
     CHECK(m.find("sweep point 1 (launch.block=100): launch.block: expected a multiple of 32") != std::string::npos);
+}
+
+TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes only its own points") {
+    auto doc = kjit::testing::default_document();
+    json axes = json::object();
+    for (int i = 0; i < 64; ++i) axes["params.p" + std::to_string(i)] = {1, 2};  // 2^64 points would wrap to 0
+    doc.json["sweep"] = axes;
+    CHECK(error_message([&] { (void)config::expand_sweep(doc); }).find("sweep: more than 1000000 points") != std::string::npos);
+    // 10^6 points (the bound), of which a shard of 10^6 keeps one: fast, because the rest are never made.
+    doc.json["sweep"] = {{"seed", json::array()}, {"launch.block", json::array()}};
+    for (int i = 0; i < 1000; ++i) doc.json["sweep"]["seed"].push_back(i);
+    for (int i = 0; i < 1000; ++i) doc.json["sweep"]["launch.block"].push_back(32 * (1 + i % 32));
+    const auto start = std::chrono::steady_clock::now();
+    const auto one = config::expand_sweep(doc, 123456, 1000000);
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].index == 123456);
+    CHECK(one[0].pipeline.seed == 123);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
 TEST_CASE("sweep: malformed axes") {

@@ -31,17 +31,22 @@ const json k_small_sweep = {{"fusion", {"fused", "separate"}}, {"launch.block", 
 }  // namespace
 
 TEST_CASE("shards cover every point exactly once") {
-    const auto points = points_of(k_small_sweep);
+    auto doc = kjit::testing::default_document();
+    doc.json["sweep"] = k_small_sweep;
+    const auto points = config::expand_sweep(doc);
     REQUIRE(points.size() == 6);
     for (std::size_t count : {1u, 2u, 4u, 7u}) {
         std::vector<int> seen(points.size(), 0);
         for (std::size_t k = 0; k < count; ++k)
-            for (const auto& p : run::select_shard(points, {k, count})) ++seen[p.index];
+            for (const auto& p : config::expand_sweep(doc, k, count)) {
+                CHECK(p.label == points[p.index].label);
+                ++seen[p.index];
+            }
         CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
     }
     CHECK(run::parse_shard("1/4").index == 1);
     CHECK(run::parse_shard("1/4").count == 4);
-    for (const char* bad : {"4/4", "1", "a/b", "0/0"})
+    for (const char* bad : {"4/4", "1", "a/b", "0/0", "99999999999999999999/1"})
         kjit::testing::error_message([&] { (void)run::parse_shard(bad); }, error_kind::usage);
 }
 

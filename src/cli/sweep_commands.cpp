@@ -14,8 +14,8 @@ namespace kjit::cli {
 
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     const config::document doc = load_document(o);
-    auto points = config::expand_sweep(doc);  // every point validated before any work
-    if (!o.shard.empty()) points = run::select_shard(points, run::parse_shard(o.shard));
+    const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
+    const auto points = config::expand_sweep(doc, mine.index, mine.count);  // validated before any work
 
     const auto tmpl = templates(o);
     jit::disk_cache cache = cache_for(o);

@@ -133,9 +133,15 @@ struct sweep_point {
     config::pipeline pipeline;
 };
 
-/// The cartesian product of the document's "sweep" block (one point when there is none). Every
-/// point is validated here, before any work starts; a bad one names its index and values.
-[[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc);
+/// The most points a sweep may have.
+inline constexpr std::size_t k_max_sweep_points = 1'000'000;
+
+/// The cartesian product of the document's "sweep" block (one point when there is none), or its
+/// shard: the points whose index is shard_index modulo shard_count (the others are not made).
+/// Every point returned is validated here, before any work starts; a bad one names its index and
+/// values.
+[[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, std::size_t shard_index = 0,
+                                                    std::size_t shard_count = 1);
 
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);

@@ -25,7 +25,7 @@ std::string label_of(const axis_values& chosen, const pipeline* p) {
 
 }  // namespace
 
-std::vector<sweep_point> expand_sweep(const document& doc) {
+std::vector<sweep_point> expand_sweep(const document& doc, std::size_t shard_index, std::size_t shard_count) {
     document base = doc;
     json_value axes = json_value::object();
     if (base.json.is_object() && base.json.contains("sweep")) {
@@ -38,6 +38,9 @@ std::vector<sweep_point> expand_sweep(const document& doc) {
     for (const auto& [path, values] : axes.items()) {
         if (!values.is_array() || values.empty())
             throw config_error(doc.source, "sweep." + path, "expected a non-empty list of values");
+        if (values.size() > k_max_sweep_points / total)  // checked before multiplying: no overflow
+            throw config_error(doc.source, "sweep", "more than " + std::to_string(k_max_sweep_points) +
+                                                        " points; split the sweep into several configs");
         total *= values.size();
     }
 
@@ -45,8 +48,7 @@ std::vector<sweep_point> expand_sweep(const document& doc) {
     (void)from_json(base);
 
     std::vector<sweep_point> points;
-    points.reserve(total);
-    for (std::size_t index = 0; index < total; ++index) {
+    for (std::size_t index = shard_index; index < total; index += shard_count) {
         sweep_point point;
         point.index = index;
         point.values = json_value::object();

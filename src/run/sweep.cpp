@@ -43,13 +43,6 @@ shard parse_shard(const std::string& text) {
     throw error(error_kind::usage, "--shard " + text + ": expected K/N with 0 <= K < N, e.g. 0/4");
 }
 
-std::vector<config::sweep_point> select_shard(const std::vector<config::sweep_point>& points, shard s) {
-    std::vector<config::sweep_point> mine;
-    for (const auto& p : points)
-        if (p.index % s.count == s.index) mine.push_back(p);
-    return mine;
-}
-
 std::vector<int> parse_devices(const std::string& text, int available) {
     std::vector<int> devices;
     if (text == "all") {

@@ -22,7 +22,6 @@ struct shard {
     std::size_t count = 1;
 };
 [[nodiscard]] shard parse_shard(const std::string& text);
-[[nodiscard]] std::vector<config::sweep_point> select_shard(const std::vector<config::sweep_point>& points, shard s);
 
 /// --devices all | 0,2: device indices, validated against `available`.
 [[nodiscard]] std::vector<int> parse_devices(const std::string& text, int available);
