@@ -2,6 +2,7 @@
 // units, statistics.
 #include <sys/stat.h>
 
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -167,4 +168,23 @@ TEST_CASE("output paths are checked before any work") {
                                                (dir.path() / "o").string(), "--csv", (dir.path() / "o").string()});
     CHECK(both.status == exit_status::usage);
     CHECK(both.err.find("name the same file") != std::string::npos);
+}
+
+TEST_CASE("merge input: a record with a wrong-typed column is a usage error naming the file, record and column") {
+    kjit::testing::temp_dir dir;
+    const auto file = dir.path() / "in.json";
+    const auto with = [&](const std::string& column, const nlohmann::json& value) {
+        auto rows = report::rows_of({sample_run()});
+        rows[0][column] = value;
+        std::ofstream(file) << report::to_json(rows);
+        return kjit::testing::error_message([&] { (void)report::read_rows(file); }, error_kind::usage);
+    };
+    CHECK(with("status", 5) == file.string() + ": record 0: status: expected a string, got 5");
+    CHECK(with("kernel_cold_median_ms", "fast").find("kernel_cold_median_ms: expected a number") != std::string::npos);
+    CHECK(with("sweep_index", 1e300).find("sweep_index: expected an integer in 0..999999, got 1e+300") !=
+          std::string::npos);
+    CHECK(with("sweep_index", -1).find("sweep_index: expected an integer") != std::string::npos);
+    auto rows = report::rows_of({sample_run()});
+    std::ofstream(file) << report::to_json(rows);
+    CHECK(report::read_rows(file).size() == 1);
 }

@@ -1,5 +1,6 @@
 #include "report/files.hpp"
 
+#include "config/config.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 
@@ -39,6 +40,25 @@ std::vector<row> read_rows(const std::filesystem::path& path) {
             return r.is_object() && r.contains("schema_version");
         }))
         throw error(error_kind::usage, path.string() + ": not a kjit JSON result (a list of records)");
+    // The columns merge and the summary read must have the types kjit writes (or be null).
+    for (std::size_t i = 0; i < parsed.size(); ++i) {
+        const auto fail = [&](const char* column, const std::string& expected) {
+            throw error(error_kind::usage, path.string() + ": record " + std::to_string(i) + ": " + column +
+                                               ": expected " + expected + ", got " +
+                                               parsed[i][column].dump(-1, ' ', false, row::error_handler_t::replace));
+        };
+        for (const char* column : {"sweep_point", "variant", "status", "error", "cache"})
+            if (parsed[i].contains(column) && !parsed[i][column].is_string() && !parsed[i][column].is_null())
+                fail(column, "a string");
+        for (const char* column : {"kernel_cold_median_ms", "kernel_batch_median_ms", "effective_gbps", "nvrtc_ms",
+                                   "ptx_to_cubin_ms"})
+            if (parsed[i].contains(column) && !parsed[i][column].is_number() && !parsed[i][column].is_null())
+                fail(column, "a number");
+        if (const auto index = parsed[i].find("sweep_index"); index != parsed[i].end() && !index->is_null() &&
+                                                             !(index->is_number_unsigned() &&
+                                                               index->get<std::size_t>() < config::k_max_sweep_points))
+            fail("sweep_index", "an integer in 0.." + std::to_string(config::k_max_sweep_points - 1));
+    }
     return {parsed.begin(), parsed.end()};
 }
 
