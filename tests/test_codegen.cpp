@@ -68,11 +68,24 @@ TEST_CASE("an input read twice is one parameter") {
 
 TEST_CASE("--templates DIR overrides the embedded templates") {
     kjit::testing::temp_dir dir;
-    std::ofstream(dir.path() / "elementwise.cu.mustache") << "// custom {{name}}\n{{#kernels}}K={{kernel}}\n{{/kernels}}";
+    std::ofstream(dir.path() / "elementwise.cu.mustache") << "// custom {{name}}\n{{#kernels}}void {{kernel}}(\n{{/kernels}}";
     std::ofstream(dir.path() / "copy.cu.mustache") << "// copy\n";
     const auto templates = codegen::template_set::from_directory(dir.path());
     const auto g = codegen::generate(config::from_json(kjit::testing::default_document()), templates);
-    CHECK(g.source == "// custom hidden_layer\nK=hidden_layer_fused\n");
+    CHECK(g.source == "// custom hidden_layer\nvoid hidden_layer_fused(\n");
+}
+
+TEST_CASE("a template that renders without a kernel (a typo like {{kernel}, or empty) is a template error") {
+    kjit::testing::temp_dir dir;
+    std::ofstream(dir.path() / "copy.cu.mustache") << "";
+    const auto p = config::from_json(kjit::testing::default_document());
+    for (const std::string text : {std::string("{{#kernels}}extern \"C\" __global__ void {{kernel}({{name}})\n{{/kernels}}"), std::string()}) {
+        std::ofstream(dir.path() / "elementwise.cu.mustache") << text;
+        const auto templates = codegen::template_set::from_directory(dir.path());
+        const auto m = kjit::testing::error_message([&] { (void)codegen::generate(p, templates); });
+        CAPTURE(m);
+        CHECK(m.find("defines no kernel 'hidden_layer_fused('") != std::string::npos);
+    }
 }
 
 TEST_CASE("a broken template is a config error naming the file; a missing one a usage error") {

@@ -187,6 +187,13 @@ generated_source generate(const config::pipeline& p, const template_set& templat
     }
     data.set("kernels", kernels);
     result.source = render(templates.elementwise, data, "elementwise.cu.mustache", templates);
+    // Mustache renders a mistyped placeholder as nothing: a template that lost a kernel's
+    // definition is broken, and must not compile (and be cached) as an empty program.
+    for (const auto& k : result.kernels)
+        if (result.source.find("void " + k.name + "(") == std::string::npos)
+            throw config_error(templates.origin + "/elementwise.cu.mustache", "",
+                               "template error: the rendered source defines no kernel '" + k.name +
+                                   "(' (a mistyped placeholder such as {{kernel} renders as nothing)");
     return result;
 }
 
