@@ -10,6 +10,7 @@
 #   launch      configs/sweep_launch.json on all GPUs
 #   ops         the stage-language configs' sweeps: every activation x formula x dtype at 2^24,
 #               bias_gelu, softplus (naive FAILs), leaky_relu_expr (one compile for three alphas)
+#   abuse       what must fail cleanly on a GPU: an n too large for the machine (exit 1, one line)
 #   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 set -uo pipefail
@@ -84,6 +85,10 @@ for part in "$@"; do
             echo "== exit $?" >> "$out/ops.log"
         done
         grep -E "^(==|[0-9]+ points)" "$out/ops.log" ;;
+    abuse)
+        { "$kjit" run --set n=1000000000000; echo "exit $?"; } > "$out/abuse.log" 2>&1
+        { "$kjit" run --set n=60000000000 --set dtype=float16; echo "exit $?"; } >> "$out/abuse.log" 2>&1
+        cat "$out/abuse.log" ;;
     baseline)
         { cmake -S .baseline -B build-baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
           cmake --build build-baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;
@@ -96,8 +101,8 @@ for part in "$@"; do
                     "$PWD/$build/kjit" run "configs/$cfg.json" --skip-ceiling --json "$records/$tag-$cfg-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
                 done
                 for n in 16777216 268435456; do
-                    "$PWD/$build/kjit" run --set n=$n --skip-ceiling --json "$records/$tag-hidden_layer-n$n-$round.json" > /dev/null 2>&1 || status=1
-                    "$PWD/$build/kjit" run configs/seed_vectorize.json --set n=$n --skip-ceiling --json "$records/$tag-seed_vectorize-n$n-$round.json" > /dev/null 2>&1 || status=1
+                    "$PWD/$build/kjit" run --set n=$n --skip-ceiling --json "$records/$tag-hidden_layer-n$n-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
+                    "$PWD/$build/kjit" run configs/seed_vectorize.json --set n=$n --skip-ceiling --json "$records/$tag-seed_vectorize-n$n-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
                 done
             done
         done
