@@ -90,13 +90,13 @@ for part in "$@"; do
         { "$kjit" run --set n=60000000000 --set dtype=float16; echo "exit $?"; } >> "$out/abuse.log" 2>&1
         cat "$out/abuse.log" ;;
     baseline)
-        { cmake -S .baseline -B build-baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
-          cmake --build build-baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;
+        { cmake -S .baseline -B build-gpu/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
+          cmake --build build-gpu/baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;
     seedtime)
         records=$(mktemp -d)
         for round in 1 2 3; do
-            for build in build-baseline "$build"; do
-                tag=$([ "$build" = build-baseline ] && echo old || echo new)
+            for build in build-gpu/baseline "$build"; do
+                tag=$([ "$build" = build-gpu/baseline ] && echo old || echo new)
                 for cfg in hidden_layer seed_vectorize hidden_layer_f64; do
                     "$PWD/$build/kjit" run "configs/$cfg.json" --skip-ceiling --json "$records/$tag-$cfg-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
                 done
