@@ -139,31 +139,22 @@ private:
         return make(std::move(n));
     }
 
-    tree logical_or() {
-        tree left = logical_and();
+    /// left-associative `operand (token operand)*` over true/false values.
+    tree logical_chain(tree (parser::*operand)(), std::string_view token, binary_op op) {
+        tree left = (this->*operand)();
         for (;;) {
             skip_space();
             const std::size_t at = column();
-            if (!accept("||")) return left;
-            tree right = logical_and();
-            require_boolean(left, "the left side of '||'");
-            require_boolean(right, "the right side of '||'");
-            left = make_binary(binary_op::logical_or, left, right, at, value_type::boolean);
+            if (!accept(token)) return left;
+            tree right = (this->*operand)();
+            const std::string name = "'" + std::string(token) + "'";
+            require_boolean(left, "the left side of " + name);
+            require_boolean(right, "the right side of " + name);
+            left = make_binary(op, left, right, at, value_type::boolean);
         }
     }
-
-    tree logical_and() {
-        tree left = equality();
-        for (;;) {
-            skip_space();
-            const std::size_t at = column();
-            if (!accept("&&")) return left;
-            tree right = equality();
-            require_boolean(left, "the left side of '&&'");
-            require_boolean(right, "the right side of '&&'");
-            left = make_binary(binary_op::logical_and, left, right, at, value_type::boolean);
-        }
-    }
+    tree logical_or() { return logical_chain(&parser::logical_and, "||", binary_op::logical_or); }
+    tree logical_and() { return logical_chain(&parser::equality, "&&", binary_op::logical_and); }
 
     tree comparison_chain(tree (parser::*operand)(), std::initializer_list<std::pair<std::string_view, binary_op>> ops) {
         tree left = (this->*operand)();
