@@ -114,6 +114,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"mismatches", when_checked(c.mismatches)},
                            {"rtol", when_checked(c.rtol)},
                            {"atol", when_checked(c.atol)},
+                           {"rounding", when_checked(c.rounding)},
                            {"first_bad", c.first_bad},
                            {"status", r.status},
                            {"error", r.error}});

@@ -60,6 +60,7 @@ struct check_row {
     std::size_t mismatches = 0, nan_count = 0, inf_count = 0;
     double max_abs_error = 0, max_rel_error = 0, max_ulp_error = 0;
     double rtol = 0, atol = 0;
+    double rounding = 0;    ///< allowed error per unit of the reference's error scale
     std::string first_bad;  ///< "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048"
 };
 

@@ -97,8 +97,8 @@ void print_record(std::ostream& out, const record& r) {
         const auto& c = *r.check;
         out << "\n  check    " << (c.pass ? "PASS" : "FAIL") << "  max abs " << sci(c.max_abs_error) << ", max rel "
             << sci(c.max_rel_error) << ", max " << sci(c.max_ulp_error) << " ulp, NaN " << c.nan_count << ", Inf "
-            << c.inf_count << ", outside tolerance " << c.mismatches << "  (allclose rtol " << sci(c.rtol) << ", atol "
-            << sci(c.atol) << ")\n";
+            << c.inf_count << ", outside tolerance " << c.mismatches << "  (|out − ref| ≤ atol " << sci(c.atol)
+            << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
         if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
     }
     if (!r.error.empty()) out << "\n  error    " << r.error << "\n";

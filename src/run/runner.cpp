@@ -209,6 +209,7 @@ std::string reference_key(const config::pipeline& p) {
     for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
     return key.dump();
 }
+
 /// Refuses a run the machine cannot hold, before anything is allocated: on the host the inputs,
 /// the result and the float64 reference with its error scales; on the GPU every buffer.
 void check_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
@@ -327,7 +328,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     const config::tolerance tol = p.tol.value_or(config::default_tolerance(p));
     const auto result = timed(rec, phase::verify, [&] { return reference::compare(out, expected, tol); });
     report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,
-                            result.max_abs_error, result.max_rel_error, result.max_ulp_error, tol.rtol, tol.atol, {}};
+                            result.max_abs_error, result.max_rel_error, result.max_ulp_error, tol.rtol, tol.atol,
+                            tol.rounding, {}};
     if (result.first_bad)
         check.first_bad = describe_element(*result.first_bad, inputs, out, expected.values[*result.first_bad],
                                            expected.scales[*result.first_bad], tol);
