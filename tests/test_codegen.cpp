@@ -79,7 +79,7 @@ TEST_CASE("a template that renders without a kernel (a typo like {{kernel}, or e
     kjit::testing::temp_dir dir;
     std::ofstream(dir.path() / "copy.cu.mustache") << "";
     const auto p = config::from_json(kjit::testing::default_document());
-    for (const std::string text : {std::string("{{#kernels}}extern \"C\" __global__ void {{kernel}({{name}})\n{{/kernels}}"), std::string()}) {
+    for (const std::string& text : {std::string("{{#kernels}}extern \"C\" __global__ void {{kernel}({{name}})\n{{/kernels}}"), std::string()}) {
         std::ofstream(dir.path() / "elementwise.cu.mustache") << text;
         const auto templates = codegen::template_set::from_directory(dir.path());
         const auto m = kjit::testing::error_message([&] { (void)codegen::generate(p, templates); });

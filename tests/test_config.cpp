@@ -147,7 +147,7 @@ TEST_CASE("input names must be usable as kernel parameters") {
 TEST_CASE("arch") {
     CHECK(config_error_after([](json& j) { j["compile"]["arch"] = "sm_20"; })
               .find("compile.arch: expected \"auto\" or one of sm_75, sm_80, sm_86") != std::string::npos);
-    for (const json bad : {json("sm_77"), json(101), json(4294967386LL), json("sm_90x"), json(-90), json(90.0)}) {
+    for (const json& bad : {json("sm_77"), json(101), json(4294967386LL), json("sm_90x"), json(-90), json(90.0)}) {
         CAPTURE(bad.dump());
         CHECK(config_error_after([&](json& j) { j["compile"]["arch"] = bad; }).find("compile.arch: expected") !=
               std::string::npos);
