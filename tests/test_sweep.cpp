@@ -1,6 +1,9 @@
 // Sweeps: sharding, device lists, parallel compile vs serial, running points over several (fake)
 // devices, failures recorded per point, merge, and the progress bar's silence off a terminal.
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <cmath>
@@ -12,6 +15,7 @@
 #include "helpers.hpp"
 #include "report/files.hpp"
 #include "report/progress.hpp"
+#include "util/interrupt.hpp"
 #include "run/sweep.hpp"
 
 using namespace kjit;
@@ -142,6 +146,52 @@ TEST_CASE("a failing point is recorded and the sweep goes on") {
     const auto none = run::run_points(points, "test", {0}, broken, ctx, nullptr);
     CHECK(none[0].status == "error");
     CHECK(none[0].error.find("no device could run it: device 0: cuDevicePrimaryCtxRetain") != std::string::npos);
+}
+
+TEST_CASE("Ctrl-C during a sweep: no further point starts, and what ran is marked partial") {
+    const auto points = points_of({{"launch.block", {32, 64, 128, 256, 512, 1024}}});
+    const auto templates = codegen::template_set::embedded();
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    const run::build_context ctx{templates, &cache, jit::cache_mode::use, nullptr};
+    const run::gpu_factory open = [&](int index, report::record&) -> std::unique_ptr<run::gpu> {
+        auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
+        gpu->on_launch = kjit::testing::hidden_layer_on_host;
+        return gpu;
+    };
+    int finished = 0;
+    const auto records = run::run_points(points, "test", {0}, open, ctx, [&](const report::record&) {
+        if (++finished == 2) set_interrupted(true);  // the signal arrives as the second point ends
+    });
+    set_interrupted(false);
+    REQUIRE(records.size() == 2);  // no further point started
+    CHECK(records[0].partial);
+    CHECK(records[1].status == "PASS");
+    CHECK(records[1].sweep_index == 1);
+    CHECK(report::rows_of(records)[0]["partial"] == true);
+}
+
+TEST_CASE("kjit sweep stopped by SIGINT exits 130 and writes what it has") {
+    kjit::testing::temp_dir dir;
+    const std::string json_path = (dir.path() / "out.json").string(), log = (dir.path() / "log").string();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::execl(KJIT_BINARY, KJIT_BINARY, "sweep", (std::string(KJIT_SOURCE_DIR) + "/configs/activations.json").c_str(),
+                "--compile-only", "--quiet", "--jobs", "1", "--cache-dir", (dir.path() / "cache").c_str(), "--json",
+                json_path.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::usleep(1500 * 1000);  // mid-compile: 48 sources take several seconds on one thread
+    ::kill(child, SIGINT);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    const auto rows = report::read_rows(json_path);
+    CHECK(rows.size() < 48);
+    for (const auto& r : rows) CHECK(r["partial"] == true);
+    CHECK(jit::disk_cache(dir.path() / "cache").leftovers().empty());
 }
 
 TEST_CASE("progress: silent off a terminal and when disabled") {

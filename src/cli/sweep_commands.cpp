@@ -8,11 +8,13 @@
 #include "report/progress.hpp"
 #include "report/table.hpp"
 #include "run/sweep.hpp"
+#include "util/interrupt.hpp"
 #include "util/units.hpp"
 
 namespace kjit::cli {
 
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
+    install_interrupt_handlers();  // Ctrl-C: finish the points in flight, write them, exit 130
     const config::document doc = load_document(o);
     const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
     const auto points = config::expand_sweep(doc, mine.index, mine.count);  // validated before any work
@@ -64,6 +66,11 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
         out << " (their compile times add up to " << units::duration_ms(compiled.serial_ms) << ")";
     out << "; whole sweep " << units::duration_ms(wall_ms) << "; " << failed << " failed\n";
     write_rows(o, rows);
+    if (interrupted()) {
+        err << "kjit: interrupted: " << records.size() << " of " << points.size()
+            << " points finished; what was written is marked partial\n";
+        return exit_status::interrupted;
+    }
     return failed > 0 ? exit_status::failure : exit_status::ok;
 }
 

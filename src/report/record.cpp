@@ -117,6 +117,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"rounding", when_checked(c.rounding)},
                            {"first_bad", c.first_bad},
                            {"status", r.status},
+                           {"partial", r.partial},
                            {"error", r.error}});
     return columns;
 }

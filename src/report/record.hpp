@@ -95,6 +95,7 @@ struct record {
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
 
     std::optional<check_row> check;
+    bool partial = false;  ///< from a sweep stopped by Ctrl-C or SIGTERM before all its points ran
     std::string status = "ok";  ///< ok | PASS | FAIL | error
     std::string error;
 

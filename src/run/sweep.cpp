@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 
 namespace kjit::run {
 namespace {
@@ -86,7 +87,7 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
         for (int t = 0; t < summary.threads; ++t)
             pool.emplace_back([&] {
                 // One NVRTC program and one nvJitLink handle per call: compiles run concurrently.
-                for (std::size_t i = next++; i < work.size(); i = next++) {
+                for (std::size_t i = next++; i < work.size() && !interrupted(); i = next++) {
                     try {
                         auto build = jit::build(work[i]->first, ctx.cache, ctx.mode, work[i]->second);
                         const std::lock_guard lock(merge);
@@ -122,7 +123,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
     };
 
     if (!open) {  // compile only: no GPU
-        for (std::size_t i = 0; i < points.size(); ++i) {
+        for (std::size_t i = 0; i < points.size() && !interrupted(); ++i) {
             report::record rec = record_for(points[i], "compile", source);
             try {
                 (void)build_variant(points[i].pipeline, points[i].pipeline.compile.arch.value_or(90), ctx, rec);
@@ -148,7 +149,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                     }
                     std::optional<double> ceiling;
                     host_data host;  // reused while consecutive points share inputs
-                    for (std::size_t i = next++; i < points.size(); i = next++) {
+                    for (std::size_t i = next++; i < points.size() && !interrupted(); i = next++) {
                         report::record rec = record_for(points[i], "run", source);
                         // Start-up was paid once per device: it shows on that device's first point.
                         rec.phases = startup.phases;
@@ -168,15 +169,19 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
         }
         std::string why;
         for (const auto& e : open_errors) why += (why.empty() || e.empty() ? "" : "; ") + e;
-        for (std::size_t i = 0; i < points.size(); ++i)
+        for (std::size_t i = 0; i < points.size() && !interrupted(); ++i)
             if (!results[i]) {
                 report::record rec = record_for(points[i], "run", source);
                 record_failure(rec, "no device could run it: " + why);
                 finish(i, std::move(rec));
             }
     }
-    std::vector<report::record> records;
-    for (auto& r : results) records.push_back(std::move(*r));
+    std::vector<report::record> records;  // interrupted: the points finished, marked partial
+    for (auto& r : results)
+        if (r) {
+            r->partial = interrupted();
+            records.push_back(std::move(*r));
+        }
     return records;
 }
 
