@@ -1,5 +1,9 @@
 // kjit first-call without a GPU: child processes, their environment and exit codes, the start
 // states, aggregation and the plain-words explanation, and the real command in compile mode.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
 
 #include "helpers.hpp"
@@ -73,4 +77,22 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
         CHECK(rows[i]["nvrtc_ms"].is_null() == (i >= 2));
         CHECK(rows[i]["process_wall_ms"].get<double>() > 0);
     }
+}
+
+TEST_CASE("kjit first-call stopped by SIGINT exits 130 and leaves no scratch folders behind") {
+    kjit::testing::temp_dir tmp;
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::setenv("TMPDIR", tmp.path().c_str(), 1);
+        ::execl(KJIT_BINARY, KJIT_BINARY, "first-call", "--repeat", "20", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::usleep(1500 * 1000);  // some children in: 20 repeats of compiles take far longer
+    ::kill(child, SIGINT);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    CHECK(std::filesystem::is_empty(tmp.path()));
 }

@@ -7,6 +7,7 @@
 #include "report/files.hpp"
 #include "report/progress.hpp"
 #include "run/first_call.hpp"
+#include "util/interrupt.hpp"
 #include "util/fs.hpp"
 #include "util/units.hpp"
 
@@ -14,6 +15,9 @@ namespace kjit::cli {
 
 exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& err) {
     (void)load(o);  // a bad config is reported here, once, before any child starts
+    // Ctrl-C reaches the children too; this process then stops after the child it waits for, and
+    // unwinding removes its scratch folder (the caches of every state).
+    install_interrupt_handlers();
     const bool have_gpu = cuda::probe_driver().state == cuda::availability::ok;
     const fs::temp_directory scratch("kjit-first-call");
     const auto& root = scratch.path();
@@ -35,6 +39,7 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
         args.insert(args.end(), common.begin(), common.end());
         args.insert(args.end(), {"--cache-dir", cache.string(), "--json", json_file});
         const auto result = run::run_child(self, args, env, log);
+        if (interrupted()) throw error(error_kind::interrupted, "first-call: interrupted; nothing was written");
         if (result.exit_code != 0) {
             std::string output;
             try {

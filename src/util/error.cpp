@@ -6,6 +6,7 @@ exit_status exit_status_for(error_kind kind) noexcept {
     switch (kind) {
         case error_kind::usage:
         case error_kind::config: return exit_status::usage;
+        case error_kind::interrupted: return exit_status::interrupted;
         default: return exit_status::failure;
     }
 }

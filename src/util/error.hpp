@@ -14,6 +14,7 @@ enum class error_kind {
     io,       ///< a file could not be read or written    → exit 1
     check,    ///< results disagree with the reference    → exit 1
     memory,   ///< the host or the GPU has too little memory → exit 1
+    interrupted,  ///< Ctrl-C or SIGTERM                  → exit 130
 };
 
 enum class exit_status : int { ok = 0, failure = 1, usage = 2, interrupted = 130 };
