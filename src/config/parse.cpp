@@ -3,7 +3,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <functional>
 #include <set>
 

@@ -50,8 +50,8 @@ std::vector<int> parse_devices(const std::string& text, int available) {
         for (int i = 0; i < available; ++i) devices.push_back(i);
         return devices;
     }
-    static const std::regex list("[0-9]+(,[0-9]+)*");
-    if (!std::regex_match(text, list))
+    static const std::regex list("[0-9]{1,4}(,[0-9]{1,4})*");
+    if (text.size() > 256 || !std::regex_match(text, list))  // std::regex recurses per character
         throw error(error_kind::usage, "--devices " + text + ": expected all or a list such as 0,1");
     std::set<int> seen;
     static const std::regex number("[0-9]+");
