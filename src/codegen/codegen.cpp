@@ -151,22 +151,29 @@ generated_source generate(const config::pipeline& p, const template_set& templat
     for (const auto& k : plan_kernels(p, result.temporaries)) {
         const auto& reads = k.plan.reads;
         const auto& scalars = k.plan.scalars;
-        const auto as_is = [](const std::string& name) { return name; };
+        const auto as_is = [](const std::string& text) { return text; };
+        // The element function takes each array's element, then the scalars.
+        std::vector<std::string> element_inputs = reads;
+        element_inputs.insert(element_inputs.end(), scalars.begin(), scalars.end());
+        const auto element_args = [&](const auto& spell_array) {
+            std::vector<std::string> args;
+            for (const auto& a : reads) args.push_back(spell_array(a));
+            args.insert(args.end(), scalars.begin(), scalars.end());
+            return joined(args, as_is);
+        };
+        std::vector<std::string> kernel_params;
+        for (const auto& a : reads) kernel_params.push_back("const store_t* __restrict__ " + a);
+        kernel_params.push_back(std::string("store_t* __restrict__ ") + k_output_buffer);
+        for (const auto& s : scalars) kernel_params.push_back("real " + s);
+        kernel_params.push_back("long long n");
         mu::data item;
         item.set("kernel", k.plan.name);
         item.set("what", k.plan.what);
         item.set("first", k.first_value.empty() ? std::string("0") : k.first_value);
-        std::string params = joined(reads, [](const std::string& a) { return "real " + a; });
-        std::string kernel_params = joined(reads, [](const std::string& a) { return "const store_t* __restrict__ " + a; });
-        if (!scalars.empty()) params += (params.empty() ? "" : ", ") + joined(scalars, [](const std::string& s) { return "real " + s; });
-        kernel_params += (kernel_params.empty() ? "" : ", ") + std::string("store_t* __restrict__ out");
-        for (const auto& s : scalars) kernel_params += ", real " + s;
-        kernel_params += ", long long n";
-        const std::string scalar_tail = scalars.empty() ? "" : (reads.empty() ? "" : ", ") + joined(scalars, as_is);
-        item.set("element_params", params);
-        item.set("kernel_params", kernel_params);
-        item.set("vector_args", joined(reads, [](const std::string& a) { return "load(kjit_v_" + a + ".e[k])"; }) + scalar_tail);
-        item.set("scalar_args", joined(reads, [](const std::string& a) { return "load(" + a + "[i])"; }) + scalar_tail);
+        item.set("element_params", joined(element_inputs, [](const std::string& a) { return "real " + a; }));
+        item.set("kernel_params", joined(kernel_params, as_is));
+        item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[k])"; }));
+        item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[i])"; }));
         std::vector<std::string> pointers = reads;
         pointers.push_back(k_output_buffer);
         item.set("alignment", joined(pointers, [](const std::string& a) { return "(unsigned long long)" + a; }, " | "));

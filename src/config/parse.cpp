@@ -191,12 +191,15 @@ stage read_stage(const json& value, std::size_t index, const std::string& source
         for (const auto& param : op->params) allowed.push_back(param.name);
     }
     object_reader r(value, path, source, allowed);
+    const auto input_name = [&](const std::string& key, const std::string& why) {
+        const std::string name = r.string(key, std::nullopt);
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            r.fail(key, "expected the name of an input (" + quoted_list(names) + ")" + why + ", got \"" + name + "\"");
+        return name;
+    };
 
     if (index == 0 && r.find("input")) {
-        s.input = r.string("input", std::nullopt);
-        if (std::find(names.begin(), names.end(), s.input) == names.end())
-            r.fail("input", "expected the name of an input (" + quoted_list(names) +
-                                ") for the first stage to read, got \"" + s.input + "\"");
+        s.input = input_name("input", " for the first stage to read");
     } else if (index > 0 && r.find("input")) {
         r.fail("input", "only stages[0] names an input; later stages read the previous result");
     }
@@ -224,10 +227,7 @@ stage read_stage(const json& value, std::size_t index, const std::string& source
         for (const auto& param : op->params) {
             const json* given = r.find(param.name);
             if (param.is_input) {
-                const std::string name = r.string(param.name, std::nullopt);
-                if (std::find(names.begin(), names.end(), name) == names.end())
-                    r.fail(param.name, "expected the name of an input (" + quoted_list(names) + "), got \"" + name + "\"");
-                bindings[param.name] = {expr::name_kind::array, name};
+                bindings[param.name] = {expr::name_kind::array, input_name(param.name, "")};
             } else if (given && given->is_string()) {
                 const std::string name = given->get<std::string>();
                 if (std::find(param_names.begin(), param_names.end(), name) == param_names.end())

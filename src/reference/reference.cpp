@@ -98,7 +98,6 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
     parallel_ranges((n + k_chunk - 1) / k_chunk, [&](std::size_t first_chunk, std::size_t last_chunk) {
         std::map<std::string, std::vector<double>> elements;
         std::map<std::string, const double*> arrays;
-        for (const auto& name : used.arrays) arrays[name] = elements[name].data();
         std::vector<double> x(k_chunk), x_scale(k_chunk), next(k_chunk), next_scale(k_chunk), unused(k_chunk);
         for (std::size_t chunk = first_chunk; chunk < last_chunk; ++chunk) {
             const std::size_t begin = chunk * k_chunk, count = std::min(k_chunk, n - begin);
