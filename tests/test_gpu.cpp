@@ -49,7 +49,7 @@ TEST_CASE("every shipped config runs on the GPU and verifies") {
         auto doc = config::load_document(entry.path().string());
         doc.json.erase("sweep");  // the base point; sweeps run in scripts/gpu-check.sh
         const auto rec = s.run(config::from_json(doc));
-        CHECK(rec.status == "PASS");
+        CHECK(rec.status == report::outcome::pass);
         CHECK(rec.check->nan_count == 0);
         CHECK(rec.kernel_cold->median > 0);
         CHECK(rec.kernel_graph->median > 0);
@@ -74,7 +74,7 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
                     j["fusion"] = fusion;
                     j["stages"][2]["formula"] = formula;
                 })));
-                CHECK(rec.status == "PASS");
+                CHECK(rec.status == report::outcome::pass);
                 errors.push_back(rec.check->max_abs_error);
             }
             // Same arithmetic in one kernel or three: the rounding is the same, so are the errors.
@@ -98,7 +98,7 @@ TEST_CASE("odd sizes and every vector width write every element correctly") {
                         j["dtype"] = dtype;
                         j["fusion"] = fusion;
                     })));
-                    CHECK(rec.status == "PASS");
+                    CHECK(rec.status == report::outcome::pass);
                 }
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("explicit small grids still cover n (grid-stride)") {
             j["n"] = 100003;
             j["launch"]["grid"] = grid;
         })));
-        CHECK(rec.status == "PASS");
+        CHECK(rec.status == report::outcome::pass);
         CHECK(rec.kernels[0].grid == grid);
     }
 }
@@ -137,7 +137,7 @@ TEST_CASE("the exp formula overflows to NaN for |x| >= 88.7 in float32, and kjit
         j["stages"][2]["formula"] = "exp";
         j["stages"][0]["scale"] = 1;  // x = greyscale · weight, up to ~150
     })));
-    CHECK(rec.status == "FAIL");
+    CHECK(rec.status == report::outcome::fail);
     CHECK(rec.check->nan_count > 0);
     CHECK(rec.check->first_bad.find("out=nan") != std::string::npos);
     MESSAGE("exp formula, x up to ~150: " << rec.check->nan_count << " NaN of 1000000; " << rec.check->first_bad);
@@ -151,7 +151,7 @@ TEST_CASE("every activation and formula verifies in every storage type, on input
     for (const auto& point : config::expand_sweep(doc)) {
         CAPTURE(point.label);
         const auto rec = s.run(point.pipeline);
-        CHECK(rec.status == "PASS");
+        CHECK(rec.status == report::outcome::pass);
         MESSAGE(point.label << ": max " << rec.check->max_ulp_error << " ulp, max abs " << rec.check->max_abs_error);
     }
 }
@@ -162,9 +162,9 @@ TEST_CASE("softplus: the naive formula overflows to inf above 88.7 and FAILs nam
     const auto points = config::expand_sweep(doc);
     REQUIRE(points.size() == 2);
     const auto stable = s.run(with_measure(points[0].pipeline));
-    CHECK(stable.status == "PASS");
+    CHECK(stable.status == report::outcome::pass);
     const auto naive = s.run(with_measure(points[1].pipeline));
-    CHECK(naive.status == "FAIL");
+    CHECK(naive.status == report::outcome::fail);
     CHECK(naive.check->inf_count > 0);
     CHECK(naive.check->first_bad.find("out=inf") != std::string::npos);
     MESSAGE("softplus naive: " << naive.check->inf_count << " inf; " << naive.check->first_bad);
@@ -177,8 +177,8 @@ TEST_CASE("a param is a kernel argument: changing it changes the result, not the
     REQUIRE(points.size() == 3);
     const auto first = s.run(with_measure(points[0].pipeline));
     const auto third = s.run(with_measure(points[2].pipeline));
-    CHECK(first.status == "PASS");
-    CHECK(third.status == "PASS");
+    CHECK(first.status == report::outcome::pass);
+    CHECK(third.status == report::outcome::pass);
     CHECK(third.cache_status == "hit");
     CHECK(third.cache_key == first.cache_key);
 }

@@ -28,7 +28,7 @@ report::record sample_run() {
     r.kernel_batch = run::summarize({0.006});
     r.bytes_moved = 12e6;
     r.check = report::check_row{true, 0, 0, 0, 1e-7, 2e-7, 2, 4e-6, 0, 1.2e-7, ""};
-    r.status = "PASS";
+    r.status = report::outcome::pass;
     r.error = "a, \"quoted\"\nline";
     return r;
 }
@@ -46,6 +46,20 @@ TEST_CASE("compile and run records have the same columns, in the same order") {
                                  "first_launch_ms", "kernel_cold_median_ms", "kernel_batch_median_ms",
                                  "effective_gbps", "max_ulp_error", "nan_count", "status"})
         CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+}
+
+TEST_CASE("the status column spells each outcome and reads back; an unknown one is not a success") {
+    for (const auto o : {report::outcome::compiled, report::outcome::pass, report::outcome::fail, report::outcome::error})
+        CHECK(report::parse_outcome(report::to_string(o)) == o);
+    CHECK(std::string(report::to_string(report::outcome::pass)) == "PASS");
+    CHECK_FALSE(report::parse_outcome("pass"));
+    CHECK(report::succeeded(report::row{{"status", "ok"}}));
+    CHECK(report::succeeded(report::row{{"status", "PASS"}}));
+    CHECK_FALSE(report::succeeded(report::row{{"status", "FAIL"}}));
+    CHECK_FALSE(report::succeeded(report::row{{"status", "error"}}));
+    CHECK_FALSE(report::succeeded(report::row{{"status", "passed"}}));
+    CHECK_FALSE(report::succeeded(report::row{{"status", 1}}));
+    CHECK_FALSE(report::succeeded(report::row::object()));
 }
 
 TEST_CASE("derived figures: effective bandwidth from the cold median") {
@@ -93,7 +107,7 @@ TEST_CASE("summary marks the fastest passing variant") {
     slow.variant = "slow one";
     auto failed = sample_run();
     failed.kernel_cold = run::summarize({0.001});  // the fastest, but it failed: it must not be marked
-    failed.status = "FAIL";
+    failed.status = report::outcome::fail;
     failed.variant = "failed one";
     std::ostringstream out;
     report::print_summary(out, report::rows_of({slow, sample_run(), failed}));

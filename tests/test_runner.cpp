@@ -38,7 +38,7 @@ TEST_CASE("a correct device passes, with every phase recorded") {
     fixture f;
     f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     const auto rec = f.run(small());
-    CHECK(rec.status == "PASS");
+    CHECK(rec.status == report::outcome::pass);
     REQUIRE(rec.check.has_value());
     CHECK(rec.check->nan_count == 0);
     CHECK(rec.check->max_ulp_error < 8);
@@ -68,7 +68,7 @@ TEST_CASE("a correct device passes, with every phase recorded") {
 TEST_CASE("the output is poisoned first: a device that writes nothing fails with NaN") {
     fixture f;
     const auto rec = f.run(small());
-    CHECK(rec.status == "FAIL");
+    CHECK(rec.status == report::outcome::fail);
     CHECK(rec.check->nan_count == 4099);
     CHECK(rec.check->first_bad.find("element 0:") == 0);
     CHECK(rec.check->first_bad.find("out=nan") != std::string::npos);
@@ -84,7 +84,7 @@ TEST_CASE("one wrong element fails, named with its inputs") {
         floats(args.back())[1234] += 0.01f;
     };
     const auto rec = f.run(small());
-    CHECK(rec.status == "FAIL");
+    CHECK(rec.status == report::outcome::fail);
     CHECK(rec.check->mismatches == 1);
     CHECK(rec.check->first_bad.find("element 1234: greyscales=") == 0);
     CHECK(rec.check->first_bad.find("weights=") != std::string::npos);
@@ -98,7 +98,7 @@ TEST_CASE("separate stages: three launches per chain, wired through intermediate
         kjit::testing::hidden_layer_on_host(k, args, n);
     };
     const auto rec = f.run(small("separate"));
-    CHECK(rec.status == "PASS");
+    CHECK(rec.status == report::outcome::pass);
     CHECK(order == std::vector<std::string>{"hidden_layer_s0_normalize", "hidden_layer_s1_weigh", "hidden_layer_s2_tanh"});
     CHECK(f.gpu.launches == 3 * (1 + 2 + 5 + 2 * run::k_batches * 5));
     CHECK(rec.bytes_moved == (2.0 + 3.0 + 2.0) * 4099 * 4);
@@ -151,7 +151,7 @@ TEST_CASE("host data is shared only while the stages agree: a changed op paramet
     run::host_data host;
     report::record first = run::new_record("run", small(), "test");
     run::run_variant(small(), f.gpu, {f.templates, &f.cache, jit::cache_mode::use}, first, {false, &host});
-    CHECK(first.status == "PASS");
+    CHECK(first.status == report::outcome::pass);
     auto halved = small();
     halved = kjit::testing::pipeline_with([](json& j) {
         j["n"] = 4099;
@@ -160,7 +160,7 @@ TEST_CASE("host data is shared only while the stages agree: a changed op paramet
     });
     report::record second = run::new_record("run", halved, "test");
     run::run_variant(halved, f.gpu, {f.templates, &f.cache, jit::cache_mode::use}, second, {false, &host});
-    CHECK(second.status == "PASS");  // a stale reference (x / 255) would fail every element
+    CHECK(second.status == report::outcome::pass);  // a stale reference (x / 255) would fail every element
     CHECK_FALSE(second.get(report::phase::host_inputs).has_value());  // same inputs: reused
     CHECK(second.get(report::phase::host_reference).has_value());
     CHECK(second.cache_status == "hit");  // the scale is a kernel argument: same binary

@@ -116,7 +116,7 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
     std::size_t compiled = 0, with_context = 0, with_inputs = 0;
     for (std::size_t i = 0; i < records.size(); ++i) {
         CHECK(records[i].sweep_index == i);
-        CHECK(records[i].status == "PASS");
+        CHECK(records[i].status == report::outcome::pass);
         CHECK((records[i].device_index == 0 || records[i].device_index == 1));
         compiled += records[i].get(report::phase::nvrtc).has_value();
         with_context += records[i].get(report::phase::context).has_value();
@@ -140,15 +140,15 @@ TEST_CASE("a failing point is recorded and the sweep goes on") {
     };
     const auto records = run::run_points(points, "test", {0}, open, ctx, nullptr);
     REQUIRE(records.size() == 2);
-    CHECK(records[0].status == "PASS");
-    CHECK(records[1].status == "error");
+    CHECK(records[0].status == report::outcome::pass);
+    CHECK(records[1].status == report::outcome::error);
     CHECK(records[1].error.find("NVRTC failed") != std::string::npos);
 
     const run::gpu_factory broken = [](int, report::record&) -> std::unique_ptr<run::gpu> {
         throw error(error_kind::driver, "cuDevicePrimaryCtxRetain failed: CUDA_ERROR_OUT_OF_MEMORY");
     };
     const auto none = run::run_points(points, "test", {0}, broken, ctx, nullptr);
-    CHECK(none[0].status == "error");
+    CHECK(none[0].status == report::outcome::error);
     CHECK(none[0].error.find("no device could run it: device 0: cuDevicePrimaryCtxRetain") != std::string::npos);
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("Ctrl-C during a sweep: no further point starts, and what ran is marke
     set_interrupted(false);
     REQUIRE(records.size() == 2);  // no further point started
     CHECK(records[0].partial);
-    CHECK(records[1].status == "PASS");
+    CHECK(records[1].status == report::outcome::pass);
     CHECK(records[1].sweep_index == 1);
     CHECK(report::rows_of(records)[0]["partial"] == true);
 }

@@ -95,7 +95,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
         if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
         if (call > 1) out << "\n";
         report::print_record(out, rec);
-        if (rec.status == "FAIL") {
+        if (rec.status == report::outcome::fail) {
             err << "kjit: FAIL: " << rec.check->mismatches << " of " << cfg.pipeline.n
                 << " elements outside tolerance; first: " << rec.check->first_bad << "\n";
             failed = true;

@@ -58,7 +58,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     const auto rows = report::rows_of(records);
     report::print_summary(out, rows);
     std::size_t failed = 0;
-    for (const auto& r : records) failed += r.status != "PASS" && r.status != "ok";
+    for (const auto& r : records) failed += !report::succeeded(r.status);
     out << "\n" << points.size() << " points" << (o.shard.empty() ? "" : " (shard " + o.shard + ")") << ", "
         << compiled.distinct << " distinct sources, " << compiled.compiled << " compiled on " << compiled.threads
         << " threads in " << units::duration_ms(compiled.wall_ms);

@@ -29,6 +29,29 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 }  // namespace
 
+const char* to_string(outcome o) {
+    switch (o) {
+        case outcome::compiled: return "ok";
+        case outcome::pass: return "PASS";
+        case outcome::fail: return "FAIL";
+        case outcome::error: return "error";
+    }
+    return "?";
+}
+
+std::optional<outcome> parse_outcome(const std::string& text) {
+    for (const outcome o : {outcome::compiled, outcome::pass, outcome::fail, outcome::error})
+        if (text == to_string(o)) return o;
+    return std::nullopt;
+}
+
+bool succeeded(const row& r) {
+    const auto it = r.find("status");
+    if (it == r.end() || !it->is_string()) return false;
+    const auto o = parse_outcome(it->get<std::string>());
+    return o && succeeded(*o);
+}
+
 const char* phase_name(phase p) { return k_names[static_cast<std::size_t>(p)].column; }
 const char* phase_title(phase p) { return k_names[static_cast<std::size_t>(p)].title; }
 
@@ -116,7 +139,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"atol", when_checked(c.atol)},
                            {"rounding", when_checked(c.rounding)},
                            {"first_bad", c.first_bad},
-                           {"status", r.status},
+                           {"status", to_string(r.status)},
                            {"partial", r.partial},
                            {"error", r.error}});
     return columns;

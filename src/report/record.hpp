@@ -64,6 +64,19 @@ struct check_row {
     std::string first_bad;  ///< "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048"
 };
 
+/// What became of a variant; the `status` column spells it ok | PASS | FAIL | error.
+enum class outcome {
+    compiled,  ///< "ok": built (compile, sweep --compile-only); nothing ran
+    pass,      ///< "PASS": ran and every element is within tolerance
+    fail,      ///< "FAIL": ran, and some element is not
+    error,     ///< "error": a sweep point that could not be built or run; `error` says why
+};
+[[nodiscard]] const char* to_string(outcome o);
+/// The outcome a `status` column names; nullopt for anything else (a damaged file).
+[[nodiscard]] std::optional<outcome> parse_outcome(const std::string& text);
+/// compiled or pass: what counts as success for exit codes and summaries.
+[[nodiscard]] inline bool succeeded(outcome o) { return o == outcome::compiled || o == outcome::pass; }
+
 struct record {
     std::string command;  ///< "compile" or "run"
     std::string config_source;
@@ -96,7 +109,7 @@ struct record {
 
     std::optional<check_row> check;
     bool partial = false;  ///< from a sweep stopped by Ctrl-C or SIGTERM before all its points ran
-    std::string status = "ok";  ///< ok | PASS | FAIL | error
+    outcome status = outcome::compiled;
     std::string error;
 
     void set(phase p, double ms) { phases[static_cast<std::size_t>(p)] = ms; }
@@ -108,6 +121,9 @@ struct record {
 /// One record as a flat JSON object (columns of flatten, in order): what files hold and what the
 /// sweep summary prints, also for records read back from shards.
 using row = nlohmann::ordered_json;
+
+/// succeeded() for a row read back from a file: a status it does not know is not a success.
+[[nodiscard]] bool succeeded(const row& r);
 
 /// Column name → value, in a fixed order: every record of every command has the same columns
 /// (null where a value does not apply), so CSV and JSON from different runs line up.

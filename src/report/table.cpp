@@ -127,7 +127,7 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
     for (const row* r : sorted) {
         const std::string status = r->value("status", "");
         const auto cold = number(*r, "kernel_cold_median_ms");
-        const bool best = !best_marked && cold && status == "PASS";
+        const bool best = !best_marked && cold && parse_outcome(status) == outcome::pass;
         best_marked = best_marked || best;
         const auto batch = number(*r, "kernel_batch_median_ms");
         const auto rate = number(*r, "effective_gbps");

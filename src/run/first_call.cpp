@@ -110,7 +110,7 @@ std::vector<report::row> summarize_first_call(const std::vector<report::row>& ro
         out["first_call_state"] = state;
         out["repeats"] = members.size();
         std::size_t failed = 0;
-        for (const auto* r : members) failed += r->value("status", "") != "PASS" && r->value("status", "") != "ok";
+        for (const auto* r : members) failed += !report::succeeded(*r);
         out["failed"] = failed;
         for (const auto& [column, value] : members.front()->items()) {
             if (column.size() < 3 || column.compare(column.size() - 3, 3, "_ms") != 0 ||

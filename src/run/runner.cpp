@@ -334,7 +334,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         check.first_bad = describe_element(*result.first_bad, inputs, out, expected.values[*result.first_bad],
                                            expected.scales[*result.first_bad], tol);
     rec.check = check;
-    rec.status = result.pass ? "PASS" : "FAIL";
+    rec.status = result.pass ? report::outcome::pass : report::outcome::fail;
 
     measure_kernel(device, enqueue_chain, p.measure, rec);
 }

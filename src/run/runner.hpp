@@ -77,7 +77,7 @@ struct run_options {
 };
 
 /// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the
-/// check. A result outside tolerance sets status "FAIL" (it does not throw); a CUDA failure throws
+/// check. A result outside tolerance sets outcome::fail (it does not throw); a CUDA failure throws
 /// kjit::error(driver) whose message starts with the phase it happened in.
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
                  const run_options& options = {});

@@ -28,7 +28,7 @@ report::record record_for(const config::sweep_point& point, const std::string& c
 }
 
 void record_failure(report::record& rec, const std::string& message) {
-    rec.status = "error";
+    rec.status = report::outcome::error;
     rec.error = message;
 }
 

@@ -46,7 +46,7 @@ using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record
 
 /// Runs every point on `devices` (one worker each), or, with no factory, only builds them
 /// (compile-only). `step` is called after each point. Records come back in point order; a point
-/// that failed has status "FAIL" or "error" and the message.
+/// that failed has outcome fail or error and the message.
 [[nodiscard]] std::vector<report::record> run_points(const std::vector<config::sweep_point>& points,
                                                      const std::string& source, const std::vector<int>& devices,
                                                      const gpu_factory& open, const build_context& ctx,
