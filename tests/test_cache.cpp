@@ -1,12 +1,16 @@
-// The disk cache on its own (no NVRTC): publish, hit, corruption, concurrent writers, clear.
+// The disk cache on its own (no NVRTC): publish, hit, corruption, concurrent writers, clear, and
+// the bound: least-recently-used pruning, verify, leftovers, sizes.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "helpers.hpp"
 #include "jit/disk_cache.hpp"
+#include "util/units.hpp"
 
 using namespace kjit;
 
@@ -151,4 +155,143 @@ TEST_CASE("default location: KJIT_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {
     if (!saved_kjit.empty()) ::setenv("KJIT_CACHE_DIR", saved_kjit.c_str(), 1);
     if (!saved_xdg.empty()) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
     ::setenv("HOME", saved_home.c_str(), 1);
+}
+
+namespace {
+std::string key_of(int i) {
+    std::string key = k_key;
+    key[0] = "0123456789abcdef"[i % 16];
+    key[1] = "0123456789abcdef"[i / 16 % 16];
+    return key;
+}
+/// Sets an entry's last use `minutes` ago, as a hit long ago would have.
+void used_minutes_ago(const jit::disk_cache& cache, const std::string& key, int minutes) {
+    std::filesystem::last_write_time(cache.entries_dir() / key,
+                                     std::filesystem::file_time_type::clock::now() - std::chrono::minutes(minutes));
+}
+std::uintmax_t entry_bytes(const jit::disk_cache& cache) {
+    std::uintmax_t total = 0;
+    for (const auto& e : cache.list()) total += e.bytes;
+    return total;
+}
+}  // namespace
+
+TEST_CASE("prune keeps the most recently used entries that fit the limit; a hit counts as a use") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache unbounded(dir.path(), 0);
+    for (int i = 0; i < 6; ++i) {
+        unbounded.store(key_of(i), sample_entry(std::to_string(i)), false);
+        used_minutes_ago(unbounded, key_of(i), 60 - i);  // entry 5 is the newest
+    }
+    const std::uintmax_t one = entry_bytes(unbounded) / 6;
+    CHECK(unbounded.prune().least_used == 0);  // no limit: nothing goes
+    CHECK(unbounded.list().size() == 6);
+
+    REQUIRE(unbounded.lookup(key_of(0)).status == jit::lookup_status::hit);  // the oldest becomes the newest
+    jit::disk_cache bounded(dir.path(), 3 * one + one / 2);
+    const auto pruned = bounded.prune();
+    CHECK(pruned.least_used == 3);
+    CHECK(pruned.bytes_kept <= bounded.limit());
+    CHECK(pruned.bytes_freed == 3 * one);
+    std::set<std::string> kept;
+    for (const auto& e : bounded.list()) kept.insert(e.key);
+    CHECK(kept == std::set<std::string>{key_of(0), key_of(4), key_of(5)});
+    CHECK(bounded.leftovers().empty());  // removed entries leave no .old-*
+}
+
+TEST_CASE("verify re-hashes every entry without marking it used; prune(true) removes the damaged ones") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    for (int i = 0; i < 3; ++i) cache.store(key_of(i), sample_entry(std::to_string(i)), false);
+    used_minutes_ago(cache, key_of(1), 30);
+    const auto before = std::filesystem::last_write_time(cache.entries_dir() / key_of(1));
+    CHECK(cache.verify().empty());
+    CHECK(std::filesystem::last_write_time(cache.entries_dir() / key_of(1)) == before);
+
+    std::ofstream(cache.entries_dir() / key_of(1) / "program.cubin", std::ios::app) << "tail";
+    const auto damaged = cache.verify();
+    REQUIRE(damaged.size() == 1);
+    CHECK(damaged[0].key == key_of(1));
+    CHECK(damaged[0].problem.find("cubin") != std::string::npos);
+    CHECK(cache.prune().damaged == 0);  // a plain prune only bounds the size
+    const auto pruned = cache.prune(true);
+    CHECK(pruned.damaged == 1);
+    CHECK(cache.list().size() == 2);
+    CHECK(cache.verify().empty());
+}
+
+TEST_CASE("prune removes stale leftovers of killed writers, but not a writer at work") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    cache.store(k_key, sample_entry(), false);
+    const auto stale = cache.entries_dir() / (".tmp-" + k_key + "-1.2.3");
+    const auto fresh = cache.entries_dir() / (".tmp-" + k_key + "-4.5.6");
+    std::filesystem::create_directories(stale);
+    std::filesystem::create_directories(fresh);
+    std::filesystem::last_write_time(stale, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+    CHECK(cache.prune().leftovers == 1);
+    CHECK_FALSE(std::filesystem::exists(stale));
+    CHECK(std::filesystem::exists(fresh));
+    CHECK(cache.lookup(k_key).status == jit::lookup_status::hit);
+}
+
+TEST_CASE("an entry removed while it is being read is a miss, not a damaged entry") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    cache.store(k_key, sample_entry(), false);
+    std::atomic<bool> stop{false};
+    std::thread remover([&] {
+        jit::disk_cache other(dir.path(), 1);  // a limit of 1 byte: every prune removes the entry
+        while (!stop) {
+            (void)other.prune();
+            cache.store(k_key, sample_entry(), false);
+        }
+    });
+    int corrupt = 0;
+    for (int i = 0; i < 2000; ++i) corrupt += cache.lookup(k_key).status == jit::lookup_status::corrupt;
+    stop = true;
+    remover.join();
+    CHECK(corrupt == 0);
+}
+
+TEST_CASE("cache sizes: KJIT_CACHE_LIMIT and --cache-limit take 2GiB, 500MB or bytes; anything else is exit 2") {
+    CHECK(units::parse_bytes("2GiB") == std::uintmax_t{2} << 30);
+    CHECK(units::parse_bytes("500 MB") == 500'000'000u);
+    CHECK(units::parse_bytes("1.5kib") == 1536u);
+    CHECK(units::parse_bytes("4096") == 4096u);
+    CHECK(units::parse_bytes("0") == 0u);
+    for (const char* bad : {"", "-1GiB", "2 GiBs", "GiB", "1e300", "nan", "1x"}) CHECK_FALSE(units::parse_bytes(bad));
+
+    const std::string saved = std::getenv("KJIT_CACHE_LIMIT") ? std::getenv("KJIT_CACHE_LIMIT") : "";
+    ::setenv("KJIT_CACHE_LIMIT", "64MiB", 1);
+    CHECK(jit::disk_cache::default_limit() == std::uintmax_t{64} << 20);
+    ::setenv("KJIT_CACHE_LIMIT", "lots", 1);
+    CHECK(kjit::testing::error_message([] { (void)jit::disk_cache::default_limit(); }, error_kind::usage)
+              .find("KJIT_CACHE_LIMIT=lots") != std::string::npos);
+    ::unsetenv("KJIT_CACHE_LIMIT");
+    CHECK(jit::disk_cache::default_limit() == jit::disk_cache::k_default_limit);
+    if (!saved.empty()) ::setenv("KJIT_CACHE_LIMIT", saved.c_str(), 1);
+
+    const auto r = kjit::testing::kjit_cli({"cache", "prune", "--cache-limit", "ten"});
+    CHECK(r.status == exit_status::usage);
+    CHECK(r.err.find("--cache-limit ten") != std::string::npos);
+}
+
+TEST_CASE("kjit cache verify finds a damaged entry (exit 1); prune removes it; stats shows the limit") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache cache(dir.path());
+    for (int i = 0; i < 3; ++i) cache.store(key_of(i), sample_entry(std::to_string(i)), false);
+    const std::string d = dir.path().string();
+    CHECK(kjit::testing::kjit_cli({"cache", "verify", "--cache-dir", d}).status == exit_status::ok);
+    std::ofstream(cache.entries_dir() / key_of(2) / "program.ptx") << "changed";
+    const auto verify = kjit::testing::kjit_cli({"cache", "verify", "--cache-dir", d});
+    CHECK(verify.status == exit_status::failure);
+    CHECK(verify.err.find(key_of(2)) != std::string::npos);
+    CHECK(verify.out.find("1 damaged") != std::string::npos);
+    const auto prune = kjit::testing::kjit_cli({"cache", "prune", "--cache-dir", d, "--cache-limit", "0"});
+    CHECK(prune.status == exit_status::ok);
+    CHECK(prune.out.find("removed 1 damaged and 0 least recently used") != std::string::npos);
+    const auto stats = kjit::testing::kjit_cli({"cache", "stats", "--cache-dir", d, "--cache-limit", "1MiB"});
+    CHECK(stats.out.find("2 entries") != std::string::npos);
+    CHECK(stats.out.find("limit 1.00 MiB") != std::string::npos);
 }

@@ -310,6 +310,28 @@ TEST_CASE("kjit compile twice on each shipped config: miss, then hit with NVRTC 
     }
 }
 
+TEST_CASE("a command that stores an entry prunes the cache to --cache-limit, least recently used first") {
+    kjit::testing::temp_dir dir;
+    const std::string cache_dir = dir.path().string();
+    REQUIRE(kjit::testing::kjit_cli({"compile", "--cache-dir", cache_dir}).status == exit_status::ok);
+    jit::disk_cache cache(dir.path());
+    REQUIRE(cache.list().size() == 1);
+    const std::string first = cache.list()[0].key;
+    const std::uintmax_t one = cache.list()[0].bytes;
+    // Room for one entry (the float64 one is larger, but not twice as large), not for both.
+    const std::string limit = std::to_string(2 * one - 1);
+    const auto second = kjit::testing::kjit_cli(
+        {"compile", "--cache-dir", cache_dir, "--cache-limit", limit, "--set", "dtype=float64"});
+    REQUIRE(second.status == exit_status::ok);
+    REQUIRE(cache.list().size() == 1);
+    CHECK(cache.list()[0].key != first);
+    // A hit stores nothing, so it prunes nothing even when the cache is over the limit.
+    REQUIRE(kjit::testing::kjit_cli({"compile", "--cache-dir", cache_dir, "--cache-limit", "0"}).status == exit_status::ok);
+    REQUIRE(cache.list().size() == 2);
+    CHECK(kjit::testing::kjit_cli({"compile", "--cache-dir", cache_dir, "--cache-limit", "1"}).status == exit_status::ok);
+    CHECK(cache.list().size() == 2);
+}
+
 TEST_CASE("kjit compile exit codes: 0, 1 for a compile error, 2 for a bad config") {
     kjit::testing::temp_dir dir;
     const std::string log = (dir.path() / "log").string();

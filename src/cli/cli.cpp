@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "util/fs.hpp"
+#include "util/units.hpp"
 
 namespace kjit::cli {
 namespace {
@@ -29,7 +30,7 @@ constexpr subcommand k_subcommands[] = {
      false},
     {"merge", "FILE.json...", "join sweep results (e.g. shards) into one table", false, false, true, false},
     {"devices", "", "list the GPUs the driver sees", false, false, false, false},
-    {"cache", "list|stats|clear|path", "inspect or clear the compile cache", false, false, false, false},
+    {"cache", "list|stats|verify|prune|clear|path", "inspect, check, bound or clear the compile cache", false, false, false, false},
 };
 
 void print_overview(std::ostream& out) {
@@ -65,7 +66,9 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
                              cxxopts::value<std::string>(), "sm_XX")(
             "cache-dir", "cache directory (default $KJIT_CACHE_DIR, $XDG_CACHE_HOME/kjit or ~/.cache/kjit)",
             cxxopts::value<std::string>(), "DIR")("no-cache", "compile, and neither read nor write the cache")(
-            "refresh", "compile, and replace the cache entry");
+            "refresh", "compile, and replace the cache entry")(
+            "cache-limit", "keep the cache under SIZE, least recently used out first (default $KJIT_CACHE_LIMIT or 1GiB; 0: no limit)",
+            cxxopts::value<std::string>(), "SIZE");
     }
     if (sub.outputs) {
         parser.add_options()("json", "write the record(s) as JSON to FILE", cxxopts::value<std::string>(), "FILE")(
@@ -100,8 +103,10 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         parser.parse_positional({"files"});
     }
     if (std::string(sub.name) == "cache") {
-        parser.add_options()("action", "list | stats | clear | path", cxxopts::value<std::string>())(
-            "cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR");
+        parser.add_options()("action", "list | stats | verify | prune | clear | path", cxxopts::value<std::string>())(
+            "cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR")(
+            "cache-limit", "prune: the size to fit (default $KJIT_CACHE_LIMIT or 1GiB; 0: no limit)",
+            cxxopts::value<std::string>(), "SIZE");
         parser.parse_positional({"action"});
     }
 
@@ -128,6 +133,12 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     text("json", o.json_path);
     text("csv", o.csv_path);
     text("action", o.cache_action);
+    if (args.count("cache-limit")) {
+        const std::string limit = args["cache-limit"].as<std::string>();
+        o.cache_limit = units::parse_bytes(limit);
+        if (!o.cache_limit)
+            throw error(error_kind::usage, "--cache-limit " + limit + ": expected a size such as 2GiB or 500MB (0: no limit)");
+    }
     if (args.count("set")) o.sets = args["set"].as<std::vector<std::string>>();
     if (args.count("arch")) o.arch = parse_arch_option(args["arch"].as<std::string>());
     if (args.count("device")) o.device = args["device"].as<int>();
@@ -166,7 +177,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (name == "merge") return cmd_merge(o, out, err);
     if (name == "first-call") return cmd_first_call(o, out, err);
     if (name == "devices") return cmd_devices(out);
-    return cmd_cache(o, out);
+    return cmd_cache(o, out, err);
 }
 
 }  // namespace

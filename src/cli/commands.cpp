@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 
@@ -32,7 +33,17 @@ codegen::template_set templates(const options& o) {
 }
 
 jit::disk_cache cache_for(const options& o) {
-    return jit::disk_cache(o.cache_dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(o.cache_dir));
+    return jit::disk_cache(o.cache_dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(o.cache_dir),
+                           o.cache_limit.value_or(jit::disk_cache::default_limit()));
+}
+
+void keep_cache_bounded(jit::disk_cache& cache, std::ostream& err) {
+    if (!cache.stored_any()) return;
+    try {
+        (void)cache.prune();
+    } catch (const error& e) {  // the work is done; a cache that cannot shrink is only a warning
+        err << "kjit: warning: " << e.what() << "\n";
+    }
 }
 
 jit::cache_mode cache_mode(const options& o) {
@@ -63,8 +74,9 @@ exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) 
     jit::disk_cache cache = cache_for(o);
     report::record rec = run::new_record("compile", cfg.pipeline, cfg.source);
     const int arch = cfg.pipeline.compile.arch.value_or(90);
-    (void)run::build_variant(cfg.pipeline, arch, {tmpl, &cache, cache_mode(o)}, rec);
+    (void)run::build_variant(cfg.pipeline, arch, {tmpl, o.no_cache ? nullptr : &cache, cache_mode(o)}, rec);
     if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
+    keep_cache_bounded(cache, err);
     report::print_record(out, rec);
     write_rows(o, report::rows_of({rec}));
     return exit_status::ok;
@@ -102,6 +114,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
         }
         records.push_back(std::move(rec));
     }
+    keep_cache_bounded(cache, err);
     write_rows(o, report::rows_of(records));
     return failed ? exit_status::failure : exit_status::ok;
 }
@@ -128,7 +141,7 @@ std::string meta_text(const nlohmann::json& meta, const char* key, const std::st
 }
 }  // namespace
 
-exit_status cmd_cache(const options& o, std::ostream& out) {
+exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err) {
     jit::disk_cache cache = cache_for(o);
     const std::string& action = o.cache_action;
     if (action == "path") {
@@ -144,15 +157,33 @@ exit_status cmd_cache(const options& o, std::ostream& out) {
                     << units::bytes(static_cast<double>(e.bytes))
                     << meta_text(e.meta, "label", meta_text(e.meta, "problem", "")) << "\n";
         }
-        if (action == "stats" || entries.empty())
+        if (action == "stats" || entries.empty()) {
             out << entries.size() << " entries, " << units::bytes(static_cast<double>(total)) << " in "
-                << cache.entries_dir().string() << "\n";
+                << cache.entries_dir().string();
+            if (cache.limit() > 0)
+                out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ", "
+                    << std::lround(100.0 * static_cast<double>(total) / static_cast<double>(cache.limit())) << "% used)";
+            out << "\n";
+        }
         if (const auto left = cache.leftovers(); !left.empty())
             out << left.size() << " leftovers of interrupted writers (.tmp-*, .old-*): kjit cache clear removes them\n";
+    } else if (action == "verify") {
+        const auto damaged = cache.verify();
+        for (const auto& d : damaged) err << "kjit: damaged entry " << d.key << ": " << d.problem << "\n";
+        out << "verified " << cache.list().size() << " entries in " << cache.entries_dir().string() << ": "
+            << damaged.size() << " damaged" << (damaged.empty() ? "" : " (kjit cache prune removes them)") << "\n";
+        return damaged.empty() ? exit_status::ok : exit_status::failure;
+    } else if (action == "prune") {
+        const auto pruned = cache.prune(true);
+        out << "removed " << pruned.damaged << " damaged and " << pruned.least_used << " least recently used entries, "
+            << pruned.leftovers << " stale leftovers: " << units::bytes(static_cast<double>(pruned.bytes_freed))
+            << " freed, " << units::bytes(static_cast<double>(pruned.bytes_kept)) << " kept";
+        if (cache.limit() > 0) out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ")";
+        out << "\n";
     } else if (action == "clear") {
         out << "removed " << cache.clear() << " entries from " << cache.root().string() << "\n";
     } else {
-        throw error(error_kind::usage, "cache: expected list, stats, clear or path" +
+        throw error(error_kind::usage, "cache: expected list, stats, verify, prune, clear or path" +
                                            (action.empty() ? std::string() : ", got '" + action + "'"));
     }
     return exit_status::ok;

@@ -25,7 +25,8 @@ struct options {
     std::optional<int> arch;
     std::string json_path, csv_path;
     int device = 0;
-    std::string cache_action;  ///< list | stats | clear | path
+    std::optional<std::uintmax_t> cache_limit;  ///< --cache-limit; else $KJIT_CACHE_LIMIT or the default
+    std::string cache_action;  ///< list | stats | verify | prune | clear | path
     std::string devices = "0";  ///< sweep: all | 0,1
     std::string shard;          ///< sweep: K/N
     bool quiet = false;
@@ -51,6 +52,8 @@ struct loaded_config {
 [[nodiscard]] codegen::template_set templates(const options& o);
 [[nodiscard]] jit::disk_cache cache_for(const options& o);
 [[nodiscard]] jit::cache_mode cache_mode(const options& o);
+/// After a command that may have stored entries: prune the cache to its limit (a warning on failure).
+void keep_cache_bounded(jit::disk_cache& cache, std::ostream& err);
 /// Writes --json and --csv when given.
 void write_rows(const options& o, const std::vector<report::row>& rows);
 
@@ -58,7 +61,7 @@ exit_status cmd_emit(const options& o, std::ostream& out);
 exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_devices(std::ostream& out);
-exit_status cmd_cache(const options& o, std::ostream& out);
+exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& err);

@@ -53,6 +53,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     const auto records = run::run_points(points, doc.source, devices, open, ctx,
                                          [&](const report::record& r) { bar.step(r.sweep_point); });
     bar.finish();
+    keep_cache_bounded(cache, err);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
     const auto rows = report::rows_of(records);

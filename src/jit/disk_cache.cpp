@@ -1,16 +1,20 @@
 #include "jit/disk_cache.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/units.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -54,6 +58,27 @@ stdfs::path private_temp_root() {
     return root;
 }
 
+/// Moves `path` out of the way (to .old-…, which readers never open) and deletes it.
+void remove_entry(const stdfs::path& path, const std::string& key) {
+    const stdfs::path trash = path.parent_path() / (".old-" + key + "-" + fs::unique_suffix());
+    std::error_code ec;
+    if (::rename(path.c_str(), trash.c_str()) != 0) {
+        if (errno == ENOENT) return;  // someone else removed it first
+        throw error(error_kind::io, "cache: cannot remove " + path.string() + ": " + std::strerror(errno));
+    }
+    stdfs::remove_all(trash, ec);
+}
+
+std::uintmax_t directory_bytes(const stdfs::path& dir) {
+    std::uintmax_t total = 0;
+    std::error_code ec;
+    for (const auto& file : stdfs::directory_iterator(dir, ec)) {
+        const auto size = file.file_size(ec);
+        if (!ec) total += size;
+    }
+    return total;
+}
+
 std::string check_blob(const nlohmann::json& meta, const std::string& bytes, const std::string& field) {
     if (!meta.contains(field + "_bytes") || !meta.contains(field + "_xxh3"))
         return "meta.json lacks " + field + " size/hash";
@@ -66,7 +91,17 @@ std::string check_blob(const nlohmann::json& meta, const std::string& bytes, con
 
 }  // namespace
 
-disk_cache::disk_cache(stdfs::path root) : m_root(std::move(root)) {}
+disk_cache::disk_cache(stdfs::path root, std::uintmax_t limit_bytes) : m_root(std::move(root)), m_limit(limit_bytes) {}
+
+std::uintmax_t disk_cache::default_limit() {
+    const char* text = std::getenv("KJIT_CACHE_LIMIT");
+    if (!text || !*text) return k_default_limit;
+    const auto bytes = units::parse_bytes(text);
+    if (!bytes)
+        throw error(error_kind::usage, std::string("KJIT_CACHE_LIMIT=") + text +
+                                           ": expected a size such as 2GiB or 500MB (0: unbounded)");
+    return *bytes;
+}
 
 stdfs::path disk_cache::default_root() {
     if (const char* dir = std::getenv("KJIT_CACHE_DIR"); dir && *dir) return dir;
@@ -80,6 +115,13 @@ stdfs::path disk_cache::default_root() {
 stdfs::path disk_cache::entries_dir() const { return m_root / ("v" + std::to_string(k_format_version)); }
 
 lookup_result disk_cache::lookup(const std::string& key) const {
+    lookup_result result = read(key);
+    // Marks the entry used for prune(); a read-only cache just keeps its order.
+    if (result.status == lookup_status::hit) ::utimensat(AT_FDCWD, (entries_dir() / key).c_str(), nullptr, 0);
+    return result;
+}
+
+lookup_result disk_cache::read(const std::string& key) const {
     const stdfs::path dir = entries_dir() / key;
     std::error_code ec;
     if (!stdfs::is_directory(dir, ec)) return {};
@@ -96,6 +138,7 @@ lookup_result disk_cache::lookup(const std::string& key) const {
         result.problem = check_blob(result.entry.meta, result.entry.ptx, "ptx");
         if (result.problem.empty()) result.problem = check_blob(result.entry.meta, result.entry.cubin, "cubin");
     } catch (const std::exception& e) {  // unreadable file, bad JSON, wrong field types
+        if (!stdfs::exists(dir, ec)) return {};  // pruned or cleared while we read it
         result.problem = e.what();
     }
     if (result.problem.empty()) result.status = lookup_status::hit;
@@ -127,12 +170,16 @@ void disk_cache::store(const std::string& key, const cache_entry& entry, bool re
     }
     // rename(2) onto a non-empty directory fails: that is how a concurrent writer finds out that
     // another one published first.
-    if (::rename(temp.c_str(), target.c_str()) == 0) return;
+    if (::rename(temp.c_str(), target.c_str()) == 0) {
+        *m_stored = true;
+        return;
+    }
     if (errno == ENOTEMPTY || errno == EEXIST) {
         if (replace) {
             const stdfs::path trash = dir / (".old-" + key + "-" + fs::unique_suffix());
             if (::rename(target.c_str(), trash.c_str()) == 0 && ::rename(temp.c_str(), target.c_str()) == 0) {
                 stdfs::remove_all(trash, ec);
+                *m_stored = true;
                 return;
             }
             stdfs::remove_all(trash, ec);
@@ -151,9 +198,8 @@ std::vector<entry_summary> disk_cache::list() const {
     for (const auto& item : stdfs::directory_iterator(entries_dir(), ec)) {
         const std::string name = item.path().filename().string();
         if (!item.is_directory() || !is_entry_key(name)) continue;
-        entry_summary summary{name, nlohmann::json::object(), 0};
-        for (const auto& file : stdfs::directory_iterator(item.path(), ec))
-            summary.bytes += file.file_size(ec);
+        entry_summary summary{name, nlohmann::json::object(), directory_bytes(item.path()),
+                              stdfs::last_write_time(item.path(), ec)};
         try {
             summary.meta = nlohmann::json::parse(read_entry_file(item.path() / k_meta));
         } catch (const std::exception&) {
@@ -170,6 +216,50 @@ std::vector<std::filesystem::path> disk_cache::leftovers() const {
     for (const auto& item : stdfs::directory_iterator(entries_dir(), ec))
         if (is_leftover(item.path().filename().string())) found.push_back(item.path());
     return found;
+}
+
+std::vector<damaged_entry> disk_cache::verify() const {
+    std::vector<damaged_entry> damaged;
+    for (const auto& entry : list()) {
+        const auto found = read(entry.key);
+        if (found.status == lookup_status::corrupt) damaged.push_back({entry.key, found.problem});
+    }
+    return damaged;
+}
+
+prune_result disk_cache::prune(bool remove_damaged) {
+    prune_result result;
+    const stdfs::path dir = entries_dir();
+    std::vector<entry_summary> entries = list();
+    if (remove_damaged) {
+        for (const auto& bad : verify()) {
+            const auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.key == bad.key; });
+            if (it == entries.end()) continue;  // published after list(): another process is at work
+            result.bytes_freed += it->bytes;
+            entries.erase(it);
+            remove_entry(dir / bad.key, bad.key);
+            ++result.damaged;
+        }
+    }
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
+    for (const auto& e : entries) {  // most recently used first: keep while they fit
+        if (m_limit == 0 || result.bytes_kept + e.bytes <= m_limit) {
+            result.bytes_kept += e.bytes;
+            continue;
+        }
+        remove_entry(dir / e.key, e.key);
+        result.bytes_freed += e.bytes;
+        ++result.least_used;
+    }
+    std::error_code ec;
+    const auto stale = stdfs::file_time_type::clock::now() - std::chrono::hours(1);
+    for (const auto& path : leftovers()) {
+        const auto changed = stdfs::last_write_time(path, ec);
+        if (ec || changed > stale) continue;
+        result.bytes_freed += directory_bytes(path);
+        if (stdfs::remove_all(path, ec) > 0 && !ec) ++result.leftovers;
+    }
+    return result;
 }
 
 std::size_t disk_cache::clear() {

@@ -2,7 +2,9 @@
 // meta.json}. An entry is written in a private temp directory and published with one rename, so
 // readers need no lock and never see half an entry. meta.json records sizes and XXH3 hashes of
 // both binaries; an entry that does not match them is reported as corrupt (a miss), never used.
-// No CUDA headers: the cache stores bytes.
+// The cache is bounded: a hit marks its entry used (the directory's mtime), and prune() removes
+// the least recently used entries until the cache fits its limit. No CUDA headers: the cache
+// stores bytes.
 #pragma once
 #include <atomic>
 #include <filesystem>
@@ -32,23 +34,49 @@ struct entry_summary {
     std::string key;
     nlohmann::json meta;
     std::uintmax_t bytes = 0;
+    std::filesystem::file_time_type last_used;  ///< published, or last hit
+};
+
+/// One entry that does not match its own meta.json.
+struct damaged_entry {
+    std::string key;
+    std::string problem;
+};
+
+struct prune_result {
+    std::size_t damaged = 0;       ///< entries removed because they failed verification
+    std::size_t least_used = 0;    ///< entries removed to fit the limit
+    std::size_t leftovers = 0;     ///< stale .tmp-* / .old-* removed
+    std::uintmax_t bytes_freed = 0;
+    std::uintmax_t bytes_kept = 0;  ///< what the entries that stay take
 };
 
 class disk_cache {
 public:
     static constexpr int k_format_version = 1;
 
-    explicit disk_cache(std::filesystem::path root);
+    /// The bound when neither KJIT_CACHE_LIMIT nor --cache-limit says otherwise.
+    static constexpr std::uintmax_t k_default_limit = std::uintmax_t{1} << 30;
+
+    /// `limit_bytes`: what prune() keeps the entries under; 0 = unbounded.
+    explicit disk_cache(std::filesystem::path root, std::uintmax_t limit_bytes = k_default_limit);
 
     /// KJIT_CACHE_DIR, else $XDG_CACHE_HOME/kjit (if absolute), else $HOME/.cache/kjit, else a
     /// private per-user directory in the temp folder (throws kjit::error(io) if that is not the
     /// user's own).
     [[nodiscard]] static std::filesystem::path default_root();
 
+    /// KJIT_CACHE_LIMIT (a size such as 2GiB or 500MB; 0 = unbounded), else k_default_limit.
+    /// Throws kjit::error(usage) naming the variable when it is not a size.
+    [[nodiscard]] static std::uintmax_t default_limit();
+
     [[nodiscard]] const std::filesystem::path& root() const { return m_root; }
+    [[nodiscard]] std::uintmax_t limit() const { return m_limit; }
     /// The directory that holds this format version's entries.
     [[nodiscard]] std::filesystem::path entries_dir() const;
 
+    /// Reads and checks an entry; a hit marks it used. An entry removed while it is read (by a
+    /// concurrent prune or clear) is a miss.
     [[nodiscard]] lookup_result lookup(const std::string& key) const;
 
     /// Publishes an entry atomically. An existing valid entry wins (another process compiled the
@@ -59,6 +87,14 @@ public:
     [[nodiscard]] std::vector<entry_summary> list() const;
     /// What killed or blocked writers left behind (.tmp-*, .old-*); `clear` removes them.
     [[nodiscard]] std::vector<std::filesystem::path> leftovers() const;
+    /// Re-hashes every entry against its meta.json (without marking any used).
+    [[nodiscard]] std::vector<damaged_entry> verify() const;
+    /// Removes the least recently used entries until the rest fit the limit, and leftovers
+    /// older than an hour (a younger one may be a writer at work). With `remove_damaged`, also
+    /// every entry verify() rejects. Entries are renamed away before they are deleted, so a
+    /// concurrent reader sees a whole entry or none. Throws kjit::error(io) if one cannot be removed.
+    prune_result prune(bool remove_damaged = false);
+
     /// Removes every entry of every format version (and the leftovers), nothing else that may
     /// be in the directory; returns how many entries were removed.
     std::size_t clear();
@@ -66,10 +102,17 @@ public:
     /// After a failed store, further stores are skipped (shared by copies of this cache).
     [[nodiscard]] bool unwritable() const { return *m_unwritable; }
     void mark_unwritable() { *m_unwritable = true; }
+    /// Whether this cache (or a copy) has published an entry: then a prune may be due.
+    [[nodiscard]] bool stored_any() const { return *m_stored; }
 
 private:
+    /// lookup() without marking the entry used.
+    [[nodiscard]] lookup_result read(const std::string& key) const;
+
     std::filesystem::path m_root;
+    std::uintmax_t m_limit;
     std::shared_ptr<std::atomic<bool>> m_unwritable = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<std::atomic<bool>> m_stored = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace kjit::jit

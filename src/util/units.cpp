@@ -1,7 +1,12 @@
 #include "util/units.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 namespace kjit::units {
 namespace {
@@ -44,6 +49,32 @@ std::string byte_rate(double bytes_per_s) {
 std::string count(double value) {
     static const char* const names[] = {"", "k", "M", "G", "T"};
     return scaled(value, 1000, names, 5);
+}
+
+std::optional<std::uintmax_t> parse_bytes(std::string_view text) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || !std::isfinite(value) || value < 0) return std::nullopt;
+    std::string unit(end, text.data() + text.size());
+    unit.erase(0, unit.find_first_not_of(' '));
+    std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+    static const std::array<std::pair<const char*, double>, 10> k_units{{{"", 1},
+                                                                        {"b", 1},
+                                                                        {"kb", 1e3},
+                                                                        {"mb", 1e6},
+                                                                        {"gb", 1e9},
+                                                                        {"tb", 1e12},
+                                                                        {"kib", 0x1p10},
+                                                                        {"mib", 0x1p20},
+                                                                        {"gib", 0x1p30},
+                                                                        {"tib", 0x1p40}}};
+    for (const auto& [name, scale] : k_units) {
+        if (unit != name) continue;
+        const double total = std::round(value * scale);
+        if (total >= 0x1p63) return std::nullopt;
+        return static_cast<std::uintmax_t>(total);
+    }
+    return std::nullopt;
 }
 
 }  // namespace kjit::units
