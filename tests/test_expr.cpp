@@ -126,6 +126,12 @@ TEST_CASE("limits: 64 levels and 4,096 characters work; beyond the limits, an er
     for (int i = 0; i < 1000; ++i) chain += "+x";
     CHECK(parse_failure(chain).second.find("expression nested too deeply") == 0);
     CHECK(parse_failure(std::string(5000, '-') + "x").second.find("expression nested too deeply") == 0);
+    // Found by fuzz_expr: 150 unary minuses parse, and print as -(-(…)), which must parse again.
+    std::string minuses = "x";
+    for (int i = 0; i < 150; ++i) minuses = "- " + minuses;
+    const std::string printed = expr::to_text(expr::parse(minuses, k_names));
+    CHECK(printed.find("(-") != std::string::npos);
+    CHECK(expr::to_text(expr::parse(printed, k_names)) == printed);
 }
 
 TEST_CASE("rebind renames an op's parameters; collect_names lists what a tree uses") {

@@ -65,7 +65,9 @@ TEST_CASE("every variant compiles to PTX and cubin, with registers reported per 
 
 TEST_CASE("every op × formula × dtype compiles, fused and separate, with fast math too") {
     int compiled = 0;
-    for (const auto& [name, op] : config::builtin_ops()) {
+    for (const auto& entry : config::builtin_ops()) {  // no structured binding: clang 14's lambdas cannot capture one
+        const std::string& name = entry.first;
+        const config::op_definition& op = entry.second;
         for (const auto& formula : op.formulas) {
             for (const char* dtype : {"float32", "float64", "float16", "bfloat16"}) {
                 for (const char* fusion : {"fused", "separate"}) {

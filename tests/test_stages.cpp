@@ -80,7 +80,8 @@ TEST_CASE("every activation and formula of the issue is in the op file") {
     const std::vector<std::pair<std::string, std::vector<std::string>>> expected{
         {"tanh", {"builtin", "exp"}}, {"sigmoid", {"exp", "tanh"}}, {"relu", {""}}, {"leaky_relu", {""}},
         {"elu", {""}}, {"gelu", {"erf", "tanh"}}, {"silu", {""}}, {"softplus", {"stable", "naive"}}};
-    for (const auto& [name, formulas] : expected) {
+    for (const auto& [op_name, formulas] : expected) {
+        const std::string& name = op_name;  // CAPTURE's lambda cannot see a structured binding (clang 14)
         CAPTURE(name);
         REQUIRE(ops.count(name));
         CHECK(ops.at(name).activation);

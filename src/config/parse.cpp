@@ -396,7 +396,7 @@ pipeline from_json(const document& doc) {
         std::vector<std::string> keys;
         for (const auto& item : params->items()) keys.push_back(item.key());
         object_reader numbers(*params, "params", src, keys);
-        for (const auto& [name, value] : params->items()) {
+        for (const std::string& name : keys) {
             if (!is_identifier(name) || is_reserved(name))
                 r.fail_at("params." + name, "expected a C identifier that is not a reserved name, got \"" + name + "\"");
             if (std::any_of(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; }))

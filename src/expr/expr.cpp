@@ -109,13 +109,17 @@ private:
         return make(std::move(n));
     }
 
-    /// Guards recursion through parentheses, unary operators and ?: (the only ways to nest).
+    /// Guards recursion through parentheses, unary operators and ?: (the only ways to nest). The
+    /// tree's depth is the limit users meet (make); this one only keeps the stack safe, and is
+    /// looser, so that any accepted tree printed by to_text, which may add a pair of parentheses
+    /// per level (-(-x)), parses again.
+    static constexpr std::size_t k_max_nesting = 4 * k_max_depth;
     struct nesting {
         parser& p;
         explicit nesting(parser& owner) : p(owner) {
-            if (++p.m_depth > k_max_depth)
+            if (++p.m_depth > k_max_nesting)
                 throw parse_error(p.column(), "expression nested too deeply: more than " +
-                                                  std::to_string(k_max_depth) + " levels");
+                                                  std::to_string(k_max_nesting) + " levels of parentheses");
         }
         ~nesting() { --p.m_depth; }
     };

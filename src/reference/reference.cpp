@@ -34,6 +34,24 @@ std::uint16_t float_to_bfloat16(float value) {
     return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
+/// IEEE binary16 on the host: GCC 12 and clang 15 know _Float16 on x86; older clang (the fuzzing
+/// build's) has only the storage type __fp16, which converts the same way.
+#if defined(__clang__) && __clang_major__ < 15
+using half = __fp16;
+#else
+using half = _Float16;
+#endif
+// __fp16 may not be a parameter or a return type: these convert at the memory.
+double load_half(const unsigned char* bytes, std::size_t i) {
+    half value;
+    std::memcpy(&value, bytes + i * sizeof(half), sizeof(half));
+    return static_cast<double>(value);
+}
+void store_half(unsigned char* bytes, std::size_t i, double value) {
+    const half narrow = static_cast<half>(value);
+    std::memcpy(bytes + i * sizeof(half), &narrow, sizeof(half));
+}
+
 /// Precision (significand bits) and smallest normal exponent of each storage type.
 struct format {
     int precision;
@@ -60,7 +78,7 @@ double typed_array::get(std::size_t i) const {
     switch (m_type) {
         case config::dtype::float32: return load<float>(m_bytes.data(), i);
         case config::dtype::float64: return load<double>(m_bytes.data(), i);
-        case config::dtype::float16: return static_cast<double>(load<_Float16>(m_bytes.data(), i));
+        case config::dtype::float16: return load_half(m_bytes.data(), i);
         case config::dtype::bfloat16: return bfloat16_to_float(load<std::uint16_t>(m_bytes.data(), i));
     }
     return 0;
@@ -70,7 +88,7 @@ void typed_array::set(std::size_t i, double value) {
     switch (m_type) {
         case config::dtype::float32: store(m_bytes.data(), i, static_cast<float>(value)); break;
         case config::dtype::float64: store(m_bytes.data(), i, value); break;
-        case config::dtype::float16: store(m_bytes.data(), i, static_cast<_Float16>(value)); break;
+        case config::dtype::float16: store_half(m_bytes.data(), i, value); break;
         case config::dtype::bfloat16:
             store(m_bytes.data(), i, float_to_bfloat16(static_cast<float>(value)));
             break;
