@@ -19,6 +19,11 @@ public:
         on_launch;
     std::string fail_call;  ///< a method name: that call throws a driver error
     std::size_t free_bytes = std::size_t{1} << 36;  ///< what free_memory() reports
+    /// What read_state() returns, in turn (then empty states): before and after the timed loops.
+    std::vector<report::device_state> states;
+    /// time_ms varies by up to ± this fraction, deterministically, as a real device's samples do.
+    double jitter = 0;
+    int timings = 0;  ///< time_ms calls
     std::vector<std::string> calls;
     int launches = 0;
 
@@ -45,6 +50,10 @@ public:
     }
     int max_active_blocks_per_sm(run::kernel_id, int) override { return 8; }
     std::size_t free_memory() override { return free_bytes; }
+    report::device_state read_state() override {
+        if (m_states_read >= states.size()) return {};
+        return states[m_states_read++];
+    }
     run::buffer_id allocate(std::size_t bytes) override {
         record("allocate");
         m_buffers.emplace_back(bytes, 0);
@@ -81,7 +90,10 @@ public:
     double time_ms(const std::function<void()>& enqueue) override {
         const int before = launches;
         enqueue();
-        return 0.001 * (launches - before);  // 1 µs per launch
+        m_noise_state = m_noise_state * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double unit = static_cast<double>(m_noise_state >> 11) * 0x1p-53 * 2 - 1;  // in [-1, 1)
+        ++timings;
+        return 0.001 * (launches - before) * (1 + jitter * unit);  // 1 µs per launch
     }
 
     struct fake_graph final : graph {
@@ -113,6 +125,8 @@ private:
             throw error(error_kind::driver, call + " failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory");
     }
     run::device_info m_info;
+    std::size_t m_states_read = 0;
+    std::uint64_t m_noise_state = 1;
     std::vector<std::string> m_kernels;
     std::vector<std::vector<unsigned char>> m_buffers;
 };

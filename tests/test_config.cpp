@@ -85,6 +85,10 @@ TEST_CASE("block must be a multiple of 32 in 32..1024") {
     CHECK(config_error_after([](json& j) { j["launch"]["block"] = 2048; }).find("launch.block: expected an integer in 32..1024") !=
           std::string::npos);
     CHECK(config_error_after([](json& j) { j["launch"]["block"] = 16; }).find("launch.block") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["measure"]["noise"] = 0; }).find("measure.noise: expected a relative error") !=
+          std::string::npos);
+    CHECK(config_error_after([](json& j) { j["measure"]["max_ms"] = -1; }).find("measure.max_ms: expected milliseconds") !=
+          std::string::npos);
 }
 
 TEST_CASE("vector width: 1 to 8 elements, at most 32 bytes, or auto") {

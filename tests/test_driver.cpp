@@ -5,6 +5,7 @@
 
 #include "cli/cli.hpp"
 #include "cuda/driver_api.hpp"
+#include "cuda/nvml.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -23,6 +24,16 @@ TEST_CASE("no libcuda: no_driver_library, with the dlopen reason") {
     CHECK(probe.state == cuda::availability::no_driver_library);
     CHECK(probe.detail.find("/nonexistent/libcuda.so.1") != std::string::npos);
     CHECK(probe.api == nullptr);
+}
+
+TEST_CASE("no NVML: the device state is empty and says why; measuring goes on without it") {
+    // NVML is loaded once per process: this is the first and only use in unit_tests.
+    ::setenv("KJIT_LIBNVML", "/nonexistent/libnvidia-ml.so.1", 1);
+    const cuda::nvml_device device("0000:19:00.0");
+    ::unsetenv("KJIT_LIBNVML");
+    CHECK_FALSE(device.available());
+    CHECK(device.why_not().find("cannot load /nonexistent/libnvidia-ml.so.1") == 0);
+    CHECK(device.read().empty());
 }
 
 TEST_CASE("the toolkit's stub libcuda is not a driver") {

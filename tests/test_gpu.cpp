@@ -35,11 +35,26 @@ struct session {
 };
 
 config::pipeline with_measure(config::pipeline p) {
-    p.measure = {1, 5};
+    p.measure = {1, 5, 0.05, 50};
     return p;
 }
 
 }  // namespace
+
+TEST_CASE("NVML reads the device's clocks and temperature before and after the timed loops") {
+    session s;
+    const auto rec = s.run(with_measure(config::from_json(kjit::testing::default_document())));
+    REQUIRE_MESSAGE(!rec.state_before.empty(), "NVML gave nothing: is libnvidia-ml.so.1 missing?");
+    CHECK(rec.state_before.sm_clock_mhz.value_or(0) > 0);
+    CHECK(rec.state_after.memory_clock_mhz.value_or(0) > 0);
+    CHECK(rec.state_after.temperature_c.value_or(0) > 0);
+    CHECK(rec.kernel_cold_noise.has_value());
+    MESSAGE("SM " << rec.state_before.sm_clock_mhz.value_or(0) << " -> " << rec.state_after.sm_clock_mhz.value_or(0)
+                  << " MHz, memory " << rec.state_after.memory_clock_mhz.value_or(0) << " MHz, "
+                  << rec.state_after.temperature_c.value_or(0) << " C, " << rec.state_after.power_w.value_or(0)
+                  << " W, limits " << rec.state_after.clock_limits.value_or(0) << ", cold noise "
+                  << *rec.kernel_cold_noise * 100 << " % over " << rec.kernel_cold->count << " samples");
+}
 
 TEST_CASE("every shipped config runs on the GPU and verifies") {
     session s;

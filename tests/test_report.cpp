@@ -127,6 +127,41 @@ TEST_CASE("units are chosen per value") {
     CHECK(units::byte_rate(4.1e12) == "4.10 TB/s");
 }
 
+TEST_CASE("the median's relative error: from the spread around the median, not moved by a few outliers") {
+    CHECK(run::median_relative_error({}) == 0);
+    CHECK(run::median_relative_error({5.0}) == 0);
+    CHECK(run::median_relative_error({2, 2, 2, 2}) == 0);
+    // median 10, absolute deviations 0,1,1,2,2 → MAD 1; 1.2533 · 1.4826 · 1 / √5 / 10
+    CHECK(run::median_relative_error({10, 9, 11, 8, 12}) == doctest::Approx(1.2533 * 1.4826 / std::sqrt(5.0) / 10));
+    std::vector<double> with_outliers(100, 10.0);
+    for (std::size_t i = 0; i < with_outliers.size(); i += 2) with_outliers[i] = 10.1;
+    const double clean = run::median_relative_error(with_outliers);
+    with_outliers[1] = 1e6;
+    with_outliers[3] = 1e6;
+    CHECK(run::median_relative_error(with_outliers) == doctest::Approx(clean).epsilon(0.2));
+    std::vector<double> more = with_outliers;
+    more.insert(more.end(), with_outliers.begin(), with_outliers.end());
+    CHECK(run::median_relative_error(more) < run::median_relative_error(with_outliers));  // shrinks as 1/√n
+}
+
+TEST_CASE("state warnings: clocks that moved more than 2 %, slowdown reasons named, nothing without NVML") {
+    CHECK(run::state_warnings({}, {}).empty());
+    report::device_state a, b;
+    a.sm_clock_mhz = 1980;
+    b.sm_clock_mhz = 1960;  // 1 %: boost noise, not a warning
+    a.memory_clock_mhz = 2619;
+    b.memory_clock_mhz = 1593;
+    a.clock_limits = 0x1 | 0x2 | 0x10 | 0x100;  // idle, application clocks, sync boost, display: no slowdowns
+    b.clock_limits = 0x20 | 0x40 | 0x8 | 0x80;
+    const auto warnings = run::state_warnings(a, b);
+    REQUIRE(warnings.size() == 2);
+    CHECK(warnings[0] == "memory clock moved from 2619 to 1593 MHz during the timed loops");
+    CHECK(warnings[1] == "clocks held down (hardware slowdown, thermal (software), thermal (hardware), power brake "
+                         "(hardware)) after the timed loops");
+    CHECK(report::slowdown_names(0x4) == "power cap");
+    CHECK(report::slowdown_names(0x1).empty());
+}
+
 TEST_CASE("statistics: median, spread, and the empty case") {
     const auto s = run::summarize({5, 1, 3, 2, 4});
     CHECK(s.median == 3);

@@ -1,9 +1,11 @@
 // The runner against a fake GPU: phase order, argument wiring, poisoning, verification, timing
 // counts and failures. Needs NVRTC (the runner compiles for real), not a GPU.
 #include <cmath>
+#include <sstream>
 
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
+#include "report/table.hpp"
 #include "run/runner.hpp"
 
 using namespace kjit;
@@ -164,4 +166,76 @@ TEST_CASE("host data is shared only while the stages agree: a changed op paramet
     CHECK_FALSE(second.get(report::phase::host_inputs).has_value());  // same inputs: reused
     CHECK(second.get(report::phase::host_reference).has_value());
     CHECK(second.cache_status == "hit");  // the scale is a kernel argument: same binary
+}
+
+TEST_CASE("cold samples: exactly `repeat` when the device is steady; more until the noise target when it is not") {
+    fixture steady;
+    steady.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    const auto calm = steady.run(small());
+    CHECK(calm.kernel_cold->count == 5);
+    CHECK(calm.kernel_cold_noise == 0.0);
+    CHECK(calm.warnings.empty());
+
+    fixture noisy;
+    noisy.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    noisy.gpu.jitter = 0.2;  // ±20 %: the median's error after 5 samples is several percent
+    auto p = small();
+    p.measure.noise = 0.01;
+    p.measure.max_ms = 60000;
+    const auto settled = noisy.run(p);
+    CHECK(settled.kernel_cold->count > 50);
+    CHECK(*settled.kernel_cold_noise <= 0.01);
+    CHECK(settled.warnings.empty());
+    CHECK(noisy.gpu.flushes == static_cast<int>(settled.kernel_cold->count));
+
+    fixture hopeless;
+    hopeless.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    hopeless.gpu.jitter = 0.2;
+    p.measure.noise = 1e-9;  // unreachable: the budget stops it
+    p.measure.max_ms = 20;
+    const auto stopped = hopeless.run(p);
+    CHECK(stopped.kernel_cold->count > 5);
+    CHECK(stopped.kernel_cold->count < 100000);
+    CHECK(*stopped.kernel_cold_noise > 1e-9);
+    REQUIRE(stopped.warnings.size() == 1);
+    CHECK(stopped.warnings[0].find("cold median noise") == 0);
+    CHECK(stopped.warnings[0].find("measure.max_ms = 20 ms") != std::string::npos);
+}
+
+TEST_CASE("the device's state is read before and after the timed loops; a clock that moved or a power cap warns") {
+    fixture f;
+    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    report::device_state before, after;
+    before.sm_clock_mhz = 1980;
+    before.memory_clock_mhz = 2619;
+    before.temperature_c = 40;
+    before.clock_limits = 0;
+    after = before;
+    after.sm_clock_mhz = 1755;
+    after.temperature_c = 47;
+    after.clock_limits = 0x4 | 0x1;  // power cap, and idle (which is no slowdown)
+    f.gpu.states = {before, after};
+    const auto rec = f.run(small());
+    CHECK(rec.state_before.sm_clock_mhz == 1980);
+    CHECK(rec.state_after.sm_clock_mhz == 1755);
+    REQUIRE(rec.warnings.size() == 2);
+    CHECK(rec.warnings[0] == "SM clock moved from 1980 to 1755 MHz during the timed loops");
+    CHECK(rec.warnings[1] == "clocks held down (power cap) after the timed loops");
+
+    const auto columns = report::flatten(rec);
+    const auto column = [&](const std::string& name) {
+        for (const auto& [key, value] : columns)
+            if (key == name) return value;
+        FAIL("no column " << name);
+        return nlohmann::json();
+    };
+    CHECK(column("sm_clock_mhz_before") == 1980);
+    CHECK(column("temperature_c_after") == 47);
+    CHECK(column("clock_limits_after") == 5);
+    CHECK(column("power_w_before").is_null());  // NVML gave no power reading
+    CHECK(column("warnings").get<std::string>().find("; clocks held down") != std::string::npos);
+    std::ostringstream table;
+    report::print_record(table, rec);
+    CHECK(table.str().find("SM 1980 → 1755 MHz, memory 2619 MHz, 40 → 47 °C") != std::string::npos);
+    CHECK(table.str().find("warning  clocks held down (power cap)") != std::string::npos);
 }

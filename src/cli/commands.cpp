@@ -105,6 +105,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
         run::run_variant(cfg.pipeline, *gpu, ctx, rec, {.load_ptx = o.load_ptx});
         if (!o.skip_ceiling) rec.copy_ceiling_bytes_per_s = run::copy_ceiling_bytes_per_s(*gpu, ctx);
         if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
+        for (const auto& warning : rec.warnings) err << "kjit: warning: " << warning << "\n";
         if (call > 1) out << "\n";
         report::print_record(out, rec);
         if (rec.status == report::outcome::fail) {

@@ -69,9 +69,14 @@ struct compile_spec {
     std::vector<std::string> options;  ///< extra NVRTC options, passed as given
 };
 
+/// How long the timed loops run. Cold samples are taken until there are at least `repeat` and the
+/// median's relative standard error is at most `noise`, or `max_ms` of sampling is spent (as
+/// nvbench stops on noise or a timeout); batches and graph replays are `repeat` chains each.
 struct measure_spec {
     int warmup = 3;
     int repeat = 50;
+    double noise = 0.005;
+    double max_ms = 500;
 };
 
 /// Per element: |out − ref| ≤ atol + rtol·|ref| + rounding·scale, where scale is the reference's

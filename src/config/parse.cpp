@@ -454,9 +454,15 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* measure = r.find("measure")) {
-        object_reader m(*measure, "measure", src, {"warmup", "repeat"});
+        object_reader m(*measure, "measure", src, {"warmup", "repeat", "noise", "max_ms"});
         p.measure.warmup = static_cast<int>(m.integer("warmup", 0, 10000, 3));
         p.measure.repeat = static_cast<int>(m.integer("repeat", 1, 100000, 50));
+        p.measure.noise = m.number("noise", p.measure.noise);
+        if (!(p.measure.noise > 0 && p.measure.noise <= 1))
+            m.fail("noise", "expected a relative error in (0, 1], e.g. 0.005 for 0.5 %, got " + shown(p.measure.noise));
+        p.measure.max_ms = m.number("max_ms", p.measure.max_ms);
+        if (!(p.measure.max_ms >= 0 && p.measure.max_ms <= 3.6e6))
+            m.fail("max_ms", "expected milliseconds in 0..3600000, got " + shown(p.measure.max_ms));
     }
 
     if (const json* tol = r.find("tolerance")) {

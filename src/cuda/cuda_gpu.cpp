@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "cuda/handles.hpp"
+#include "cuda/nvml.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
 
@@ -35,12 +36,22 @@ run::device_info query_device(const driver_api& api, int index, int driver_versi
     return info;
 }
 
+/// The device's PCI bus id, which NVML knows it by (its indices may differ from CUDA's).
+std::string pci_bus_id(const driver_api& api, int index, int device_count) {
+    if (index < 0 || index >= device_count)
+        throw error(error_kind::usage,
+                    "--device " + std::to_string(index) + ": there are " + std::to_string(device_count) + " GPU(s)");
+    CUdevice device = 0;
+    api.check(api.cuDeviceGet(&device, index), "cuDeviceGet", "device " + std::to_string(index));
+    char id[64] = {};
+    api.check(api.cuDeviceGetPCIBusId(id, sizeof id, device), "cuDeviceGetPCIBusId");
+    return id;
+}
+
 class cuda_gpu final : public run::gpu {
 public:
-    cuda_gpu(const probe_result& driver, int index, open_times& times) : m_api(driver.api) {
-        if (index < 0 || index >= driver.device_count)
-            throw error(error_kind::usage, "--device " + std::to_string(index) + ": there are " +
-                                               std::to_string(driver.device_count) + " GPU(s)");
+    cuda_gpu(const probe_result& driver, int index, open_times& times)
+        : m_api(driver.api), m_nvml(pci_bus_id(*driver.api, index, driver.device_count)) {
         m_info = query_device(*m_api, index, driver.driver_version);
         const auto start = std::chrono::steady_clock::now();
         CUdevice device = 0;
@@ -106,6 +117,8 @@ public:
         m_api->check(m_api->cuMemcpyDtoH(destination, pointer(buffer), bytes), "cuMemcpyDtoH",
                      units::bytes(static_cast<double>(bytes)));
     }
+
+    report::device_state read_state() override { return m_nvml.read(); }
 
     std::size_t free_memory() override {
         std::size_t free = 0, total = 0;
@@ -215,6 +228,7 @@ private:
 
     // Member order is destruction order, reversed: everything made in the context goes before it.
     std::shared_ptr<const driver_api> m_api;
+    nvml_device m_nvml;
     run::device_info m_info;
     context_handle m_context;
     stream_handle m_stream;

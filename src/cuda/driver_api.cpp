@@ -121,6 +121,7 @@ probe_result probe_driver() {
         {"cuDeviceGetName", 2000, reinterpret_cast<void**>(&a.cuDeviceGetName)},
         {"cuDeviceGetAttribute", 2000, reinterpret_cast<void**>(&a.cuDeviceGetAttribute)},
         {"cuDeviceTotalMem", 3020, reinterpret_cast<void**>(&a.cuDeviceTotalMem)},
+        {"cuDeviceGetPCIBusId", 4010, reinterpret_cast<void**>(&a.cuDeviceGetPCIBusId)},
         {"cuDevicePrimaryCtxRetain", 7000, reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRetain)},
         {"cuDevicePrimaryCtxRelease", 11000, reinterpret_cast<void**>(&a.cuDevicePrimaryCtxRelease)},
         {"cuCtxSetCurrent", 4000, reinterpret_cast<void**>(&a.cuCtxSetCurrent)},

@@ -25,6 +25,7 @@ struct driver_api {
     PFN_cuDeviceGetName_v2000 cuDeviceGetName = nullptr;
     PFN_cuDeviceGetAttribute_v2000 cuDeviceGetAttribute = nullptr;
     PFN_cuDeviceTotalMem_v3020 cuDeviceTotalMem = nullptr;
+    PFN_cuDeviceGetPCIBusId_v4010 cuDeviceGetPCIBusId = nullptr;
     PFN_cuDevicePrimaryCtxRetain_v7000 cuDevicePrimaryCtxRetain = nullptr;
     PFN_cuDevicePrimaryCtxRelease_v11000 cuDevicePrimaryCtxRelease = nullptr;
     PFN_cuCtxSetCurrent_v4000 cuCtxSetCurrent = nullptr;

@@ -27,6 +27,12 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
 }};
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+    std::string text;
+    for (const auto& part : parts) text += (text.empty() ? "" : separator) + part;
+    return text;
+}
 }  // namespace
 
 const char* to_string(outcome o) {
@@ -50,6 +56,17 @@ bool succeeded(const row& r) {
     if (it == r.end() || !it->is_string()) return false;
     const auto o = parse_outcome(it->get<std::string>());
     return o && succeeded(*o);
+}
+
+std::string slowdown_names(std::uint64_t clock_limits) {
+    // NVML's nvmlClocksEventReason* bits that slow a running kernel down.
+    static const std::pair<std::uint64_t, const char*> k_slowdowns[] = {
+        {0x4, "power cap"},           {0x8, "hardware slowdown"},          {0x20, "thermal (software)"},
+        {0x40, "thermal (hardware)"}, {0x80, "power brake (hardware)"}};
+    std::vector<std::string> names;
+    for (const auto& [bit, name] : k_slowdowns)
+        if (clock_limits & bit) names.emplace_back(name);
+    return join(names, ", ");
 }
 
 const char* phase_name(phase p) { return k_names[static_cast<std::size_t>(p)].column; }
@@ -114,6 +131,17 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     stats("cold", r.kernel_cold);
     stats("batch", r.kernel_batch);
     stats("graph", r.kernel_graph);
+    columns.emplace_back("kernel_cold_noise", optional_number(r.kernel_cold_noise));
+    for (const auto& [when, state] : {std::pair{"before", &r.state_before}, std::pair{"after", &r.state_after}}) {
+        const auto whole = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+        const std::string suffix = std::string("_") + when;
+        columns.emplace_back("sm_clock_mhz" + suffix, whole(state->sm_clock_mhz));
+        columns.emplace_back("memory_clock_mhz" + suffix, whole(state->memory_clock_mhz));
+        columns.emplace_back("temperature_c" + suffix, whole(state->temperature_c));
+        columns.emplace_back("power_w" + suffix, optional_number(state->power_w));
+        columns.emplace_back("clock_limits" + suffix,
+                             state->clock_limits ? nlohmann::json(*state->clock_limits) : nlohmann::json());
+    }
     const auto rate = r.effective_bytes_per_s();
     columns.insert(columns.end(),
                {{"bytes_moved", r.bytes_moved},
@@ -141,6 +169,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"first_bad", c.first_bad},
                            {"status", to_string(r.status)},
                            {"partial", r.partial},
+                           {"warnings", join(r.warnings, "; ")},
                            {"error", r.error}});
     return columns;
 }

@@ -9,9 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/device_state.hpp"
+
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.1.0";
+inline constexpr const char* k_schema_version = "1.2.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
@@ -104,6 +106,14 @@ struct record {
     std::optional<sample_stats> kernel_cold;   ///< per launch of the chain, L2 flushed before each
     std::optional<sample_stats> kernel_batch;  ///< back-to-back chains, total / count, per batch
     std::optional<sample_stats> kernel_graph;  ///< the same chains replayed from one CUDA graph, per chain
+    /// The cold median's relative standard error (robust: from the median absolute deviation):
+    /// the timed loop stops once it is below measure.noise, or when measure.max_ms is spent.
+    std::optional<double> kernel_cold_noise;
+    /// The device before and after the timed loops (NVML); empty where NVML is not there.
+    device_state state_before, state_after;
+    /// Why a figure may not be trusted: clocks changed or were held down during the timed loops,
+    /// the noise target was not reached. Printed, and kept in the `warnings` column.
+    std::vector<std::string> warnings;
     double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes)
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
 

@@ -41,6 +41,23 @@ std::string kernel_note(const kernel_row& k) {
     return note;
 }
 
+/// "SM 1980 MHz, memory 2619 MHz, 41 → 47 °C, 95 → 410 W": each quantity once when it did not change.
+std::string describe_states(const device_state& before, const device_state& after) {
+    std::string text;
+    const auto item = [&](const char* label, const auto& a, const auto& b, const char* unit, int digits) {
+        if (!a && !b) return;
+        const auto shown = [&](const auto& v) { return v ? fixed(static_cast<double>(*v), digits) : std::string("?"); };
+        text += (text.empty() ? "" : ", ") + std::string(label) + shown(a);
+        if (a != b) text += " → " + shown(b);
+        text += unit;
+    };
+    item("SM ", before.sm_clock_mhz, after.sm_clock_mhz, " MHz", 0);
+    item("memory ", before.memory_clock_mhz, after.memory_clock_mhz, " MHz", 0);
+    item("", before.temperature_c, after.temperature_c, " °C", 0);
+    item("", before.power_w, after.power_w, " W", 0);
+    return text + " (NVML, before → after the timed loops)";
+}
+
 }  // namespace
 
 void print_record(std::ostream& out, const record& r) {
@@ -77,6 +94,9 @@ void print_record(std::ostream& out, const record& r) {
         line("cold: L2 flushed, one chain", r.kernel_cold);
         line("batch: back-to-back, per chain", r.kernel_batch);
         line("graph: one CUDA graph, per chain", r.kernel_graph);
+        if (r.kernel_cold_noise)
+            out << "  cold median ± " << fixed(100 * *r.kernel_cold_noise, 2)
+                << " % (its relative standard error, from the spread of " << r.kernel_cold->count << " samples)\n";
         if (r.kernel_batch && r.kernel_graph && r.kernel_batch->median > r.kernel_graph->median)
             out << "  launch overhead ≈ batch − graph = " << units::duration_ms(r.kernel_batch->median - r.kernel_graph->median)
                 << " per chain\n";
@@ -101,6 +121,8 @@ void print_record(std::ostream& out, const record& r) {
             << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
         if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
     }
+    if (!r.state_before.empty() || !r.state_after.empty()) out << "\n  device   " << describe_states(r.state_before, r.state_after) << "\n";
+    for (const auto& warning : r.warnings) out << "  warning  " << warning << "\n";
     if (!r.error.empty()) out << "\n  error    " << r.error << "\n";
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "report/device_state.hpp"
+
 namespace kjit::run {
 
 struct device_info {
@@ -51,6 +53,9 @@ public:
     [[nodiscard]] virtual kernel_id get_kernel(module_id module, const std::string& name) = 0;
     /// Resident blocks per SM for `block` threads (the occupancy API).
     [[nodiscard]] virtual int max_active_blocks_per_sm(kernel_id kernel, int block) = 0;
+
+    /// Clocks, temperature, power and clock limits now (NVML); empty fields where it cannot tell.
+    [[nodiscard]] virtual report::device_state read_state() = 0;
 
     /// Device memory free now, in bytes.
     [[nodiscard]] virtual std::size_t free_memory() = 0;

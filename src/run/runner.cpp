@@ -147,8 +147,27 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
 }
 
 namespace {
+/// Samples of one chain, L2 flushed before each: at least m.repeat, then more until the median's
+/// relative standard error is within m.noise or m.max_ms of sampling is spent. The error is
+/// re-estimated every tenth of the samples so far (a sort each time), not after every sample.
+std::vector<double> cold_samples(gpu& device, const std::function<void()>& chain, const config::measure_spec& m) {
+    constexpr std::size_t k_most = 100000;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<double> samples;
+    std::size_t next_check = static_cast<std::size_t>(m.repeat);
+    for (;;) {
+        device.flush_l2();
+        samples.push_back(device.time_ms(chain));
+        if (samples.size() < next_check) continue;
+        if (samples.size() >= k_most || median_relative_error(samples) <= m.noise) break;
+        if (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() >= m.max_ms) break;
+        next_check = samples.size() + std::max<std::size_t>(1, samples.size() / 10);
+    }
+    return samples;
+}
+
 /// Kernel timing of one chain of launches, after `warmup` untimed chains. Cold: L2 flushed before
-/// each of `repeat` samples, events around one chain. Batch: events around `repeat` back-to-back
+/// each sample (see cold_samples), events around one chain. Batch: events around `repeat` back-to-back
 /// chains, total / repeat, k_batches times. Graph: the same `repeat` chains captured once in a CUDA
 /// graph and replayed k_batches times; a replay has no CPU launch gaps, so batch − graph is the
 /// launch overhead.
@@ -160,11 +179,13 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     try {
         for (int i = 0; i < m.warmup; ++i) chain();
         device.synchronize();
-        std::vector<double> cold, batch;
-        for (int i = 0; i < m.repeat; ++i) {
-            device.flush_l2();
-            cold.push_back(device.time_ms(chain));
-        }
+        rec.state_before = device.read_state();
+        std::vector<double> cold = cold_samples(device, chain, m), batch;
+        rec.kernel_cold_noise = median_relative_error(cold);
+        if (*rec.kernel_cold_noise > m.noise)
+            rec.warnings.push_back("cold median noise " + number(100 * *rec.kernel_cold_noise) + " % after " +
+                                   std::to_string(cold.size()) + " samples in measure.max_ms = " + number(m.max_ms) +
+                                   " ms; the target was " + number(100 * m.noise) + " %");
         for (int b = 0; b < k_batches; ++b) batch.push_back(device.time_ms(repeat_chain) / m.repeat);
         rec.kernel_cold = summarize(std::move(cold));
         rec.kernel_batch = summarize(std::move(batch));
@@ -179,6 +200,8 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     } catch (const error& e) {
         throw error(e.kind(), std::string("graph launches: ") + e.what());
     }
+    rec.state_after = device.read_state();
+    for (auto& warning : state_warnings(rec.state_before, rec.state_after)) rec.warnings.push_back(std::move(warning));
 }
 
 /// The run's device buffers by name, released however run_variant leaves: a sweep carries on
