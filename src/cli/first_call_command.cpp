@@ -28,7 +28,9 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
     if (!o.config_path.empty()) common.push_back(o.config_path);
     for (const auto& s : o.sets) common.insert(common.end(), {"--set", s});
     if (!o.templates_dir.empty()) common.insert(common.end(), {"--templates", o.templates_dir});
-    if (have_gpu) common.insert(common.end(), {"--skip-ceiling", "--set", "measure.warmup=0", "--set", "measure.repeat=1"});
+    if (have_gpu)
+        common.insert(common.end(), {"--skip-ceiling", "--set", "measure.warmup=0", "--set", "measure.repeat=1", "--set",
+                                     "measure.max_ms=0"});
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string log = (root / "child.log").string();
     int counter = 0;
