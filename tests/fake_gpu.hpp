@@ -1,6 +1,7 @@
 // A run::gpu that keeps buffers in host memory and runs "kernels" through a callback, so the
 // runner's phases, argument wiring, poisoning and failure handling are tested with no GPU.
 #pragma once
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "run/gpu.hpp"
+#include "run/session.hpp"
 #include "util/error.hpp"
 
 namespace kjit::testing {
@@ -129,6 +131,29 @@ private:
     std::uint64_t m_noise_state = 1;
     std::vector<std::string> m_kernels;
     std::vector<std::vector<unsigned char>> m_buffers;
+};
+
+/// Fake GPUs for a run::session: `count` devices, each set up by `setup` when opened.
+class fake_provider final : public run::gpu_provider {
+public:
+    std::string why_not;  ///< what unavailable() says; empty: the fakes are there
+    int count = 1;
+    std::function<void(fake_gpu&)> setup;
+    std::atomic<int> opened{0};
+
+    std::string unavailable() override { return why_not; }
+    std::vector<run::device_info> devices() override {
+        std::vector<run::device_info> list;
+        for (int i = 0; i < count; ++i) list.push_back(fake_gpu(i).device());
+        return list;
+    }
+    std::unique_ptr<run::gpu> open(int index, report::record& startup) override {
+        if (opened++ == 0) startup.set(report::phase::driver_init, 100);
+        startup.set(report::phase::context, 50);
+        auto gpu = std::make_unique<fake_gpu>(index);
+        if (setup) setup(*gpu);
+        return gpu;
+    }
 };
 
 /// Runs the hidden layer's generated kernels on the host, by kernel name, as the CUDA would:

@@ -10,6 +10,7 @@
 #include "report/files.hpp"
 #include "report/table.hpp"
 #include "run/runner.hpp"
+#include "run/session.hpp"
 #include "util/units.hpp"
 
 namespace kjit::cli {
@@ -37,17 +38,19 @@ jit::disk_cache cache_for(const options& o) {
                            o.cache_limit.value_or(jit::disk_cache::default_limit()));
 }
 
-void keep_cache_bounded(jit::disk_cache& cache, std::ostream& err) {
-    if (!cache.stored_any()) return;
-    try {
-        (void)cache.prune();
-    } catch (const error& e) {  // the work is done; a cache that cannot shrink is only a warning
-        err << "kjit: warning: " << e.what() << "\n";
-    }
+run::session session_for(const options& o) {
+    const jit::cache_mode mode =
+        o.no_cache ? jit::cache_mode::off : o.refresh ? jit::cache_mode::refresh : jit::cache_mode::use;
+    return run::session({o.templates_dir, o.cache_dir, o.cache_limit, mode}, cuda::driver_gpus());
 }
 
-jit::cache_mode cache_mode(const options& o) {
-    return o.no_cache ? jit::cache_mode::off : o.refresh ? jit::cache_mode::refresh : jit::cache_mode::use;
+void print_warnings(const report::record& rec, std::ostream& err) {
+    if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
+    for (const auto& warning : rec.warnings) err << "kjit: warning: " << warning << "\n";
+}
+
+void finish(run::session& s, std::ostream& err) {
+    if (const auto problem = s.finish()) err << "kjit: warning: " << *problem << "\n";
 }
 
 void write_rows(const options& o, const std::vector<report::row>& rows) {
@@ -70,13 +73,10 @@ exit_status cmd_emit(const options& o, std::ostream& out) {
 
 exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) {
     const auto cfg = load(o);
-    const auto tmpl = templates(o);
-    jit::disk_cache cache = cache_for(o);
-    report::record rec = run::new_record("compile", cfg.pipeline, cfg.source);
-    const int arch = cfg.pipeline.compile.arch.value_or(90);
-    (void)run::build_variant(cfg.pipeline, arch, {tmpl, o.no_cache ? nullptr : &cache, cache_mode(o)}, rec);
-    if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
-    keep_cache_bounded(cache, err);
+    run::session s = session_for(o);
+    const report::record rec = s.compile(cfg.pipeline, cfg.source);
+    print_warnings(rec, err);
+    finish(s, err);
     report::print_record(out, rec);
     write_rows(o, report::rows_of({rec}));
     return exit_status::ok;
@@ -84,38 +84,20 @@ exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) 
 
 exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     const auto cfg = load(o);
-    const auto tmpl = templates(o);
-    jit::disk_cache cache = cache_for(o);
-    const cuda::probe_result driver = cuda::probe_driver();
-    if (driver.state != cuda::availability::ok)
-        throw error(error_kind::driver, "no GPU to run on (" + std::string(cuda::to_string(driver.state)) + "): " +
-                                            driver.detail + "; `kjit compile` works without one");
-    cuda::open_times opened;
-    auto gpu = cuda::open_gpu(driver, o.device, opened);
-    const run::build_context ctx{tmpl, o.no_cache ? nullptr : &cache, cache_mode(o)};
-    std::vector<report::record> records;
+    run::session s = session_for(o);
     bool failed = false;
-    for (int call = 1; call <= o.calls; ++call) {
-        report::record rec = run::new_record("run", cfg.pipeline, cfg.source);
-        if (call == 1) {  // paid once per process
-            rec.set(report::phase::driver_init, driver.init_ms);
-            rec.set(report::phase::context, opened.context_ms);
-        }
-        if (o.calls > 1) rec.call_index = call;
-        run::run_variant(cfg.pipeline, *gpu, ctx, rec, {.load_ptx = o.load_ptx});
-        if (!o.skip_ceiling) rec.copy_ceiling_bytes_per_s = run::copy_ceiling_bytes_per_s(*gpu, ctx);
-        if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
-        for (const auto& warning : rec.warnings) err << "kjit: warning: " << warning << "\n";
-        if (call > 1) out << "\n";
+    const run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling};
+    const auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
+        print_warnings(rec, err);
+        if (rec.call_index.value_or(1) > 1) out << "\n";
         report::print_record(out, rec);
         if (rec.status == report::outcome::fail) {
             err << "kjit: FAIL: " << rec.check->mismatches << " of " << cfg.pipeline.n
                 << " elements outside tolerance; first: " << rec.check->first_bad << "\n";
             failed = true;
         }
-        records.push_back(std::move(rec));
-    }
-    keep_cache_bounded(cache, err);
+    });
+    finish(s, err);
     write_rows(o, report::rows_of(records));
     return failed ? exit_status::failure : exit_status::ok;
 }

@@ -11,6 +11,7 @@
 #include "jit/disk_cache.hpp"
 #include "jit/jit.hpp"
 #include "report/record.hpp"
+#include "run/session.hpp"
 #include "util/error.hpp"
 
 namespace kjit::cli {
@@ -51,9 +52,13 @@ struct loaded_config {
 [[nodiscard]] loaded_config load(const options& o);
 [[nodiscard]] codegen::template_set templates(const options& o);
 [[nodiscard]] jit::disk_cache cache_for(const options& o);
-[[nodiscard]] jit::cache_mode cache_mode(const options& o);
-/// After a command that may have stored entries: prune the cache to its limit (a warning on failure).
-void keep_cache_bounded(jit::disk_cache& cache, std::ostream& err);
+/// The session the options describe: templates, cache (--cache-dir, --cache-limit, --no-cache,
+/// --refresh) and the Driver API's GPUs.
+[[nodiscard]] run::session session_for(const options& o);
+/// A record's cache problem and measurement warnings, as "kjit: warning: …" lines.
+void print_warnings(const report::record& rec, std::ostream& err);
+/// s.finish(), its warning printed.
+void finish(run::session& s, std::ostream& err);
 /// Writes --json and --csv when given.
 void write_rows(const options& o, const std::vector<report::row>& rows);
 

@@ -1,13 +1,8 @@
 // kjit sweep and kjit merge.
-#include <chrono>
-#include <thread>
-
 #include "cli/commands.hpp"
-#include "cuda/cuda_gpu.hpp"
 #include "report/files.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
-#include "run/sweep.hpp"
 #include "util/interrupt.hpp"
 #include "util/units.hpp"
 
@@ -19,43 +14,14 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
     const auto points = config::expand_sweep(doc, mine.index, mine.count);  // validated before any work
 
-    const auto tmpl = templates(o);
-    jit::disk_cache cache = cache_for(o);
-    run::prebuilt_binaries prebuilt;
-    const run::build_context ctx{tmpl, o.no_cache ? nullptr : &cache, cache_mode(o), &prebuilt};
-
-    cuda::probe_result driver;
-    std::vector<int> devices;
-    int arch = 90;
-    if (!o.compile_only) {
-        driver = cuda::probe_driver();
-        if (driver.state != cuda::availability::ok)
-            throw error(error_kind::driver, "no GPU to run on (" + std::string(cuda::to_string(driver.state)) +
-                                                "): " + driver.detail + "; `kjit sweep --compile-only` works without one");
-        devices = run::parse_devices(o.devices, driver.device_count);
-        arch = cuda::list_devices(driver).at(static_cast<std::size_t>(devices.front())).arch;
-    }
-
-    const auto start = std::chrono::steady_clock::now();
-    const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const auto compiled = run::compile_points(points, arch, ctx, jobs);
-
+    run::session s = session_for(o);
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
-    run::gpu_factory open;
-    if (!o.compile_only)
-        open = [&](int index, report::record& startup) {
-            if (index == devices.front()) startup.set(report::phase::driver_init, driver.init_ms);
-            cuda::open_times opened;
-            auto gpu = cuda::open_gpu(driver, index, opened);
-            startup.set(report::phase::context, opened.context_ms);
-            return gpu;
-        };
-    const auto records = run::run_points(points, doc.source, devices, open, ctx,
-                                         [&](const report::record& r) { bar.step(r.sweep_point); });
+    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs},
+                                [&](const report::record& r) { bar.step(r.sweep_point); });
     bar.finish();
-    keep_cache_bounded(cache, err);
-    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-
+    finish(s, err);
+    const auto& records = result.records;
+    const auto& compiled = result.compiled;
     const auto rows = report::rows_of(records);
     report::print_summary(out, rows);
     std::size_t failed = 0;
@@ -65,7 +31,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
         << " threads in " << units::duration_ms(compiled.wall_ms);
     if (compiled.compiled > 0)
         out << " (their compile times add up to " << units::duration_ms(compiled.serial_ms) << ")";
-    out << "; whole sweep " << units::duration_ms(wall_ms) << "; " << failed << " failed\n";
+    out << "; whole sweep " << units::duration_ms(result.wall_ms) << "; " << failed << " failed\n";
     write_rows(o, rows);
     if (interrupted()) {
         err << "kjit: interrupted: " << records.size() << " of " << points.size()

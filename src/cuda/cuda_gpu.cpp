@@ -1,6 +1,8 @@
 #include "cuda/cuda_gpu.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include "cuda/handles.hpp"
 #include "cuda/nvml.hpp"
@@ -253,5 +255,34 @@ std::vector<run::device_info> list_devices(const probe_result& driver) {
         devices.push_back(query_device(*driver.api, i, driver.driver_version));
     return devices;
 }
+
+namespace {
+class driver_provider final : public run::gpu_provider {
+public:
+    std::string unavailable() override {
+        const probe_result& d = driver();
+        return d.state == availability::ok ? std::string() : std::string(to_string(d.state)) + ": " + d.detail;
+    }
+    std::vector<run::device_info> devices() override { return list_devices(driver()); }
+    std::unique_ptr<run::gpu> open(int index, report::record& startup) override {
+        if (!m_init_reported.exchange(true)) startup.set(report::phase::driver_init, driver().init_ms);
+        open_times times;
+        auto gpu = open_gpu(driver(), index, times);
+        startup.set(report::phase::context, times.context_ms);
+        return gpu;
+    }
+
+private:
+    const probe_result& driver() {
+        std::call_once(m_probed, [this] { m_driver = probe_driver(); });
+        return m_driver;
+    }
+    std::once_flag m_probed;
+    probe_result m_driver;
+    std::atomic<bool> m_init_reported{false};
+};
+}  // namespace
+
+std::unique_ptr<run::gpu_provider> driver_gpus() { return std::make_unique<driver_provider>(); }
 
 }  // namespace kjit::cuda

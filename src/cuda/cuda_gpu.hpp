@@ -5,6 +5,7 @@
 
 #include "cuda/driver_api.hpp"
 #include "run/gpu.hpp"
+#include "run/session.hpp"
 
 namespace kjit::cuda {
 
@@ -15,6 +16,10 @@ struct open_times {
 
 /// Opens device `index` of a probed driver (state ok). Throws kjit::error(driver).
 [[nodiscard]] std::unique_ptr<run::gpu> open_gpu(const probe_result& driver, int index, open_times& times);
+
+/// The sessions' GPUs through the Driver API: libcuda is probed on first use, its start-up time
+/// reported with the first device opened.
+[[nodiscard]] std::unique_ptr<run::gpu_provider> driver_gpus();
 
 /// Properties of every device the driver sees.
 [[nodiscard]] std::vector<run::device_info> list_devices(const probe_result& driver);

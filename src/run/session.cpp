@@ -1,0 +1,87 @@
+#include "run/session.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "util/error.hpp"
+
+namespace kjit::run {
+
+session::session(const session_options& options, std::unique_ptr<gpu_provider> gpus)
+    : m_templates(options.templates_dir.empty() ? codegen::template_set::embedded()
+                                                : codegen::template_set::from_directory(options.templates_dir)),
+      m_cache(options.cache_dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(options.cache_dir),
+              options.cache_limit.value_or(jit::disk_cache::default_limit())),
+      m_mode(options.mode),
+      m_gpus(std::move(gpus)) {}
+
+build_context session::context(prebuilt_binaries* prebuilt) {
+    return {m_templates, m_mode == jit::cache_mode::off ? nullptr : &m_cache, m_mode, prebuilt};
+}
+
+void session::require_gpu(const std::string& without_one) {
+    const std::string why = m_gpus ? m_gpus->unavailable() : "no GPU provider";
+    if (!why.empty()) throw error(error_kind::driver, "no GPU to run on (" + why + "); " + without_one + " works without one");
+}
+
+report::record session::compile(const config::pipeline& p, const std::string& source) {
+    report::record rec = new_record("compile", p, source);
+    (void)build_variant(p, p.compile.arch.value_or(90), context(), rec);
+    return rec;
+}
+
+std::vector<report::record> session::run(const config::pipeline& p, const std::string& source,
+                                         const run_request& request,
+                                         const std::function<void(const report::record&)>& done) {
+    require_gpu("`kjit compile`");
+    report::record startup;
+    auto device = m_gpus->open(request.device, startup);
+    const build_context ctx = context();
+    std::vector<report::record> records;
+    for (int call = 1; call <= request.calls; ++call) {
+        report::record rec = new_record("run", p, source);
+        if (call == 1) rec.phases = startup.phases;  // start-up is paid once per process
+        if (request.calls > 1) rec.call_index = call;
+        run_variant(p, *device, ctx, rec, {.load_ptx = request.load_ptx});
+        if (request.copy_ceiling) rec.copy_ceiling_bytes_per_s = copy_ceiling_bytes_per_s(*device, ctx);
+        if (done) done(rec);
+        records.push_back(std::move(rec));
+    }
+    return records;
+}
+
+sweep_result session::sweep(const std::vector<config::sweep_point>& points, const std::string& source,
+                            const sweep_request& request, const std::function<void(const report::record&)>& step) {
+    std::vector<int> devices;
+    int arch = 90;
+    if (!request.compile_only) {
+        require_gpu("`kjit sweep --compile-only`");
+        const auto known = m_gpus->devices();
+        devices = parse_devices(request.devices, static_cast<int>(known.size()));
+        arch = known.at(static_cast<std::size_t>(devices.front())).arch;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    prebuilt_binaries prebuilt;
+    const build_context ctx = context(&prebuilt);
+    sweep_result result;
+    const int jobs = request.jobs > 0 ? request.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    result.compiled = compile_points(points, arch, ctx, jobs);
+    gpu_factory open;
+    if (!request.compile_only)
+        open = [this](int index, report::record& startup) { return m_gpus->open(index, startup); };
+    result.records = run_points(points, source, devices, open, ctx, step);
+    result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+std::optional<std::string> session::finish() {
+    if (m_mode == jit::cache_mode::off || !m_cache.stored_any()) return std::nullopt;
+    try {
+        (void)m_cache.prune();
+    } catch (const error& e) {
+        return std::string(e.what());
+    }
+    return std::nullopt;
+}
+
+}  // namespace kjit::run

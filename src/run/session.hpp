@@ -1,0 +1,96 @@
+// What every command that builds or runs variants sets up, in one object: the templates, the disk
+// cache (bounded), and GPUs from a provider — the Driver API in kjit, a fake in tests. `cli` turns
+// flags into session_options and requests and prints what comes back, so every path from a config
+// to records is tested without a process.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "config/config.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/jit.hpp"
+#include "report/record.hpp"
+#include "run/gpu.hpp"
+#include "run/sweep.hpp"
+
+namespace kjit::run {
+
+/// Opens GPUs. Nothing is loaded until first asked.
+class gpu_provider {
+public:
+    virtual ~gpu_provider() = default;
+    /// Empty when there are GPUs to run on; else why not, e.g. "no_driver_library: could not load libcuda".
+    [[nodiscard]] virtual std::string unavailable() = 0;
+    [[nodiscard]] virtual std::vector<device_info> devices() = 0;
+    /// Opens device `index` on the calling thread (its context is current there), recording the
+    /// driver's start-up (the first time in the process) and the context's into `startup`.
+    [[nodiscard]] virtual std::unique_ptr<gpu> open(int index, report::record& startup) = 0;
+};
+
+struct session_options {
+    std::string templates_dir;  ///< empty: the embedded templates
+    std::string cache_dir;      ///< empty: disk_cache::default_root()
+    std::optional<std::uintmax_t> cache_limit;  ///< empty: disk_cache::default_limit()
+    jit::cache_mode mode = jit::cache_mode::use;  ///< off: no cache at all (--no-cache)
+};
+
+struct run_request {
+    int device = 0;
+    int calls = 1;             ///< records, one per call, in one process
+    bool load_ptx = false;     ///< load PTX (driver JIT) instead of the cubin
+    bool copy_ceiling = true;  ///< measure the device's copy bandwidth (once per device and driver)
+};
+
+struct sweep_request {
+    std::string devices = "0";  ///< all | 0,1
+    bool compile_only = false;  ///< build every point, run nothing (no GPU)
+    int jobs = 0;               ///< compile threads; 0 = one per core
+};
+
+struct sweep_result {
+    std::vector<report::record> records;  ///< point order; only finished points when interrupted
+    compile_summary compiled;
+    double wall_ms = 0;
+};
+
+class session {
+public:
+    /// Reads the templates and sets up the cache; throws kjit::error for a bad templates folder
+    /// or KJIT_CACHE_LIMIT.
+    session(const session_options& options, std::unique_ptr<gpu_provider> gpus);
+
+    /// Codegen and compile-or-load for the config's arch (or sm_90).
+    [[nodiscard]] report::record compile(const config::pipeline& p, const std::string& source);
+    /// `request.calls` runs of `p` on one GPU; `done` sees each record as soon as it is made.
+    /// Throws kjit::error(driver) when there is no GPU (saying `kjit compile` works without one).
+    [[nodiscard]] std::vector<report::record> run(const config::pipeline& p, const std::string& source,
+                                                  const run_request& request,
+                                                  const std::function<void(const report::record&)>& done = {});
+    /// Every point: compiled in parallel, then run on the requested GPUs (or only built).
+    /// `step` is called after each point.
+    [[nodiscard]] sweep_result sweep(const std::vector<config::sweep_point>& points, const std::string& source,
+                                     const sweep_request& request,
+                                     const std::function<void(const report::record&)>& step = {});
+
+    /// After the work: prunes the cache to its limit if anything was stored. A cache that cannot
+    /// shrink is not a failure: the returned warning says why.
+    [[nodiscard]] std::optional<std::string> finish();
+
+    [[nodiscard]] jit::disk_cache& cache() { return m_cache; }
+
+private:
+    [[nodiscard]] build_context context(prebuilt_binaries* prebuilt = nullptr);
+    void require_gpu(const std::string& without_one);
+
+    codegen::template_set m_templates;
+    jit::disk_cache m_cache;
+    jit::cache_mode m_mode;
+    std::unique_ptr<gpu_provider> m_gpus;
+};
+
+}  // namespace kjit::run

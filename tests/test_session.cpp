@@ -1,0 +1,117 @@
+// The session: what every command sets up (templates, the bounded cache, GPUs from a provider)
+// and its three paths — compile, run, sweep — driven with fake GPUs, as the CLI drives them with
+// the Driver API. Needs NVRTC, not a GPU.
+#include "fake_gpu.hpp"
+#include "helpers.hpp"
+#include "run/session.hpp"
+
+using namespace kjit;
+using json = kjit::config::json_value;
+
+namespace {
+config::pipeline small() {
+    return kjit::testing::pipeline_with([](json& j) {
+        j["n"] = 1000;
+        j["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    });
+}
+
+std::unique_ptr<kjit::testing::fake_provider> hidden_layer_gpus(int count = 1) {
+    auto gpus = std::make_unique<kjit::testing::fake_provider>();
+    gpus->count = count;
+    gpus->setup = [](kjit::testing::fake_gpu& g) { g.on_launch = kjit::testing::hidden_layer_on_host; };
+    return gpus;
+}
+}  // namespace
+
+TEST_CASE("session compile: a miss, then a hit; with the cache off nothing is stored") {
+    kjit::testing::temp_dir dir;
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, nullptr);
+    CHECK(s.compile(small(), "test").cache_status == "miss");
+    const auto again = s.compile(small(), "test");
+    CHECK(again.cache_status == "hit");
+    CHECK(again.status == report::outcome::compiled);
+    CHECK(again.arch == "sm_90");
+
+    kjit::testing::temp_dir other;
+    run::session off({"", other.path().string(), std::nullopt, jit::cache_mode::off}, nullptr);
+    CHECK(off.compile(small(), "test").cache_status == "off");
+    CHECK(off.cache().list().empty());
+    CHECK_FALSE(off.finish());
+}
+
+TEST_CASE("session run: one record per call, start-up on the first only, each seen as it is made") {
+    kjit::testing::temp_dir dir;
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    std::vector<int> seen;
+    const auto records = s.run(small(), "test", {.device = 0, .calls = 3, .copy_ceiling = false},
+                               [&](const report::record& r) { seen.push_back(r.call_index.value_or(0)); });
+    REQUIRE(records.size() == 3);
+    CHECK(seen == std::vector<int>{1, 2, 3});
+    for (const auto& r : records) CHECK(r.status == report::outcome::pass);
+    CHECK(records[0].get(report::phase::driver_init) == 100);
+    CHECK(records[0].get(report::phase::context) == 50);
+    CHECK_FALSE(records[1].get(report::phase::context));
+    CHECK(records[0].cache_status == "miss");
+    CHECK(records[1].cache_status == "hit");
+}
+
+TEST_CASE("session run without a GPU: one driver error that says why and what works instead") {
+    kjit::testing::temp_dir dir;
+    auto none = std::make_unique<kjit::testing::fake_provider>();
+    none->why_not = "no_device: the CUDA driver sees no GPU";
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(none));
+    const std::string message = kjit::testing::error_message([&] { (void)s.run(small(), "test", {}); }, error_kind::driver);
+    CHECK(message == "no GPU to run on (no_device: the CUDA driver sees no GPU); `kjit compile` works without one");
+    const auto points = config::expand_sweep(kjit::testing::default_document());
+    CHECK(kjit::testing::error_message([&] { (void)s.sweep(points, "test", {}); }, error_kind::driver)
+              .find("`kjit sweep --compile-only` works without one") != std::string::npos);
+    CHECK(s.sweep(points, "test", {.compile_only = true}).records.at(0).status == report::outcome::compiled);
+}
+
+TEST_CASE("session sweep over two fake GPUs: every point once, in order, start-up once per device") {
+    kjit::testing::temp_dir dir;
+    auto doc = kjit::testing::default_document();
+    doc.json["n"] = 1000;
+    doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
+    doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"fusion", {"fused", "separate"}}};
+    const auto points = config::expand_sweep(doc);
+    auto gpus = hidden_layer_gpus(2);
+    auto* provider = gpus.get();
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    int steps = 0;
+    const auto result = s.sweep(points, "test", {.devices = "all", .jobs = 2}, [&](const report::record&) { ++steps; });
+    CHECK(steps == 6);
+    REQUIRE(result.records.size() == 6);
+    for (std::size_t i = 0; i < result.records.size(); ++i) {
+        CHECK(result.records[i].sweep_index == i);
+        CHECK(result.records[i].status == report::outcome::pass);
+    }
+    CHECK(result.compiled.distinct == 2);  // the block size is a launch setting, not in the source
+    CHECK(provider->opened == 2);
+    int with_driver_init = 0, with_context = 0;
+    for (const auto& r : result.records) {
+        with_driver_init += r.get(report::phase::driver_init).has_value();
+        with_context += r.get(report::phase::context).has_value();
+    }
+    CHECK(with_driver_init == 1);
+    CHECK(with_context == 2);
+}
+
+TEST_CASE("session finish prunes the cache to its limit once something was stored") {
+    kjit::testing::temp_dir dir;
+    {
+        run::session unbounded({"", dir.path().string(), 0, jit::cache_mode::use}, nullptr);
+        (void)unbounded.compile(small(), "test");
+        (void)unbounded.compile(kjit::testing::pipeline_with([](json& j) { j["dtype"] = "float64"; }), "test");
+        CHECK_FALSE(unbounded.finish());
+        CHECK(unbounded.cache().list().size() == 2);
+    }
+    run::session bounded({"", dir.path().string(), 1, jit::cache_mode::use}, nullptr);
+    (void)bounded.compile(small(), "test");  // a hit stores nothing: nothing to prune
+    CHECK_FALSE(bounded.finish());
+    CHECK(bounded.cache().list().size() == 2);
+    (void)bounded.compile(kjit::testing::pipeline_with([](json& j) { j["dtype"] = "float16"; }), "test");
+    CHECK_FALSE(bounded.finish());
+    CHECK(bounded.cache().list().empty());  // one byte holds no entry
+}
