@@ -11,6 +11,9 @@
 #   ops         the stage-language configs' sweeps: every activation x formula x dtype at 2^24,
 #               bias_gelu, softplus (naive FAILs), leaky_relu_expr (one compile for three alphas)
 #   abuse       what must fail cleanly on a GPU: an n too large for the machine (exit 1, one line)
+#   trust       the measurement conditions: the default config in 5 fresh processes and at 2^24 and
+#               2^28 (NVML clocks, temperature, power, limits; the cold loop's noise and sample
+#               count), then a cold sweep_hidden_layer whose per-point noise and samples are tabled
 #   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 set -uo pipefail
@@ -89,6 +92,24 @@ for part in "$@"; do
         { "$kjit" run --set n=1000000000000; echo "exit $?"; } > "$out/abuse.log" 2>&1
         { "$kjit" run --set n=60000000000 --set dtype=float16; echo "exit $?"; } >> "$out/abuse.log" 2>&1
         cat "$out/abuse.log" ;;
+    trust)
+        records=$(mktemp -d)
+        for i in 1 2 3 4 5; do "$kjit" run --skip-ceiling --json "$records/default-$i.json" >> "$out/trust.log" 2>&1 || status=1; done
+        for n in 16777216 268435456; do "$kjit" run --set n=$n --json "$records/n$n.json" >> "$out/trust.log" 2>&1 || status=1; done
+        "$kjit" cache clear > /dev/null
+        sweep trust --devices 0
+        "$kjit" merge "$records"/*.json "$out/sweep_trust.json" --json "$out/trust.json" > /dev/null
+        python3 - "$out/trust.json" >> "$out/trust.log" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+print(f"{'point':58} {'cold median us':>14} {'noise %':>8} {'samples':>8} {'SM MHz':>11} {'mem MHz':>9} {'C':>7} {'W':>9} warnings")
+for r in rows:
+    label = r["sweep_point"] or r["variant"]
+    pair = lambda k, f="{:.0f}": "/".join("-" if r.get(f"{k}_{w}") is None else f.format(r[f"{k}_{w}"]) for w in ("before", "after"))
+    print(f"{label[:58]:58} {r['kernel_cold_median_ms'] * 1e3:14.2f} {r['kernel_cold_noise'] * 100:8.3f} {r['kernel_cold_count']:8d} "
+          f"{pair('sm_clock_mhz'):>11} {pair('memory_clock_mhz'):>9} {pair('temperature_c'):>7} {pair('power_w'):>9} {r['warnings']}")
+PY
+        grep -E "^(==|[0-9]+ points)" "$out/sweeps.log"; tail -60 "$out/trust.log" | cut -c1-160 | tail -12 ;;
     baseline)
         { cmake -S .baseline -B build-gpu/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
           cmake --build build-gpu/baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;
