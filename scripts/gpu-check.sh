@@ -14,6 +14,8 @@
 #   trust       the measurement conditions: the default config in 5 fresh processes and at 2^24 and
 #               2^28 (NVML clocks, temperature, power, limits; the cold loop's noise and sample
 #               count), then a cold sweep_hidden_layer whose per-point noise and samples are tabled
+#   compile     compile.method nvrtc against nvjitlink: 7 cold compiles each (no cache), and the
+#               seed kernel's cold time with each at 10^6, 2^24 and 2^28, alternated, 3 rounds
 #   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 set -uo pipefail
@@ -110,6 +112,38 @@ for r in rows:
           f"{pair('sm_clock_mhz'):>11} {pair('memory_clock_mhz'):>9} {pair('temperature_c'):>7} {pair('power_w'):>9} {r['warnings']}")
 PY
         grep -E "^(==|[0-9]+ points)" "$out/sweeps.log"; tail -60 "$out/trust.log" | cut -c1-160 | tail -12 ;;
+    compile)
+        records=$(mktemp -d)
+        for i in 1 2 3 4 5 6 7; do
+            for m in nvrtc nvjitlink; do
+                "$kjit" compile --no-cache --set compile.method=$m --json "$records/compile-$m-$i.json" > /dev/null 2>> "$out/compile.log" || status=1
+            done
+        done
+        for round in 1 2 3; do
+            for m in nvrtc nvjitlink; do
+                for n in 1000000 16777216 268435456; do
+                    "$kjit" run --skip-ceiling --set n=$n --set compile.method=$m --json "$records/run-$m-$n-$round.json" > /dev/null 2>> "$out/compile.log" || status=1
+                done
+            done
+        done
+        "$kjit" merge "$records"/*.json --json "$out/compile.json" > /dev/null
+        python3 - "$out/compile.json" >> "$out/compile.log" <<'PY'
+import json, statistics, sys
+rows = json.load(open(sys.argv[1]))
+med = lambda v: statistics.median(v) if v else float("nan")
+print("cold compile of the seed kernel (kjit compile --no-cache), median of 7:")
+for m in ("nvrtc", "nvjitlink"):
+    c = [r for r in rows if r["command"] == "compile" and r["compile_method"] == m]
+    total = [r["nvrtc_ms"] + r["ptx_to_cubin_ms"] for r in c]
+    fe = [r["nvrtc_front_end_ms"] for r in c if r["nvrtc_front_end_ms"] is not None]
+    print(f"  {m:10} total {med(total):6.1f} ms (nvrtc {med([r['nvrtc_ms'] for r in c]):5.1f}, ptxas {med([r['ptx_to_cubin_ms'] for r in c]):5.1f}, "
+          f"front end {med(fe):5.1f}) registers {c[0]['registers']} cubin {c[0]['cubin_bytes']} B  all: {' '.join(f'{t:.0f}' for t in total)}")
+print("seed kernel cold median, us (3 rounds each):")
+for n in (1000000, 16777216, 268435456):
+    t = {m: [r["kernel_cold_median_ms"] * 1e3 for r in rows if r["command"] == "run" and r["n"] == n and r["compile_method"] == m] for m in ("nvrtc", "nvjitlink")}
+    print(f"  n={n:10}  nvrtc {' '.join(f'{x:.2f}' for x in t['nvrtc'])}  nvjitlink {' '.join(f'{x:.2f}' for x in t['nvjitlink'])}  ratio {med(t['nvrtc']) / med(t['nvjitlink']):.3f}")
+PY
+        tail -8 "$out/compile.log" ;;
     baseline)
         { cmake -S .baseline -B build-gpu/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
           cmake --build build-gpu/baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;

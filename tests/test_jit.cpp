@@ -205,6 +205,45 @@ TEST_CASE("miss, then hit without compiling; --no-cache and --refresh") {
     CHECK(cache.list().size() == 1);
 }
 
+TEST_CASE("compile methods: one NVRTC call gives PTX and cubin with its phase split; nvJitLink is the other path") {
+    auto request = request_for(config::from_json(kjit::testing::default_document()));
+    REQUIRE(request.method == jit::compile_method::nvrtc);  // the default
+    const auto direct = jit::compile(request);
+    REQUIRE(direct.ok);
+    CHECK(direct.minimal);
+    CHECK(direct.front_end_ms > 0);
+    CHECK(direct.optimizer_ms > 0);
+    CHECK(direct.ptx_to_cubin_ms > 0);
+    CHECK(direct.link_log.find("ptxas info") != std::string::npos);  // ptxas' lines, as nvJitLink gives them
+    CHECK(direct.nvrtc_log.find("ptxas") == std::string::npos);
+    REQUIRE(direct.kernels.size() == 1);
+    CHECK(direct.kernels[0].registers > 0);
+    CHECK(direct.cubin.rfind("\x7f" "ELF", 0) == 0);
+
+    request.method = jit::compile_method::nvjitlink;
+    const auto linked = jit::compile(request);
+    REQUIRE(linked.ok);
+    CHECK(linked.ptx == direct.ptx);  // the same PTX either way; the SASS differs
+    CHECK(linked.front_end_ms == 0);
+    CHECK(linked.kernels.at(0).registers > 0);
+    CHECK(request.link_options().size() == 2);
+    request.method = jit::compile_method::nvrtc;
+    CHECK(request.link_options().empty());
+}
+
+TEST_CASE("-minimal is dropped, once, for a source that needs what it omits; a real error still fails") {
+    jit::compile_request request;
+    request.source = "extern \"C\" __global__ void k(unsigned long long* out) { cudaTextureObject_t t = 7; out[0] = t; }";
+    const auto needs_more = jit::compile(request);
+    INFO(needs_more.nvrtc_log);
+    CHECK(needs_more.ok);
+    CHECK_FALSE(needs_more.minimal);
+    request.source = "extern \"C\" __global__ void k(float* out) { out[0] = undeclared; }";
+    const auto broken = jit::compile(request);
+    CHECK_FALSE(broken.ok);
+    CHECK(broken.nvrtc_log.find("undeclared") != std::string::npos);
+}
+
 TEST_CASE("the key changes with source, options and arch") {
     const auto base = request_for(config::from_json(kjit::testing::default_document()));
     auto other_arch = base;
@@ -213,9 +252,11 @@ TEST_CASE("the key changes with source, options and arch") {
     fast.fast_math = true;
     auto source = base;
     source.source += "\n";
+    auto via_link = base;
+    via_link.method = jit::compile_method::nvjitlink;
     const std::set<std::string> keys{jit::cache_key(base), jit::cache_key(other_arch), jit::cache_key(fast),
-                                     jit::cache_key(source)};
-    CHECK(keys.size() == 4);
+                                     jit::cache_key(source), jit::cache_key(via_link)};
+    CHECK(keys.size() == 5);
     CHECK(jit::cache_key(base) == jit::cache_key(request_for(config::from_json(kjit::testing::default_document()))));
 }
 

@@ -63,8 +63,12 @@ struct launch_spec {
     std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)
 };
 
+/// How the cubin is made: NVRTC alone for the real architecture, or NVRTC's PTX through nvJitLink.
+enum class compile_path { nvrtc, nvjitlink };
+
 struct compile_spec {
     bool fast_math = false;
+    compile_path path = compile_path::nvrtc;
     std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or sm_90)
     std::vector<std::string> options;  ///< extra NVRTC options, passed as given
 };

@@ -439,8 +439,10 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* compile = r.find("compile")) {
-        object_reader c(*compile, "compile", src, {"fast_math", "arch", "options"});
+        object_reader c(*compile, "compile", src, {"fast_math", "arch", "options", "method"});
         p.compile.fast_math = c.boolean("fast_math", false);
+        p.compile.path = c.choice<compile_path>("method", {{"nvrtc", compile_path::nvrtc}, {"nvjitlink", compile_path::nvjitlink}},
+                                                compile_path::nvrtc);
         p.compile.arch = read_arch(c);
         if (const json* options = c.find("options")) {
             if (!options->is_array()) c.fail("options", "expected a list of strings, got " + shown(*options));
@@ -572,6 +574,7 @@ std::string variant_label(const pipeline& p) {
              " vec=" + std::to_string(effective_vector_width(p));
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.compile.fast_math) label += " fast-math";
+    if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     return label;
 }
 

@@ -3,13 +3,18 @@
 #include <nvJitLink.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/fs.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -56,15 +61,27 @@ std::string program_log(nvrtcProgram program) {
     return log;
 }
 
-/// C++ → PTX. Returns false (with the log) when the source does not compile.
-bool source_to_ptx(const compile_request& request, compile_result& result) {
+/// NVRTC's -time report (CSV: file, phase, metric, unit) → the milliseconds of each phase.
+std::map<std::string, double> read_phase_times(const std::filesystem::path& file) {
+    std::map<std::string, double> phases;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> fields;
+        std::istringstream cells(line);
+        for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell.substr(cell.find_first_not_of(' ')));
+        if (fields.size() == 4 && fields[3] == "ms") phases[fields[1]] += std::strtod(fields[2].c_str(), nullptr);
+    }
+    return phases;
+}
+
+/// One nvrtcCompileProgram with `options`: false (with the log) when the source does not compile.
+/// Fills the PTX, and the cubin when the options name a real architecture.
+bool run_nvrtc(const compile_request& request, const std::vector<std::string>& options, compile_result& result) {
     nvrtcProgram raw = nullptr;
     check_nvrtc(nvrtcCreateProgram(&raw, request.source.c_str(), request.program_name.c_str(), 0,
                                    nullptr, nullptr),
                 "nvrtcCreateProgram");
     program_handle program(raw);
-    std::vector<std::string> options = request.nvrtc_options();
-    options.emplace_back("-no-cache");  // NVRTC ≥ 12.9 may serve a recompile from the driver's cache
     const auto argv = c_strings(options);
     const nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
     result.nvrtc_log = program_log(program.get());
@@ -79,7 +96,49 @@ bool source_to_ptx(const compile_request& request, compile_result& result) {
     result.ptx.assign(size, '\0');
     check_nvrtc(nvrtcGetPTX(program.get(), result.ptx.data()), "nvrtcGetPTX");
     if (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();
+    if (request.method == compile_method::nvrtc) {
+        check_nvrtc(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+        result.cubin.assign(size, '\0');
+        check_nvrtc(nvrtcGetCUBIN(program.get(), result.cubin.data()), "nvrtcGetCUBIN");
+    }
     return true;
+}
+
+/// C++ → PTX and cubin in one NVRTC call for sm_XX, with ptxas' info in the log and NVRTC's own
+/// phase times. A source that fails with -minimal is compiled again without it, once: -minimal
+/// omits texture types, device-side runtime calls and the like, which a user template may use.
+void compile_with_nvrtc(const compile_request& request, compile_result& result) {
+    std::vector<std::string> options = request.nvrtc_options();
+    result.minimal = std::find(options.begin(), options.end(), "-minimal") != options.end();
+    const std::filesystem::path times =
+        std::filesystem::temp_directory_path() / ("kjit-nvrtc-time-" + fs::unique_suffix() + ".csv");
+    // -no-cache: NVRTC ≥ 12.9 may serve a recompile from the driver's cache (no honest cold time).
+    options.insert(options.end(), {"-no-cache", "--ptxas-options=-v", "--time=" + times.string()});
+    std::error_code ec;
+    auto start = clock_type::now();
+    result.ok = run_nvrtc(request, options, result);
+    if (!result.ok && result.minimal && !result.options_rejected) {
+        std::erase(options, "-minimal");
+        result.minimal = false;
+        std::filesystem::remove(times, ec);
+        start = clock_type::now();
+        result.ok = run_nvrtc(request, options, result);
+    }
+    const double total_ms = ms_since(start);
+    auto phases = read_phase_times(times);
+    std::filesystem::remove(times, ec);
+    result.front_end_ms = phases["CUDA C++ Frontend"];
+    result.optimizer_ms = phases["NVVM Optimizer"];
+    result.ptx_to_cubin_ms = phases["PTX Translation"];
+    result.nvrtc_ms = std::max(0.0, total_ms - result.ptx_to_cubin_ms);
+    // ptxas' lines are what nvJitLink's info log holds in the other method: keep them there.
+    std::istringstream lines(result.nvrtc_log);
+    std::string compiler_lines;
+    for (std::string line; std::getline(lines, line);)
+        (line.starts_with("ptxas") ? result.link_log : compiler_lines) += line + "\n";
+    while (!result.link_log.empty() && result.link_log.back() == '\n') result.link_log.pop_back();
+    while (!compiler_lines.empty() && compiler_lines.back() == '\n') compiler_lines.pop_back();
+    if (result.ok) result.nvrtc_log = compiler_lines;  // a failure keeps the whole log for the message
 }
 
 std::string link_log_text(nvJitLinkHandle handle, bool errors) {
@@ -129,10 +188,13 @@ std::string toolkit_include_dir() {
     return override && *override ? override : KJIT_CUDA_INCLUDE_DIR;
 }
 
+const char* to_string(compile_method m) { return m == compile_method::nvrtc ? "nvrtc" : "nvjitlink"; }
+
 std::vector<std::string> compile_request::nvrtc_options() const {
-    // compute_XX gives PTX only; nvJitLink then makes the sm_XX cubin, so the two costs are
-    // measured apart (NVRTC with sm_XX would do both in one call, about as fast in total).
-    std::vector<std::string> options{"--gpu-architecture=compute_" + std::to_string(arch), "--std=c++17"};
+    const bool real = method == compile_method::nvrtc;
+    std::vector<std::string> options{(real ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") + std::to_string(arch),
+                                     "--std=c++17"};
+    if (real) options.emplace_back("-minimal");  // no texture or device-runtime declarations to parse
     if (fast_math) options.emplace_back("--use_fast_math");
     if (toolkit_headers) options.emplace_back("--include-path=" + toolkit_include_dir());
     options.insert(options.end(), extra_options.begin(), extra_options.end());
@@ -140,18 +202,25 @@ std::vector<std::string> compile_request::nvrtc_options() const {
 }
 
 std::vector<std::string> compile_request::link_options() const {
+    if (method == compile_method::nvrtc) return {};
     return {"-arch=sm_" + std::to_string(arch), "-verbose"};
 }
 
 compile_result compile(const compile_request& request) {
     compile_result result;
-    const auto start = clock_type::now();
-    const bool have_ptx = source_to_ptx(request, result);
-    result.nvrtc_ms = ms_since(start);
-    if (!have_ptx) return result;
-    const auto link_start = clock_type::now();
-    result.ok = ptx_to_cubin(request, result);
-    result.ptx_to_cubin_ms = ms_since(link_start);
+    if (request.method == compile_method::nvrtc) {
+        compile_with_nvrtc(request, result);
+    } else {
+        auto options = request.nvrtc_options();
+        options.emplace_back("-no-cache");
+        const auto start = clock_type::now();
+        const bool have_ptx = run_nvrtc(request, options, result);
+        result.nvrtc_ms = ms_since(start);
+        if (!have_ptx) return result;
+        const auto link_start = clock_type::now();
+        result.ok = ptx_to_cubin(request, result);
+        result.ptx_to_cubin_ms = ms_since(link_start);
+    }
     result.kernels = parse_ptxas_info(result.link_log);
     return result;
 }

@@ -1,4 +1,6 @@
-// CUDA C++ → PTX (NVRTC) → cubin (nvJitLink), timed separately. Works with no GPU and no driver.
+// CUDA C++ → PTX → cubin, timed by phase: by NVRTC alone for the real architecture (one call gives
+// both, with NVRTC's own -time split), or NVRTC for the virtual one then nvJitLink. Works with no
+// GPU and no driver.
 // A failed compile is data (ok = false, with the log), not an exception; only a broken NVRTC or
 // nvJitLink invocation throws.
 #pragma once
@@ -7,6 +9,14 @@
 
 namespace kjit::jit {
 
+/// How the cubin is made. Part of the cache key: the two give different code (nvJitLink compiles
+/// in relocatable mode, keeping some slow paths as calls).
+enum class compile_method {
+    nvrtc,      ///< one NVRTC program for sm_XX: PTX and cubin, -minimal where the source allows
+    nvjitlink,  ///< NVRTC for compute_XX (PTX), then nvJitLink for sm_XX: kjit 0.3's path
+};
+[[nodiscard]] const char* to_string(compile_method m);
+
 struct compile_request {
     std::string source;
     std::string program_name = "kjit.cu";  ///< appears in NVRTC's messages: "kjit.cu(12): error"
@@ -14,10 +24,11 @@ struct compile_request {
     bool fast_math = false;
     std::vector<std::string> extra_options;  ///< from the config, passed as given, in order
     bool toolkit_headers = false;  ///< the source includes toolkit headers (cuda_fp16.h): add their path
+    compile_method method = compile_method::nvrtc;
 
     /// The NVRTC options, in a fixed order. The same list feeds NVRTC and the cache key.
     [[nodiscard]] std::vector<std::string> nvrtc_options() const;
-    /// The nvJitLink options for PTX → cubin.
+    /// The nvJitLink options for PTX → cubin; none for compile_method::nvrtc.
     [[nodiscard]] std::vector<std::string> link_options() const;
 };
 
@@ -37,8 +48,12 @@ struct compile_result {
     std::string link_log;   ///< ptxas' info and errors
     std::string ptx;
     std::string cubin;
-    double nvrtc_ms = 0;         ///< C++ → PTX
-    double ptx_to_cubin_ms = 0;  ///< PTX → SASS
+    double nvrtc_ms = 0;         ///< C++ → PTX (for the nvrtc method: NVRTC's whole call less ptxas)
+    double ptx_to_cubin_ms = 0;  ///< PTX → SASS (ptxas)
+    /// NVRTC's own split of C++ → PTX (its -time report): the C++ front end and the NVVM optimizer.
+    double front_end_ms = 0, optimizer_ms = 0;
+    /// Whether -minimal stayed on: it is dropped, once, for a source that needs what it omits.
+    bool minimal = false;
     std::vector<kernel_resources> kernels;
 };
 

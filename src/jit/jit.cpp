@@ -46,7 +46,7 @@ std::string cache_key(const compile_request& request) {
     h.add("kjit-cache").add(std::to_string(disk_cache::k_format_version)).add(KJIT_VERSION);
     h.add(nvrtc_version()).add(std::to_string(request.arch));
     for (const auto& option : request.nvrtc_options()) h.add(option);
-    h.add("--link--");
+    h.add(to_string(request.method)).add("--link--");
     for (const auto& option : request.link_options()) h.add(option);
     h.add(request.source);
     return h.hex_digest();
@@ -74,6 +74,7 @@ std::string annotate_log(const std::string& log, const std::string& source, cons
 build_output build(const compile_request& request, disk_cache* cache, cache_mode mode, const std::string& label) {
     build_output out;
     out.key = cache_key(request);
+    out.method = request.method;
     out.cache_status = mode == cache_mode::off ? "off" : mode == cache_mode::refresh ? "refresh" : "miss";
     const bool use_cache = cache != nullptr && mode != cache_mode::off;
 
@@ -107,6 +108,8 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
     out.compiled = true;
     out.nvrtc_ms = compiled.nvrtc_ms;
     out.ptx_to_cubin_ms = compiled.ptx_to_cubin_ms;
+    out.front_end_ms = compiled.front_end_ms;
+    out.optimizer_ms = compiled.optimizer_ms;
     out.nvrtc_log = compiled.nvrtc_log;
     out.link_log = compiled.link_log;
     if (compiled.options_rejected)  // the config's doing, not the source's: a config error (exit 2)
@@ -131,6 +134,8 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
                       {"nvrtc_version", nvrtc_version()},
                       {"nvrtc_options", request.nvrtc_options()},
                       {"link_options", request.link_options()},
+                      {"method", to_string(request.method)},
+                      {"minimal", compiled.minimal},
                       {"nvrtc_ms", out.nvrtc_ms},
                       {"ptx_to_cubin_ms", out.ptx_to_cubin_ms},
                       {"nvrtc_log", out.nvrtc_log},

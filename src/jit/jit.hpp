@@ -24,8 +24,10 @@ struct build_output {
     std::string cache_problem;  ///< set when a corrupt entry was found and replaced
     bool compiled = false;      ///< NVRTC and nvJitLink ran in this call
     double lookup_ms = 0;
+    compile_method method = compile_method::nvrtc;
     double nvrtc_ms = 0;         ///< 0 unless compiled
     double ptx_to_cubin_ms = 0;  ///< 0 unless compiled
+    double front_end_ms = 0, optimizer_ms = 0;  ///< NVRTC's own split of nvrtc_ms; 0 unless compiled and known
     double store_ms = 0;
     std::string nvrtc_log;
     std::string link_log;

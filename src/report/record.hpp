@@ -22,7 +22,7 @@ enum class phase {
     codegen,         ///< templates → CUDA source
     cache_lookup,    ///< read and verify a cache entry
     nvrtc,           ///< C++ → PTX
-    ptx_to_cubin,    ///< PTX → SASS (nvJitLink)
+    ptx_to_cubin,    ///< PTX → SASS: ptxas, in NVRTC or in nvJitLink (compile.method)
     cache_store,     ///< write the entry atomically
     module_load,     ///< cuModuleLoadData of the cubin
     get_function,    ///< cuModuleGetFunction (lazy loading finishes here or at first launch)
@@ -95,6 +95,8 @@ struct record {
     std::string cache_status;  ///< hit | miss | off | refresh
     std::string cache_key, cache_problem;
     std::size_t ptx_bytes = 0, cubin_bytes = 0;
+    std::string compile_method;  ///< "nvrtc" (one NVRTC call for sm_XX) or "nvjitlink" (PTX, then nvJitLink)
+    std::optional<double> nvrtc_front_end_ms, nvrtc_optimizer_ms;  ///< NVRTC's own split of the nvrtc phase
     std::string module_image;  ///< what was loaded: "cubin", or "ptx" (driver JIT); empty when nothing ran
     std::optional<int> call_index;  ///< kjit run --calls N: 1 for the first call in the process, 2 …
     std::string first_call_state;   ///< kjit first-call: the start state of the child process

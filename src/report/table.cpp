@@ -65,7 +65,8 @@ void print_record(std::ostream& out, const record& r) {
     out << "  variant  " << r.variant << "\n";
     if (!r.device_name.empty())
         out << "  device   " << r.device_name << " [" << r.device_index << "], driver " << r.driver_version << "\n";
-    out << "  compile  " << r.arch << ", NVRTC " << r.nvrtc_version << ", cache " << r.cache_status
+    out << "  compile  " << r.arch << ", NVRTC " << r.nvrtc_version
+        << (r.compile_method == "nvjitlink" ? " + nvJitLink" : "") << ", cache " << r.cache_status
         << (r.cache_key.empty() ? "" : " (" + r.cache_key.substr(0, 12) + "…)") << ", PTX "
         << units::bytes(static_cast<double>(r.ptx_bytes)) << ", cubin " << units::bytes(static_cast<double>(r.cubin_bytes))
         << (r.module_image.empty() ? "" : ", loaded the " + r.module_image) << "\n";
@@ -80,6 +81,9 @@ void print_record(std::ostream& out, const record& r) {
         if (!ms) continue;
         out << "  " << pad(phase_title(static_cast<phase>(i)), 34) << pad(units::duration_ms(*ms), 12)
             << (total > 0 ? fixed(100.0 * *ms / total, 1) + " %" : "") << "\n";
+        if (static_cast<phase>(i) == phase::nvrtc && r.nvrtc_front_end_ms && r.nvrtc_optimizer_ms)
+            out << "    of which C++ front end " << units::duration_ms(*r.nvrtc_front_end_ms) << ", NVVM optimizer "
+                << units::duration_ms(*r.nvrtc_optimizer_ms) << " (NVRTC's -time)\n";
     }
     out << "  " << pad("total of the phases above", 34) << units::duration_ms(total) << "\n";
 

@@ -107,6 +107,7 @@ jit::compile_request compile_request_for(const config::pipeline& p, const codege
     request.fast_math = p.compile.fast_math;
     request.extra_options = p.compile.options;
     request.toolkit_headers = !generated.headers.empty();
+    request.method = p.compile.path == config::compile_path::nvrtc ? jit::compile_method::nvrtc : jit::compile_method::nvjitlink;
     return request;
 }
 
@@ -127,9 +128,12 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     rec.ptx_bytes = b.ptx.size();
     rec.cubin_bytes = b.cubin.size();
     if (ctx.cache && ctx.mode == jit::cache_mode::use) rec.set(phase::cache_lookup, b.lookup_ms);
+    rec.compile_method = jit::to_string(b.method);
     if (b.compiled) {
         rec.set(phase::nvrtc, b.nvrtc_ms);
         rec.set(phase::ptx_to_cubin, b.ptx_to_cubin_ms);
+        if (b.front_end_ms > 0) rec.nvrtc_front_end_ms = b.front_end_ms;
+        if (b.optimizer_ms > 0) rec.nvrtc_optimizer_ms = b.optimizer_ms;
     }
     if (ctx.cache && b.compiled && ctx.mode != jit::cache_mode::off) rec.set(phase::cache_store, b.store_ms);
     rec.kernels.clear();
