@@ -115,3 +115,25 @@ TEST_CASE("session finish prunes the cache to its limit once something was store
     CHECK_FALSE(bounded.finish());
     CHECK(bounded.cache().list().empty());  // one byte holds no entry
 }
+
+TEST_CASE("a sweep makes each distinct set of inputs and reference once, whatever axis varies fastest") {
+    kjit::testing::temp_dir dir;
+    auto doc = kjit::testing::default_document();
+    doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
+    // n varies fastest: points in order would change inputs and reference at every step.
+    doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"n", {1000, 2000}}};
+    const auto points = config::expand_sweep(doc);
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    const auto result = s.sweep(points, "test", {});
+    REQUIRE(result.records.size() == 6);
+    int inputs_made = 0, references_made = 0;
+    for (std::size_t i = 0; i < result.records.size(); ++i) {
+        const auto& r = result.records[i];
+        CHECK(r.sweep_index == i);  // records stay in point order
+        CHECK(r.status == report::outcome::pass);
+        inputs_made += r.get(report::phase::host_inputs).has_value();
+        references_made += r.get(report::phase::host_reference).has_value();
+    }
+    CHECK(inputs_made == 2);
+    CHECK(references_made == 2);
+}

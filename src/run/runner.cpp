@@ -218,25 +218,6 @@ struct device_buffers {
     }
 };
 
-/// What the inputs depend on: n, dtype, seed and the fill rules.
-std::string inputs_key(const config::pipeline& p) {
-    nlohmann::json key = {{"n", p.n}, {"dtype", config::to_string(p.type)}, {"seed", p.seed}};
-    for (const auto& in : p.inputs)
-        key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
-                                 static_cast<int>(in.round)});
-    return key.dump();
-}
-
-/// What the reference depends on beyond the inputs, read from the stage model: the exact trees,
-/// the formulas' trees (they give the error scale), the scalars, and the fusion (separate stages
-/// round intermediates, which the error scale counts).
-std::string reference_key(const config::pipeline& p) {
-    nlohmann::json key = {{"fusion", config::to_string(p.fuse)}};
-    for (const auto& s : p.scalars) key["scalars"].push_back({s.name, s.value});
-    for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
-    return key.dump();
-}
-
 /// Refuses a run the machine cannot hold, before anything is allocated: on the host the inputs,
 /// the result and the float64 reference with its error scales; on the GPU every buffer.
 void check_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
@@ -259,6 +240,21 @@ void check_memory(const config::pipeline& p, const codegen::generated_source& ge
 }
 
 }  // namespace
+
+std::string inputs_key(const config::pipeline& p) {
+    nlohmann::json key = {{"n", p.n}, {"dtype", config::to_string(p.type)}, {"seed", p.seed}};
+    for (const auto& in : p.inputs)
+        key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
+                                 static_cast<int>(in.round)});
+    return key.dump();
+}
+
+std::string reference_key(const config::pipeline& p) {
+    nlohmann::json key = {{"fusion", config::to_string(p.fuse)}};
+    for (const auto& s : p.scalars) key["scalars"].push_back({s.name, s.value});
+    for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
+    return key.dump();
+}
 
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
                  const run_options& options) {

@@ -58,9 +58,15 @@ struct built_variant {
 /// Batches of back-to-back chains (and graph replays) per run: see measure_kernel in runner.cpp.
 inline constexpr int k_batches = 10;
 
-/// The host side of a run: inputs and the float64 reference. A sweep keeps the last one per
-/// worker, since many points (block sizes, vector widths) share them; the keys say what each
-/// depends on (see inputs_key and reference_key in runner.cpp).
+/// What a run's inputs depend on: n, dtype, seed and the fill rules.
+[[nodiscard]] std::string inputs_key(const config::pipeline& p);
+/// What its reference depends on beyond the inputs, read from the stage model: the exact trees,
+/// the formulas' trees (they give the error scale), the scalars, and the fusion (separate stages
+/// round intermediates, which the error scale counts).
+[[nodiscard]] std::string reference_key(const config::pipeline& p);
+
+/// The host side of a run: inputs and the float64 reference, with the keys they were made for.
+/// A sweep worker keeps the last one, and runs the points in an order that groups equal keys.
 struct host_data {
     std::string inputs_key;
     std::string reference_key;

@@ -1,7 +1,9 @@
 #include "run/sweep.hpp"
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <thread>
@@ -133,6 +135,14 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
             finish(i, std::move(rec));
         }
     } else {
+        // Points that share inputs and reference run one after another, so each worker makes
+        // them once per group instead of once per change (a sweep whose fastest axis is n or
+        // dtype would otherwise remake them at every point). Records stay in point order.
+        std::vector<std::size_t> order(points.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::vector<std::pair<std::string, std::string>> keys;
+        for (const auto& point : points) keys.emplace_back(inputs_key(point.pipeline), reference_key(point.pipeline));
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
         std::vector<std::string> open_errors(devices.size());
         {
             std::vector<std::jthread> workers;
@@ -149,7 +159,8 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                     }
                     std::optional<double> ceiling;
                     host_data host;  // reused while consecutive points share inputs
-                    for (std::size_t i = next++; i < points.size() && !interrupted(); i = next++) {
+                    for (std::size_t k = next++; k < order.size() && !interrupted(); k = next++) {
+                        const std::size_t i = order[k];
                         report::record rec = record_for(points[i], "run", source);
                         // Start-up was paid once per device: it shows on that device's first point.
                         rec.phases = startup.phases;
