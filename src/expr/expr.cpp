@@ -110,10 +110,11 @@ private:
     }
 
     /// Guards recursion through parentheses, unary operators and ?: (the only ways to nest). The
-    /// tree's depth is the limit users meet (make); this one only keeps the stack safe, and is
-    /// looser, so that any accepted tree printed by to_text, which may add a pair of parentheses
-    /// per level (-(-x)), parses again.
-    static constexpr std::size_t k_max_nesting = 4 * k_max_depth;
+    /// tree's depth is the limit users meet (make); this one keeps the stack safe (each level is
+    /// about fifteen frames: under ASan, 800 levels overflowed 8 MiB) and is just loose enough
+    /// that any accepted tree printed by to_text parses again: printing adds at most a pair of
+    /// parentheses per tree level, as in -(-x), which is two levels of nesting.
+    static constexpr std::size_t k_max_nesting = 2 * k_max_depth + 2;
     struct nesting {
         parser& p;
         explicit nesting(parser& owner) : p(owner) {
