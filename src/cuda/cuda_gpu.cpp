@@ -50,10 +50,17 @@ std::string pci_bus_id(const driver_api& api, int index, int device_count) {
     return id;
 }
 
+nvml_device timed_nvml(const std::string& bus_id, open_times& times) {
+    const auto start = std::chrono::steady_clock::now();
+    nvml_device device(bus_id);
+    times.nvml_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return device;
+}
+
 class cuda_gpu final : public run::gpu {
 public:
     cuda_gpu(const probe_result& driver, int index, open_times& times)
-        : m_api(driver.api), m_nvml(pci_bus_id(*driver.api, index, driver.device_count)) {
+        : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, index, driver.device_count), times)) {
         m_info = query_device(*m_api, index, driver.driver_version);
         const auto start = std::chrono::steady_clock::now();
         CUdevice device = 0;
@@ -269,6 +276,7 @@ public:
         open_times times;
         auto gpu = open_gpu(driver(), index, times);
         startup.set(report::phase::context, times.context_ms);
+        startup.set(report::phase::nvml, times.nvml_ms);
         return gpu;
     }
 

@@ -12,6 +12,7 @@ namespace kjit::cuda {
 /// Phase times of opening a device, for the report.
 struct open_times {
     double context_ms = 0;  ///< primary context retain + make current + stream + first sync
+    double nvml_ms = 0;     ///< opening the device in NVML (loads and initialises it the first time)
 };
 
 /// Opens device `index` of a probed driver (state ok). Throws kjit::error(driver).

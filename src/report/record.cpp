@@ -9,6 +9,7 @@ struct phase_names {
 constexpr std::array<phase_names, k_phase_count> k_names{{
     {"driver_init", "CUDA driver init (cuInit)"},
     {"context", "context + stream"},
+    {"nvml", "NVML open (clock readings)"},
     {"codegen", "codegen"},
     {"cache_lookup", "cache lookup"},
     {"nvrtc", "NVRTC: C++ → PTX"},

@@ -19,6 +19,7 @@ inline constexpr const char* k_schema_version = "1.2.0";
 enum class phase {
     driver_init,     ///< dlopen libcuda + cuInit
     context,         ///< primary context + stream + first sync
+    nvml,            ///< dlopen libnvidia-ml + nvmlInit + the device handle (for clock readings)
     codegen,         ///< templates → CUDA source
     cache_lookup,    ///< read and verify a cache entry
     nvrtc,           ///< C++ → PTX

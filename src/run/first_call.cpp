@@ -20,7 +20,7 @@ namespace {
 /// Phase columns grouped the way the explanation speaks of them.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
     static const std::vector<std::pair<std::string, std::vector<std::string>>> g{
-        {"CUDA start-up", {"driver_init_ms", "context_ms"}},
+        {"CUDA start-up", {"driver_init_ms", "context_ms", "nvml_ms"}},
         {"compile", {"codegen_ms", "cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"}},
         {"module load + first launch", {"module_load_ms", "get_function_ms", "first_launch_ms"}},
         {"copies", {"alloc_ms", "h2d_ms", "d2h_ms"}},
