@@ -16,6 +16,7 @@
 #               count), then a cold sweep_hidden_layer whose per-point noise and samples are tabled
 #   compile     compile.method nvrtc against nvjitlink: 7 cold compiles each (no cache), and the
 #               seed kernel's cold time with each at 10^6, 2^24 and 2^28, alternated, 3 rounds
+#   effort      configs/sweep_compile_effort.json on one thread of compiles, and its plot
 #   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 set -uo pipefail
@@ -144,6 +145,11 @@ for n in (1000000, 16777216, 268435456):
     print(f"  n={n:10}  nvrtc {' '.join(f'{x:.2f}' for x in t['nvrtc'])}  nvjitlink {' '.join(f'{x:.2f}' for x in t['nvjitlink'])}  ratio {med(t['nvrtc']) / med(t['nvjitlink']):.3f}")
 PY
         tail -8 "$out/compile.log" ;;
+    effort)
+        "$kjit" cache clear > /dev/null
+        "$kjit" sweep configs/sweep_compile_effort.json --jobs 1 --quiet --json "$out/effort.json" > "$out/effort.log" 2>&1 || status=1
+        python3 scripts/plot_results.py "$out/effort.json" --out "$out" >> "$out/effort.log" 2>&1 || status=1
+        cat "$out/effort.log" ;;
     baseline)
         { cmake -S .baseline -B build-gpu/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
           cmake --build build-gpu/baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;

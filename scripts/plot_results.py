@@ -8,6 +8,8 @@ Writes, where the data has what they need:
   time_vs_n.png       cold median kernel time against n, one line per variant (log-log)
   jit_phases.png      compile-side phases per variant: cache lookup, NVRTC, PTX -> cubin, load
   startup.png         every host phase of each record as a stacked bar: where a run's time goes
+  compile_tradeoff.png  compile time (NVRTC + ptxas) against cold kernel time, a point per variant
+                      (configs/sweep_compile_effort.json: what faster compiles cost at run time)
   compare.png         bench/compare.py's results: import, CUDA start-up and first call per tool and state
 """
 import argparse
@@ -113,6 +115,28 @@ def stacked(rows, phases, title, path):
     return path
 
 
+def compile_tradeoff(rows, out):
+    varied = len({r.get("compile_method") for r in rows}) > 1 or any("fast-compile" in r.get("variant", "") for r in rows)
+    points = [r for r in rows if r.get("nvrtc_ms") is not None and r.get("kernel_cold_median_ms") is not None]
+    if not varied or len(points) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 6))
+    for r in points:
+        compile_ms = r["nvrtc_ms"] + (r.get("ptx_to_cubin_ms") or 0)
+        kernel_us = r["kernel_cold_median_ms"] * 1e3
+        ax.scatter(compile_ms, kernel_us, color="tab:blue")
+        ax.annotate(label(r), (compile_ms, kernel_us), fontsize=7, xytext=(4, 2), textcoords="offset points")
+    ax.set_xlabel("cold compile: NVRTC + PTX -> cubin (ms)")
+    ax.set_ylabel("cold median kernel time (us)")
+    ax.set_title("compile time against kernel time")
+    ax.grid(alpha=0.3)
+    path = out / "compile_tradeoff.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def compare_tools(rows, out):
     """bench/compare.py's rows (they have a `tool` column): the first call per tool, at the first n."""
     rows = [r for r in rows if r.get("tool") and r.get("status") in ("ok", "PASS")]
@@ -156,7 +180,8 @@ def main():
     else:
         made = [kernel_time(rows, args.out), time_vs_n(rows, args.out),
                 stacked(rows, JIT_PHASES, "compile and load phases per variant", args.out / "jit_phases.png"),
-                stacked(rows, HOST_PHASES, "where each run's time goes", args.out / "startup.png")]
+                stacked(rows, HOST_PHASES, "where each run's time goes", args.out / "startup.png"),
+                compile_tradeoff(rows, args.out)]
     for path in made:
         if path:
             print(path)

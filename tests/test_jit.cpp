@@ -231,6 +231,23 @@ TEST_CASE("compile methods: one NVRTC call gives PTX and cubin with its phase sp
     CHECK(request.link_options().empty());
 }
 
+TEST_CASE("compile.effort: NVRTC's fast-compile levels, each its own cache entry, each compiling") {
+    std::set<std::string> keys;
+    for (const char* level : {"default", "min", "mid", "max"}) {
+        CAPTURE(level);
+        const auto p = kjit::testing::pipeline_with([&](json& j) { j["compile"]["effort"] = level; });
+        const auto request = request_for(p);
+        const auto& options = request.nvrtc_options();
+        const bool has_ofc = std::find(options.begin(), options.end(), std::string("-Ofc=") + level) != options.end();
+        CHECK(has_ofc == (std::string(level) != "default"));
+        keys.insert(jit::cache_key(request));
+        const auto result = jit::compile(request);
+        CHECK(result.ok);
+        CHECK(result.kernels.at(0).registers > 0);
+    }
+    CHECK(keys.size() == 4);
+}
+
 TEST_CASE("-minimal is dropped, once, for a source that needs what it omits; a real error still fails") {
     jit::compile_request request;
     request.source = "extern \"C\" __global__ void k(unsigned long long* out) { cudaTextureObject_t t = 7; out[0] = t; }";

@@ -66,9 +66,13 @@ struct launch_spec {
 /// How the cubin is made: NVRTC alone for the real architecture, or NVRTC's PTX through nvJitLink.
 enum class compile_path { nvrtc, nvjitlink };
 
+/// NVRTC's fast-compile level (-Ofc): how much optimization it trades for compile time.
+enum class compile_effort { full, min, mid, max };
+
 struct compile_spec {
     bool fast_math = false;
     compile_path path = compile_path::nvrtc;
+    compile_effort effort = compile_effort::full;  ///< "default": no -Ofc
     std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or sm_90)
     std::vector<std::string> options;  ///< extra NVRTC options, passed as given
 };

@@ -439,10 +439,14 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* compile = r.find("compile")) {
-        object_reader c(*compile, "compile", src, {"fast_math", "arch", "options", "method"});
+        object_reader c(*compile, "compile", src, {"fast_math", "arch", "options", "method", "effort"});
         p.compile.fast_math = c.boolean("fast_math", false);
         p.compile.path = c.choice<compile_path>("method", {{"nvrtc", compile_path::nvrtc}, {"nvjitlink", compile_path::nvjitlink}},
                                                 compile_path::nvrtc);
+        p.compile.effort = c.choice<compile_effort>("effort",
+                                                    {{"default", compile_effort::full}, {"min", compile_effort::min},
+                                                     {"mid", compile_effort::mid}, {"max", compile_effort::max}},
+                                                    compile_effort::full);
         p.compile.arch = read_arch(c);
         if (const json* options = c.find("options")) {
             if (!options->is_array()) c.fail("options", "expected a list of strings, got " + shown(*options));
@@ -575,6 +579,8 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
+    static const char* const k_effort_labels[] = {"", " fast-compile=min", " fast-compile=mid", " fast-compile=max"};
+    label += k_effort_labels[static_cast<int>(p.compile.effort)];
     return label;
 }
 

@@ -196,6 +196,7 @@ std::vector<std::string> compile_request::nvrtc_options() const {
                                      "--std=c++17"};
     if (real) options.emplace_back("-minimal");  // no texture or device-runtime declarations to parse
     if (fast_math) options.emplace_back("--use_fast_math");
+    if (!fast_compile.empty()) options.emplace_back("-Ofc=" + fast_compile);
     if (toolkit_headers) options.emplace_back("--include-path=" + toolkit_include_dir());
     options.insert(options.end(), extra_options.begin(), extra_options.end());
     return options;

@@ -25,6 +25,7 @@ struct compile_request {
     std::vector<std::string> extra_options;  ///< from the config, passed as given, in order
     bool toolkit_headers = false;  ///< the source includes toolkit headers (cuda_fp16.h): add their path
     compile_method method = compile_method::nvrtc;
+    std::string fast_compile;  ///< NVRTC's -Ofc level: "min", "mid", "max"; empty for none
 
     /// The NVRTC options, in a fixed order. The same list feeds NVRTC and the cache key.
     [[nodiscard]] std::vector<std::string> nvrtc_options() const;
