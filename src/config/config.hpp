@@ -169,6 +169,7 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 /// Names for reports and generated code.
 [[nodiscard]] std::string_view to_string(dtype v);
 [[nodiscard]] std::string_view to_string(fusion v);
+[[nodiscard]] std::string_view to_string(compile_effort v);  ///< "default", "min", "mid", "max"
 [[nodiscard]] std::size_t element_size(dtype v);
 /// True when the arithmetic is done in double (float64 storage), false for float.
 [[nodiscard]] bool computes_in_double(dtype v);

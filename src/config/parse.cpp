@@ -543,6 +543,15 @@ std::optional<int> parse_arch(std::string_view text) {
 }
 
 std::string_view to_string(fusion v) { return v == fusion::fused ? "fused" : "separate"; }
+std::string_view to_string(compile_effort v) {
+    switch (v) {
+        case compile_effort::full: return "default";
+        case compile_effort::min: return "min";
+        case compile_effort::mid: return "mid";
+        case compile_effort::max: return "max";
+    }
+    return "?";
+}
 std::size_t element_size(dtype v) {
     switch (v) {
         case dtype::float32: return 4;
@@ -579,8 +588,7 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
-    static const char* const k_effort_labels[] = {"", " fast-compile=min", " fast-compile=mid", " fast-compile=max"};
-    label += k_effort_labels[static_cast<int>(p.compile.effort)];
+    if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
     return label;
 }
 

@@ -108,8 +108,7 @@ jit::compile_request compile_request_for(const config::pipeline& p, const codege
     request.extra_options = p.compile.options;
     request.toolkit_headers = !generated.headers.empty();
     request.method = p.compile.path == config::compile_path::nvrtc ? jit::compile_method::nvrtc : jit::compile_method::nvjitlink;
-    static const char* const k_levels[] = {"", "min", "mid", "max"};
-    request.fast_compile = k_levels[static_cast<int>(p.compile.effort)];
+    if (p.compile.effort != config::compile_effort::full) request.fast_compile = config::to_string(p.compile.effort);
     return request;
 }
 
