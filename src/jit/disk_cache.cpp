@@ -192,7 +192,7 @@ void disk_cache::store(const std::string& key, const cache_entry& entry, bool re
     throw error(error_kind::io, "cache: cannot publish " + target.string() + ": " + reason);
 }
 
-std::vector<entry_summary> disk_cache::list() const {
+std::vector<entry_summary> disk_cache::scan(bool with_meta) const {
     std::vector<entry_summary> entries;
     std::error_code ec;
     for (const auto& item : stdfs::directory_iterator(entries_dir(), ec)) {
@@ -200,15 +200,19 @@ std::vector<entry_summary> disk_cache::list() const {
         if (!item.is_directory() || !is_entry_key(name)) continue;
         entry_summary summary{name, nlohmann::json::object(), directory_bytes(item.path()),
                               stdfs::last_write_time(item.path(), ec)};
-        try {
-            summary.meta = nlohmann::json::parse(read_entry_file(item.path() / k_meta));
-        } catch (const std::exception&) {
-            summary.meta = {{"problem", "unreadable meta.json"}};
+        if (with_meta) {
+            try {
+                summary.meta = nlohmann::json::parse(read_entry_file(item.path() / k_meta));
+            } catch (const std::exception&) {
+                summary.meta = {{"problem", "unreadable meta.json"}};
+            }
         }
         entries.push_back(std::move(summary));
     }
     return entries;
 }
+
+std::vector<entry_summary> disk_cache::list() const { return scan(true); }
 
 std::vector<std::filesystem::path> disk_cache::leftovers() const {
     std::vector<stdfs::path> found;
@@ -220,7 +224,7 @@ std::vector<std::filesystem::path> disk_cache::leftovers() const {
 
 std::vector<damaged_entry> disk_cache::verify() const {
     std::vector<damaged_entry> damaged;
-    for (const auto& entry : list()) {
+    for (const auto& entry : scan(false)) {
         const auto found = read(entry.key);
         if (found.status == lookup_status::corrupt) damaged.push_back({entry.key, found.problem});
     }
@@ -230,17 +234,16 @@ std::vector<damaged_entry> disk_cache::verify() const {
 prune_result disk_cache::prune(bool remove_damaged) {
     prune_result result;
     const stdfs::path dir = entries_dir();
-    std::vector<entry_summary> entries = list();
-    if (remove_damaged) {
-        for (const auto& bad : verify()) {
-            const auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.key == bad.key; });
-            if (it == entries.end()) continue;  // published after list(): another process is at work
-            result.bytes_freed += it->bytes;
-            entries.erase(it);
-            remove_entry(dir / bad.key, bad.key);
+    // Sizes and times only: the prune after every storing command must not parse every meta.json.
+    std::vector<entry_summary> entries = scan(false);
+    if (remove_damaged)
+        std::erase_if(entries, [&](const entry_summary& e) {
+            if (read(e.key).status != lookup_status::corrupt) return false;
+            remove_entry(dir / e.key, e.key);
+            result.bytes_freed += e.bytes;
             ++result.damaged;
-        }
-    }
+            return true;
+        });
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
     for (const auto& e : entries) {  // most recently used first: keep while they fit
         if (m_limit == 0 || result.bytes_kept + e.bytes <= m_limit) {

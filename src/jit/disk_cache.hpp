@@ -108,6 +108,8 @@ public:
 private:
     /// lookup() without marking the entry used.
     [[nodiscard]] lookup_result read(const std::string& key) const;
+    /// Every entry with its size and last use; its meta.json too when `with_meta` (list()).
+    [[nodiscard]] std::vector<entry_summary> scan(bool with_meta) const;
 
     std::filesystem::path m_root;
     std::uintmax_t m_limit;
