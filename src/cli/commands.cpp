@@ -28,16 +28,6 @@ loaded_config load(const options& o) {
     return {std::move(p), doc.source};
 }
 
-codegen::template_set templates(const options& o) {
-    return o.templates_dir.empty() ? codegen::template_set::embedded()
-                                   : codegen::template_set::from_directory(o.templates_dir);
-}
-
-jit::disk_cache cache_for(const options& o) {
-    return jit::disk_cache(o.cache_dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(o.cache_dir),
-                           o.cache_limit.value_or(jit::disk_cache::default_limit()));
-}
-
 run::session session_for(const options& o) {
     const jit::cache_mode mode =
         o.no_cache ? jit::cache_mode::off : o.refresh ? jit::cache_mode::refresh : jit::cache_mode::use;
@@ -60,7 +50,7 @@ void write_rows(const options& o, const std::vector<report::row>& rows) {
 
 exit_status cmd_emit(const options& o, std::ostream& out) {
     const auto cfg = load(o);
-    const auto generated = codegen::generate(cfg.pipeline, templates(o));
+    const auto generated = codegen::generate(cfg.pipeline, run::templates_in(o.templates_dir));
     if (!o.ptx) {
         out << generated.source;
         return exit_status::ok;
@@ -125,7 +115,7 @@ std::string meta_text(const nlohmann::json& meta, const char* key, const std::st
 }  // namespace
 
 exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err) {
-    jit::disk_cache cache = cache_for(o);
+    jit::disk_cache cache = run::cache_in(o.cache_dir, o.cache_limit);
     const std::string& action = o.cache_action;
     if (action == "path") {
         out << cache.entries_dir().string() << "\n";

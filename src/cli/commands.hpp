@@ -50,8 +50,6 @@ struct loaded_config {
 [[nodiscard]] config::document load_document(const options& o);
 /// The same, validated.
 [[nodiscard]] loaded_config load(const options& o);
-[[nodiscard]] codegen::template_set templates(const options& o);
-[[nodiscard]] jit::disk_cache cache_for(const options& o);
 /// The session the options describe: templates, cache (--cache-dir, --cache-limit, --no-cache,
 /// --refresh) and the Driver API's GPUs.
 [[nodiscard]] run::session session_for(const options& o);

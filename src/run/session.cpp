@@ -7,11 +7,18 @@
 
 namespace kjit::run {
 
+codegen::template_set templates_in(const std::string& dir) {
+    return dir.empty() ? codegen::template_set::embedded() : codegen::template_set::from_directory(dir);
+}
+
+jit::disk_cache cache_in(const std::string& dir, std::optional<std::uintmax_t> limit) {
+    return jit::disk_cache(dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(dir),
+                           limit.value_or(jit::disk_cache::default_limit()));
+}
+
 session::session(const session_options& options, std::unique_ptr<gpu_provider> gpus)
-    : m_templates(options.templates_dir.empty() ? codegen::template_set::embedded()
-                                                : codegen::template_set::from_directory(options.templates_dir)),
-      m_cache(options.cache_dir.empty() ? jit::disk_cache::default_root() : std::filesystem::path(options.cache_dir),
-              options.cache_limit.value_or(jit::disk_cache::default_limit())),
+    : m_templates(templates_in(options.templates_dir)),
+      m_cache(cache_in(options.cache_dir, options.cache_limit)),
       m_mode(options.mode),
       m_gpus(std::move(gpus)) {}
 

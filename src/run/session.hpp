@@ -32,6 +32,12 @@ public:
     [[nodiscard]] virtual std::unique_ptr<gpu> open(int index, report::record& startup) = 0;
 };
 
+/// The templates in `dir`, or the embedded ones when it is empty.
+[[nodiscard]] codegen::template_set templates_in(const std::string& dir);
+/// The cache in `dir` (disk_cache::default_root() when empty), bounded by `limit`
+/// (disk_cache::default_limit() when empty).
+[[nodiscard]] jit::disk_cache cache_in(const std::string& dir, std::optional<std::uintmax_t> limit);
+
 struct session_options {
     std::string templates_dir;  ///< empty: the embedded templates
     std::string cache_dir;      ///< empty: disk_cache::default_root()
