@@ -39,8 +39,9 @@ TEST_CASE("start states: run children on a GPU, compile children without one") {
 TEST_CASE("aggregation: median, min and max per state and column; the explanation adds up") {
     std::vector<report::row> rows;
     for (double wall : {100.0, 300.0, 200.0})
-        rows.push_back({{"first_call_state", "cold"}, {"process_wall_ms", wall}, {"driver_init_ms", 40.0},
-                        {"context_ms", 10.0}, {"nvrtc_ms", wall / 10}, {"kernel_cold_median_ms", 0.01}, {"status", "PASS"}});
+        rows.push_back({{"first_call_state", "cold"}, {"process_wall_ms", wall}, {"process_start_ms", 8.0},
+                        {"setup_ms", 2.0}, {"driver_init_ms", 40.0}, {"context_ms", 10.0}, {"nvrtc_ms", wall / 10},
+                        {"kernel_cold_median_ms", 0.01}, {"status", "PASS"}});
     rows.push_back({{"first_call_state", "second-call"}, {"nvrtc_ms", nullptr}, {"module_load_ms", 0.5},
                     {"first_launch_ms", 0.5}, {"status", "PASS"}});
     const auto summary = run::summarize_first_call(rows);
@@ -54,8 +55,9 @@ TEST_CASE("aggregation: median, min and max per state and column; the explanatio
     CHECK_FALSE(summary[0].contains("kernel_cold_median_ms"));  // kernel statistics are not phases
     CHECK_FALSE(summary[1].contains("process_wall_ms"));
     const std::string text = run::explain_first_call(summary);
-    CHECK(text.find("cold: 200 ms per process (median of 3): CUDA start-up 25 %, compile 10 %") != std::string::npos);
-    CHECK(text.find("the rest (process start and exit, loading libraries, kjit's own timing) 65 %") != std::string::npos);
+    CHECK(text.find("cold: 200 ms per process (median of 3): process start and setup 5 %, CUDA start-up and teardown "
+                    "25 %, compile 10 %") != std::string::npos);
+    CHECK(text.find("the rest (writing results, process exit) 60 %") != std::string::npos);
     CHECK(text.find("second-call: 1 ms of phases, in a process already started") != std::string::npos);
 }
 

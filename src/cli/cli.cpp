@@ -8,6 +8,7 @@
 #include <cxxopts.hpp>
 
 #include "cli/commands.hpp"
+#include "report/trace.hpp"
 #include "util/fs.hpp"
 #include "util/units.hpp"
 
@@ -50,6 +51,8 @@ int parse_arch_option(const std::string& text) {
     return *arch;
 }
 
+exit_status run_command(const std::string& name, const options& o, std::ostream& out, std::ostream& err);
+
 exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
     cxxopts::Options parser(std::string("kjit ") + sub.name, sub.summary);
     parser.positional_help(sub.usage).show_positional_help();
@@ -74,6 +77,11 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         parser.add_options()("json", "write the record(s) as JSON to FILE", cxxopts::value<std::string>(), "FILE")(
             "csv", "write the record(s) as CSV to FILE", cxxopts::value<std::string>(), "FILE");
     }
+    const bool traced = sub.config && std::string(sub.name) != "emit";
+    if (traced)
+        parser.add_options()("trace", "write the command's timeline (every phase, per thread and GPU) as Chrome "
+                                      "trace-event JSON to FILE, for Perfetto or chrome://tracing",
+                             cxxopts::value<std::string>(), "FILE");
     if (sub.device) parser.add_options()("device", "GPU index", cxxopts::value<int>()->default_value("0"), "N");
     if (std::string(sub.name) == "sweep") {
         parser.add_options()("devices", "GPUs to spread the points over: all, or a list such as 0,1",
@@ -133,6 +141,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     text("json", o.json_path);
     text("csv", o.csv_path);
     text("action", o.cache_action);
+    text("trace", o.trace_path);
     if (args.count("cache-limit")) {
         const std::string limit = args["cache-limit"].as<std::string>();
         o.cache_limit = units::parse_bytes(limit);
@@ -166,10 +175,31 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     // Output paths are checked before any work: a long sweep must not end in "cannot write".
     if (!o.json_path.empty()) fs::check_output_path(o.json_path, "--json");
     if (!o.csv_path.empty()) fs::check_output_path(o.csv_path, "--csv");
+    if (!o.trace_path.empty()) fs::check_output_path(o.trace_path, "--trace");
     if (!o.json_path.empty() && o.json_path == o.csv_path && o.json_path != "-")
         throw error(error_kind::usage, "--json and --csv name the same file " + o.json_path + ": one would overwrite the other");
 
-    const std::string name = sub.name;
+    if (o.trace_path.empty()) return run_command(sub.name, o, out, err);
+    // The trace is written however the command ends: a failed run's timeline is worth as much.
+    trace::start_collecting();
+    if (const auto spawned = trace::spawned_at(); spawned && trace::main_entered())
+        trace::add("process start (exec, libraries)", *spawned, *trace::main_entered());
+    auto write_trace = [&] { fs::write_output(o.trace_path, trace::to_json().dump()); };
+    try {
+        exit_status status = exit_status::ok;
+        {
+            trace::span whole(std::string("kjit ") + sub.name);
+            status = run_command(sub.name, o, out, err);
+        }
+        write_trace();
+        return status;
+    } catch (...) {
+        write_trace();
+        throw;
+    }
+}
+
+exit_status run_command(const std::string& name, const options& o, std::ostream& out, std::ostream& err) {
     if (name == "emit") return cmd_emit(o, out);
     if (name == "compile") return cmd_compile(o, out, err);
     if (name == "run") return cmd_run(o, out, err);
@@ -183,6 +213,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
 }  // namespace
 
 exit_status run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+    trace::name_thread("main");
     try {
         if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
             std::string(argv[1]) == "help") {

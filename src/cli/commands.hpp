@@ -25,6 +25,7 @@ struct options {
     bool refresh = false;
     std::optional<int> arch;
     std::string json_path, csv_path;
+    std::string trace_path;  ///< --trace: Chrome trace-event JSON of the command
     int device = 0;
     std::optional<std::uintmax_t> cache_limit;  ///< --cache-limit; else $KJIT_CACHE_LIMIT or the default
     std::string cache_action;  ///< list | stats | verify | prune | clear | path

@@ -6,6 +6,7 @@
 #include "cuda/driver_api.hpp"
 #include "report/files.hpp"
 #include "report/progress.hpp"
+#include "report/trace.hpp"
 #include "run/first_call.hpp"
 #include "util/interrupt.hpp"
 #include "util/fs.hpp"
@@ -40,7 +41,12 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
         std::vector<std::string> args = state.args;
         args.insert(args.end(), common.begin(), common.end());
         args.insert(args.end(), {"--cache-dir", cache.string(), "--json", json_file});
+        const std::string trace_file = json_file + ".trace";
+        if (trace::collecting()) args.insert(args.end(), {"--trace", trace_file});
+        trace::span span("child: " + state.name);
         const auto result = run::run_child(self, args, env, log);
+        span.end();
+        if (trace::collecting()) trace::merge_file(trace_file);
         if (interrupted()) throw error(error_kind::interrupted, "first-call: interrupted; nothing was written");
         if (result.exit_code != 0) {
             std::string output;

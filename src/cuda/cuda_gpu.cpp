@@ -6,6 +6,7 @@
 
 #include "cuda/handles.hpp"
 #include "cuda/nvml.hpp"
+#include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
 
@@ -51,9 +52,9 @@ std::string pci_bus_id(const driver_api& api, int index, int device_count) {
 }
 
 nvml_device timed_nvml(const std::string& bus_id, open_times& times) {
-    const auto start = std::chrono::steady_clock::now();
+    trace::span span("nvml");
     nvml_device device(bus_id);
-    times.nvml_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    times.nvml_ms = span.end();
     return device;
 }
 
@@ -62,7 +63,7 @@ public:
     cuda_gpu(const probe_result& driver, int index, open_times& times)
         : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, index, driver.device_count), times)) {
         m_info = query_device(*m_api, index, driver.driver_version);
-        const auto start = std::chrono::steady_clock::now();
+        trace::span span("context");
         CUdevice device = 0;
         m_api->check(m_api->cuDeviceGet(&device, index), "cuDeviceGet");
         CUcontext context = nullptr;
@@ -76,7 +77,7 @@ public:
         m_start = make_event();
         m_stop = make_event();
         m_api->check(m_api->cuStreamSynchronize(stream), "cuStreamSynchronize", "first sync");
-        times.context_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        times.context_ms = span.end();
     }
 
     const run::device_info& device() const override { return m_info; }

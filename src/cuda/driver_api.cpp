@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "report/trace.hpp"
 #include "util/error.hpp"
 
 namespace kjit::cuda {
@@ -81,7 +82,7 @@ std::vector<std::string> driver_library_names() {
 }
 
 probe_result probe_driver() {
-    const auto start = std::chrono::steady_clock::now();
+    trace::span span("driver_init");
     probe_result out;
     auto api = std::make_shared<driver_api>();
     std::string tried;
@@ -170,7 +171,7 @@ probe_result probe_driver() {
     (void)resolve(get_proc, "cuEventElapsedTime", 12080, a.cuEventElapsedTime);
 
     const CUresult init = a.cuInit(0);
-    out.init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    out.init_ms = span.end();
     if (init != CUDA_SUCCESS) {
         out.state = init == CUDA_ERROR_STUB_LIBRARY       ? availability::stub_driver
                     : init == CUDA_ERROR_NO_DEVICE         ? availability::no_device

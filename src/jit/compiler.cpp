@@ -1,8 +1,5 @@
 #include "jit/compiler.hpp"
 
-#include <nvJitLink.h>
-#include <nvrtc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -13,6 +10,8 @@
 #include <regex>
 #include <sstream>
 
+#include "jit/compiler_libraries.hpp"
+#include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 
@@ -27,7 +26,7 @@ double ms_since(clock_type::time_point start) {
 
 void check_nvrtc(nvrtcResult result, const char* call) {
     if (result != NVRTC_SUCCESS)
-        throw error(error_kind::compile, std::string(call) + " failed: " + nvrtcGetErrorString(result));
+        throw error(error_kind::compile, std::string(call) + " failed: " + nvrtc().GetErrorString(result));
 }
 
 void check_link(nvJitLinkResult result, const char* call) {
@@ -37,12 +36,12 @@ void check_link(nvJitLinkResult result, const char* call) {
 }
 
 struct program_deleter {
-    void operator()(nvrtcProgram program) const noexcept { nvrtcDestroyProgram(&program); }
+    void operator()(nvrtcProgram program) const noexcept { nvrtc().DestroyProgram(&program); }
 };
 using program_handle = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, program_deleter>;
 
 struct link_deleter {
-    void operator()(nvJitLinkHandle handle) const noexcept { nvJitLinkDestroy(&handle); }
+    void operator()(nvJitLinkHandle handle) const noexcept { nvjitlink().Destroy(&handle); }
 };
 using link_handle = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, link_deleter>;
 
@@ -54,9 +53,9 @@ std::vector<const char*> c_strings(const std::vector<std::string>& strings) {
 
 std::string program_log(nvrtcProgram program) {
     std::size_t size = 0;
-    check_nvrtc(nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize");
+    check_nvrtc(nvrtc().GetProgramLogSize(program, &size), "nvrtcGetProgramLogSize");
     std::string log(size, '\0');
-    check_nvrtc(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog");
+    check_nvrtc(nvrtc().GetProgramLog(program, log.data()), "nvrtcGetProgramLog");
     while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
     return log;
 }
@@ -81,28 +80,28 @@ std::map<std::string, double> read_phase_times(const std::filesystem::path& file
 /// Fills the PTX, and the cubin when the options name a real architecture.
 bool run_nvrtc(const compile_request& request, const std::vector<std::string>& options, compile_result& result) {
     nvrtcProgram raw = nullptr;
-    check_nvrtc(nvrtcCreateProgram(&raw, request.source.c_str(), request.program_name.c_str(), 0,
+    check_nvrtc(nvrtc().CreateProgram(&raw, request.source.c_str(), request.program_name.c_str(), 0,
                                    nullptr, nullptr),
                 "nvrtcCreateProgram");
     program_handle program(raw);
     const auto argv = c_strings(options);
-    const nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+    const nvrtcResult compiled = nvrtc().CompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
     result.nvrtc_log = program_log(program.get());
     if (compiled == NVRTC_ERROR_COMPILATION || compiled == NVRTC_ERROR_INVALID_OPTION) {
-        if (result.nvrtc_log.empty()) result.nvrtc_log = nvrtcGetErrorString(compiled);
+        if (result.nvrtc_log.empty()) result.nvrtc_log = nvrtc().GetErrorString(compiled);
         result.options_rejected = compiled == NVRTC_ERROR_INVALID_OPTION;
         return false;
     }
     check_nvrtc(compiled, "nvrtcCompileProgram");
     std::size_t size = 0;
-    check_nvrtc(nvrtcGetPTXSize(program.get(), &size), "nvrtcGetPTXSize");
+    check_nvrtc(nvrtc().GetPTXSize(program.get(), &size), "nvrtcGetPTXSize");
     result.ptx.assign(size, '\0');
-    check_nvrtc(nvrtcGetPTX(program.get(), result.ptx.data()), "nvrtcGetPTX");
+    check_nvrtc(nvrtc().GetPTX(program.get(), result.ptx.data()), "nvrtcGetPTX");
     if (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();
     if (request.method == compile_method::nvrtc) {
-        check_nvrtc(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+        check_nvrtc(nvrtc().GetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
         result.cubin.assign(size, '\0');
-        check_nvrtc(nvrtcGetCUBIN(program.get(), result.cubin.data()), "nvrtcGetCUBIN");
+        check_nvrtc(nvrtc().GetCUBIN(program.get(), result.cubin.data()), "nvrtcGetCUBIN");
     }
     return true;
 }
@@ -133,6 +132,12 @@ void compile_with_nvrtc(const compile_request& request, compile_result& result) 
     result.optimizer_ms = phases["NVVM Optimizer"];
     result.ptx_to_cubin_ms = phases["PTX Translation"];
     result.nvrtc_ms = std::max(0.0, total_ms - result.ptx_to_cubin_ms);
+    // One call did both; NVRTC's own report splits it, with ptxas last.
+    const auto ptxas_start = start + std::chrono::duration_cast<clock_type::duration>(
+                                         std::chrono::duration<double, std::milli>(result.nvrtc_ms));
+    trace::add("nvrtc", start, ptxas_start,
+               {{"front_end_ms", result.front_end_ms}, {"optimizer_ms", result.optimizer_ms}, {"minimal", result.minimal}});
+    trace::add("ptx_to_cubin", ptxas_start, clock_type::now(), {{"from", "NVRTC's -time report"}});
     // ptxas' lines are what nvJitLink's info log holds in the other method: keep them there.
     std::istringstream lines(result.nvrtc_log);
     std::string compiler_lines;
@@ -145,11 +150,11 @@ void compile_with_nvrtc(const compile_request& request, compile_result& result) 
 
 std::string link_log_text(nvJitLinkHandle handle, bool errors) {
     std::size_t size = 0;
-    check_link(errors ? nvJitLinkGetErrorLogSize(handle, &size) : nvJitLinkGetInfoLogSize(handle, &size),
+    check_link(errors ? nvjitlink().GetErrorLogSize(handle, &size) : nvjitlink().GetInfoLogSize(handle, &size),
                errors ? "nvJitLinkGetErrorLogSize" : "nvJitLinkGetInfoLogSize");
     std::string log(size, '\0');
     if (size > 0)
-        check_link(errors ? nvJitLinkGetErrorLog(handle, log.data()) : nvJitLinkGetInfoLog(handle, log.data()),
+        check_link(errors ? nvjitlink().GetErrorLog(handle, log.data()) : nvjitlink().GetInfoLog(handle, log.data()),
                    errors ? "nvJitLinkGetErrorLog" : "nvJitLinkGetInfoLog");
     while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
     return log;
@@ -163,11 +168,11 @@ bool ptx_to_cubin(const compile_request& request, compile_result& result) {
     options.emplace_back("-no-cache");
     auto argv = c_strings(options);
     nvJitLinkHandle raw = nullptr;
-    check_link(nvJitLinkCreate(&raw, static_cast<std::uint32_t>(argv.size()), argv.data()), "nvJitLinkCreate");
+    check_link(nvjitlink().Create(&raw, static_cast<std::uint32_t>(argv.size()), argv.data()), "nvJitLinkCreate");
     link_handle link(raw);
-    const nvJitLinkResult added = nvJitLinkAddData(link.get(), NVJITLINK_INPUT_PTX, result.ptx.data(),
+    const nvJitLinkResult added = nvjitlink().AddData(link.get(), NVJITLINK_INPUT_PTX, result.ptx.data(),
                                                   result.ptx.size(), request.program_name.c_str());
-    const nvJitLinkResult completed = added == NVJITLINK_SUCCESS ? nvJitLinkComplete(link.get()) : added;
+    const nvJitLinkResult completed = added == NVJITLINK_SUCCESS ? nvjitlink().Complete(link.get()) : added;
     result.link_log = link_log_text(link.get(), false);
     if (completed != NVJITLINK_SUCCESS) {
         const std::string errors = link_log_text(link.get(), true);
@@ -175,9 +180,9 @@ bool ptx_to_cubin(const compile_request& request, compile_result& result) {
         return false;
     }
     std::size_t size = 0;
-    check_link(nvJitLinkGetLinkedCubinSize(link.get(), &size), "nvJitLinkGetLinkedCubinSize");
+    check_link(nvjitlink().GetLinkedCubinSize(link.get(), &size), "nvJitLinkGetLinkedCubinSize");
     result.cubin.assign(size, '\0');
-    check_link(nvJitLinkGetLinkedCubin(link.get(), result.cubin.data()), "nvJitLinkGetLinkedCubin");
+    check_link(nvjitlink().GetLinkedCubin(link.get(), result.cubin.data()), "nvJitLinkGetLinkedCubin");
     return true;
 }
 
@@ -216,13 +221,13 @@ compile_result compile(const compile_request& request) {
     } else {
         auto options = request.nvrtc_options();
         options.emplace_back("-no-cache");
-        const auto start = clock_type::now();
+        trace::span nvrtc_span("nvrtc");
         const bool have_ptx = run_nvrtc(request, options, result);
-        result.nvrtc_ms = ms_since(start);
+        result.nvrtc_ms = nvrtc_span.end();
         if (!have_ptx) return result;
-        const auto link_start = clock_type::now();
+        trace::span link_span("ptx_to_cubin");
         result.ok = ptx_to_cubin(request, result);
-        result.ptx_to_cubin_ms = ms_since(link_start);
+        result.ptx_to_cubin_ms = link_span.end();
     }
     result.kernels = parse_ptxas_info(result.link_log);
     return result;
@@ -230,9 +235,11 @@ compile_result compile(const compile_request& request) {
 
 std::string nvrtc_version() {
     int major = 0, minor = 0;
-    check_nvrtc(nvrtcVersion(&major, &minor), "nvrtcVersion");
+    check_nvrtc(nvrtc().Version(&major, &minor), "nvrtcVersion");
     return std::to_string(major) + "." + std::to_string(minor);
 }
+
+std::string built_nvrtc_version() { return KJIT_NVRTC_VERSION; }
 
 std::vector<kernel_resources> parse_ptxas_info(const std::string& log) {
     static const std::regex entry(R"(Compiling entry function '([A-Za-z_][A-Za-z0-9_]*)')");

@@ -65,8 +65,11 @@ struct compile_result {
 /// Where the toolkit's headers are: $KJIT_CUDA_INCLUDE, else the toolkit kjit was built with.
 [[nodiscard]] std::string toolkit_include_dir();
 
-/// "13.0": the NVRTC that kjit runs with (part of every cache key).
+/// "13.0": the NVRTC that kjit loads to compile (loading it if it is not yet).
 [[nodiscard]] std::string nvrtc_version();
+/// "13.0": the NVRTC kjit was built against, which the soname it loads pins (part of every cache
+/// key, so that a cache hit needs no NVRTC at all).
+[[nodiscard]] std::string built_nvrtc_version();
 
 /// Per-kernel registers, stack and spills from ptxas' verbose info log.
 [[nodiscard]] std::vector<kernel_resources> parse_ptxas_info(const std::string& log);

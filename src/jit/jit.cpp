@@ -1,20 +1,16 @@
 #include "jit/jit.hpp"
 
-#include <chrono>
 #include <ctime>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
 
 namespace kjit::jit {
 namespace {
-
-double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 nlohmann::json kernels_to_json(const std::vector<kernel_resources>& kernels) {
     nlohmann::json list = nlohmann::json::array();
@@ -44,7 +40,7 @@ std::string utc_now() {
 std::string cache_key(const compile_request& request) {
     field_hasher h;
     h.add("kjit-cache").add(std::to_string(disk_cache::k_format_version)).add(KJIT_VERSION);
-    h.add(nvrtc_version()).add(std::to_string(request.arch));
+    h.add(built_nvrtc_version()).add(std::to_string(request.arch));
     for (const auto& option : request.nvrtc_options()) h.add(option);
     h.add(to_string(request.method)).add("--link--");
     for (const auto& option : request.link_options()) h.add(option);
@@ -80,14 +76,15 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
 
     bool replace = mode == cache_mode::refresh;
     if (use_cache && mode == cache_mode::use) {
-        const auto start = std::chrono::steady_clock::now();
+        trace::span span("cache_lookup");
         lookup_result found = cache->lookup(out.key);
-        out.lookup_ms = ms_between(start, std::chrono::steady_clock::now());
+        out.lookup_ms = span.end();
         if (found.status == lookup_status::hit) {
             try {  // hashes can match while a field has the wrong type: then it is corrupt too
                 out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
                 out.nvrtc_log = found.entry.meta.value("nvrtc_log", "");
                 out.link_log = found.entry.meta.value("link_log", "");
+                out.nvrtc_version = found.entry.meta.value("nvrtc_version", built_nvrtc_version());
                 out.cache_status = "hit";
                 out.ptx = std::move(found.entry.ptx);
                 out.cubin = std::move(found.entry.cubin);
@@ -112,6 +109,7 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
     out.optimizer_ms = compiled.optimizer_ms;
     out.nvrtc_log = compiled.nvrtc_log;
     out.link_log = compiled.link_log;
+    out.nvrtc_version = nvrtc_version();
     if (compiled.options_rejected)  // the config's doing, not the source's: a config error (exit 2)
         throw error(error_kind::config, label + ": compile.options: NVRTC rejected an option: " + compiled.nvrtc_log);
     if (!compiled.ok) {
@@ -126,12 +124,12 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
     out.kernels = std::move(compiled.kernels);
 
     if (use_cache) {
-        const auto start = std::chrono::steady_clock::now();
+        trace::span span("cache_store");
         cache_entry entry{out.ptx, out.cubin, nlohmann::json::object()};
         entry.meta = {{"label", label},
                       {"created", utc_now()},
                       {"arch", "sm_" + std::to_string(request.arch)},
-                      {"nvrtc_version", nvrtc_version()},
+                      {"nvrtc_version", out.nvrtc_version},
                       {"nvrtc_options", request.nvrtc_options()},
                       {"link_options", request.link_options()},
                       {"method", to_string(request.method)},
@@ -151,7 +149,7 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
                 out.cache_problem = std::string(e.what()) + "; carrying on without the cache";
             }
         }
-        out.store_ms = ms_between(start, std::chrono::steady_clock::now());
+        out.store_ms = span.end();
     }
     return out;
 }

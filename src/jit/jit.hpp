@@ -31,6 +31,7 @@ struct build_output {
     double store_ms = 0;
     std::string nvrtc_log;
     std::string link_log;
+    std::string nvrtc_version;  ///< of the NVRTC that compiled it (this call's, or the cache entry's)
 };
 
 /// Hash of source, NVRTC and link options, arch, NVRTC version, cache format and kjit version.

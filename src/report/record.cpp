@@ -7,6 +7,8 @@ struct phase_names {
     const char* title;
 };
 constexpr std::array<phase_names, k_phase_count> k_names{{
+    {"process_start", "process start (exec, libraries)"},
+    {"setup", "setup (options, config, templates)"},
     {"driver_init", "CUDA driver init (cuInit)"},
     {"context", "context + stream"},
     {"nvml", "NVML open (clock readings)"},
@@ -25,6 +27,8 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
     {"host_reference", "host: float64 reference"},
     {"verify", "verify"},
     {"graph_build", "CUDA graph capture + instantiate"},
+    {"timed_launches", "timed launches (cold, batch, graph)"},
+    {"teardown", "GPU release (context teardown)"},
 }};
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }

@@ -13,10 +13,12 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.2.0";
+inline constexpr const char* k_schema_version = "1.3.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
+    process_start,   ///< spawn → main: exec and loading libraries (known when a parent passed the time)
+    setup,           ///< main → the first phase: options, config, templates, cache
     driver_init,     ///< dlopen libcuda + cuInit
     context,         ///< primary context + stream + first sync
     nvml,            ///< dlopen libnvidia-ml + nvmlInit + the device handle (for clock readings)
@@ -35,6 +37,8 @@ enum class phase {
     host_reference,  ///< kjit's own cost: the float64 CPU pipeline
     verify,          ///< compare with the reference
     graph_build,     ///< capture + instantiate the CUDA graph used for the graph timing
+    timed_launches,  ///< kjit's measuring: the cold, batch and graph loops (L2 flushes, events, syncs)
+    teardown,        ///< releasing the GPU: buffers, modules, stream, context
     count_
 };
 inline constexpr std::size_t k_phase_count = static_cast<std::size_t>(phase::count_);

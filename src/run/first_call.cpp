@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "report/trace.hpp"
 #include "run/stats.hpp"
 #include "util/error.hpp"
 
@@ -20,11 +21,13 @@ namespace {
 /// Phase columns grouped the way the explanation speaks of them.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
     static const std::vector<std::pair<std::string, std::vector<std::string>>> g{
-        {"CUDA start-up", {"driver_init_ms", "context_ms", "nvml_ms"}},
+        {"process start and setup", {"process_start_ms", "setup_ms"}},
+        {"CUDA start-up and teardown", {"driver_init_ms", "context_ms", "nvml_ms", "teardown_ms"}},
         {"compile", {"codegen_ms", "cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"}},
         {"module load + first launch", {"module_load_ms", "get_function_ms", "first_launch_ms"}},
         {"copies", {"alloc_ms", "h2d_ms", "d2h_ms"}},
-        {"kjit's own checking", {"host_inputs_ms", "host_reference_ms", "verify_ms"}},
+        {"kjit's own checking and timing", {"host_inputs_ms", "host_reference_ms", "verify_ms", "graph_build_ms",
+                                            "timed_launches_ms"}},
     };
     return g;
 }
@@ -63,11 +66,13 @@ child_result run_child(const std::string& executable, const std::vector<std::str
     std::vector<std::string> environment;
     for (char** e = environ; *e; ++e) {
         const std::string entry = *e;
-        bool replaced = false;
+        bool replaced = entry.starts_with("KJIT_SPAWNED_NS=");
         for (const auto& [key, value] : env) replaced = replaced || entry.rfind(key + "=", 0) == 0;
         if (!replaced) environment.push_back(entry);
     }
     for (const auto& [key, value] : env) environment.push_back(key + "=" + value);
+    // The child's process_start phase runs from here to its main (see trace::spawned_at).
+    environment.push_back("KJIT_SPAWNED_NS=" + trace::spawn_stamp());
     std::vector<char*> envp, argv;
     for (auto& e : environment) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -153,7 +158,7 @@ std::string explain_first_call(const std::vector<report::row>& summary) {
             sep = ", ";
         }
         if (own_process)
-            text += std::string(sep) + "the rest (process start and exit, loading libraries, kjit's own timing) " +
+            text += std::string(sep) + "the rest (writing results, process exit) " +
                     percent(std::max(0.0, wall - accounted), wall);
         text += "\n";
     }

@@ -9,6 +9,7 @@
 
 #include "expr/expr.hpp"
 #include "reference/reference.hpp"
+#include "report/trace.hpp"
 #include "run/inputs.hpp"
 #include "run/stats.hpp"
 #include "util/error.hpp"
@@ -24,10 +25,8 @@ using report::phase;
 /// phase so that "cuMemAlloc failed" reads "device alloc: cuMemAlloc(…) failed: …".
 template <class Work>
 auto timed(report::record& rec, phase which, Work&& work) {
-    const auto start = std::chrono::steady_clock::now();
-    auto finish = [&] {
-        rec.set(which, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    };
+    trace::span span(report::phase_name(which));
+    auto finish = [&] { rec.set(which, span.end()); };
     try {
         if constexpr (std::is_void_v<decltype(work())>) {
             work();
@@ -121,7 +120,7 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     built.binary = ready ? std::move(*ready) : jit::build(request, ctx.cache, ctx.mode, rec.variant);
 
     const auto& b = built.binary;
-    rec.nvrtc_version = jit::nvrtc_version();
+    rec.nvrtc_version = b.nvrtc_version;
     rec.arch = "sm_" + std::to_string(arch);
     rec.cache_status = b.cache_status;
     rec.cache_key = b.key;
@@ -181,17 +180,23 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     const auto repeat_chain = [&] {
         for (int i = 0; i < m.repeat; ++i) chain();
     };
+    trace::span all("timed_launches");
     try {
         for (int i = 0; i < m.warmup; ++i) chain();
         device.synchronize();
         rec.state_before = device.read_state();
+        trace::span cold_loop("cold loop");
         std::vector<double> cold = cold_samples(device, chain, m), batch;
+        cold_loop.note("samples", cold.size());
+        cold_loop.end();
         rec.kernel_cold_noise = median_relative_error(cold);
         if (*rec.kernel_cold_noise > m.noise)
             rec.warnings.push_back("cold median noise " + number(100 * *rec.kernel_cold_noise) + " % after " +
                                    std::to_string(cold.size()) + " samples in measure.max_ms = " + number(m.max_ms) +
                                    " ms; the target was " + number(100 * m.noise) + " %");
+        trace::span batch_loop("batch loop");
         for (int b = 0; b < k_batches; ++b) batch.push_back(device.time_ms(repeat_chain) / m.repeat);
+        batch_loop.end();
         rec.kernel_cold = summarize(std::move(cold));
         rec.kernel_batch = summarize(std::move(batch));
     } catch (const error& e) {
@@ -199,6 +204,7 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     }
     const auto graph = timed(rec, phase::graph_build, [&] { return device.capture_graph(repeat_chain); });
     try {
+        trace::span replay_loop("graph replays");
         std::vector<double> replays;
         for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*graph) / m.repeat);
         rec.kernel_graph = summarize(std::move(replays));
@@ -206,6 +212,7 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
         throw error(e.kind(), std::string("graph launches: ") + e.what());
     }
     rec.state_after = device.read_state();
+    rec.set(phase::timed_launches, all.end() - *rec.get(phase::graph_build));
     for (auto& warning : state_warnings(rec.state_before, rec.state_after)) rec.warnings.push_back(std::move(warning));
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "report/trace.hpp"
 #include "util/error.hpp"
 
 namespace kjit::run {
@@ -31,8 +32,23 @@ void session::require_gpu(const std::string& without_one) {
     if (!why.empty()) throw error(error_kind::driver, "no GPU to run on (" + why + "); " + without_one + " works without one");
 }
 
+namespace {
+/// The process's time before the first phase, where kjit's main set the marks: spawn → main
+/// (when a parent passed the spawn time) and main → now.
+void record_process_start(report::record& rec) {
+    const auto main = trace::main_entered();
+    if (!main) return;
+    if (const auto spawned = trace::spawned_at())
+        rec.set(report::phase::process_start, std::chrono::duration<double, std::milli>(*main - *spawned).count());
+    const auto now = trace::clock::now();
+    trace::add(report::phase_name(report::phase::setup), *main, now);
+    rec.set(report::phase::setup, std::chrono::duration<double, std::milli>(now - *main).count());
+}
+}  // namespace
+
 report::record session::compile(const config::pipeline& p, const std::string& source) {
     report::record rec = new_record("compile", p, source);
+    record_process_start(rec);
     (void)build_variant(p, p.compile.arch.value_or(90), context(), rec);
     return rec;
 }
@@ -42,6 +58,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
                                          const std::function<void(const report::record&)>& done) {
     require_gpu("`kjit compile`");
     report::record startup;
+    record_process_start(startup);
     auto device = m_gpus->open(request.device, startup);
     const build_context ctx = context();
     std::vector<report::record> records;
@@ -50,7 +67,15 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         if (call == 1) rec.phases = startup.phases;  // start-up is paid once per process
         if (request.calls > 1) rec.call_index = call;
         run_variant(p, *device, ctx, rec, {.load_ptx = request.load_ptx});
-        if (request.copy_ceiling) rec.copy_ceiling_bytes_per_s = copy_ceiling_bytes_per_s(*device, ctx);
+        if (request.copy_ceiling) {
+            trace::span span("copy ceiling");
+            rec.copy_ceiling_bytes_per_s = copy_ceiling_bytes_per_s(*device, ctx);
+        }
+        if (call == request.calls) {  // released before the last record is shown, so it shows the cost
+            trace::span span(report::phase_name(report::phase::teardown));
+            device.reset();
+            rec.set(report::phase::teardown, span.end());
+        }
         if (done) done(rec);
         records.push_back(std::move(rec));
     }

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
 
@@ -87,10 +88,12 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
     {
         std::vector<std::jthread> pool;
         for (int t = 0; t < summary.threads; ++t)
-            pool.emplace_back([&] {
+            pool.emplace_back([&, t] {
+                trace::name_thread("compile " + std::to_string(t));
                 // One NVRTC program and one nvJitLink handle per call: compiles run concurrently.
                 for (std::size_t i = next++; i < work.size() && !interrupted(); i = next++) {
                     try {
+                        trace::span span("build", {{"variant", work[i]->second}});
                         auto build = jit::build(work[i]->first, ctx.cache, ctx.mode, work[i]->second);
                         const std::lock_guard lock(merge);
                         if (build.compiled) {
@@ -148,6 +151,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
             std::vector<std::jthread> workers;
             for (std::size_t w = 0; w < devices.size(); ++w)
                 workers.emplace_back([&, w] {
+                    trace::name_thread("GPU " + std::to_string(devices[w]));
                     // The device is opened on this thread, so its context is current here.
                     report::record startup;
                     std::unique_ptr<gpu> device;
@@ -166,6 +170,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         rec.phases = startup.phases;
                         startup.phases = {};
                         try {
+                            trace::span span("point " + std::to_string(i), {{"point", points[i].label}});
                             run_variant(points[i].pipeline, *device, ctx, rec, {.reuse = &host});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
