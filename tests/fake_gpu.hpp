@@ -25,6 +25,7 @@ public:
     std::vector<report::device_state> states;
     /// time_ms varies by up to ± this fraction, deterministically, as a real device's samples do.
     double jitter = 0;
+    double launch_ms = 0.001;  ///< device time of one launch
     int timings = 0;  ///< time_ms calls
     std::vector<std::string> calls;
     int launches = 0;
@@ -95,7 +96,7 @@ public:
         m_noise_state = m_noise_state * 6364136223846793005ULL + 1442695040888963407ULL;
         const double unit = static_cast<double>(m_noise_state >> 11) * 0x1p-53 * 2 - 1;  // in [-1, 1)
         ++timings;
-        return 0.001 * (launches - before) * (1 + jitter * unit);  // 1 µs per launch
+        return launch_ms * (launches - before) * (1 + jitter * unit);
     }
 
     struct fake_graph final : graph {

@@ -202,6 +202,22 @@ TEST_CASE("cold samples: exactly `repeat` when the device is steady; more until 
     CHECK(stopped.warnings[0].find("measure.max_ms = 20 ms") != std::string::npos);
 }
 
+TEST_CASE("batches are as long as k_batch_ms needs: fewer chains per batch for a slow chain, never more than repeat") {
+    CHECK(run::chains_per_batch(0.001, 50) == 50);
+    CHECK(run::chains_per_batch(0.3, 50) == 4);
+    CHECK(run::chains_per_batch(5.0, 50) == 1);
+    CHECK(run::chains_per_batch(0.0, 50) == 50);
+
+    fixture slow;
+    slow.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    slow.gpu.launch_ms = 0.4;  // 0.4 ms per chain: 3 chains fill a 1 ms batch
+    const auto rec = slow.run(small());
+    CHECK(rec.kernel_batch->count == run::k_batches);
+    CHECK(rec.kernel_batch->median == doctest::Approx(0.4));
+    // first launch + warm-up + cold samples + batches and graph replays of 3 chains each
+    CHECK(slow.gpu.launches == 1 + 2 + 5 + 2 * run::k_batches * 3);
+}
+
 TEST_CASE("the device's state is read before and after the timed loops; a clock that moved or a power cap warns") {
     fixture f;
     f.gpu.on_launch = kjit::testing::hidden_layer_on_host;

@@ -79,7 +79,8 @@ struct compile_spec {
 
 /// How long the timed loops run. Cold samples are taken until there are at least `repeat` and the
 /// median's relative standard error is at most `noise`, or `max_ms` of sampling is spent (as
-/// nvbench stops on noise or a timeout); batches and graph replays are `repeat` chains each.
+/// nvbench stops on noise or a timeout); batches and graph replays are up to `repeat` chains each
+/// (fewer for slow chains: see run::chains_per_batch).
 struct measure_spec {
     int warmup = 3;
     int repeat = 50;

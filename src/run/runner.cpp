@@ -150,6 +150,11 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     return built;
 }
 
+int chains_per_batch(double cold_median_ms, int repeat) {
+    if (!(cold_median_ms > 0)) return repeat;
+    return static_cast<int>(std::clamp(std::ceil(k_batch_ms / cold_median_ms), 1.0, static_cast<double>(repeat)));
+}
+
 namespace {
 /// Samples of one chain, L2 flushed before each: at least m.repeat, then more until the median's
 /// relative standard error is within m.noise or m.max_ms of sampling is spent. The error is
@@ -171,14 +176,15 @@ std::vector<double> cold_samples(gpu& device, const std::function<void()>& chain
 }
 
 /// Kernel timing of one chain of launches, after `warmup` untimed chains. Cold: L2 flushed before
-/// each sample (see cold_samples), events around one chain. Batch: events around `repeat` back-to-back
-/// chains, total / repeat, k_batches times. Graph: the same `repeat` chains captured once in a CUDA
-/// graph and replayed k_batches times; a replay has no CPU launch gaps, so batch − graph is the
-/// launch overhead.
+/// each sample (see cold_samples), events around one chain. Batch: events around
+/// chains_per_batch back-to-back chains, total / chains, k_batches times. Graph: the same chains
+/// captured once in a CUDA graph and replayed k_batches times; a replay has no CPU launch gaps, so
+/// batch − graph is the launch overhead.
 void measure_kernel(gpu& device, const std::function<void()>& chain, const config::measure_spec& m,
                     report::record& rec) {
+    int chains = m.repeat;
     const auto repeat_chain = [&] {
-        for (int i = 0; i < m.repeat; ++i) chain();
+        for (int i = 0; i < chains; ++i) chain();
     };
     trace::span all("timed_launches");
     try {
@@ -194,10 +200,11 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
             rec.warnings.push_back("cold median noise " + number(100 * *rec.kernel_cold_noise) + " % after " +
                                    std::to_string(cold.size()) + " samples in measure.max_ms = " + number(m.max_ms) +
                                    " ms; the target was " + number(100 * m.noise) + " %");
-        trace::span batch_loop("batch loop");
-        for (int b = 0; b < k_batches; ++b) batch.push_back(device.time_ms(repeat_chain) / m.repeat);
-        batch_loop.end();
         rec.kernel_cold = summarize(std::move(cold));
+        chains = chains_per_batch(rec.kernel_cold->median, m.repeat);
+        trace::span batch_loop("batch loop", {{"chains_per_batch", chains}});
+        for (int b = 0; b < k_batches; ++b) batch.push_back(device.time_ms(repeat_chain) / chains);
+        batch_loop.end();
         rec.kernel_batch = summarize(std::move(batch));
     } catch (const error& e) {
         throw error(e.kind(), std::string("timed launches: ") + e.what());
@@ -206,7 +213,7 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     try {
         trace::span replay_loop("graph replays");
         std::vector<double> replays;
-        for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*graph) / m.repeat);
+        for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*graph) / chains);
         rec.kernel_graph = summarize(std::move(replays));
     } catch (const error& e) {
         throw error(e.kind(), std::string("graph launches: ") + e.what());

@@ -57,6 +57,11 @@ struct built_variant {
 
 /// Batches of back-to-back chains (and graph replays) per run: see measure_kernel in runner.cpp.
 inline constexpr int k_batches = 10;
+/// The device time a batch aims at: long enough that the events around it (a few µs) are under
+/// 1 % of it, short enough that slow chains do not spend a sweep's seconds in 10 × repeat launches.
+inline constexpr double k_batch_ms = 1.0;
+/// Chains per batch: enough to fill k_batch_ms at the cold median, at least 1, at most `repeat`.
+[[nodiscard]] int chains_per_batch(double cold_median_ms, int repeat);
 
 /// What a run's inputs depend on: n, dtype, seed and the fill rules.
 [[nodiscard]] std::string inputs_key(const config::pipeline& p);
