@@ -21,7 +21,7 @@ double constant_scale(double v, bool float_compute) {
 // The error scale s of a result r, in units of one rounding u: |computed − exact| ≲ u·s. Each
 // operation adds its own rounding (|r| times its ulps) to the scales of its operands carried
 // through its partial derivatives; a condition, a min or a step passes on what it selects.
-column eval(const node& n, const chunk& in) {
+column eval(const node& n, const chunk& in, bool with_scale) {
     const std::size_t count = in.count;
     column out(count);
     switch (n.kind) {
@@ -45,17 +45,17 @@ column eval(const node& n, const chunk& in) {
             }
             return out;
         case node_kind::negate: {
-            column a = eval(*n.args[0], in);
+            column a = eval(*n.args[0], in, with_scale);
             for (std::size_t i = 0; i < count; ++i) a.value[i] = -a.value[i];
             return a;
         }
         case node_kind::logical_not: {
-            column a = eval(*n.args[0], in);
+            column a = eval(*n.args[0], in, with_scale);
             for (std::size_t i = 0; i < count; ++i) a.value[i] = a.value[i] != 0 ? 0 : 1;
             return a;
         }
         case node_kind::conditional: {
-            const column c = eval(*n.args[0], in), t = eval(*n.args[1], in), f = eval(*n.args[2], in);
+            const column c = eval(*n.args[0], in, with_scale), t = eval(*n.args[1], in, with_scale), f = eval(*n.args[2], in, with_scale);
             for (std::size_t i = 0; i < count; ++i) {
                 const column& chosen = c.value[i] != 0 ? t : f;
                 out.value[i] = chosen.value[i];
@@ -64,7 +64,7 @@ column eval(const node& n, const chunk& in) {
             return out;
         }
         case node_kind::binary: {
-            const column a = eval(*n.args[0], in), b = eval(*n.args[1], in);
+            const column a = eval(*n.args[0], in, with_scale), b = eval(*n.args[1], in, with_scale);
             for (std::size_t i = 0; i < count; ++i) {
                 const double x = a.value[i], y = b.value[i], sx = a.scale[i], sy = b.scale[i];
                 double r = 0, s = 0;
@@ -92,16 +92,17 @@ column eval(const node& n, const chunk& in) {
         }
         case node_kind::call: {
             std::vector<column> args;
-            for (const auto& a : n.args) args.push_back(eval(*a, in));
+            for (const auto& a : n.args) args.push_back(eval(*a, in, with_scale));
             const function_info& f = *n.function;
             double point[3] = {0, 0, 0};
             for (std::size_t i = 0; i < count; ++i) {
                 for (std::size_t k = 0; k < args.size(); ++k) point[k] = args[k].value[i];
                 const double r = f.value(point);
+                out.value[i] = r;
+                if (!with_scale) continue;  // the partials cost as much as the value again
                 double s = f.ulps * std::fabs(r);
                 for (std::size_t k = 0; k < args.size(); ++k)
                     if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, static_cast<int>(k))) * args[k].scale[i];
-                out.value[i] = r;
                 out.scale[i] = std::isnan(s) ? 0.0 : s;
             }
             return out;
@@ -113,9 +114,9 @@ column eval(const node& n, const chunk& in) {
 }  // namespace
 
 void evaluate(const tree& t, const chunk& in, double* values, double* scales) {
-    const column result = eval(*t, in);
-    std::copy(result.value.begin(), result.value.end(), values);
-    std::copy(result.scale.begin(), result.scale.end(), scales);
+    const column result = eval(*t, in, scales != nullptr);
+    if (values) std::copy(result.value.begin(), result.value.end(), values);
+    if (scales) std::copy(result.scale.begin(), result.scale.end(), scales);
 }
 
 }  // namespace kjit::expr

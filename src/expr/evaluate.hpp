@@ -20,7 +20,8 @@ struct chunk {
     bool float_compute = true;  ///< literals and scalars not exact in float add a rounding
 };
 
-/// Writes `count` values and error scales. Pure; thread-safe.
+/// Writes `count` values and error scales; either may be nullptr (without scales, no partial
+/// derivative is computed). Pure; thread-safe.
 void evaluate(const tree& t, const chunk& in, double* values, double* scales);
 
 }  // namespace kjit::expr
