@@ -86,3 +86,17 @@ TEST_CASE("bad expressions through the CLI: exit 2, the key named, never an inte
         CHECK(r.err.find("internal error") == std::string::npos);
     }
 }
+
+TEST_CASE("run --watch needs a config file, and takes no --json, --csv or --calls") {
+    const auto bare = kjit_cli({"run", "--watch"});
+    CHECK(bare.status == exit_status::usage);
+    CHECK(bare.err.find("name the CONFIG file to watch") != std::string::npos);
+    const std::string config = std::string(KJIT_SOURCE_DIR) + "/configs/hidden_layer.json";
+    for (const auto& extra : std::vector<std::vector<std::string>>{{"--json", "x.json"}, {"--calls", "2"}}) {
+        std::vector<std::string> args{"run", "--watch", config};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = kjit_cli(args);
+        CHECK(r.status == exit_status::usage);
+        CHECK(r.err.find("--calls, --json and --csv do not apply") != std::string::npos);
+    }
+}

@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <set>
 
 #include "helpers.hpp"
 #include "report/files.hpp"
@@ -65,8 +66,8 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
     kjit::testing::temp_dir dir;
     const std::string json_file = (dir.path() / "fc.json").string();
     const std::string command = std::string("KJIT_LIBCUDA=/nonexistent ") + KJIT_BINARY +
-                                " first-call --repeat 2 --json " + json_file + " > " + (dir.path() / "out").string() +
-                                " 2>&1";
+                                " first-call --repeat 2 --json " + json_file + " --trace " +
+                                (dir.path() / "trace.json").string() + " > " + (dir.path() / "out").string() + " 2>&1";
     REQUIRE(std::system(command.c_str()) == 0);
     const std::string out = fs::read_file(dir.path() / "out");
     CHECK(out.find("no GPU here") != std::string::npos);
@@ -78,7 +79,29 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
         CHECK(rows[i]["cache"] == (i < 2 ? "miss" : "hit"));
         CHECK(rows[i]["nvrtc_ms"].is_null() == (i >= 2));
         CHECK(rows[i]["process_wall_ms"].get<double>() > 0);
+        // The parent passed its spawn time: the child's start before main is a phase of its own.
+        CHECK(rows[i]["process_start_ms"].get<double>() > 0);
+        CHECK(rows[i]["process_start_ms"].get<double>() < rows[i]["process_wall_ms"].get<double>());
+        CHECK(rows[i]["setup_ms"].get<double>() > 0);
     }
+    // One timeline: the parent's spans and every child's under its own pid. Only the children
+    // that compiled (the warm-up and the two cold ones) loaded NVRTC: a cache hit never maps it.
+    const auto trace = nlohmann::json::parse(fs::read_file(dir.path() / "trace.json"));
+    std::set<long> pids;
+    int nvrtc_loads = 0, process_starts = 0, children = 0;
+    for (const auto& e : trace.at("traceEvents")) {
+        pids.insert(e.at("pid").get<long>());
+        if (e.at("ph") != "X") continue;
+        CHECK(e.at("dur").get<double>() >= 0);
+        const std::string name = e.at("name");
+        nvrtc_loads += name.starts_with("load libnvrtc");
+        process_starts += name == "process start (exec, libraries)";
+        children += name.starts_with("child: ");
+    }
+    CHECK(pids.size() == 6);  // first-call, the warm-up child, 2 cold, 2 warm
+    CHECK(children == 5);
+    CHECK(process_starts == 5);
+    CHECK(nvrtc_loads == 3);
 }
 
 TEST_CASE("kjit first-call stopped by SIGINT exits 130 and leaves no scratch folders behind") {

@@ -3,12 +3,15 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "helpers.hpp"
 #include "report/files.hpp"
 #include "report/table.hpp"
+#include "report/trace.hpp"
 #include "run/stats.hpp"
 #include "util/units.hpp"
 
@@ -236,4 +239,66 @@ TEST_CASE("merge input: a record with a wrong-typed column is a usage error nami
     auto rows = report::rows_of({sample_run()});
     std::ofstream(file) << report::to_json(rows);
     CHECK(report::read_rows(file).size() == 1);
+}
+
+TEST_CASE("print_change: the variant, the kernel time with its Δ, the error, and phases that ran in only one") {
+    report::record before, after;
+    before.variant = "fused float32 tanh=builtin block=256 vec=4";
+    after.variant = "fused float32 tanh=builtin block=128 vec=4";
+    before.kernel_cold = report::sample_stats{50, 0.010, 0.009, 0.011, 0.010, 0};
+    after.kernel_cold = report::sample_stats{50, 0.011, 0.010, 0.012, 0.011, 0};
+    before.check = report::check_row{};
+    before.check->max_ulp_error = 1.5;
+    after.check = before.check;
+    before.status = after.status = report::outcome::pass;
+    before.set(report::phase::host_reference, 30);
+    after.set(report::phase::nvrtc, 33.5);
+    std::ostringstream out;
+    report::print_change(out, before, after);
+    const std::string text = out.str();
+    CHECK(text.find("block=256 vec=4\n          → fused float32 tanh=builtin block=128") != std::string::npos);
+    CHECK(text.find("10.0 µs → 11.0 µs (+10.0 %, cold median)") != std::string::npos);
+    CHECK(text.find("max 1.5 → 1.5 ulp, PASS → PASS") != std::string::npos);
+    CHECK(text.find("ran now  nvrtc 33.5 ms") != std::string::npos);
+    CHECK(text.find("skipped  host_reference (cached or reused)") != std::string::npos);
+}
+
+TEST_CASE("trace: spans nest on their thread, carry their args, and come out as Chrome trace events") {
+    trace::start_collecting();
+    trace::name_thread("main");
+    double outer_ms = 0;
+    {
+        trace::span outer("test outer");
+        {
+            trace::span inner("test inner", {{"point", 3}});
+            inner.note("samples", 50);
+        }
+        std::jthread worker([] {
+            trace::name_thread("worker 1");
+            trace::span on_worker("test on worker");
+        });
+        worker.join();
+        outer_ms = outer.end();
+        CHECK(outer.end() == outer_ms);  // ends once
+    }
+    const auto json = trace::to_json();
+    std::map<std::string, nlohmann::json> by_name;
+    std::set<std::string> thread_names;
+    for (const auto& e : json.at("traceEvents")) {
+        if (e.at("ph") == "M" && e.at("name") == "thread_name") thread_names.insert(e.at("args").at("name"));
+        if (e.at("ph") == "X") by_name[e.at("name")] = e;
+    }
+    REQUIRE(by_name.count("test outer") == 1);
+    const auto& outer = by_name["test outer"];
+    const auto& inner = by_name["test inner"];
+    const auto& worker = by_name["test on worker"];
+    CHECK(outer.at("dur").get<double>() == doctest::Approx(outer_ms * 1000).epsilon(0.01));
+    CHECK(inner.at("ts").get<double>() >= outer.at("ts").get<double>());
+    CHECK(inner.at("ts").get<double>() + inner.at("dur").get<double>() <=
+          outer.at("ts").get<double>() + outer.at("dur").get<double>());
+    CHECK(inner.at("args") == nlohmann::json{{"point", 3}, {"samples", 50}});
+    CHECK(inner.at("tid") == outer.at("tid"));
+    CHECK(worker.at("tid") != outer.at("tid"));
+    CHECK(thread_names.count("main") == 1);
+    CHECK(thread_names.count("worker 1") == 1);
 }

@@ -137,3 +137,35 @@ TEST_CASE("a sweep makes each distinct set of inputs and reference once, whateve
     CHECK(inputs_made == 2);
     CHECK(references_made == 2);
 }
+
+TEST_CASE("session watch: one GPU for every save, host data kept while it fits, a bad edit reported and skipped") {
+    kjit::testing::temp_dir dir;
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    auto fast = small();
+    fast.compile.fast_math = true;  // another binary, the same inputs and reference
+    auto broken = small();
+    broken.compile.options = {"--no-such-option"};
+    std::vector<config::pipeline> saves{small(), fast, broken, small()};
+    std::size_t served = 0;
+    std::vector<report::record> records;
+    std::vector<std::string> failures;
+    s.watch({.device = 0, .copy_ceiling = false},
+            [&]() -> std::optional<run::watch_step> {
+                if (served == saves.size()) return std::nullopt;
+                return run::watch_step{saves[served++], "test", false};
+            },
+            [&](const report::record& r) { records.push_back(r); },
+            [&](const error& e) { failures.emplace_back(e.what()); });
+    REQUIRE(records.size() == 3);
+    REQUIRE(failures.size() == 1);
+    CHECK(failures[0].find("--no-such-option") != std::string::npos);
+    for (const auto& r : records) CHECK(r.status == report::outcome::pass);
+    CHECK(records[0].get(report::phase::context).has_value());  // opened once
+    CHECK_FALSE(records[1].get(report::phase::context).has_value());
+    CHECK(records[0].get(report::phase::host_reference).has_value());
+    CHECK_FALSE(records[1].get(report::phase::host_inputs).has_value());  // kept across the edit
+    CHECK_FALSE(records[1].get(report::phase::host_reference).has_value());
+    CHECK(records[1].cache_status == "miss");
+    CHECK(records[2].cache_status == "hit");  // back to the first variant: no compile
+    CHECK_FALSE(records[2].get(report::phase::nvrtc).has_value());
+}

@@ -100,7 +100,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         parser.add_options()("load", "what to load: cubin, or ptx (the driver JIT-compiles it)",
                              cxxopts::value<std::string>()->default_value("cubin"), "cubin|ptx")(
             "calls", "call the variant N times in this process (a record each)",
-            cxxopts::value<int>()->default_value("1"), "N")("skip-ceiling", "do not measure the copy ceiling");
+            cxxopts::value<int>()->default_value("1"), "N")("skip-ceiling", "do not measure the copy ceiling")(
+            "watch", "keep the GPU open and run again each time CONFIG (or a --templates file) is saved; Ctrl-C ends");
     }
     if (std::string(sub.name) == "first-call") {
         parser.add_options()("repeat", "child processes per start state",
@@ -160,6 +161,9 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     o.ptx = args.count("ptx") > 0;
     o.compile_only = args.count("compile-only") > 0;
     o.skip_ceiling = args.count("skip-ceiling") > 0;
+    o.watch = args.count("watch") > 0;
+    if (o.watch && (args.count("calls") || !o.json_path.empty() || !o.csv_path.empty()))
+        throw error(error_kind::usage, "run --watch prints each result as it comes: --calls, --json and --csv do not apply");
     if (args.count("calls")) o.calls = args["calls"].as<int>();
     if (args.count("repeat")) o.repeat = args["repeat"].as<int>();
     if (args.count("load")) {
@@ -202,7 +206,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
 exit_status run_command(const std::string& name, const options& o, std::ostream& out, std::ostream& err) {
     if (name == "emit") return cmd_emit(o, out);
     if (name == "compile") return cmd_compile(o, out, err);
-    if (name == "run") return cmd_run(o, out, err);
+    if (name == "run") return o.watch ? cmd_watch(o, out, err) : cmd_run(o, out, err);
     if (name == "sweep") return cmd_sweep(o, out, err);
     if (name == "merge") return cmd_merge(o, out, err);
     if (name == "first-call") return cmd_first_call(o, out, err);

@@ -38,6 +38,7 @@ struct options {
     bool load_ptx = false;      ///< run: load PTX (driver JIT) instead of the cubin
     int calls = 1;              ///< run: call the variant this many times in one process
     bool skip_ceiling = false;  ///< run: do not measure the copy ceiling
+    bool watch = false;         ///< run: run again at every save of the config (or templates)
     int repeat = 5;             ///< first-call: child processes per state
     bool ptx = false;           ///< emit: print the PTX instead of the CUDA source
 };
@@ -64,6 +65,7 @@ void write_rows(const options& o, const std::vector<report::row>& rows);
 exit_status cmd_emit(const options& o, std::ostream& out);
 exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err);
+exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_devices(std::ostream& out);
 exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err);

@@ -130,6 +130,27 @@ void print_record(std::ostream& out, const record& r) {
     if (!r.error.empty()) out << "\n  error    " << r.error << "\n";
 }
 
+void print_change(std::ostream& out, const record& before, const record& after) {
+    out << "  change from the previous run\n";
+    if (before.variant != after.variant) out << "    variant  " << before.variant << "\n          → " << after.variant << "\n";
+    if (before.kernel_cold && after.kernel_cold) {
+        const double was = before.kernel_cold->median, now = after.kernel_cold->median;
+        out << "    kernel   " << units::duration_ms(was) << " → " << units::duration_ms(now) << " ("
+            << (now >= was ? "+" : "") << fixed(100 * (now - was) / was, 1) << " %, cold median)\n";
+    }
+    if (before.check && after.check)
+        out << "    error    max " << sci(before.check->max_ulp_error) << " → " << sci(after.check->max_ulp_error)
+            << " ulp, " << to_string(before.status) << " → " << to_string(after.status) << "\n";
+    std::string only_now, only_before;
+    for (std::size_t i = 0; i < k_phase_count; ++i) {
+        const auto name = std::string(phase_name(static_cast<phase>(i)));
+        if (after.phases[i] && !before.phases[i]) only_now += (only_now.empty() ? "" : ", ") + name + " " + units::duration_ms(*after.phases[i]);
+        if (before.phases[i] && !after.phases[i]) only_before += (only_before.empty() ? "" : ", ") + name;
+    }
+    if (!only_now.empty()) out << "    ran now  " << only_now << "\n";
+    if (!only_before.empty()) out << "    skipped  " << only_before << " (cached or reused)\n";
+}
+
 void print_summary(std::ostream& out, const std::vector<row>& rows) {
     const auto number = [](const row& r, const char* column) {
         const auto it = r.find(column);

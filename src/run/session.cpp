@@ -18,7 +18,8 @@ jit::disk_cache cache_in(const std::string& dir, std::optional<std::uintmax_t> l
 }
 
 session::session(const session_options& options, std::unique_ptr<gpu_provider> gpus)
-    : m_templates(templates_in(options.templates_dir)),
+    : m_templates_dir(options.templates_dir),
+      m_templates(templates_in(options.templates_dir)),
       m_cache(cache_in(options.cache_dir, options.cache_limit)),
       m_mode(options.mode),
       m_gpus(std::move(gpus)) {}
@@ -80,6 +81,34 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         records.push_back(std::move(rec));
     }
     return records;
+}
+
+void session::watch(const run_request& request, const std::function<std::optional<watch_step>()>& next,
+                    const std::function<void(const report::record&)>& done,
+                    const std::function<void(const error&)>& failed) {
+    require_gpu("`kjit compile`");
+    report::record startup;
+    record_process_start(startup);
+    auto device = m_gpus->open(request.device, startup);
+    const build_context ctx = context();
+    std::optional<double> ceiling;
+    host_data host;  // kept across saves: an edit of the launch or the formula reuses the inputs
+    while (auto step = next()) {
+        report::record rec = new_record("run", step->pipeline, step->source);
+        rec.phases = startup.phases;  // start-up shows on the first run only
+        startup.phases = {};
+        try {
+            if (step->templates_changed) m_templates = templates_in(m_templates_dir);
+            run_variant(step->pipeline, *device, ctx, rec, {.load_ptx = request.load_ptx, .reuse = &host});
+            if (request.copy_ceiling && !ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
+        } catch (const error& e) {
+            if (e.kind() == error_kind::driver) throw;
+            failed(e);
+            continue;
+        }
+        rec.copy_ceiling_bytes_per_s = ceiling;
+        done(rec);
+    }
 }
 
 sweep_result session::sweep(const std::vector<config::sweep_point>& points, const std::string& source,

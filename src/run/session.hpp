@@ -17,6 +17,7 @@
 #include "report/record.hpp"
 #include "run/gpu.hpp"
 #include "run/sweep.hpp"
+#include "util/error.hpp"
 
 namespace kjit::run {
 
@@ -52,6 +53,13 @@ struct run_request {
     bool copy_ceiling = true;  ///< measure the device's copy bandwidth (once per device and driver)
 };
 
+/// One pipeline for session::watch to run: the config as it is after a save.
+struct watch_step {
+    config::pipeline pipeline;
+    std::string source;
+    bool templates_changed = false;  ///< read the templates folder again first
+};
+
 struct sweep_request {
     std::string devices = "0";  ///< all | 0,1
     bool compile_only = false;  ///< build every point, run nothing (no GPU)
@@ -77,6 +85,13 @@ public:
     [[nodiscard]] std::vector<report::record> run(const config::pipeline& p, const std::string& source,
                                                   const run_request& request,
                                                   const std::function<void(const report::record&)>& done = {});
+    /// kjit run --watch: opens one GPU once, then runs each pipeline `next` returns (it blocks until
+    /// the next save; nullopt ends the loop) with `done` seeing its record. Inputs and reference are
+    /// kept while an edit leaves them unchanged. A compile or config error goes to `failed` and the
+    /// loop goes on; a CUDA error (the context may be lost) ends it by throwing.
+    void watch(const run_request& request, const std::function<std::optional<watch_step>()>& next,
+               const std::function<void(const report::record&)>& done,
+               const std::function<void(const error&)>& failed);
     /// Every point: compiled in parallel, then run on the requested GPUs (or only built).
     /// `step` is called after each point.
     [[nodiscard]] sweep_result sweep(const std::vector<config::sweep_point>& points, const std::string& source,
@@ -93,6 +108,7 @@ private:
     [[nodiscard]] build_context context(prebuilt_binaries* prebuilt = nullptr);
     void require_gpu(const std::string& without_one);
 
+    std::string m_templates_dir;
     codegen::template_set m_templates;
     jit::disk_cache m_cache;
     jit::cache_mode m_mode;
