@@ -216,6 +216,7 @@ std::vector<std::string> compile_request::link_options() const {
 
 compile_result compile(const compile_request& request) {
     compile_result result;
+    result.load_ms = load_compilers(request.method == compile_method::nvjitlink);
     if (request.method == compile_method::nvrtc) {
         compile_with_nvrtc(request, result);
     } else {

@@ -49,6 +49,7 @@ struct compile_result {
     std::string link_log;   ///< ptxas' info and errors
     std::string ptx;
     std::string cubin;
+    double load_ms = 0;          ///< loading NVRTC / nvJitLink: the first compile in a process only
     double nvrtc_ms = 0;         ///< C++ → PTX (for the nvrtc method: NVRTC's whole call less ptxas)
     double ptx_to_cubin_ms = 0;  ///< PTX → SASS (ptxas)
     /// NVRTC's own split of C++ → PTX (its -time report): the C++ front end and the NVVM optimizer.

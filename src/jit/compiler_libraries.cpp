@@ -14,7 +14,7 @@
 namespace kjit::jit {
 namespace {
 
-std::atomic<bool> g_nvrtc_loaded{false};
+std::atomic<bool> g_nvrtc_loaded{false}, g_nvjitlink_loaded{false};
 
 /// dlopen of the soname, else of the file kjit was linked against at build time.
 void* open_library(const std::string& soname, const char* built_with) {
@@ -68,6 +68,7 @@ nvjitlink_api load_nvjitlink() {
     resolve(h, library, symbol("nvJitLinkGetErrorLog"), api.GetErrorLog);
     resolve(h, library, symbol("nvJitLinkGetInfoLogSize"), api.GetInfoLogSize);
     resolve(h, library, symbol("nvJitLinkGetInfoLog"), api.GetInfoLog);
+    g_nvjitlink_loaded = true;
     return api;
 }
 
@@ -83,6 +84,12 @@ const nvjitlink_api& nvjitlink() {
     return api;
 }
 
-bool nvrtc_loaded() { return g_nvrtc_loaded; }
+double load_compilers(bool with_nvjitlink) {
+    if (g_nvrtc_loaded && (g_nvjitlink_loaded || !with_nvjitlink)) return 0;
+    trace::span span("load compilers");
+    (void)nvrtc();
+    if (with_nvjitlink) (void)nvjitlink();
+    return span.end();
+}
 
 }  // namespace kjit::jit

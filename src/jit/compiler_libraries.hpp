@@ -39,7 +39,8 @@ struct nvjitlink_api {
 [[nodiscard]] const nvrtc_api& nvrtc();
 [[nodiscard]] const nvjitlink_api& nvjitlink();
 
-/// Whether this process has loaded NVRTC (for the test that a warm run does not).
-[[nodiscard]] bool nvrtc_loaded();
+/// Loads NVRTC, and nvJitLink when `with_nvjitlink`, if this process has not yet: the ms this
+/// call spent on it (waiting for another thread's load included), 0 when they were there.
+[[nodiscard]] double load_compilers(bool with_nvjitlink);
 
 }  // namespace kjit::jit

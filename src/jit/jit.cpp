@@ -103,6 +103,7 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
 
     compile_result compiled = compile(request);
     out.compiled = true;
+    out.load_ms = compiled.load_ms;
     out.nvrtc_ms = compiled.nvrtc_ms;
     out.ptx_to_cubin_ms = compiled.ptx_to_cubin_ms;
     out.front_end_ms = compiled.front_end_ms;

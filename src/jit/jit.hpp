@@ -25,6 +25,7 @@ struct build_output {
     bool compiled = false;      ///< NVRTC and nvJitLink ran in this call
     double lookup_ms = 0;
     compile_method method = compile_method::nvrtc;
+    double load_ms = 0;          ///< loading the compiler libraries; 0 unless this compile loaded them
     double nvrtc_ms = 0;         ///< 0 unless compiled
     double ptx_to_cubin_ms = 0;  ///< 0 unless compiled
     double front_end_ms = 0, optimizer_ms = 0;  ///< NVRTC's own split of nvrtc_ms; 0 unless compiled and known

@@ -8,12 +8,13 @@ struct phase_names {
 };
 constexpr std::array<phase_names, k_phase_count> k_names{{
     {"process_start", "process start (exec, libraries)"},
-    {"setup", "setup (options, config, templates)"},
+    {"setup", "setup (options, config)"},
     {"driver_init", "CUDA driver init (cuInit)"},
     {"context", "context + stream"},
     {"nvml", "NVML open (clock readings)"},
     {"codegen", "codegen"},
     {"cache_lookup", "cache lookup"},
+    {"compiler_load", "load NVRTC / nvJitLink"},
     {"nvrtc", "NVRTC: C++ → PTX"},
     {"ptx_to_cubin", "PTX → cubin (ptxas)"},
     {"cache_store", "cache store"},
@@ -27,8 +28,8 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
     {"host_reference", "host: float64 reference"},
     {"verify", "verify"},
     {"graph_build", "CUDA graph capture + instantiate"},
-    {"timed_launches", "timed launches (cold, batch, graph)"},
-    {"teardown", "GPU release (context teardown)"},
+    {"timed_launches", "timed loops (cold, batch, graph)"},
+    {"teardown", "GPU release (context)"},
 }};
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }

@@ -24,6 +24,7 @@ enum class phase {
     nvml,            ///< dlopen libnvidia-ml + nvmlInit + the device handle (for clock readings)
     codegen,         ///< templates → CUDA source
     cache_lookup,    ///< read and verify a cache entry
+    compiler_load,   ///< dlopen of NVRTC (and nvJitLink): the first compile in a process
     nvrtc,           ///< C++ → PTX
     ptx_to_cubin,    ///< PTX → SASS: ptxas, in NVRTC or in nvJitLink (compile.method)
     cache_store,     ///< write the entry atomically

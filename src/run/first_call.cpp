@@ -23,7 +23,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
     static const std::vector<std::pair<std::string, std::vector<std::string>>> g{
         {"process start and setup", {"process_start_ms", "setup_ms"}},
         {"CUDA start-up and teardown", {"driver_init_ms", "context_ms", "nvml_ms", "teardown_ms"}},
-        {"compile", {"codegen_ms", "cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"}},
+        {"compile", {"codegen_ms", "cache_lookup_ms", "compiler_load_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"}},
         {"module load + first launch", {"module_load_ms", "get_function_ms", "first_launch_ms"}},
         {"copies", {"alloc_ms", "h2d_ms", "d2h_ms"}},
         {"kjit's own checking and timing", {"host_inputs_ms", "host_reference_ms", "verify_ms", "graph_build_ms",

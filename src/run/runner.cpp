@@ -130,6 +130,7 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     if (ctx.cache && ctx.mode == jit::cache_mode::use) rec.set(phase::cache_lookup, b.lookup_ms);
     rec.compile_method = jit::to_string(b.method);
     if (b.compiled) {
+        if (b.load_ms > 0) rec.set(phase::compiler_load, b.load_ms);
         rec.set(phase::nvrtc, b.nvrtc_ms);
         rec.set(phase::ptx_to_cubin, b.ptx_to_cubin_ms);
         if (b.front_end_ms > 0) rec.nvrtc_front_end_ms = b.front_end_ms;
