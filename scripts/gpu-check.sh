@@ -4,7 +4,10 @@
 #   build       configure and build with the staged header-only deps in .deps
 #   tests       every CTest label, gpu included, then the gpu tests again for their figures
 #   runs        every shipped config in a fresh process, empty cache then warm; the default at larger n
-#   sweeps      configs/sweep_hidden_layer.json: cold on GPU 0, warm on GPU 0, warm on all GPUs
+#   sweeps      configs/sweep_hidden_layer.json: cold on GPU 0 (with --trace, checked and summed
+#               per span name by scripts/trace_summary.py), warm on GPU 0, warm on all GPUs
+#   watch       kjit run --watch timed from outside by scripts/watch_latency.py: cached and
+#               compiling edits, a bad edit and its fix, Ctrl-C
 #   first-call  kjit first-call on the default config
 #   peers       bench/compare.py: kjit beside Numba, CuPy and PyTorch, cold and warm, n = 1M and 16M
 #   launch      configs/sweep_launch.json on all GPUs
@@ -71,10 +74,14 @@ for part in "$@"; do
         "$kjit" merge "$records"/*.json --json "$out/runs.json" > /dev/null ;;
     sweeps)
         "$kjit" cache clear > /dev/null
-        sweep cold --devices 0
+        sweep cold --devices 0 --trace "$out/sweep_trace.json"
         sweep warm --devices 0
         sweep all --devices all
-        grep -E "^(==|[0-9]+ points)" "$out/sweeps.log" ;;
+        python3 scripts/trace_summary.py "$out/sweep_trace.json" >> "$out/sweeps.log" 2>&1 || status=1
+        grep -E "^(==|[0-9]+ points)" "$out/sweeps.log"; tail -24 "$out/sweeps.log" ;;
+    watch)
+        python3 scripts/watch_latency.py "$kjit" configs/hidden_layer.json 7 > "$out/watch.log" 2>&1 || status=1
+        tail -5 "$out/watch.log" ;;
     first-call)
         "$kjit" first-call --repeat 5 --json "$out/first_call.json" > "$out/first_call.log" 2>&1 || status=1
         tail -8 "$out/first_call.log" ;;
