@@ -54,6 +54,16 @@ TEST_CASE("session run: one record per call, start-up on the first only, each se
     CHECK_FALSE(records[1].get(report::phase::context));
     CHECK(records[0].cache_status == "miss");
     CHECK(records[1].cache_status == "hit");
+    // The first call's compile and host data were made while the device opened, and say so.
+    for (auto p : {report::phase::nvrtc, report::phase::host_inputs, report::phase::host_reference})
+        CHECK(records[0].get(p).has_value());
+    CHECK(records[0].overlapped_ms.has_value());
+    CHECK(*records[0].overlapped_ms >= 0);
+    CHECK_FALSE(records[1].overlapped_ms.has_value());
+    CHECK(records[1].get(report::phase::host_reference).has_value());  // later calls check again
+
+    const auto no_such = [&] { (void)s.run(small(), "test", {.device = 3, .calls = 1, .copy_ceiling = false}); };
+    CHECK_THROWS_WITH_AS(no_such(), "--device 3: there are 1 GPU(s)", error);
 }
 
 TEST_CASE("session run without a GPU: one driver error that says why and what works instead") {

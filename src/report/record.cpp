@@ -115,6 +115,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"process_wall_ms", optional_number(r.process_wall_ms)}});
     for (std::size_t i = 0; i < k_phase_count; ++i)
         columns.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
+    columns.emplace_back("overlapped_ms", optional_number(r.overlapped_ms));
 
     std::string names, registers, spills;
     for (const auto& k : r.kernels) {

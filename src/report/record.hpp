@@ -109,6 +109,10 @@ struct record {
     std::optional<double> process_wall_ms;  ///< kjit first-call: the child's whole wall time
 
     std::array<std::optional<double>, k_phase_count> phases{};  ///< ms; empty = did not happen
+    /// ms during which phases ran at the same time as CUDA start-up (kjit run compiles and makes
+    /// its host data on another thread while the driver creates the context): the phases add up
+    /// to this much more than the time they took.
+    std::optional<double> overlapped_ms;
     std::vector<kernel_row> kernels;
 
     std::optional<sample_stats> kernel_cold;   ///< per launch of the chain, L2 flushed before each

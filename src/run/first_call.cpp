@@ -143,7 +143,8 @@ std::string explain_first_call(const std::vector<report::row>& summary) {
             for (const auto& c : columns) phases += s.value(c, 0.0);
         // A second call in the same process has no process of its own: its phases are the whole.
         const bool own_process = s.contains("process_wall_ms");
-        const double wall = own_process ? s.value("process_wall_ms", 0.0) : phases;
+        const double overlapped = s.value("overlapped_ms", 0.0);
+        const double wall = own_process ? s.value("process_wall_ms", 0.0) : phases - overlapped;
         text += s.value("first_call_state", "") + ": " + std::to_string(static_cast<long long>(wall + 0.5)) +
                 (own_process ? " ms per process" : " ms of phases, in a process already started") + " (median of " +
                 std::to_string(s.value("repeats", 0)) + "):";
@@ -157,9 +158,11 @@ std::string explain_first_call(const std::vector<report::row>& summary) {
             text += sep + title + " " + percent(part, wall);
             sep = ", ";
         }
+        // Phases that ran during CUDA start-up (on another thread) count once in the wall time.
+        if (overlapped > 0) text += std::string(sep) + "less " + percent(overlapped, wall) + " overlapped with CUDA start-up";
         if (own_process)
             text += std::string(sep) + "the rest (writing results, process exit) " +
-                    percent(std::max(0.0, wall - accounted), wall);
+                    percent(std::max(0.0, wall - accounted + overlapped), wall);
         text += "\n";
     }
     return text;

@@ -234,18 +234,28 @@ struct device_buffers {
     }
 };
 
-/// Refuses a run the machine cannot hold, before anything is allocated: on the host the inputs,
-/// the result and the float64 reference with its error scales; on the GPU every buffer.
-void check_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
+std::string sized(const config::pipeline& p) {
+    return "n = " + std::to_string(p.n) + " " + std::string(config::to_string(p.type));
+}
+
+/// Refuses a run the host cannot hold, before anything is allocated: the inputs, the result and
+/// the float64 reference with its error scales.
+void check_host_memory(const config::pipeline& p) {
     const double n = static_cast<double>(p.n), element = static_cast<double>(config::element_size(p.type));
     const double arrays = static_cast<double>(p.inputs.size());
     const double host_needed = n * (element * (arrays + 1) + 2 * sizeof(double));
     const double host_available = static_cast<double>(available_host_memory());
-    const std::string what = "n = " + std::to_string(p.n) + " " + std::string(config::to_string(p.type));
     if (host_needed > host_available)
-        throw error(error_kind::memory, what + " needs " + units::bytes(host_needed) +
+        throw error(error_kind::memory, sized(p) + " needs " + units::bytes(host_needed) +
                                             " of host memory (inputs, result, float64 reference); " +
                                             units::bytes(host_available) + " is available");
+}
+
+/// The same for the GPU: every buffer of the run.
+void check_device_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
+    const double n = static_cast<double>(p.n), element = static_cast<double>(config::element_size(p.type));
+    const double arrays = static_cast<double>(p.inputs.size());
+    const std::string what = sized(p);
     const double device_needed = n * element * (arrays + static_cast<double>(generated.temporaries.size()) + 1);
     const double device_free = static_cast<double>(device.free_memory());
     if (device_needed > device_free)
@@ -272,6 +282,16 @@ std::string reference_key(const config::pipeline& p) {
     return key.dump();
 }
 
+host_data make_host_data(const config::pipeline& p, report::record& rec) {
+    check_host_memory(p);
+    host_data host;
+    host.inputs = timed(rec, phase::host_inputs, [&] { return make_inputs(p); });
+    host.expected = timed(rec, phase::host_reference, [&] { return reference::compute(p, host.inputs); });
+    host.inputs_key = inputs_key(p);
+    host.reference_key = reference_key(p);
+    return host;
+}
+
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
                  const run_options& options) {
     const device_info& info = device.device();
@@ -280,7 +300,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     rec.driver_version = std::to_string(info.driver_version / 1000) + "." + std::to_string(info.driver_version % 1000 / 10);
     const built_variant built = build_variant(p, p.compile.arch.value_or(info.arch), ctx, rec);
     const auto& plan = built.generated.kernels;
-    check_memory(p, built.generated, device);
+    check_host_memory(p);
+    check_device_memory(p, built.generated, device);
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
     const module_id module = timed(rec, phase::module_load, [&] {

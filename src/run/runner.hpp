@@ -79,6 +79,11 @@ struct host_data {
     reference::expected_values expected;
 };
 
+/// Inputs and reference for `p`, made now, their phases recorded into `rec`: host work that needs
+/// no GPU, which session::run does while the driver creates the context. Throws
+/// kjit::error(memory) when the host cannot hold them.
+[[nodiscard]] host_data make_host_data(const config::pipeline& p, report::record& rec);
+
 struct run_options {
     /// Load the PTX instead of the cubin, so the driver JIT-compiles it at module load: what a
     /// tool that ships PTX (Numba, CuPy) pays on a first call.
