@@ -77,6 +77,7 @@ struct host_data {
     std::string reference_key;
     reference::input_arrays inputs;
     reference::expected_values expected;
+    std::optional<reference::typed_array> result;  ///< the GPU's output, copied back (reused storage)
 };
 
 /// Inputs and reference for `p`, made now, their phases recorded into `rec`: host work that needs
