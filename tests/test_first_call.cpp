@@ -42,7 +42,7 @@ TEST_CASE("aggregation: median, min and max per state and column; the explanatio
     for (double wall : {100.0, 300.0, 200.0})
         rows.push_back({{"first_call_state", "cold"}, {"process_wall_ms", wall}, {"process_start_ms", 8.0},
                         {"setup_ms", 2.0}, {"driver_init_ms", 40.0}, {"context_ms", 10.0}, {"nvrtc_ms", wall / 10},
-                        {"kernel_cold_median_ms", 0.01}, {"status", "PASS"}});
+                        {"process_exit_ms", 4.0}, {"kernel_cold_median_ms", 0.01}, {"status", "PASS"}});
     rows.push_back({{"first_call_state", "second-call"}, {"nvrtc_ms", nullptr}, {"module_load_ms", 0.5},
                     {"first_launch_ms", 0.5}, {"status", "PASS"}});
     const auto summary = run::summarize_first_call(rows);
@@ -58,7 +58,7 @@ TEST_CASE("aggregation: median, min and max per state and column; the explanatio
     const std::string text = run::explain_first_call(summary);
     CHECK(text.find("cold: 200 ms per process (median of 3): process start and setup 5 %, CUDA start-up and teardown "
                     "25 %, compile 10 %") != std::string::npos);
-    CHECK(text.find("the rest (writing results, process exit) 60 %") != std::string::npos);
+    CHECK(text.find("writing results and exit 2 %, the rest (between phases) 58 %") != std::string::npos);
     CHECK(text.find("second-call: 1 ms of phases, in a process already started") != std::string::npos);
 }
 
@@ -83,6 +83,9 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
         CHECK(rows[i]["process_start_ms"].get<double>() > 0);
         CHECK(rows[i]["process_start_ms"].get<double>() < rows[i]["process_wall_ms"].get<double>());
         CHECK(rows[i]["setup_ms"].get<double>() > 0);
+        // What the child did after its record was complete, seen from outside: writing and exit.
+        CHECK(rows[i]["process_exit_ms"].get<double>() > 0);
+        CHECK(rows[i]["process_exit_ms"].get<double>() < rows[i]["process_wall_ms"].get<double>());
     }
     // One timeline: the parent's spans and every child's under its own pid. Only the children
     // that compiled (the warm-up and the two cold ones) loaded NVRTC: a cache hit never maps it.

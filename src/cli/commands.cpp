@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
 #include "report/files.hpp"
+#include "report/trace.hpp"
 #include "report/table.hpp"
 #include "run/runner.hpp"
 #include "run/session.hpp"
@@ -43,6 +45,13 @@ void finish(run::session& s, std::ostream& err) {
     if (const auto problem = s.finish()) err << "kjit: warning: " << *problem << "\n";
 }
 
+void mark_elapsed(std::vector<report::record>& records) {
+    const auto spawned = trace::spawned_at();
+    if (!spawned) return;
+    const double ms = std::chrono::duration<double, std::milli>(trace::clock::now() - *spawned).count();
+    for (auto& r : records) r.process_elapsed_ms = ms;
+}
+
 void write_rows(const options& o, const std::vector<report::row>& rows) {
     if (!o.json_path.empty()) report::write_json(o.json_path, rows);
     if (!o.csv_path.empty()) report::write_csv(o.csv_path, rows);
@@ -64,11 +73,12 @@ exit_status cmd_emit(const options& o, std::ostream& out) {
 exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) {
     const auto cfg = load(o);
     run::session s = session_for(o);
-    const report::record rec = s.compile(cfg.pipeline, cfg.source);
-    print_warnings(rec, err);
+    std::vector<report::record> records{s.compile(cfg.pipeline, cfg.source)};
+    print_warnings(records.front(), err);
     finish(s, err);
-    report::print_record(out, rec);
-    write_rows(o, report::rows_of({rec}));
+    report::print_record(out, records.front());
+    mark_elapsed(records);
+    write_rows(o, report::rows_of(records));
     return exit_status::ok;
 }
 
@@ -77,7 +87,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     run::session s = session_for(o);
     bool failed = false;
     const run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling};
-    const auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
+    auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
         print_warnings(rec, err);
         if (rec.call_index.value_or(1) > 1) out << "\n";
         report::print_record(out, rec);
@@ -88,6 +98,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
         }
     });
     finish(s, err);
+    mark_elapsed(records);
     write_rows(o, report::rows_of(records));
     return failed ? exit_status::failure : exit_status::ok;
 }

@@ -79,7 +79,11 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
                 const int call = r["call_index"].is_number() ? r["call_index"].get<int>() : 1;
                 if (call != state.take_call) continue;
                 r["first_call_state"] = state.name;
-                if (state.take_call == 1) r["process_wall_ms"] = result.wall_ms;
+                if (state.take_call == 1) {
+                    r["process_wall_ms"] = result.wall_ms;
+                    if (r["process_elapsed_ms"].is_number())
+                        r["process_exit_ms"] = result.wall_ms - r["process_elapsed_ms"].get<double>();
+                }
                 rows.push_back(std::move(r));
             }
             bar.step(state.name);

@@ -112,7 +112,9 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"module_image", r.module_image},
                            {"call_index", r.call_index ? nlohmann::json(*r.call_index) : nlohmann::json()},
                            {"first_call_state", r.first_call_state},
-                           {"process_wall_ms", optional_number(r.process_wall_ms)}});
+                           {"process_wall_ms", optional_number(r.process_wall_ms)},
+                           {"process_elapsed_ms", optional_number(r.process_elapsed_ms)},
+                           {"process_exit_ms", optional_number(r.process_exit_ms)}});
     for (std::size_t i = 0; i < k_phase_count; ++i)
         columns.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
     columns.emplace_back("overlapped_ms", optional_number(r.overlapped_ms));

@@ -107,6 +107,10 @@ struct record {
     std::optional<int> call_index;  ///< kjit run --calls N: 1 for the first call in the process, 2 …
     std::string first_call_state;   ///< kjit first-call: the start state of the child process
     std::optional<double> process_wall_ms;  ///< kjit first-call: the child's whole wall time
+    /// A process started by first-call: from its spawn to this record's completion, before the
+    /// files are written; first-call's process_exit_ms is the wall time left after it.
+    std::optional<double> process_elapsed_ms;
+    std::optional<double> process_exit_ms;  ///< kjit first-call: writing the results and exiting
 
     std::array<std::optional<double>, k_phase_count> phases{};  ///< ms; empty = did not happen
     /// ms during which phases ran at the same time as CUDA start-up (kjit run compiles and makes

@@ -28,6 +28,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
         {"copies", {"alloc_ms", "h2d_ms", "d2h_ms"}},
         {"kjit's own checking and timing", {"host_inputs_ms", "host_reference_ms", "verify_ms", "graph_build_ms",
                                             "timed_launches_ms"}},
+        {"writing results and exit", {"process_exit_ms"}},
     };
     return g;
 }
@@ -161,7 +162,7 @@ std::string explain_first_call(const std::vector<report::row>& summary) {
         // Phases that ran during CUDA start-up (on another thread) count once in the wall time.
         if (overlapped > 0) text += std::string(sep) + "less " + percent(overlapped, wall) + " overlapped with CUDA start-up";
         if (own_process)
-            text += std::string(sep) + "the rest (writing results, process exit) " +
+            text += std::string(sep) + "the rest (between phases) " +
                     percent(std::max(0.0, wall - accounted + overlapped), wall);
         text += "\n";
     }
