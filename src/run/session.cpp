@@ -79,14 +79,9 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         host = make_host_data(p, early);
         return trace::clock::now();
     });
+    // (If opening throws, the future's destructor waits for the work before the objects it uses go.)
     const auto open_start = trace::clock::now();
-    std::unique_ptr<gpu> device;
-    try {
-        device = m_gpus->open(request.device, startup);
-    } catch (...) {
-        early_work.wait();  // it uses this frame's objects
-        throw;
-    }
+    std::unique_ptr<gpu> device = m_gpus->open(request.device, startup);
     const auto open_end = trace::clock::now();
     const auto early_end = early_work.get();
     const double overlapped = std::chrono::duration<double, std::milli>(std::min(open_end, early_end) -
@@ -122,9 +117,9 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
 void session::watch(const run_request& request, const std::function<std::optional<watch_step>()>& next,
                     const std::function<void(const report::record&)>& done,
                     const std::function<void(const error&)>& failed) {
-    require_gpu("`kjit compile`");
     report::record startup;
     record_process_start(startup);
+    require_gpu("`kjit compile`");
     auto device = m_gpus->open(request.device, startup);
     const build_context ctx = context();
     std::optional<double> ceiling;
