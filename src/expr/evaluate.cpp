@@ -102,7 +102,7 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                 if (!with_scale) continue;  // the partials cost as much as the value again
                 double s = f.ulps * std::fabs(r);
                 for (std::size_t k = 0; k < args.size(); ++k)
-                    if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, static_cast<int>(k))) * args[k].scale[i];
+                    if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, r, static_cast<int>(k))) * args[k].scale[i];
                 out.scale[i] = std::isnan(s) ? 0.0 : s;
             }
             return out;

@@ -9,61 +9,61 @@ namespace {
 
 constexpr double pi = std::numbers::pi;
 
-// Values and partial derivatives in float64. `which` picks the argument for functions of several.
+// Values and partial derivatives in float64. A partial is given the value already computed (most
+// derivatives are cheap in it); `which` picks the argument for functions of several.
 double v_exp(const double* a) { return std::exp(a[0]); }
-double d_exp(const double* a, int) { return std::exp(a[0]); }
+double d_exp(const double*, double v, int) { return v; }
 double v_exp2(const double* a) { return std::exp2(a[0]); }
-double d_exp2(const double* a, int) { return std::numbers::ln2 * std::exp2(a[0]); }
+double d_exp2(const double*, double v, int) { return std::numbers::ln2 * v; }
 double v_log(const double* a) { return std::log(a[0]); }
-double d_log(const double* a, int) { return 1 / a[0]; }
+double d_log(const double* a, double, int) { return 1 / a[0]; }
 double v_log2(const double* a) { return std::log2(a[0]); }
-double d_log2(const double* a, int) { return 1 / (a[0] * std::numbers::ln2); }
+double d_log2(const double* a, double, int) { return 1 / (a[0] * std::numbers::ln2); }
 double v_log1p(const double* a) { return std::log1p(a[0]); }
-double d_log1p(const double* a, int) { return 1 / (1 + a[0]); }
+double d_log1p(const double* a, double, int) { return 1 / (1 + a[0]); }
 double v_expm1(const double* a) { return std::expm1(a[0]); }
-double d_expm1(const double* a, int) { return std::exp(a[0]); }
+double d_expm1(const double*, double v, int) { return v + 1; }
 double v_sqrt(const double* a) { return std::sqrt(a[0]); }
-double d_sqrt(const double* a, int) { return 0.5 / std::sqrt(a[0]); }
+double d_sqrt(const double*, double v, int) { return 0.5 / v; }
 double v_rsqrt(const double* a) { return 1 / std::sqrt(a[0]); }
-double d_rsqrt(const double* a, int) { return -0.5 / (a[0] * std::sqrt(a[0])); }
+double d_rsqrt(const double* a, double v, int) { return -0.5 * v / a[0]; }
 double v_cbrt(const double* a) { return std::cbrt(a[0]); }
-double d_cbrt(const double* a, int) { return 1 / (3 * std::cbrt(a[0]) * std::cbrt(a[0])); }
+double d_cbrt(const double*, double v, int) { return 1 / (3 * v * v); }
 double v_abs(const double* a) { return std::fabs(a[0]); }
-double d_abs(const double*, int) { return 1; }
+double d_abs(const double*, double, int) { return 1; }
 double v_sin(const double* a) { return std::sin(a[0]); }
-double d_sin(const double* a, int) { return std::cos(a[0]); }
+double d_sin(const double* a, double, int) { return std::cos(a[0]); }
 double v_cos(const double* a) { return std::cos(a[0]); }
-double d_cos(const double* a, int) { return -std::sin(a[0]); }
+double d_cos(const double* a, double, int) { return -std::sin(a[0]); }
 double v_tan(const double* a) { return std::tan(a[0]); }
-double d_tan(const double* a, int) { return 1 + std::tan(a[0]) * std::tan(a[0]); }
+double d_tan(const double*, double v, int) { return 1 + v * v; }
 double v_tanh(const double* a) { return std::tanh(a[0]); }
-double d_tanh(const double* a, int) { return 1 - std::tanh(a[0]) * std::tanh(a[0]); }
+double d_tanh(const double*, double v, int) { return 1 - v * v; }
 double v_sinh(const double* a) { return std::sinh(a[0]); }
-double d_sinh(const double* a, int) { return std::cosh(a[0]); }
+double d_sinh(const double* a, double, int) { return std::cosh(a[0]); }
 double v_cosh(const double* a) { return std::cosh(a[0]); }
-double d_cosh(const double* a, int) { return std::sinh(a[0]); }
+double d_cosh(const double* a, double, int) { return std::sinh(a[0]); }
 double v_erf(const double* a) { return std::erf(a[0]); }
-double d_erf(const double* a, int) { return 2 / std::sqrt(pi) * std::exp(-a[0] * a[0]); }
+double d_erf(const double* a, double, int) { return 2 / std::sqrt(pi) * std::exp(-a[0] * a[0]); }
 double v_erfc(const double* a) { return std::erfc(a[0]); }
-double d_erfc(const double* a, int) { return -2 / std::sqrt(pi) * std::exp(-a[0] * a[0]); }
+double d_erfc(const double* a, double, int) { return -2 / std::sqrt(pi) * std::exp(-a[0] * a[0]); }
 // Steps: flat almost everywhere; a value next to a step may round either way on the GPU.
 double v_floor(const double* a) { return std::floor(a[0]); }
 double v_ceil(const double* a) { return std::ceil(a[0]); }
 double v_round(const double* a) { return std::round(a[0]); }  // half away from zero, as roundf
-double d_step(const double*, int) { return 0; }
+double d_step(const double*, double, int) { return 0; }
 double v_pow(const double* a) { return std::pow(a[0], a[1]); }
-double d_pow(const double* a, int which) {
-    return which == 0 ? a[1] * std::pow(a[0], a[1] - 1) : std::log(std::fabs(a[0])) * std::pow(a[0], a[1]);
+double d_pow(const double* a, double v, int which) {
+    return which == 0 ? a[1] * std::pow(a[0], a[1] - 1) : std::log(std::fabs(a[0])) * v;
 }
 double v_min(const double* a) { return std::fmin(a[0], a[1]); }
-double d_min(const double* a, int which) { return (which == 0) == (a[0] <= a[1]) ? 1 : 0; }
+double d_min(const double* a, double, int which) { return (which == 0) == (a[0] <= a[1]) ? 1 : 0; }
 double v_max(const double* a) { return std::fmax(a[0], a[1]); }
-double d_max(const double* a, int which) { return (which == 0) == (a[0] >= a[1]) ? 1 : 0; }
+double d_max(const double* a, double, int which) { return (which == 0) == (a[0] >= a[1]) ? 1 : 0; }
 double v_fma(const double* a) { return std::fma(a[0], a[1], a[2]); }
-double d_fma(const double* a, int which) { return which == 0 ? a[1] : which == 1 ? a[0] : 1; }
+double d_fma(const double* a, double, int which) { return which == 0 ? a[1] : which == 1 ? a[0] : 1; }
 double v_clamp(const double* a) { return std::fmin(std::fmax(a[0], a[1]), a[2]); }
-double d_clamp(const double* a, int which) {
-    const double v = v_clamp(a);
+double d_clamp(const double* a, double v, int which) {
     return which == 0 ? (v == a[0] ? 1 : 0) : (v == a[which] && v != a[0] ? 1 : 0);
 }
 

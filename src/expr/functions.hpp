@@ -16,8 +16,9 @@ struct function_info {
     /// the reference's error scale charges this much rounding per call.
     double ulps;
     double (*value)(const double* args);
-    /// Partial derivative by argument `which`, for the error scale.
-    double (*partial)(const double* args, int which);
+    /// Partial derivative by argument `which` at `args`, where the function's value is `value`,
+    /// for the error scale.
+    double (*partial)(const double* args, double value, int which);
 };
 
 /// nullptr when `name` is not in the table.
