@@ -19,6 +19,7 @@ public:
     /// Called for each launch with the kernel's name, its buffers (inputs…, output) and arguments.
     std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, const run::kernel_args&)>
         on_launch;
+    std::function<void(const fake_gpu&)> on_close;  ///< called as the device is destroyed
     std::string fail_call;  ///< a method name: that call throws a driver error
     std::size_t free_bytes = std::size_t{1} << 36;  ///< what free_memory() reports
     /// What read_state() returns, in turn (then empty states): before and after the timed loops.
@@ -39,6 +40,11 @@ public:
         m_info.driver_version = 13000;
         m_info.max_threads_per_sm = 2048;
     }
+    ~fake_gpu() override {
+        if (on_close) on_close(*this);
+    }
+    fake_gpu(const fake_gpu&) = delete;
+    fake_gpu& operator=(const fake_gpu&) = delete;
 
     const run::device_info& device() const override { return m_info; }
     run::module_id load_module(const std::string& cubin) override {

@@ -1,5 +1,6 @@
 // Sweeps: sharding, device lists, parallel compile vs serial, running points over several (fake)
 // devices, failures recorded per point, merge, and the progress bar's silence off a terminal.
+#include <algorithm>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,12 +101,16 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
     run::prebuilt_binaries prebuilt;
     const run::build_context ctx{templates, &cache, jit::cache_mode::use, &prebuilt};
     (void)run::compile_points(points, 90, ctx, 2);
-    std::atomic<int> opened{0};
+    std::atomic<int> opened{0}, allocated{0}, released{0};
     const run::gpu_factory open = [&](int index, report::record& startup) -> std::unique_ptr<run::gpu> {
         ++opened;
         startup.set(report::phase::context, 1.0);
         auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
         gpu->on_launch = kjit::testing::hidden_layer_on_host;
+        gpu->on_close = [&](const kjit::testing::fake_gpu& g) {
+            allocated += static_cast<int>(std::count(g.calls.begin(), g.calls.end(), "allocate"));
+            released += g.released;
+        };
         return gpu;
     };
     std::size_t steps = 0;
@@ -113,7 +118,7 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
     CHECK(opened == 2);
     CHECK(steps == points.size());
     REQUIRE(records.size() == points.size());
-    std::size_t compiled = 0, with_context = 0, with_inputs = 0;
+    std::size_t compiled = 0, with_context = 0, with_inputs = 0, copied = 0;
     for (std::size_t i = 0; i < records.size(); ++i) {
         CHECK(records[i].sweep_index == i);
         CHECK(records[i].status == report::outcome::pass);
@@ -121,8 +126,11 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
         compiled += records[i].get(report::phase::nvrtc).has_value();
         with_context += records[i].get(report::phase::context).has_value();
         with_inputs += records[i].get(report::phase::host_inputs).has_value();
+        copied += records[i].get(report::phase::h2d).has_value();
     }
     CHECK(with_inputs <= 2);  // every point shares n, dtype and inputs: made once per device
+    CHECK(copied == with_inputs);  // and copied to each device once, kept there for the next points
+    CHECK(allocated == released);  // the kept copies too are freed when a worker ends
     CHECK(compiled == 2);      // fused and separate: each source's compile shows once
     CHECK(with_context == 2);  // each device's start-up shows once
 }

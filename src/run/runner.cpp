@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <utility>
 
 #include "expr/expr.hpp"
 #include "reference/reference.hpp"
@@ -65,6 +66,36 @@ std::string describe_element(std::size_t i, const reference::input_arrays& input
 }
 
 }  // namespace
+
+device_arrays::device_arrays(device_arrays&& other) noexcept
+    : device(std::exchange(other.device, nullptr)), ids(std::move(other.ids)) {
+    other.ids.clear();
+}
+
+device_arrays& device_arrays::operator=(device_arrays&& other) noexcept {
+    if (this != &other) {
+        release();
+        device = std::exchange(other.device, nullptr);
+        ids = std::move(other.ids);
+        other.ids.clear();
+    }
+    return *this;
+}
+
+device_arrays::~device_arrays() { release(); }
+
+void device_arrays::release() noexcept {
+    if (!device || ids.empty()) return;
+    trace::span span("release buffers");
+    for (const auto& [name, id] : ids) {
+        try {
+            device->release(id);
+        } catch (const std::exception&) {
+            // a destructor must not throw: what could not be freed goes with the context
+        }
+    }
+    ids.clear();
+}
 
 void prebuilt_binaries::put(jit::build_output build) {
     const std::lock_guard lock(m_mutex);
@@ -224,17 +255,6 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     for (auto& warning : state_warnings(rec.state_before, rec.state_after)) rec.warnings.push_back(std::move(warning));
 }
 
-/// The run's device buffers by name, released however run_variant leaves: a sweep carries on
-/// after a failed point, and must not carry its buffers along.
-struct device_buffers {
-    gpu& device;
-    std::map<std::string, buffer_id> ids;
-    ~device_buffers() {
-        trace::span span("release buffers");
-        for (const auto& [name, id] : ids) device.release(id);
-    }
-};
-
 std::string sized(const config::pipeline& p) {
     return "n = " + std::to_string(p.n) + " " + std::string(config::to_string(p.type));
 }
@@ -335,17 +355,24 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     }
     const reference::input_arrays& inputs = host.inputs;
     const std::size_t bytes = static_cast<std::size_t>(p.n) * config::element_size(p.type);
-    device_buffers owned{device, {}};
-    auto& buffers = owned.ids;
+    device_arrays owned(device);  // this run's own: outputs and temporaries, and the inputs unless kept
+    const bool copied_before = options.keep_inputs_on_device && host.inputs_on_device.device == &device &&
+                               !host.inputs_on_device.ids.empty();
+    if (options.keep_inputs_on_device && !copied_before) host.inputs_on_device = device_arrays(device);
+    device_arrays& input_copies = options.keep_inputs_on_device ? host.inputs_on_device : owned;
     timed(rec, phase::alloc, [&] {
-        for (const auto& [name, array] : inputs) buffers[name] = device.allocate(bytes);
-        for (const auto& name : built.generated.temporaries) buffers[name] = device.allocate(bytes);
-        buffers[codegen::k_output_buffer] = device.allocate(bytes);
+        if (!copied_before)
+            for (const auto& [name, array] : inputs) input_copies.ids[name] = device.allocate(bytes);
+        for (const auto& name : built.generated.temporaries) owned.ids[name] = device.allocate(bytes);
+        owned.ids[codegen::k_output_buffer] = device.allocate(bytes);
     });
-    timed(rec, phase::h2d, [&] {
-        for (const auto& [name, array] : inputs) device.copy_to_device(buffers.at(name), array.data(), bytes);
-        device.synchronize();
-    });
+    if (!copied_before)
+        timed(rec, phase::h2d, [&] {
+            for (const auto& [name, array] : inputs) device.copy_to_device(input_copies.ids.at(name), array.data(), bytes);
+            device.synchronize();
+        });
+    std::map<std::string, buffer_id> buffers = owned.ids;
+    buffers.insert(input_copies.ids.begin(), input_copies.ids.end());
 
     std::vector<kernel_args> arguments;
     rec.bytes_moved = 0;

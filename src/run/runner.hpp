@@ -70,6 +70,24 @@ inline constexpr double k_batch_ms = 1.0;
 /// round intermediates, which the error scale counts).
 [[nodiscard]] std::string reference_key(const config::pipeline& p);
 
+/// Buffers on one GPU by name, released with the object, however a run ends (a sweep goes on
+/// after a failed point, and must not carry its buffers along).
+struct device_arrays {
+    gpu* device = nullptr;
+    std::map<std::string, buffer_id> ids;
+
+    device_arrays() = default;
+    explicit device_arrays(gpu& on) : device(&on) {}
+    device_arrays(device_arrays&& other) noexcept;
+    device_arrays& operator=(device_arrays&& other) noexcept;
+    device_arrays(const device_arrays&) = delete;
+    device_arrays& operator=(const device_arrays&) = delete;
+    ~device_arrays();
+
+private:
+    void release() noexcept;
+};
+
 /// The host side of a run: inputs and the float64 reference, with the keys they were made for.
 /// A sweep worker keeps the last one, and runs the points in an order that groups equal keys.
 struct host_data {
@@ -78,6 +96,9 @@ struct host_data {
     reference::input_arrays inputs;
     reference::expected_values expected;
     std::optional<reference::typed_array> result;  ///< the GPU's output, copied back (reused storage)
+    /// The inputs' copies on the GPU, kept when run_options::keep_inputs_on_device: the points of a
+    /// group copy them once. Declare the host data after the gpu it is used with.
+    device_arrays inputs_on_device;
 };
 
 /// Inputs and reference for `p`, made now, their phases recorded into `rec`: host work that needs
@@ -91,6 +112,9 @@ struct run_options {
     bool load_ptx = false;
     /// Host data from the previous call, used when it fits (its phases are then not recorded).
     host_data* reuse = nullptr;
+    /// Keep the inputs' device copies in `reuse` for the next call on the same GPU (its h2d and
+    /// the inputs' alloc are then not repeated).
+    bool keep_inputs_on_device = false;
 };
 
 /// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the

@@ -123,14 +123,15 @@ void session::watch(const run_request& request, const std::function<std::optiona
     auto device = m_gpus->open(request.device, startup);
     const build_context ctx = context();
     std::optional<double> ceiling;
-    host_data host;  // kept across saves: an edit of the launch or the formula reuses the inputs
+    host_data host;  // kept across saves (an edit of the launch or the formula reuses the inputs); after `device`
     while (auto step = next()) {
         report::record rec = new_record("run", step->pipeline, step->source);
         rec.phases = startup.phases;  // start-up shows on the first run only
         startup.phases = {};
         try {
             if (step->templates_changed) m_templates = templates_in(m_templates_dir);
-            run_variant(step->pipeline, *device, ctx, rec, {.load_ptx = request.load_ptx, .reuse = &host});
+            run_variant(step->pipeline, *device, ctx, rec,
+                        {.load_ptx = request.load_ptx, .reuse = &host, .keep_inputs_on_device = true});
             if (request.copy_ceiling && !ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
         } catch (const error& e) {
             if (e.kind() == error_kind::driver) throw;

@@ -162,7 +162,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         return;
                     }
                     std::optional<double> ceiling;
-                    host_data host;  // reused while consecutive points share inputs
+                    host_data host;  // reused while consecutive points share inputs (after `device`: it holds copies there)
                     for (std::size_t k = next++; k < order.size() && !interrupted(); k = next++) {
                         const std::size_t i = order[k];
                         report::record rec = record_for(points[i], "run", source);
@@ -171,7 +171,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         startup.phases = {};
                         try {
                             trace::span span("point " + std::to_string(i), {{"point", points[i].label}});
-                            run_variant(points[i].pipeline, *device, ctx, rec, {.reuse = &host});
+                            run_variant(points[i].pipeline, *device, ctx, rec, {.reuse = &host, .keep_inputs_on_device = true});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
                         } catch (const error& e) {
