@@ -1,6 +1,8 @@
 #include "expr/evaluate.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "expr/functions.hpp"
@@ -8,9 +10,16 @@
 namespace kjit::expr {
 namespace {
 
+/// A node's values and error scales for the chunk's elements; not zeroed (every case writes both).
 struct column {
-    std::vector<double> value, scale;
-    explicit column(std::size_t count) : value(count), scale(count) {}
+    std::unique_ptr<double[]> values, scales;
+    double* value;
+    double* scale;
+    explicit column(std::size_t count)
+        : values(std::make_unique_for_overwrite<double[]>(count)),
+          scales(std::make_unique_for_overwrite<double[]>(count)),
+          value(values.get()),
+          scale(scales.get()) {}
 };
 
 /// The rounding a constant costs when the kernel holds it in float.
@@ -33,15 +42,15 @@ column eval(const node& n, const chunk& in, bool with_scale) {
             return out;
         case node_kind::name:
             if (n.binding == name_kind::flowing) {
-                out.value.assign(in.flowing, in.flowing + count);
-                out.scale.assign(in.flowing_scale, in.flowing_scale + count);
+                std::copy_n(in.flowing, count, out.value);
+                std::copy_n(in.flowing_scale, count, out.scale);
             } else if (n.binding == name_kind::array) {
-                const double* values = in.arrays->at(n.name);
-                out.value.assign(values, values + count);
+                std::copy_n(in.arrays->at(n.name), count, out.value);
+                std::fill_n(out.scale, count, 0.0);  // inputs are exact: stored values are the data
             } else {
                 const double v = in.scalars->at(n.name);
-                out.value.assign(count, v);
-                out.scale.assign(count, constant_scale(v, in.float_compute));
+                std::fill_n(out.value, count, v);
+                std::fill_n(out.scale, count, constant_scale(v, in.float_compute));
             }
             return out;
         case node_kind::negate: {
@@ -65,28 +74,43 @@ column eval(const node& n, const chunk& in, bool with_scale) {
         }
         case node_kind::binary: {
             const column a = eval(*n.args[0], in, with_scale), b = eval(*n.args[1], in, with_scale);
-            for (std::size_t i = 0; i < count; ++i) {
-                const double x = a.value[i], y = b.value[i], sx = a.scale[i], sy = b.scale[i];
-                double r = 0, s = 0;
-                switch (n.op) {
-                    case binary_op::add: r = x + y; s = sx + sy + std::fabs(r); break;
-                    case binary_op::sub: r = x - y; s = sx + sy + std::fabs(r); break;
-                    case binary_op::mul: r = x * y; s = std::fabs(y) * sx + std::fabs(x) * sy + std::fabs(r); break;
-                    case binary_op::div:
+            // One loop per operator: a switch inside the loop would run per element.
+            const auto each = [&](auto op) {
+                for (std::size_t i = 0; i < count; ++i)
+                    op(a.value[i], b.value[i], a.scale[i], b.scale[i], out.value[i], out.scale[i]);
+            };
+            using sink = double&;
+            switch (n.op) {
+                case binary_op::add:
+                    each([](double x, double y, double sx, double sy, sink r, sink s) { r = x + y; s = sx + sy + std::fabs(r); });
+                    break;
+                case binary_op::sub:
+                    each([](double x, double y, double sx, double sy, sink r, sink s) { r = x - y; s = sx + sy + std::fabs(r); });
+                    break;
+                case binary_op::mul:
+                    each([](double x, double y, double sx, double sy, sink r, sink s) {
+                        r = x * y;
+                        s = std::fabs(y) * sx + std::fabs(x) * sy + std::fabs(r);
+                    });
+                    break;
+                case binary_op::div:
+                    each([](double x, double y, double sx, double sy, sink r, sink s) {
                         r = x / y;
                         s = sx / std::fabs(y) + std::fabs(r / y) * sy + std::fabs(r);
-                        break;
-                    case binary_op::lt: r = x < y; break;
-                    case binary_op::le: r = x <= y; break;
-                    case binary_op::gt: r = x > y; break;
-                    case binary_op::ge: r = x >= y; break;
-                    case binary_op::eq: r = x == y; break;
-                    case binary_op::ne: r = x != y; break;
-                    case binary_op::logical_and: r = x != 0 && y != 0; break;
-                    case binary_op::logical_or: r = x != 0 || y != 0; break;
-                }
-                out.value[i] = r;
-                out.scale[i] = s;
+                    });
+                    break;
+                case binary_op::lt: each([](double x, double y, double, double, sink r, sink s) { r = x < y; s = 0; }); break;
+                case binary_op::le: each([](double x, double y, double, double, sink r, sink s) { r = x <= y; s = 0; }); break;
+                case binary_op::gt: each([](double x, double y, double, double, sink r, sink s) { r = x > y; s = 0; }); break;
+                case binary_op::ge: each([](double x, double y, double, double, sink r, sink s) { r = x >= y; s = 0; }); break;
+                case binary_op::eq: each([](double x, double y, double, double, sink r, sink s) { r = x == y; s = 0; }); break;
+                case binary_op::ne: each([](double x, double y, double, double, sink r, sink s) { r = x != y; s = 0; }); break;
+                case binary_op::logical_and:
+                    each([](double x, double y, double, double, sink r, sink s) { r = x != 0 && y != 0; s = 0; });
+                    break;
+                case binary_op::logical_or:
+                    each([](double x, double y, double, double, sink r, sink s) { r = x != 0 || y != 0; s = 0; });
+                    break;
             }
             return out;
         }
@@ -99,6 +123,7 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                 for (std::size_t k = 0; k < args.size(); ++k) point[k] = args[k].value[i];
                 const double r = f.value(point);
                 out.value[i] = r;
+                out.scale[i] = 0;
                 if (!with_scale) continue;  // the partials cost as much as the value again
                 double s = f.ulps * std::fabs(r);
                 for (std::size_t k = 0; k < args.size(); ++k)
@@ -115,8 +140,8 @@ column eval(const node& n, const chunk& in, bool with_scale) {
 
 void evaluate(const tree& t, const chunk& in, double* values, double* scales) {
     const column result = eval(*t, in, scales != nullptr);
-    if (values) std::copy(result.value.begin(), result.value.end(), values);
-    if (scales) std::copy(result.scale.begin(), result.scale.end(), scales);
+    if (values) std::copy_n(result.value, in.count, values);
+    if (scales) std::copy_n(result.scale, in.count, scales);
 }
 
 }  // namespace kjit::expr
