@@ -87,8 +87,8 @@ void print_record(std::ostream& out, const record& r) {
     }
     out << "  " << pad("total of the phases above", 34) << units::duration_ms(total) << "\n";
     if (r.overlapped_ms && *r.overlapped_ms > 0)
-        out << "  " << pad("  less overlap with CUDA start-up", 34) << units::duration_ms(*r.overlapped_ms)
-            << "(compile and host data ran on another thread meanwhile)\n"
+        out << "  " << pad("  less overlap with CUDA start-up", 34) << pad(units::duration_ms(*r.overlapped_ms), 12)
+            << "compile and host data ran on another thread meanwhile\n"
             << "  " << pad("  time they took", 34) << units::duration_ms(total - *r.overlapped_ms) << "\n";
 
     if (r.kernel_cold || r.kernel_batch) {
