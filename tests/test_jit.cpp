@@ -337,9 +337,10 @@ TEST_CASE("two processes compiling the same variant at once leave one valid entr
         }
         children.push_back(pid);
     }
-    for (pid_t pid : children) {
+    for (std::size_t i = 0; i < children.size(); ++i) {
         int status = 0;
-        ::waitpid(pid, &status, 0);
+        ::waitpid(children[i], &status, 0);
+        INFO("child " << i << "'s output:\n" << fs::read_file(dir.path() / ("log" + std::to_string(i))));
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 0);
     }

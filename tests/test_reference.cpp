@@ -14,7 +14,13 @@ config::pipeline small(int n = 1000) {
     return kjit::testing::pipeline_with([&](json& j) { j["n"] = n; });
 }
 /// A reference with no error scale: plain allclose.
-reference::expected_values exact(const std::vector<double>& values) { return {values, std::vector<double>(values.size())}; }
+template <class Values>
+reference::expected_values exact(const Values& values) {
+    reference::expected_values ref;
+    ref.values.assign(values.begin(), values.end());
+    ref.scales.assign(values.size(), 0.0);
+    return ref;
+}
 reference::typed_array as_float32(const std::vector<double>& values) {
     reference::typed_array a(config::dtype::float32, values.size());
     for (std::size_t i = 0; i < values.size(); ++i) a.set(i, values[i]);

@@ -134,18 +134,44 @@ TEST_CASE("a sweep makes each distinct set of inputs and reference once, whateve
     doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"n", {1000, 2000}}};
     const auto points = config::expand_sweep(doc);
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
-    const auto result = s.sweep(points, "test", {});
-    REQUIRE(result.records.size() == 6);
-    int inputs_made = 0, references_made = 0;
-    for (std::size_t i = 0; i < result.records.size(); ++i) {
-        const auto& r = result.records[i];
-        CHECK(r.sweep_index == i);  // records stay in point order
-        CHECK(r.status == report::outcome::pass);
-        inputs_made += r.get(report::phase::host_inputs).has_value();
-        references_made += r.get(report::phase::host_reference).has_value();
+    for (const std::optional<int> host_threads : {std::optional<int>{}, std::optional<int>{0}, std::optional<int>{1}}) {
+        CAPTURE(host_threads.value_or(-1));
+        const auto result = s.sweep(points, "test", {.host_threads = host_threads});
+        REQUIRE(result.records.size() == 6);
+        int inputs_made = 0, references_made = 0;
+        for (std::size_t i = 0; i < result.records.size(); ++i) {
+            const auto& r = result.records[i];
+            CHECK(r.sweep_index == i);  // records stay in point order
+            CHECK(r.status == report::outcome::pass);
+            inputs_made += r.get(report::phase::host_inputs).has_value();
+            references_made += r.get(report::phase::host_reference).has_value();
+        }
+        CHECK(inputs_made == 2);
+        CHECK(references_made == 2);
     }
-    CHECK(inputs_made == 2);
-    CHECK(references_made == 2);
+}
+
+TEST_CASE("a sweep group whose host data cannot be made fails its points with the reason; the others run") {
+    kjit::testing::temp_dir dir;
+    auto doc = kjit::testing::default_document();
+    doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
+    doc.json["sweep"] = {{"n", {2000, 1099511627776}}, {"launch.block", {128, 256}}};  // 2^40 is made first
+    const auto points = config::expand_sweep(doc);
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    for (const int host_threads : {0, 1}) {
+        CAPTURE(host_threads);
+        const auto result = s.sweep(points, "test", {.host_threads = host_threads});
+        REQUIRE(result.records.size() == 4);
+        for (const auto& r : result.records) {
+            CAPTURE(r.sweep_point);
+            if (r.config["n"] == 2000) {
+                CHECK(r.status == report::outcome::pass);
+            } else {
+                CHECK(r.status == report::outcome::error);
+                CHECK(r.error.find("needs 28.0 TiB of host memory") != std::string::npos);
+            }
+        }
+    }
 }
 
 TEST_CASE("session watch: one GPU for every save, host data kept while it fits, a bad edit reported and skipped") {

@@ -94,45 +94,57 @@ TEST_CASE("parallel compile makes the same cache entries as serial, compiling ea
 }
 
 TEST_CASE("points spread over two devices: one record each, each on one device, first compile reported once") {
-    const auto points = points_of(k_small_sweep);
-    const auto templates = codegen::template_set::embedded();
-    kjit::testing::temp_dir dir;
-    jit::disk_cache cache(dir.path());
-    run::prebuilt_binaries prebuilt;
-    const run::build_context ctx{templates, &cache, jit::cache_mode::use, &prebuilt};
-    (void)run::compile_points(points, 90, ctx, 2);
-    std::atomic<int> opened{0}, allocated{0}, released{0};
-    const run::gpu_factory open = [&](int index, report::record& startup) -> std::unique_ptr<run::gpu> {
-        ++opened;
-        startup.set(report::phase::context, 1.0);
-        auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
-        gpu->on_launch = kjit::testing::hidden_layer_on_host;
-        gpu->on_close = [&](const kjit::testing::fake_gpu& g) {
-            allocated += static_cast<int>(std::count(g.calls.begin(), g.calls.end(), "allocate"));
-            released += g.released;
+    // Host data made in line by each worker, or ahead on two threads and shared by both devices.
+    for (const std::size_t host_threads : {std::size_t{0}, std::size_t{2}}) {
+        CAPTURE(host_threads);
+        const auto points = points_of(k_small_sweep);
+        const auto templates = codegen::template_set::embedded();
+        kjit::testing::temp_dir dir;
+        jit::disk_cache cache(dir.path());
+        run::prebuilt_binaries prebuilt;
+        const run::build_context ctx{templates, &cache, jit::cache_mode::use, &prebuilt};
+        (void)run::compile_points(points, 90, ctx, 2);
+        std::atomic<int> opened{0}, allocated{0}, released{0};
+        const run::gpu_factory open = [&](int index, report::record& startup) -> std::unique_ptr<run::gpu> {
+            ++opened;
+            startup.set(report::phase::context, 1.0);
+            auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
+            gpu->on_launch = kjit::testing::hidden_layer_on_host;
+            gpu->on_close = [&](const kjit::testing::fake_gpu& g) {
+                allocated += static_cast<int>(std::count(g.calls.begin(), g.calls.end(), "allocate"));
+                released += g.released;
+            };
+            return gpu;
         };
-        return gpu;
-    };
-    std::size_t steps = 0;
-    const auto records = run::run_points(points, "test", {0, 1}, open, ctx, [&](const report::record&) { ++steps; });
-    CHECK(opened == 2);
-    CHECK(steps == points.size());
-    REQUIRE(records.size() == points.size());
-    std::size_t compiled = 0, with_context = 0, with_inputs = 0, copied = 0;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-        CHECK(records[i].sweep_index == i);
-        CHECK(records[i].status == report::outcome::pass);
-        CHECK((records[i].device_index == 0 || records[i].device_index == 1));
-        compiled += records[i].get(report::phase::nvrtc).has_value();
-        with_context += records[i].get(report::phase::context).has_value();
-        with_inputs += records[i].get(report::phase::host_inputs).has_value();
-        copied += records[i].get(report::phase::h2d).has_value();
+        std::size_t steps = 0;
+        const auto records =
+            run::run_points(points, "test", {0, 1}, open, ctx, host_threads, [&](const report::record&) { ++steps; });
+        CHECK(opened == 2);
+        CHECK(steps == points.size());
+        REQUIRE(records.size() == points.size());
+        std::size_t compiled = 0, with_context = 0, with_inputs = 0, with_reference = 0, copied = 0;
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            CHECK(records[i].sweep_index == i);
+            CHECK(records[i].status == report::outcome::pass);
+            CHECK((records[i].device_index == 0 || records[i].device_index == 1));
+            compiled += records[i].get(report::phase::nvrtc).has_value();
+            with_context += records[i].get(report::phase::context).has_value();
+            with_inputs += records[i].get(report::phase::host_inputs).has_value();
+            with_reference += records[i].get(report::phase::host_reference).has_value();
+            copied += records[i].get(report::phase::h2d).has_value();
+        }
+        if (host_threads == 0) {
+            CHECK(with_inputs <= 2);       // every point shares n, dtype and inputs: made once per device
+            CHECK(copied == with_inputs);  // and copied to each device once, kept there for the next points
+        } else {
+            CHECK(with_inputs == 1);     // made once, ahead, for both devices
+            CHECK(with_reference == 2);  // fused and separate round differently: two references
+            CHECK(copied <= 2);          // still one copy per device
+        }
+        CHECK(allocated == released);  // the kept copies too are freed when a worker ends
+        CHECK(compiled == 2);      // fused and separate: each source's compile shows once
+        CHECK(with_context == 2);  // each device's start-up shows once
     }
-    CHECK(with_inputs <= 2);  // every point shares n, dtype and inputs: made once per device
-    CHECK(copied == with_inputs);  // and copied to each device once, kept there for the next points
-    CHECK(allocated == released);  // the kept copies too are freed when a worker ends
-    CHECK(compiled == 2);      // fused and separate: each source's compile shows once
-    CHECK(with_context == 2);  // each device's start-up shows once
 }
 
 TEST_CASE("a failing point is recorded and the sweep goes on") {
@@ -146,7 +158,7 @@ TEST_CASE("a failing point is recorded and the sweep goes on") {
         gpu->on_launch = kjit::testing::hidden_layer_on_host;
         return gpu;
     };
-    const auto records = run::run_points(points, "test", {0}, open, ctx, nullptr);
+    const auto records = run::run_points(points, "test", {0}, open, ctx, 1, nullptr);
     REQUIRE(records.size() == 2);
     CHECK(records[0].status == report::outcome::pass);
     CHECK(records[1].status == report::outcome::error);
@@ -155,7 +167,7 @@ TEST_CASE("a failing point is recorded and the sweep goes on") {
     const run::gpu_factory broken = [](int, report::record&) -> std::unique_ptr<run::gpu> {
         throw error(error_kind::driver, "cuDevicePrimaryCtxRetain failed: CUDA_ERROR_OUT_OF_MEMORY");
     };
-    const auto none = run::run_points(points, "test", {0}, broken, ctx, nullptr);
+    const auto none = run::run_points(points, "test", {0}, broken, ctx, 1, nullptr);
     CHECK(none[0].status == report::outcome::error);
     CHECK(none[0].error.find("no device could run it: device 0: cuDevicePrimaryCtxRetain") != std::string::npos);
 }
@@ -172,7 +184,7 @@ TEST_CASE("Ctrl-C during a sweep: no further point starts, and what ran is marke
         return gpu;
     };
     int finished = 0;
-    const auto records = run::run_points(points, "test", {0}, open, ctx, [&](const report::record&) {
+    const auto records = run::run_points(points, "test", {0}, open, ctx, 1, [&](const report::record&) {
         if (++finished == 2) set_interrupted(true);  // the signal arrives as the second point ends
     });
     set_interrupted(false);

@@ -89,6 +89,10 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             "shard", "run only the K-th of N slices (K in 0..N-1), e.g. for a Slurm array",
             cxxopts::value<std::string>(), "K/N")("jobs", "compile threads (default: one per core)",
                                                   cxxopts::value<int>(), "N")(
+            "host-threads",
+            "threads that make the next group's inputs and float64 reference while the GPUs run this "
+            "one (default: the cores less one per GPU and one; 0: made in line between points)",
+            cxxopts::value<int>(), "N")(
             "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
     }
     if (std::string(sub.name) == "emit") {
@@ -156,6 +160,9 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     text("shard", o.shard);
     if (args.count("jobs")) o.jobs = args["jobs"].as<int>();
     if (o.jobs < 0 || o.jobs > 1024) throw error(error_kind::usage, "--jobs takes a number of threads in 1..1024");
+    if (args.count("host-threads")) o.host_threads = args["host-threads"].as<int>();
+    if (o.host_threads && (*o.host_threads < 0 || *o.host_threads > 1024))
+        throw error(error_kind::usage, "--host-threads takes a number of threads in 0..1024");
     if (args.count("files")) o.files = args["files"].as<std::vector<std::string>>();
     o.quiet = args.count("quiet") > 0;
     o.ptx = args.count("ptx") > 0;

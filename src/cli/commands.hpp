@@ -34,6 +34,7 @@ struct options {
     bool quiet = false;
     bool compile_only = false;
     int jobs = 0;  ///< sweep: compile threads; 0 = one per core
+    std::optional<int> host_threads = std::nullopt;  ///< sweep: threads making host data ahead; 0 = in line
     std::vector<std::string> files;  ///< merge
     bool load_ptx = false;      ///< run: load PTX (driver JIT) instead of the cubin
     int calls = 1;              ///< run: call the variant this many times in one process

@@ -97,7 +97,9 @@ void typed_array::set(std::size_t i, double value) {
 
 expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
     const auto n = static_cast<std::size_t>(p.n);
-    expected_values out{std::vector<double>(n), std::vector<double>(n)};
+    expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
+    out.values.resize(n);
+    out.scales.resize(n);
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
     expr::used_names used;

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "util/uninitialized.hpp"
 
 namespace kjit::reference {
 
-/// An array as the GPU stores it: float, double, half or bfloat16 elements.
+/// An array as the GPU stores it: float, double, half or bfloat16 elements. Its elements start
+/// unset (not zeroed): whoever makes one writes every element.
 class typed_array {
 public:
     typed_array(config::dtype type, std::size_t count);
@@ -26,7 +28,7 @@ public:
 
 private:
     config::dtype m_type;
-    std::vector<unsigned char> m_bytes;
+    uninitialized_vector<unsigned char> m_bytes;
 };
 
 using input_arrays = std::map<std::string, typed_array>;
@@ -35,8 +37,8 @@ using input_arrays = std::map<std::string, typed_array>;
 /// far rounding in the kernel's own formula may move it, in units of the compute type's rounding
 /// (see expr/evaluate.hpp). Large where terms cancel; about |value| times a few elsewhere.
 struct expected_values {
-    std::vector<double> values;
-    std::vector<double> scales;
+    uninitialized_vector<double> values;
+    uninitialized_vector<double> scales;
 };
 
 /// The stages' exact definitions in float64 from the inputs as stored (already rounded to the

@@ -303,13 +303,23 @@ std::string reference_key(const config::pipeline& p) {
     return key.dump();
 }
 
-host_data make_host_data(const config::pipeline& p, report::record& rec) {
+std::shared_ptr<const host_inputs> make_host_inputs(const config::pipeline& p, report::record& rec) {
     check_host_memory(p);
+    return timed(rec, phase::host_inputs, [&] { return std::make_shared<const host_inputs>(host_inputs{inputs_key(p), make_inputs(p)}); });
+}
+
+std::shared_ptr<const host_reference> make_host_reference(const config::pipeline& p, const host_inputs& inputs,
+                                                          report::record& rec) {
+    return timed(rec, phase::host_reference, [&] {
+        return std::make_shared<const host_reference>(
+            host_reference{inputs.key, reference_key(p), reference::compute(p, inputs.arrays)});
+    });
+}
+
+host_data make_host_data(const config::pipeline& p, report::record& rec) {
     host_data host;
-    host.inputs = timed(rec, phase::host_inputs, [&] { return make_inputs(p); });
-    host.expected = timed(rec, phase::host_reference, [&] { return reference::compute(p, host.inputs); });
-    host.inputs_key = inputs_key(p);
-    host.reference_key = reference_key(p);
+    host.inputs = make_host_inputs(p, rec);
+    host.reference = make_host_reference(p, *host.inputs, rec);
     return host;
 }
 
@@ -321,7 +331,11 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     rec.driver_version = std::to_string(info.driver_version / 1000) + "." + std::to_string(info.driver_version % 1000 / 10);
     const built_variant built = build_variant(p, p.compile.arch.value_or(info.arch), ctx, rec);
     const auto& plan = built.generated.kernels;
-    check_host_memory(p);
+    host_data local;
+    host_data& host = options.reuse ? *options.reuse : local;
+    const std::string input_key = inputs_key(p);
+    const bool inputs_at_hand = host.inputs && host.inputs->key == input_key;
+    if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
     check_device_memory(p, built.generated, device);
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
@@ -344,21 +358,19 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
             row.occupancy = static_cast<double>(row.blocks_per_sm * p.launch.block) / info.max_threads_per_sm;
     }
 
-    host_data local;
-    host_data& host = options.reuse ? *options.reuse : local;
-    const std::string input_key = inputs_key(p), ref_key = reference_key(p);
-    const bool fresh_inputs = host.inputs_key != input_key;
-    const bool fresh_reference = fresh_inputs || host.reference_key != ref_key;
-    if (fresh_inputs) {
-        host = {};  // free the old arrays before making new ones
-        host.inputs = timed(rec, phase::host_inputs, [&] { return make_inputs(p); });
+    if (!inputs_at_hand) {
+        host.inputs = nullptr;  // free the old arrays before making new ones
+        host.inputs = make_host_inputs(p, rec);
     }
-    const reference::input_arrays& inputs = host.inputs;
+    const reference::input_arrays& inputs = host.inputs->arrays;
     const std::size_t bytes = static_cast<std::size_t>(p.n) * config::element_size(p.type);
     device_arrays owned(device);  // this run's own: outputs and temporaries, and the inputs unless kept
     const bool copied_before = options.keep_inputs_on_device && host.inputs_on_device.device == &device &&
-                               !host.inputs_on_device.ids.empty();
-    if (options.keep_inputs_on_device && !copied_before) host.inputs_on_device = device_arrays(device);
+                               host.copied == host.inputs;
+    if (options.keep_inputs_on_device && !copied_before) {
+        host.inputs_on_device = device_arrays(device);
+        host.copied = host.inputs;
+    }
     device_arrays& input_copies = options.keep_inputs_on_device ? host.inputs_on_device : owned;
     timed(rec, phase::alloc, [&] {
         if (!copied_before)
@@ -415,12 +427,11 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     reference::typed_array& out = *host.result;
     timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(codegen::k_output_buffer), bytes); });
 
-    if (fresh_reference) {
-        host.expected = timed(rec, phase::host_reference, [&] { return reference::compute(p, inputs); });
-        host.inputs_key = input_key;
-        host.reference_key = ref_key;
+    if (!host.reference || host.reference->inputs_key != input_key || host.reference->key != reference_key(p)) {
+        host.reference = nullptr;
+        host.reference = make_host_reference(p, *host.inputs, rec);
     }
-    const reference::expected_values& expected = host.expected;
+    const reference::expected_values& expected = host.reference->expected;
     const config::tolerance tol = p.tol.value_or(config::default_tolerance(p));
     const auto result = timed(rec, phase::verify, [&] { return reference::compare(out, expected, tol); });
     report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,

@@ -3,6 +3,7 @@
 // run::gpu, so tests drive it with a fake.
 #pragma once
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -88,22 +89,43 @@ private:
     void release() noexcept;
 };
 
-/// The host side of a run: inputs and the float64 reference, with the keys they were made for.
-/// A sweep worker keeps the last one, and runs the points in an order that groups equal keys.
-struct host_data {
-    std::string inputs_key;
-    std::string reference_key;
-    reference::input_arrays inputs;
-    reference::expected_values expected;
-    std::optional<reference::typed_array> result;  ///< the GPU's output, copied back (reused storage)
-    /// The inputs' copies on the GPU, kept when run_options::keep_inputs_on_device: the points of a
-    /// group copy them once. Declare the host data after the gpu it is used with.
-    device_arrays inputs_on_device;
+/// A run's inputs, made for `key` (inputs_key). Immutable once made: shared by every point, and
+/// every GPU, that needs them.
+struct host_inputs {
+    std::string key;
+    reference::input_arrays arrays;
 };
 
+/// The float64 reference for `key` (reference_key) from the inputs of `inputs_key`. Immutable, shared.
+struct host_reference {
+    std::string inputs_key;
+    std::string key;
+    reference::expected_values expected;
+};
+
+/// The host side of a run. A sweep worker, or run --watch, keeps the last one: inputs and
+/// reference are used again while their keys match (a sweep makes them ahead and hands them in);
+/// the result array and the inputs' copies on the GPU belong to the one worker that keeps it.
+struct host_data {
+    std::shared_ptr<const host_inputs> inputs;
+    std::shared_ptr<const host_reference> reference;
+    std::optional<reference::typed_array> result;  ///< the GPU's output, copied back (reused storage)
+    /// The copies of `copied` on the GPU, kept when run_options::keep_inputs_on_device: the points
+    /// of a group copy them once. Declare the host data after the gpu it is used with.
+    device_arrays inputs_on_device;
+    std::shared_ptr<const host_inputs> copied;
+};
+
+/// Inputs for `p`, made now, their phase recorded into `rec`. Throws kjit::error(memory) when the
+/// host cannot hold the run (inputs, result and reference).
+[[nodiscard]] std::shared_ptr<const host_inputs> make_host_inputs(const config::pipeline& p, report::record& rec);
+/// The reference for `p` from `inputs` (made for `p`), its phase recorded into `rec`.
+[[nodiscard]] std::shared_ptr<const host_reference> make_host_reference(const config::pipeline& p,
+                                                                        const host_inputs& inputs,
+                                                                        report::record& rec);
+
 /// Inputs and reference for `p`, made now, their phases recorded into `rec`: host work that needs
-/// no GPU, which session::run does while the driver creates the context. Throws
-/// kjit::error(memory) when the host cannot hold them.
+/// no GPU, which session::run does while the driver creates the context.
 [[nodiscard]] host_data make_host_data(const config::pipeline& p, report::record& rec);
 
 struct run_options {

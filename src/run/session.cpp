@@ -162,7 +162,9 @@ sweep_result session::sweep(const std::vector<config::sweep_point>& points, cons
     gpu_factory open;
     if (!request.compile_only)
         open = [this](int index, report::record& startup) { return m_gpus->open(index, startup); };
-    result.records = run_points(points, source, devices, open, ctx, step);
+    const std::size_t host_threads = request.host_threads ? static_cast<std::size_t>(*request.host_threads)
+                                                          : default_host_threads(devices.size());
+    result.records = run_points(points, source, devices, open, ctx, host_threads, step);
     result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;
 }

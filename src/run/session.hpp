@@ -64,6 +64,9 @@ struct sweep_request {
     std::string devices = "0";  ///< all | 0,1
     bool compile_only = false;  ///< build every point, run nothing (no GPU)
     int jobs = 0;               ///< compile threads; 0 = one per core
+    /// Threads making the next group's inputs and reference ahead; 0 = in line on the GPU worker;
+    /// nullopt = run::default_host_threads.
+    std::optional<int> host_threads = std::nullopt;
 };
 
 struct sweep_result {

@@ -1,8 +1,10 @@
 #include "run/sweep.hpp"
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <numeric>
 #include <regex>
 #include <set>
@@ -11,6 +13,7 @@
 #include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/interrupt.hpp"
+#include "util/parallel.hpp"
 
 namespace kjit::run {
 namespace {
@@ -34,6 +37,75 @@ void record_failure(report::record& rec, const std::string& message) {
     rec.status = report::outcome::error;
     rec.error = message;
 }
+
+/// Makes each group's inputs and reference on a thread of its own, one group ahead of the GPU
+/// workers: the host work of the next group overlaps the GPU work of this one, and several GPUs
+/// share one copy. A group is a run of points, in run order, with equal keys. Its parallel loops
+/// use `threads` cores, leaving the others to the workers' launching threads.
+class host_data_ahead {
+public:
+    /// What was made for one group. Empty pointers if making it failed: the point then makes its
+    /// own in run_variant, which reports the failure in its proper place (after the compile).
+    struct made {
+        std::shared_ptr<const host_inputs> inputs;
+        std::shared_ptr<const host_reference> reference;
+        report::record phases;  ///< host_inputs (when new) and host_reference, as long as they took
+    };
+
+    host_data_ahead(std::vector<const config::pipeline*> groups, std::size_t threads)
+        : m_groups(std::move(groups)), m_made(m_groups.size()), m_threads(threads),
+          m_thread([this](std::stop_token stop) { make_all(stop); }) {}
+
+    /// Waits for group `g`'s data; the maker goes on to g + 1, and groups before `g` are let go
+    /// (points are taken in order: no worker asks for them again).
+    made get(std::size_t g) {
+        std::unique_lock lock(m_mutex);
+        m_wanted = std::max(m_wanted, g);
+        m_changed.notify_all();
+        m_changed.wait(lock, [&] { return m_made[g].has_value(); });
+        for (std::size_t before = m_released; before < g; ++before) m_made[before].reset();
+        m_released = std::max(m_released, g);
+        return *m_made[g];
+    }
+
+private:
+    void make_all(std::stop_token stop) {
+        trace::name_thread("host data");
+        const parallel_limit limit(m_threads);
+        std::shared_ptr<const host_inputs> inputs;
+        for (std::size_t g = 0; g < m_groups.size(); ++g) {
+            {
+                std::unique_lock lock(m_mutex);
+                if (!m_changed.wait(lock, stop, [&] { return g <= m_wanted + 1; })) return;
+            }
+            const config::pipeline& p = *m_groups[g];
+            made group;
+            try {
+                if (!inputs || inputs->key != inputs_key(p)) {
+                    inputs = nullptr;  // let the last group's arrays go before making new ones
+                    inputs = make_host_inputs(p, group.phases);
+                }
+                group.inputs = inputs;
+                group.reference = make_host_reference(p, *inputs, group.phases);
+            } catch (const std::exception&) {
+                group = {};
+                inputs = nullptr;
+            }
+            const std::lock_guard lock(m_mutex);
+            m_made[g] = std::move(group);
+            m_changed.notify_all();
+        }
+    }
+
+    std::vector<const config::pipeline*> m_groups;
+    std::mutex m_mutex;
+    std::condition_variable_any m_changed;
+    std::vector<std::optional<made>> m_made;
+    std::size_t m_wanted = 0;    ///< the highest group asked for
+    std::size_t m_released = 0;  ///< groups before this one are let go
+    std::size_t m_threads;
+    std::jthread m_thread;  // last: it starts once the members above exist, and is joined first
+};
 
 }  // namespace
 
@@ -112,9 +184,14 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
     return summary;
 }
 
+std::size_t default_host_threads(std::size_t devices) {
+    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    return cores > devices + 1 ? cores - devices - 1 : 1;
+}
+
 std::vector<report::record> run_points(const std::vector<config::sweep_point>& points, const std::string& source,
                                        const std::vector<int>& devices, const gpu_factory& open,
-                                       const build_context& ctx,
+                                       const build_context& ctx, std::size_t host_threads,
                                        const std::function<void(const report::record&)>& step) {
     std::vector<std::optional<report::record>> results(points.size());
     std::atomic<std::size_t> next{0};
@@ -146,6 +223,14 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
         std::vector<std::pair<std::string, std::string>> keys;
         for (const auto& point : points) keys.emplace_back(inputs_key(point.pipeline), reference_key(point.pipeline));
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+        std::vector<std::size_t> group_of(order.size());  // by position in `order`
+        std::vector<const config::pipeline*> group_pipelines;
+        for (std::size_t k = 0; k < order.size(); ++k) {
+            if (k == 0 || keys[order[k]] != keys[order[k - 1]]) group_pipelines.push_back(&points[order[k]].pipeline);
+            group_of[k] = group_pipelines.size() - 1;
+        }
+        std::optional<host_data_ahead> ahead;
+        if (host_threads > 0) ahead.emplace(std::move(group_pipelines), host_threads);
         std::vector<std::string> open_errors(devices.size());
         {
             std::vector<std::jthread> workers;
@@ -171,6 +256,14 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         startup.phases = {};
                         try {
                             trace::span span("point " + std::to_string(i), {{"point", points[i].label}});
+                            if (ahead) {
+                                auto made = ahead->get(group_of[k]);
+                                if (made.reference && (k == 0 || group_of[k - 1] != group_of[k]))
+                                    for (const auto phase : {report::phase::host_inputs, report::phase::host_reference})
+                                        if (const auto ms = made.phases.get(phase)) rec.set(phase, *ms);
+                                host.inputs = std::move(made.inputs);
+                                host.reference = std::move(made.reference);
+                            }
                             run_variant(points[i].pipeline, *device, ctx, rec, {.reuse = &host, .keep_inputs_on_device = true});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;

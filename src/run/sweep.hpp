@@ -44,12 +44,18 @@ struct compile_summary {
 /// Opens device `index` and records its start-up phases (driver init, context) into `startup`.
 using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record& startup)>;
 
+/// Threads that make the next group's host data while the GPUs run this one, by default: every
+/// core but one per GPU worker and one for the rest of the process (at least 1).
+[[nodiscard]] std::size_t default_host_threads(std::size_t devices);
+
 /// Runs every point on `devices` (one worker each), or, with no factory, only builds them
-/// (compile-only). `step` is called after each point. Records come back in point order; a point
-/// that failed has outcome fail or error and the message.
+/// (compile-only). Inputs and references are made one group ahead on `host_threads` threads
+/// (0: by each worker, in line, between its points). `step` is called after each point. Records
+/// come back in point order; a point that failed has outcome fail or error and the message.
 [[nodiscard]] std::vector<report::record> run_points(const std::vector<config::sweep_point>& points,
                                                      const std::string& source, const std::vector<int>& devices,
                                                      const gpu_factory& open, const build_context& ctx,
+                                                     std::size_t host_threads,
                                                      const std::function<void(const report::record&)>& step);
 
 }  // namespace kjit::run
