@@ -102,6 +102,21 @@ TEST_CASE("ulp_at per dtype") {
     CHECK(reference::ulp_at(1.0, config::dtype::float32) == 0x1p-23);
     CHECK(reference::ulp_at(1.0, config::dtype::float64) == 0x1p-52);
     CHECK(reference::ulp_at(-1.0, config::dtype::float32) == 0x1p-23);
+    CHECK(reference::ulp_at(0.0, config::dtype::float32) == 0x1p-149);
+    CHECK(reference::ulp_at(0.0, config::dtype::float64) == 0x1p-1074);  // a subnormal double
+    CHECK(reference::ulp_at(std::numeric_limits<double>::infinity(), config::dtype::float32) == 0x1p-149);
+    // Read from the bits, it agrees with the definition (ilogb, floored at the smallest normal).
+    for (const auto type : {config::dtype::float32, config::dtype::float64, config::dtype::float16,
+                            config::dtype::bfloat16}) {
+        const int precision = type == config::dtype::float64 ? 53 : type == config::dtype::float32 ? 24
+                              : type == config::dtype::float16 ? 11 : 8;
+        const int min_exponent = type == config::dtype::float64 ? -1022 : type == config::dtype::float16 ? -14 : -126;
+        for (const double value : {3.0, -0.7, 1e-300, 5e-324, 1e-40, 6e-8, 65504.0, 1e300, -0x1.fffffp+20}) {
+            CAPTURE(value);
+            const double expected = std::ldexp(1.0, std::max(std::ilogb(value), min_exponent) - (precision - 1));
+            CHECK(reference::ulp_at(value, type) == expected);
+        }
+    }
 }
 
 // The exp formula evaluated in float32 on the host: its error near zero is absolute, hundreds of
