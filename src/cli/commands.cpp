@@ -45,6 +45,15 @@ void finish(run::session& s, std::ostream& err) {
     if (const auto problem = s.finish()) err << "kjit: warning: " << *problem << "\n";
 }
 
+bool print_result(const report::record& rec, std::ostream& out, std::ostream& err) {
+    print_warnings(rec, err);
+    report::print_record(out, rec);
+    if (rec.status != report::outcome::fail) return true;
+    err << "kjit: FAIL: " << rec.check->mismatches << " of " << rec.config.value("n", 0LL)
+        << " elements outside tolerance; first: " << rec.check->first_bad << "\n";
+    return false;
+}
+
 void mark_elapsed(std::vector<report::record>& records) {
     const auto spawned = trace::spawned_at();
     if (!spawned) return;
@@ -88,14 +97,8 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     bool failed = false;
     const run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling};
     auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
-        print_warnings(rec, err);
         if (rec.call_index.value_or(1) > 1) out << "\n";
-        report::print_record(out, rec);
-        if (rec.status == report::outcome::fail) {
-            err << "kjit: FAIL: " << rec.check->mismatches << " of " << cfg.pipeline.n
-                << " elements outside tolerance; first: " << rec.check->first_bad << "\n";
-            failed = true;
-        }
+        failed = !print_result(rec, out, err) || failed;
     });
     finish(s, err);
     mark_elapsed(records);

@@ -60,6 +60,9 @@ struct loaded_config {
 void print_warnings(const report::record& rec, std::ostream& err);
 /// s.finish(), its warning printed.
 void finish(run::session& s, std::ostream& err);
+/// A run's record: its warnings, its table, and on FAIL one line naming the first bad element.
+/// Returns false for a FAIL.
+bool print_result(const report::record& rec, std::ostream& out, std::ostream& err);
 /// For a process first-call started: the time from its spawn to now, on every record (first-call
 /// takes the wall time left after it as the process's exit).
 void mark_elapsed(std::vector<report::record>& records);

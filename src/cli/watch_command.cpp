@@ -51,10 +51,7 @@ exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err) {
             saved ? std::optional(std::chrono::duration<double, std::milli>(std::filesystem::file_time_type::clock::now() -
                                                                              *saved).count())
                   : std::nullopt;
-        print_warnings(rec, err);
-        report::print_record(out, rec);
-        if (rec.status == report::outcome::fail)
-            err << "kjit: FAIL: " << rec.check->mismatches << " elements outside tolerance; first: " << rec.check->first_bad << "\n";
+        (void)print_result(rec, out, err);  // a FAIL is a result like any other here: the loop goes on
         if (previous) report::print_change(out, *previous, rec);
         if (latency_ms) out << "  save → result  " << units::duration_ms(*latency_ms) << "\n";
         out.flush();

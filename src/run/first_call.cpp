@@ -139,24 +139,25 @@ std::vector<report::row> summarize_first_call(const std::vector<report::row>& ro
 std::string explain_first_call(const std::vector<report::row>& summary) {
     std::string text;
     for (const auto& s : summary) {
-        double phases = 0;
-        for (const auto& [title, columns] : groups())
-            for (const auto& c : columns) phases += s.value(c, 0.0);
-        // A second call in the same process has no process of its own: its phases are the whole.
-        const bool own_process = s.contains("process_wall_ms");
-        const double overlapped = s.value("overlapped_ms", 0.0);
-        const double wall = own_process ? s.value("process_wall_ms", 0.0) : phases - overlapped;
-        text += s.value("first_call_state", "") + ": " + std::to_string(static_cast<long long>(wall + 0.5)) +
-                (own_process ? " ms per process" : " ms of phases, in a process already started") + " (median of " +
-                std::to_string(s.value("repeats", 0)) + "):";
+        std::vector<double> parts;
         double accounted = 0;
-        const char* sep = " ";
         for (const auto& [title, columns] : groups()) {
             double part = 0;
             for (const auto& c : columns) part += s.value(c, 0.0);
-            if (part <= 0) continue;
+            parts.push_back(part);
             accounted += part;
-            text += sep + title + " " + percent(part, wall);
+        }
+        // A second call in the same process has no process of its own: its phases are the whole.
+        const bool own_process = s.contains("process_wall_ms");
+        const double overlapped = s.value("overlapped_ms", 0.0);
+        const double wall = own_process ? s.value("process_wall_ms", 0.0) : accounted - overlapped;
+        text += s.value("first_call_state", "") + ": " + std::to_string(static_cast<long long>(wall + 0.5)) +
+                (own_process ? " ms per process" : " ms of phases, in a process already started") + " (median of " +
+                std::to_string(s.value("repeats", 0)) + "):";
+        const char* sep = " ";
+        for (std::size_t g = 0; g < parts.size(); ++g) {
+            if (parts[g] <= 0) continue;
+            text += sep + groups()[g].first + " " + percent(parts[g], wall);
             sep = ", ";
         }
         // Phases that ran during CUDA start-up (on another thread) count once in the wall time.
