@@ -5,7 +5,9 @@
 #   tests       every CTest label, gpu included, then the gpu tests again for their figures
 #   runs        every shipped config in a fresh process, empty cache then warm; the default at larger n
 #   sweeps      configs/sweep_hidden_layer.json: cold on GPU 0 (with --trace, checked and summed
-#               per span name by scripts/trace_summary.py), warm on GPU 0, warm on all GPUs
+#               per span name by scripts/trace_summary.py), warm on GPU 0, warm with host data made
+#               in line (--host-threads 0) and warm again, compared point by point by
+#               scripts/sweep_diff.py, and warm on all GPUs
 #   watch       kjit run --watch timed from outside by scripts/watch_latency.py: cached and
 #               compiling edits, a bad edit and its fix, Ctrl-C
 #   first-call  kjit first-call on the default config
@@ -76,8 +78,14 @@ for part in "$@"; do
         "$kjit" cache clear > /dev/null
         sweep cold --devices 0 --trace "$out/sweep_trace.json"
         sweep warm --devices 0
+        sweep inline --devices 0 --host-threads 0
+        sweep warm2 --devices 0
         sweep all --devices all
         python3 scripts/trace_summary.py "$out/sweep_trace.json" >> "$out/sweeps.log" 2>&1 || status=1
+        for pair in "inline warm" "warm warm2"; do  # host data made ahead vs in line; run-to-run spread
+            read -r a b <<< "$pair"
+            python3 scripts/sweep_diff.py "$out/sweep_$a.json" "$out/sweep_$b.json" >> "$out/sweeps.log" 2>&1 || status=1
+        done
         grep -E "^(==|[0-9]+ points)" "$out/sweeps.log"; tail -24 "$out/sweeps.log" ;;
     watch)
         python3 scripts/watch_latency.py "$kjit" configs/hidden_layer.json 7 > "$out/watch.log" 2>&1 || status=1
