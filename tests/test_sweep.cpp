@@ -31,6 +31,8 @@ std::vector<config::sweep_point> points_of(json sweep, long long n = 4099) {
     return config::expand_sweep(doc);
 }
 
+thread_local bool device_open_on_this_thread = false;
+
 const json k_small_sweep = {{"fusion", {"fused", "separate"}}, {"launch.block", {128, 256, 512}}};
 
 }  // namespace
@@ -107,6 +109,7 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
         std::atomic<int> opened{0}, allocated{0}, released{0};
         const run::gpu_factory open = [&](int index, report::record& startup) -> std::unique_ptr<run::gpu> {
             ++opened;
+            device_open_on_this_thread = true;
             startup.set(report::phase::context, 1.0);
             auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
             gpu->on_launch = kjit::testing::hidden_layer_on_host;
@@ -116,10 +119,17 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
             };
             return gpu;
         };
-        std::size_t steps = 0;
-        const auto records =
-            run::run_points(points, "test", {0, 1}, open, ctx, host_threads, [&](const report::record&) { ++steps; });
+        std::atomic<std::size_t> steps{0};
+        std::atomic<int> waited{0}, waited_before_open{0};
+        const auto builds_ready = [&] {  // each worker, with its own device open
+            ++waited;
+            if (!device_open_on_this_thread) ++waited_before_open;
+        };
+        const auto records = run::run_points(points, "test", {0, 1}, open, ctx, host_threads,
+                                             [&](const report::record&) { ++steps; }, builds_ready);
         CHECK(opened == 2);
+        CHECK(waited == 2);
+        CHECK(waited_before_open == 0);
         CHECK(steps == points.size());
         REQUIRE(records.size() == points.size());
         std::size_t compiled = 0, with_context = 0, with_inputs = 0, with_reference = 0, copied = 0;

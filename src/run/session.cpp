@@ -158,13 +158,16 @@ sweep_result session::sweep(const std::vector<config::sweep_point>& points, cons
     const build_context ctx = context(&prebuilt);
     sweep_result result;
     const int jobs = request.jobs > 0 ? request.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    result.compiled = compile_points(points, arch, ctx, jobs);
+    // The compiles run while the devices open and the first inputs are made: none needs the others.
+    auto compiled = std::async(std::launch::async, [&] { return compile_points(points, arch, ctx, jobs); });
     gpu_factory open;
     if (!request.compile_only)
         open = [this](int index, report::record& startup) { return m_gpus->open(index, startup); };
     const std::size_t host_threads = request.host_threads ? static_cast<std::size_t>(*request.host_threads)
                                                           : default_host_threads(devices.size());
-    result.records = run_points(points, source, devices, open, ctx, host_threads, step);
+    const std::shared_future<compile_summary> builds = compiled.share();
+    result.records = run_points(points, source, devices, open, ctx, host_threads, step, [&] { builds.wait(); });
+    result.compiled = builds.get();
     result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;
 }

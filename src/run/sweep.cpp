@@ -192,7 +192,8 @@ std::size_t default_host_threads(std::size_t devices) {
 std::vector<report::record> run_points(const std::vector<config::sweep_point>& points, const std::string& source,
                                        const std::vector<int>& devices, const gpu_factory& open,
                                        const build_context& ctx, std::size_t host_threads,
-                                       const std::function<void(const report::record&)>& step) {
+                                       const std::function<void(const report::record&)>& step,
+                                       const std::function<void()>& builds_ready) {
     std::vector<std::optional<report::record>> results(points.size());
     std::atomic<std::size_t> next{0};
     std::mutex step_mutex;
@@ -205,6 +206,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
     };
 
     if (!open) {  // compile only: no GPU
+        if (builds_ready) builds_ready();
         for (std::size_t i = 0; i < points.size() && !interrupted(); ++i) {
             report::record rec = record_for(points[i], "compile", source);
             try {
@@ -246,6 +248,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                         open_errors[w] = "device " + std::to_string(devices[w]) + ": " + e.what();
                         return;
                     }
+                    if (builds_ready) builds_ready();
                     std::optional<double> ceiling;
                     host_data host;  // reused while consecutive points share inputs (after `device`: it holds copies there)
                     for (std::size_t k = next++; k < order.size() && !interrupted(); k = next++) {
