@@ -13,9 +13,17 @@
 namespace kjit::cuda {
 namespace {
 
-run::device_info query_device(const driver_api& api, int index, int driver_version) {
+/// CUDA's handle of device `index`, which must be one of `device_count`.
+CUdevice device_at(const driver_api& api, int index, int device_count) {
+    if (index < 0 || index >= device_count)
+        throw error(error_kind::usage,
+                    "--device " + std::to_string(index) + ": there are " + std::to_string(device_count) + " GPU(s)");
     CUdevice device = 0;
     api.check(api.cuDeviceGet(&device, index), "cuDeviceGet", "device " + std::to_string(index));
+    return device;
+}
+
+run::device_info query_device(const driver_api& api, CUdevice device, int index, int driver_version) {
     run::device_info info;
     info.index = index;
     info.driver_version = driver_version;
@@ -40,12 +48,7 @@ run::device_info query_device(const driver_api& api, int index, int driver_versi
 }
 
 /// The device's PCI bus id, which NVML knows it by (its indices may differ from CUDA's).
-std::string pci_bus_id(const driver_api& api, int index, int device_count) {
-    if (index < 0 || index >= device_count)
-        throw error(error_kind::usage,
-                    "--device " + std::to_string(index) + ": there are " + std::to_string(device_count) + " GPU(s)");
-    CUdevice device = 0;
-    api.check(api.cuDeviceGet(&device, index), "cuDeviceGet", "device " + std::to_string(index));
+std::string pci_bus_id(const driver_api& api, CUdevice device) {
     char id[64] = {};
     api.check(api.cuDeviceGetPCIBusId(id, sizeof id, device), "cuDeviceGetPCIBusId");
     return id;
@@ -61,11 +64,12 @@ nvml_device timed_nvml(const std::string& bus_id, open_times& times) {
 class cuda_gpu final : public run::gpu {
 public:
     cuda_gpu(const probe_result& driver, int index, open_times& times)
-        : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, index, driver.device_count), times)) {
-        m_info = query_device(*m_api, index, driver.driver_version);
+        : cuda_gpu(driver, index, device_at(*driver.api, index, driver.device_count), times) {}
+
+    cuda_gpu(const probe_result& driver, int index, CUdevice device, open_times& times)
+        : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
+          m_info(query_device(*m_api, device, index, driver.driver_version)) {
         trace::span span("context");
-        CUdevice device = 0;
-        m_api->check(m_api->cuDeviceGet(&device, index), "cuDeviceGet");
         CUcontext context = nullptr;
         m_api->check(m_api->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
                      "device " + std::to_string(index));
@@ -260,7 +264,8 @@ std::unique_ptr<run::gpu> open_gpu(const probe_result& driver, int index, open_t
 std::vector<run::device_info> list_devices(const probe_result& driver) {
     std::vector<run::device_info> devices;
     for (int i = 0; i < driver.device_count; ++i)
-        devices.push_back(query_device(*driver.api, i, driver.driver_version));
+        devices.push_back(
+            query_device(*driver.api, device_at(*driver.api, i, driver.device_count), i, driver.driver_version));
     return devices;
 }
 
