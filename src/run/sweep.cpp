@@ -52,20 +52,21 @@ public:
         report::record phases;  ///< host_inputs (when new) and host_reference, as long as they took
     };
 
-    host_data_ahead(std::vector<const config::pipeline*> groups, std::size_t threads)
-        : m_groups(std::move(groups)), m_made(m_groups.size()), m_threads(threads),
+    /// `groups[g]`: a pipeline of group g; `points[g]`: how many points will ask for it.
+    host_data_ahead(std::vector<const config::pipeline*> groups, std::vector<std::size_t> points, std::size_t threads)
+        : m_groups(std::move(groups)), m_made(m_groups.size()), m_unserved(std::move(points)), m_threads(threads),
           m_thread([this](std::stop_token stop) { make_all(stop); }) {}
 
-    /// Waits for group `g`'s data; the maker goes on to g + 1, and groups before `g` are let go
-    /// (points are taken in order: no worker asks for them again).
+    /// Waits for group `g`'s data, for one of its points; the maker goes on to g + 1. The group's
+    /// last point lets the data go here (the workers that use it hold their own references).
     made get(std::size_t g) {
         std::unique_lock lock(m_mutex);
         m_wanted = std::max(m_wanted, g);
         m_changed.notify_all();
         m_changed.wait(lock, [&] { return m_made[g].has_value(); });
-        for (std::size_t before = m_released; before < g; ++before) m_made[before].reset();
-        m_released = std::max(m_released, g);
-        return *m_made[g];
+        made group = *m_made[g];
+        if (--m_unserved[g] == 0) m_made[g].reset();
+        return group;
     }
 
 private:
@@ -101,8 +102,8 @@ private:
     std::mutex m_mutex;
     std::condition_variable_any m_changed;
     std::vector<std::optional<made>> m_made;
-    std::size_t m_wanted = 0;    ///< the highest group asked for
-    std::size_t m_released = 0;  ///< groups before this one are let go
+    std::vector<std::size_t> m_unserved;  ///< per group: points that have not asked for it yet
+    std::size_t m_wanted = 0;             ///< the highest group asked for
     std::size_t m_threads;
     std::jthread m_thread;  // last: it starts once the members above exist, and is joined first
 };
@@ -227,12 +228,17 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
         std::vector<std::size_t> group_of(order.size());  // by position in `order`
         std::vector<const config::pipeline*> group_pipelines;
+        std::vector<std::size_t> group_points;
         for (std::size_t k = 0; k < order.size(); ++k) {
-            if (k == 0 || keys[order[k]] != keys[order[k - 1]]) group_pipelines.push_back(&points[order[k]].pipeline);
+            if (k == 0 || keys[order[k]] != keys[order[k - 1]]) {
+                group_pipelines.push_back(&points[order[k]].pipeline);
+                group_points.push_back(0);
+            }
             group_of[k] = group_pipelines.size() - 1;
+            ++group_points.back();
         }
         std::optional<host_data_ahead> ahead;
-        if (host_threads > 0) ahead.emplace(std::move(group_pipelines), host_threads);
+        if (host_threads > 0) ahead.emplace(std::move(group_pipelines), std::move(group_points), host_threads);
         std::vector<std::string> open_errors(devices.size());
         {
             std::vector<std::jthread> workers;
