@@ -307,7 +307,8 @@ std::string reference_key(const config::pipeline& p) {
 
 std::shared_ptr<const host_inputs> make_host_inputs(const config::pipeline& p, report::record& rec) {
     check_host_memory(p);
-    return timed(rec, phase::host_inputs, [&] { return std::make_shared<const host_inputs>(host_inputs{inputs_key(p), make_inputs(p)}); });
+    return timed(rec, phase::host_inputs,
+                 [&] { return std::make_shared<const host_inputs>(host_inputs{inputs_key(p), make_inputs(p)}); });
 }
 
 std::shared_ptr<const host_reference> make_host_reference(const config::pipeline& p, const host_inputs& inputs,
@@ -427,7 +428,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         trace::span span("result array");
         host.result.emplace(p.type, static_cast<std::size_t>(p.n));
         auto* first = static_cast<unsigned char*>(host.result->data());
-        parallel_ranges(bytes, [&](std::size_t begin, std::size_t end) { std::memset(first + begin, 0, end - begin); }, 1 << 20);
+        const auto touch = [&](std::size_t begin, std::size_t end) { std::memset(first + begin, 0, end - begin); };
+        parallel_ranges(bytes, touch, 1 << 20);
     }
     reference::typed_array& out = *host.result;
     timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(codegen::k_output_buffer), bytes); });
