@@ -53,6 +53,9 @@ TEST_CASE("bad config and bad --set exit 2 with one line naming the key") {
     CHECK(kjit_cli({"emit", "/nonexistent.json"}).status == exit_status::usage);
     CHECK(kjit_cli({"compile", "--arch", "sm_20"}).status == exit_status::usage);
     CHECK(kjit_cli({"compile", "--no-cache", "--refresh"}).status == exit_status::usage);
+    const auto threads = kjit_cli({"sweep", "--compile-only", "--host-threads", "-1"});
+    CHECK(threads.status == exit_status::usage);
+    CHECK(threads.err == "kjit: --host-threads takes a number of threads in 0..1024\n");
 }
 
 TEST_CASE("cache path, stats and clear on an empty cache") {
