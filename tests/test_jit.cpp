@@ -329,8 +329,7 @@ TEST_CASE("a cache that cannot be written warns and carries on: the compile stil
 TEST_CASE("two processes compiling the same variant at once leave one valid entry") {
     kjit::testing::temp_dir dir;
     const std::string cache_dir = (dir.path() / "cache").string();
-    // Spawned, not forked: a fork of this process (which has NVRTC's threads in it by now) would
-    // carry their state into the children. In the sanitizer build their exit skips the leak
+    // Two kjit processes, spawned at once. In the sanitizer build they exit without the leak
     // check: two compiles at once on a busy machine leave NVRTC's threads winding down at exit,
     // and clang 14's LeakSanitizer then crashes in its own tracer ("Tracer caught signal 11 …
     // LeakSanitizer has encountered a fatal error", seen in CI). This test is about the cache;

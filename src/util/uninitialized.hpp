@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
