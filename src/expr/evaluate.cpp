@@ -2,24 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 #include "expr/functions.hpp"
+#include "util/uninitialized.hpp"
 
 namespace kjit::expr {
 namespace {
 
 /// A node's values and error scales for the chunk's elements; not zeroed (every case writes both).
 struct column {
-    std::unique_ptr<double[]> values, scales;
-    double* value;
-    double* scale;
-    explicit column(std::size_t count)
-        : values(std::make_unique_for_overwrite<double[]>(count)),
-          scales(std::make_unique_for_overwrite<double[]>(count)),
-          value(values.get()),
-          scale(scales.get()) {}
+    uninitialized_vector<double> value, scale;
+    explicit column(std::size_t count) : value(count), scale(count) {}
 };
 
 /// The rounding a constant costs when the kernel holds it in float.
@@ -42,15 +36,15 @@ column eval(const node& n, const chunk& in, bool with_scale) {
             return out;
         case node_kind::name:
             if (n.binding == name_kind::flowing) {
-                std::copy_n(in.flowing, count, out.value);
-                std::copy_n(in.flowing_scale, count, out.scale);
+                std::copy_n(in.flowing, count, out.value.begin());
+                std::copy_n(in.flowing_scale, count, out.scale.begin());
             } else if (n.binding == name_kind::array) {
-                std::copy_n(in.arrays->at(n.name), count, out.value);
-                std::fill_n(out.scale, count, 0.0);  // inputs are exact: stored values are the data
+                std::copy_n(in.arrays->at(n.name), count, out.value.begin());
+                std::fill_n(out.scale.begin(), count, 0.0);  // inputs are exact: stored values are the data
             } else {
                 const double v = in.scalars->at(n.name);
-                std::fill_n(out.value, count, v);
-                std::fill_n(out.scale, count, constant_scale(v, in.float_compute));
+                std::fill_n(out.value.begin(), count, v);
+                std::fill_n(out.scale.begin(), count, constant_scale(v, in.float_compute));
             }
             return out;
         case node_kind::negate: {
@@ -140,8 +134,8 @@ column eval(const node& n, const chunk& in, bool with_scale) {
 
 void evaluate(const tree& t, const chunk& in, double* values, double* scales) {
     const column result = eval(*t, in, scales != nullptr);
-    if (values) std::copy_n(result.value, in.count, values);
-    if (scales) std::copy_n(result.scale, in.count, scales);
+    if (values) std::copy_n(result.value.begin(), in.count, values);
+    if (scales) std::copy_n(result.scale.begin(), in.count, scales);
 }
 
 }  // namespace kjit::expr
