@@ -49,7 +49,8 @@ public:
     struct made {
         std::shared_ptr<const host_inputs> inputs;
         std::shared_ptr<const host_reference> reference;
-        report::record phases;  ///< host_inputs (when new) and host_reference, as long as they took
+        std::optional<double> inputs_ms;  ///< when this group made new inputs
+        std::optional<double> reference_ms;
     };
 
     /// `groups[g]`: a pipeline of group g; `points[g]`: how many points will ask for it.
@@ -82,12 +83,15 @@ private:
             const config::pipeline& p = *m_groups[g];
             made group;
             try {
+                report::record timed;  // where the make_ functions put their phases
                 if (!inputs || inputs->key != inputs_key(p)) {
                     inputs = nullptr;  // let the last group's arrays go before making new ones
-                    inputs = make_host_inputs(p, group.phases);
+                    inputs = make_host_inputs(p, timed);
                 }
                 group.inputs = inputs;
-                group.reference = make_host_reference(p, *inputs, group.phases);
+                group.reference = make_host_reference(p, *inputs, timed);
+                group.inputs_ms = timed.get(report::phase::host_inputs);
+                group.reference_ms = timed.get(report::phase::host_reference);
             } catch (const std::exception&) {
                 group = {};
                 inputs = nullptr;
@@ -267,9 +271,10 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                             trace::span span("point " + std::to_string(i), {{"point", points[i].label}});
                             if (ahead) {
                                 auto made = ahead->get(group_of[k]);
-                                if (made.reference && (k == 0 || group_of[k - 1] != group_of[k]))
-                                    for (const auto phase : {report::phase::host_inputs, report::phase::host_reference})
-                                        if (const auto ms = made.phases.get(phase)) rec.set(phase, *ms);
+                                if (made.reference && (k == 0 || group_of[k - 1] != group_of[k])) {
+                                    if (made.inputs_ms) rec.set(report::phase::host_inputs, *made.inputs_ms);
+                                    rec.set(report::phase::host_reference, *made.reference_ms);
+                                }
                                 host.inputs = std::move(made.inputs);
                                 host.reference = std::move(made.reference);
                             }
