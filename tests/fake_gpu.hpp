@@ -171,7 +171,7 @@ inline void hidden_layer_on_host(const std::string& kernel, const std::vector<st
     const auto f = [](std::vector<unsigned char>* b) { return reinterpret_cast<float*>(b->data()); };
     float* out = f(buffers.back());
     const float scale = args.scalars.empty() ? 0.0f : static_cast<float>(args.scalars[0]);
-    for (long long i = 0; i < args.n; ++i) {
+    for (long long i = 0; i < args.sizes.at(0); ++i) {
         const float a = f(buffers[0])[i];
         if (kernel.ends_with("_fused")) out[i] = std::tanh(a / scale * f(buffers[1])[i]);
         else if (kernel.ends_with("_normalize")) out[i] = a / scale;

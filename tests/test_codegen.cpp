@@ -70,6 +70,7 @@ TEST_CASE("--templates DIR overrides the embedded templates") {
     kjit::testing::temp_dir dir;
     std::ofstream(dir.path() / "elementwise.cu.mustache") << "// custom {{name}}\n{{#kernels}}void {{kernel}}(\n{{/kernels}}";
     std::ofstream(dir.path() / "copy.cu.mustache") << "// copy\n";
+    std::ofstream(dir.path() / "rows.cu.mustache") << "";
     const auto templates = codegen::template_set::from_directory(dir.path());
     const auto g = codegen::generate(config::from_json(kjit::testing::default_document()), templates);
     CHECK(g.source == "// custom hidden_layer\nvoid hidden_layer_fused(\n");
@@ -78,6 +79,7 @@ TEST_CASE("--templates DIR overrides the embedded templates") {
 TEST_CASE("a template that renders without a kernel (a typo like {{kernel}, or empty) is a template error") {
     kjit::testing::temp_dir dir;
     std::ofstream(dir.path() / "copy.cu.mustache") << "";
+    std::ofstream(dir.path() / "rows.cu.mustache") << "";
     const auto p = config::from_json(kjit::testing::default_document());
     for (const std::string& text : {std::string("{{#kernels}}extern \"C\" __global__ void {{kernel}({{name}})\n{{/kernels}}"), std::string()}) {
         std::ofstream(dir.path() / "elementwise.cu.mustache") << text;
@@ -92,6 +94,7 @@ TEST_CASE("a broken template is a config error naming the file; a missing one a 
     kjit::testing::temp_dir dir;
     std::ofstream(dir.path() / "elementwise.cu.mustache") << "{{#kernels}} unterminated";
     std::ofstream(dir.path() / "copy.cu.mustache") << "";
+    std::ofstream(dir.path() / "rows.cu.mustache") << "";
     const auto templates = codegen::template_set::from_directory(dir.path());
     const auto p = config::from_json(kjit::testing::default_document());
     const auto m = kjit::testing::error_message([&] { (void)codegen::generate(p, templates); });

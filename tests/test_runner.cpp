@@ -142,7 +142,7 @@ TEST_CASE("an n the machine cannot hold is refused with one clear line before an
     CHECK(host.find(" is available") != std::string::npos);
     f.gpu.free_bytes = 4099 * 4 * 5 - 1;  // two inputs, two intermediates, the output: one byte short
     const auto tight = kjit::testing::error_message([&] { (void)f.run(small("separate")); }, error_kind::memory);
-    CHECK(tight.find("needs 80.1 KiB of GPU memory (5 arrays); Fake GPU has 80.1 KiB free") != std::string::npos);
+    CHECK(tight.find("needs 80.1 KiB of GPU memory (5 buffers); Fake GPU has 80.1 KiB free") != std::string::npos);
     CHECK(std::find(f.gpu.calls.begin(), f.gpu.calls.end(), "allocate") == f.gpu.calls.end());
     CHECK(exit_status_for(error_kind::memory) == exit_status::failure);
 }

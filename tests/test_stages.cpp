@@ -103,7 +103,7 @@ TEST_CASE("the exact definition is what the reference sees; the formula is what 
 
 TEST_CASE("unknown op, fn and formula list the choices") {
     const auto op = failure(config_with(json::array({{{"op", "sigmoidd"}, {"input", "a"}}})));
-    CHECK(op.find("t.json: stages[0].op: expected one of \"map\", \"activate\", \"bias\", \"elu\"") == 0);
+    CHECK(op.find("t.json: stages[0].op: expected one of \"map\", \"reduce\", \"activate\", \"bias\", \"elu\"") == 0);
     CHECK(op.find("got \"sigmoidd\"") != std::string::npos);
     const auto fn = failure(config_with(json::array({{{"op", "activate"}, {"input", "a"}, {"fn", "swish"}}})));
     CHECK(fn.find("stages[0].fn: expected one of \"elu\", \"gelu\", \"leaky_relu\", \"relu\", \"sigmoid\", \"silu\", "

@@ -65,6 +65,57 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, std::vector<st
     return kernels;
 }
 
+/// Row kernels: fused, one kernel for every stage; separate, one per stage, each reading the
+/// array that holds x and the row values it uses from memory.
+std::vector<kernel_model> plan_row_kernels(const config::pipeline& p, std::vector<std::string>& temporaries,
+                                           std::vector<std::string>& row_values) {
+    std::vector<kernel_model> kernels;
+    const auto finish = [&](kernel_model& k, const config::stage& last, const std::string& intermediate) {
+        using result = kernel_plan::result;
+        k.plan.per_row = true;
+        k.plan.output = last.reduce == config::reduction::none ? result::elements : result::row_output;
+        k.plan.writes = k_output_buffer;
+        if (intermediate.empty()) return;
+        k.plan.writes = intermediate;
+        if (last.reduce == config::reduction::none) {
+            temporaries.push_back(intermediate);
+        } else {
+            k.plan.output = result::row_value;
+            row_values.push_back(intermediate);
+        }
+    };
+    if (p.fuse == config::fusion::fused) {
+        kernel_model k;
+        k.plan.name = p.name + "_fused";
+        k.first_value = p.stages.front().input;
+        if (!k.first_value.empty()) add_once(k.plan.reads, k.first_value);
+        for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i);
+        k.plan.what = config::describe_stages(p) + ", fused into one kernel";
+        finish(k, p.stages.back(), "");
+        kernels.push_back(std::move(k));
+        return kernels;
+    }
+    std::string holds_x = p.stages.front().input;
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        const auto& s = p.stages[i];
+        kernel_model k;
+        k.plan.name = p.name + "_s" + std::to_string(i) + "_" + s.op;
+        k.first_value = holds_x;
+        if (!holds_x.empty()) add_once(k.plan.reads, holds_x);
+        add_stage(k, p, i);
+        expr::used_names used;
+        expr::collect_names(s.kernel, used);
+        k.plan.row_reads = used.rows;
+        const bool last = i + 1 == p.stages.size();
+        finish(k, s, last ? "" : s.reduce == config::reduction::none ? "tmp" + std::to_string(i) : s.as);
+        if (s.reduce == config::reduction::none) holds_x = k.plan.writes;
+        k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", one kernel of " +
+                      std::to_string(p.stages.size());
+        kernels.push_back(std::move(k));
+    }
+    return kernels;
+}
+
 /// "a, b, c" from each name passed through `spell`.
 template <class Spell>
 std::string joined(const std::vector<std::string>& names, Spell spell, const std::string& separator = ", ") {
@@ -109,6 +160,7 @@ std::string render(const std::string& text, const mu::data& data, const std::str
 
 template_set template_set::embedded() {
     return {std::string(embedded_file("kernel_templates/elementwise.cu.mustache")),
+            std::string(embedded_file("kernel_templates/rows.cu.mustache")),
             std::string(embedded_file("kernel_templates/copy.cu.mustache")), "embedded"};
 }
 
@@ -120,20 +172,19 @@ template_set template_set::from_directory(const std::filesystem::path& dir) {
             throw error(error_kind::usage, std::string("--templates: ") + e.what());
         }
     };
-    return {read("elementwise.cu.mustache"), read("copy.cu.mustache"), dir.string()};
+    return {read("elementwise.cu.mustache"), read("rows.cu.mustache"), read("copy.cu.mustache"), dir.string()};
 }
 
-generated_source generate(const config::pipeline& p, const template_set& templates) {
-    generated_source result;
-    result.vector_width = config::effective_vector_width(p);
-    const storage_spelling spelled = spelling_of(p.type);
-    const expr::cuda_style style{config::computes_in_double(p.type), p.compile.fast_math};
-    if (spelled.header) result.headers.push_back(spelled.header);
+namespace {
 
+/// What every template is given: names, types and how values are loaded and stored.
+mu::data common_data(const config::pipeline& p, generated_source& result, const expr::cuda_style& style) {
+    const storage_spelling spelled = spelling_of(p.type);
+    if (spelled.header) result.headers.push_back(spelled.header);
     mu::data data;
     data.set("name", p.name);
-    // Not variant_label: launch settings must not change the source, or every block size in a
-    // sweep would be compiled (and cached) again.
+    // Not variant_label: launch settings must not change an elementwise source, or every block
+    // size in a sweep would be compiled (and cached) again.
     data.set("label", std::string(config::to_string(p.fuse)) + ", " + std::string(config::to_string(p.type)) +
                           ", vector width " + std::to_string(result.vector_width));
     mu::data headers{mu::data::type::list};
@@ -146,12 +197,16 @@ generated_source generate(const config::pipeline& p, const template_set& templat
     data.set("width", std::to_string(result.vector_width));
     data.set("vector_bytes", std::to_string(result.vector_width * config::element_size(p.type)));
     data.set("vectorized", flag(result.vector_width > 1));
+    return data;
+}
 
+const auto as_is = [](const std::string& text) { return text; };
+
+mu::data elementwise_kernels(const config::pipeline& p, generated_source& result, const expr::cuda_style& style) {
     mu::data kernels{mu::data::type::list};
     for (const auto& k : plan_kernels(p, result.temporaries)) {
         const auto& reads = k.plan.reads;
         const auto& scalars = k.plan.scalars;
-        const auto as_is = [](const std::string& text) { return text; };
         // The element function takes each array's element, then the scalars.
         std::vector<std::string> element_inputs = reads;
         element_inputs.insert(element_inputs.end(), scalars.begin(), scalars.end());
@@ -192,13 +247,113 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         kernels.push_back(item);
         result.kernels.push_back(k.plan);
     }
-    data.set("kernels", kernels);
-    result.source = render(templates.elementwise, data, "elementwise.cu.mustache", templates);
+    return kernels;
+}
+
+mu::data row_kernels(const config::pipeline& p, generated_source& result, const expr::cuda_style& style) {
+    const int width = result.vector_width;
+    mu::data kernels{mu::data::type::list};
+    for (const auto& k : plan_row_kernels(p, result.temporaries, result.row_values)) {
+        using result_kind = kernel_plan::result;
+        const bool row_value_out = k.plan.output == result_kind::row_value;
+        std::vector<std::string> kernel_params;
+        for (const auto& a : k.plan.reads) kernel_params.push_back("const store_t* __restrict__ " + a);
+        for (const auto& r : k.plan.row_reads) kernel_params.push_back("const real* __restrict__ kjit_row_" + r);
+        kernel_params.push_back(row_value_out ? "real* __restrict__ kjit_row_" + k.plan.writes
+                                              : "store_t* __restrict__ " + k.plan.writes);
+        for (const auto& s : k.plan.scalars) kernel_params.push_back("real " + s);
+        kernel_params.push_back("long long rows");
+        kernel_params.push_back("long long cols");
+        mu::data item;
+        item.set("kernel", k.plan.name);
+        item.set("what", k.plan.what);
+        item.set("kernel_params", joined(kernel_params, as_is));
+        if (!k.first_value.empty()) item.set("first", k.first_value);
+        mu::data row_inputs{mu::data::type::list};
+        for (const auto& r : k.plan.row_reads) row_inputs.push_back(mu::data("row_value", r));
+        item.set("row_inputs", row_inputs);
+        mu::data steps{mu::data::type::list};
+        for (std::size_t i : k.plan.stages) {
+            const config::stage& st = p.stages[i];
+            expr::used_names used;
+            expr::collect_names(st.kernel, used);
+            // The element function takes x, each array's element, the row values, then the scalars.
+            std::vector<std::string> params{"real x"}, args{"x[j * " + std::to_string(width) + " + k]"};
+            for (const auto& a : used.arrays) {
+                params.push_back("real " + a);
+                args.push_back("load(" + a + "[base + v * " + std::to_string(width) + " + k])");
+            }
+            for (const auto& names : {used.rows, used.scalars})
+                for (const auto& name : names) {
+                    params.push_back("real " + name);
+                    args.push_back(name);
+                }
+            mu::data step;
+            step.set("index", std::to_string(i));
+            step.set("what", config::describe(st));
+            step.set("code", expr::to_cuda(st.kernel, style));
+            step.set("params", joined(params, as_is));
+            step.set("args", joined(args, as_is));
+            if (st.reduce == config::reduction::none) {
+                step.set("map", flag(true));
+            } else {
+                step.set("reduce", flag(true));
+                step.set("op", st.reduce == config::reduction::max   ? "max"
+                               : st.reduce == config::reduction::min ? "min"
+                                                                     : "sum");
+                step.set("mean", flag(st.reduce == config::reduction::mean));
+                // A final reduce without a name still needs a variable to hold its value.
+                step.set("row_value", st.as.empty() ? std::string("kjit_result") : st.as);
+            }
+            steps.push_back(step);
+        }
+        item.set("steps", steps);
+        if (k.plan.output == result_kind::elements) {
+            item.set("store_elements", flag(true));
+            item.set("writes", k.plan.writes);
+        } else {
+            const config::stage& last = p.stages[k.plan.stages.back()];
+            const std::string value = last.as.empty() ? "kjit_result" : last.as;
+            item.set("store_row", flag(true));
+            item.set("writes", row_value_out ? "kjit_row_" + k.plan.writes : k.plan.writes);
+            item.set("stored", row_value_out ? value : "store(" + value + ")");
+        }
+        kernels.push_back(item);
+        result.kernels.push_back(k.plan);
+    }
+    return kernels;
+}
+
+}  // namespace
+
+generated_source generate(const config::pipeline& p, const template_set& templates) {
+    generated_source result;
+    result.vector_width = config::effective_vector_width(p);
+    const expr::cuda_style style{config::computes_in_double(p.type), p.compile.fast_math};
+    mu::data data = common_data(p, result, style);
+    const bool rows = config::has_reductions(p);
+    const std::string& text = rows ? templates.rows : templates.elementwise;
+    const std::string file = rows ? "rows.cu.mustache" : "elementwise.cu.mustache";
+    if (rows) {
+        // A row kernel's shape is in its source: how many elements each thread holds.
+        const long long items = config::row_items_per_thread(p);
+        data.set("block", std::to_string(p.launch.block));
+        data.set("items", std::to_string(items));
+        data.set("vectors_per_thread", std::to_string(items / result.vector_width));
+        const bool f64 = style.double_precision;
+        data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
+        data.set("fmax", f64 ? "fmax" : "fmaxf");
+        data.set("fmin", f64 ? "fmin" : "fminf");
+        data.set("kernels", row_kernels(p, result, style));
+    } else {
+        data.set("kernels", elementwise_kernels(p, result, style));
+    }
+    result.source = render(text, data, file, templates);
     // Mustache renders a mistyped placeholder as nothing: a template that lost a kernel's
     // definition is broken, and must not compile (and be cached) as an empty program.
     for (const auto& k : result.kernels)
         if (result.source.find("void " + k.name + "(") == std::string::npos)
-            throw config_error(templates.origin + "/elementwise.cu.mustache", "",
+            throw config_error(templates.origin + "/" + file, "",
                                "template error: the rendered source defines no kernel '" + k.name +
                                    "(' (a mistyped placeholder such as {{kernel} renders as nothing)");
     return result;

@@ -13,21 +13,30 @@ namespace kjit::codegen {
 /// The kernel templates in use and where they came from (for messages and reports).
 struct template_set {
     std::string elementwise;  ///< elementwise.cu.mustache
+    std::string rows;         ///< rows.cu.mustache (pipelines with reduce stages)
     std::string copy;         ///< copy.cu.mustache (the bandwidth probe)
     std::string origin;       ///< "embedded" or the directory
 
     [[nodiscard]] static template_set embedded();
-    /// Reads DIR/elementwise.cu.mustache and DIR/copy.cu.mustache; a missing file is a usage error.
+    /// Reads DIR/elementwise.cu.mustache, DIR/rows.cu.mustache and DIR/copy.cu.mustache; a missing
+    /// file is a usage error.
     [[nodiscard]] static template_set from_directory(const std::filesystem::path& dir);
 };
 
 /// One kernel of the generated program and what launching it takes. Its parameters are, in
-/// order: `reads` (arrays), the array it `writes`, `scalars` (in the compute type), then n.
+/// order: `reads` (arrays), `row_reads` (row values, one per row), the buffer it `writes`,
+/// `scalars` (in the compute type), then n — or, for a row kernel, rows and cols.
 struct kernel_plan {
     std::string name;  ///< extern "C", so it needs no name lowering
     std::vector<std::string> reads;
+    std::vector<std::string> row_reads;
     std::string writes;
     std::vector<std::string> scalars;
+    /// A row kernel: one block per row, launched on `rows` blocks of launch.block threads.
+    bool per_row = false;
+    /// What it writes: an element per element (n), or one per row — of the storage type for the
+    /// output, of the compute type for a row value another kernel reads.
+    enum class result { elements, row_output, row_value } output = result::elements;
     std::vector<std::size_t> stages;  ///< the stages it computes, in order
     std::string what;                 ///< "stages[1]: weigh, one kernel of 3" or "normalize → …, fused"
 };
@@ -36,6 +45,7 @@ struct generated_source {
     std::string source;
     std::vector<kernel_plan> kernels;      ///< in launch order
     std::vector<std::string> temporaries;  ///< intermediate arrays (separate stages only)
+    std::vector<std::string> row_values;   ///< row values kernels pass on in memory (separate only)
     std::vector<std::string> headers;      ///< toolkit headers it includes (float16, bfloat16)
     int vector_width = 1;
 };

@@ -43,10 +43,15 @@ struct scalar_param {
     double value = 0;
 };
 
-/// One elementwise step, resolved from an op of the library or from a `map` expression. The first
-/// stage's `x` is its input array; every later stage's `x` is the previous stage's result.
+/// How a reduce stage combines a row's values into one.
+enum class reduction { none, max, min, sum, mean };
+
+/// One step, resolved from an op of the library, a `map` expression, or a `reduce`. The first
+/// stage's `x` is its input array; every later stage's `x` is the previous stage's result. A
+/// reduce stage combines `kernel` (by default x) over each row into a row value named `as`, and
+/// passes x on unchanged; the last stage may be a reduce, and then the result is one per row.
 struct stage {
-    std::string op;       ///< "map", or the op's name ("normalize", "tanh"; activate names its fn)
+    std::string op;       ///< "map", "reduce", or the op's name ("normalize"; activate names its fn)
     std::string formula;  ///< the op's chosen formula; "" when the op has one form
     std::string input;    ///< stages[0]: the array x starts from ("" if the expression needs no x)
     expr::tree kernel;    ///< what the GPU computes; names bound to inputs and pipeline scalars
@@ -55,7 +60,19 @@ struct stage {
     /// compute type (e.g. the seed's tanh, which cancels near 0).
     double atol = 0;
     double atol_ulps = 0;
+    reduction reduce = reduction::none;  ///< reduce stages only
+    std::string as;                      ///< the row value's name ("" for a final reduce without one)
 };
+
+/// A 2-D problem: `rows` independent rows of `cols` elements, stored row after row.
+struct row_shape {
+    long long rows = 0;
+    long long cols = 0;
+};
+
+/// The most elements one thread of a row kernel keeps in registers: a row longer than block ×
+/// this is refused (the message says to raise launch.block).
+inline constexpr int k_max_row_items = 32;
 
 struct launch_spec {
     int block = 256;                ///< threads per block: a multiple of 32 in 32..1024
@@ -99,7 +116,8 @@ struct tolerance {
 
 struct pipeline {
     std::string name;
-    long long n = 0;
+    long long n = 0;                 ///< elements of every input array (rows × cols for a shape)
+    std::optional<row_shape> shape;  ///< "shape": [rows, cols]; nullopt = 1-D over n
     config::dtype type = dtype::float32;
     std::vector<input_spec> inputs;
     std::vector<scalar_param> scalars;  ///< the "params" block, then the numbers ops were given
@@ -178,8 +196,20 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 [[nodiscard]] std::string describe(const stage& s);
 /// "normalize → weigh → tanh=builtin".
 [[nodiscard]] std::string describe_stages(const pipeline& p);
-/// 1, 2, 4 or 8: the configured width, or 16 bytes' worth for auto.
+/// 1, 2, 4 or 8: the configured width, or 16 bytes' worth for auto. For row kernels, the widest
+/// of those that divides cols (a vector must not straddle two rows).
 [[nodiscard]] int effective_vector_width(const pipeline& p);
+/// True when a stage reduces rows: the pipeline runs as row kernels (one block per row).
+[[nodiscard]] bool has_reductions(const pipeline& p);
+/// Elements of the result: n, or one per row when the last stage is a reduce.
+[[nodiscard]] long long output_count(const pipeline& p);
+/// The elements one thread of a row kernel handles (serially, before the block's tree).
+[[nodiscard]] long long row_items_per_thread(const pipeline& p);
+/// The longest chain of roundings in one of a row kernel's sums: a thread adds its elements in
+/// order, then a warp's shuffle tree (5 levels) and the tree over the warps (5). The reference
+/// bounds a sum's rounding error with it, so the kernels must keep to it.
+[[nodiscard]] long long row_sum_depth(const pipeline& p);
+[[nodiscard]] std::string_view to_string(reduction v);
 /// e.g. "fused float32 tanh=builtin block=256 vec=4".
 [[nodiscard]] std::string variant_label(const pipeline& p);
 

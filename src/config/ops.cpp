@@ -85,8 +85,8 @@ op_library read_op_library(const json_value& block, const std::string& source, c
     op_library ops;
     for (const auto& [name, value] : block.items()) {
         const std::string op_path = path.empty() ? name : path + "." + name;
-        if (!is_identifier(name) || name == "map" || name == "activate")
-            throw config_error(source, op_path, "expected an op name that is an identifier other than map and activate");
+        if (!is_identifier(name) || name == "map" || name == "reduce" || name == "activate")
+            throw config_error(source, op_path, "expected an op name that is an identifier other than map, reduce and activate");
         if (taken.count(name))
             throw config_error(source, op_path, "op \"" + name + "\" is built in; give yours another name");
         ops.emplace(name, read_op(name, value, op_path, source));

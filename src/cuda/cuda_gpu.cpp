@@ -154,12 +154,12 @@ public:
             if (launch_args.double_scalars) doubles.push_back(s);
             else floats.push_back(static_cast<float>(s));
         }
-        long long n = launch_args.n;
+        std::vector<long long> sizes = launch_args.sizes;
         std::vector<void*> args;
         for (auto& p : pointers) args.push_back(&p);
         for (auto& f : floats) args.push_back(&f);
         for (auto& d : doubles) args.push_back(&d);
-        args.push_back(&n);
+        for (auto& size : sizes) args.push_back(&size);
         const auto& k = m_kernels.at(kernel);
         m_api->check(m_api->cuLaunchKernel(k.function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
                                            1, 1, 0, m_stream.get(), args.data(), nullptr),

@@ -41,6 +41,10 @@ column eval(const node& n, const chunk& in, bool with_scale) {
             } else if (n.binding == name_kind::array) {
                 std::copy_n(in.arrays->at(n.name), count, out.value.begin());
                 std::fill_n(out.scale.begin(), count, 0.0);  // inputs are exact: stored values are the data
+            } else if (n.binding == name_kind::row) {
+                const row_value& v = in.rows->at(n.name);
+                std::fill_n(out.value.begin(), count, v.value);
+                std::fill_n(out.scale.begin(), count, v.scale);
             } else {
                 const double v = in.scalars->at(n.name);
                 std::fill_n(out.value.begin(), count, v);

@@ -10,7 +10,14 @@
 
 namespace kjit::expr {
 
-/// Where the names of a tree get their values, for one run of `count` consecutive elements.
+/// A row's value made by a reduce stage, and its error scale (as an element's).
+struct row_value {
+    double value = 0;
+    double scale = 0;
+};
+
+/// Where the names of a tree get their values, for one run of `count` consecutive elements (of
+/// one row, where the tree uses row values).
 struct chunk {
     std::size_t count = 0;
     const double* flowing = nullptr;        ///< x
@@ -18,6 +25,7 @@ struct chunk {
     const std::map<std::string, const double*>* arrays = nullptr;  ///< input name → its elements
     const std::map<std::string, double>* scalars = nullptr;
     bool float_compute = true;  ///< literals and scalars not exact in float add a rounding
+    const std::map<std::string, row_value>* rows = nullptr;  ///< the row's values from reduce stages
 };
 
 /// Writes `count` values and error scales; either may be nullptr (without scales, no partial

@@ -281,6 +281,8 @@ private:
             n.binding = name_kind::array;
         else if (std::find(m_scope.scalars.begin(), m_scope.scalars.end(), name) != m_scope.scalars.end())
             n.binding = name_kind::scalar;
+        else if (std::find(m_scope.rows.begin(), m_scope.rows.end(), name) != m_scope.rows.end())
+            n.binding = name_kind::row;
         else if (find_function(name))
             throw parse_error(at, "'" + name + "' is a function: call it as " + name + "(…)");
         else throw parse_error(at, "unknown name '" + name + "'; " + known_names());
@@ -291,6 +293,7 @@ private:
         std::string text = "x is the value flowing in";
         if (!m_scope.arrays.empty()) text += "; " + m_scope.arrays_called + " are " + joined(m_scope.arrays);
         if (!m_scope.scalars.empty()) text += "; " + m_scope.scalars_called + " are " + joined(m_scope.scalars);
+        if (!m_scope.rows.empty()) text += "; row values (from reduce stages) are " + joined(m_scope.rows);
         return text;
     }
 
@@ -454,8 +457,12 @@ void collect_names(const tree& t, used_names& into) {
         auto add = [&](std::vector<std::string>& list) {
             if (std::find(list.begin(), list.end(), t->name) == list.end()) list.push_back(t->name);
         };
-        if (t->binding == name_kind::flowing) into.flowing = true;
-        else add(t->binding == name_kind::array ? into.arrays : into.scalars);
+        switch (t->binding) {
+            case name_kind::flowing: into.flowing = true; break;
+            case name_kind::array: add(into.arrays); break;
+            case name_kind::scalar: add(into.scalars); break;
+            case name_kind::row: add(into.rows); break;
+        }
     }
     for (const auto& a : t->args) collect_names(a, into);
 }

@@ -16,8 +16,9 @@ namespace kjit::expr {
 enum class value_type { real, boolean };
 enum class node_kind { number, name, negate, logical_not, binary, call, conditional };
 enum class binary_op { add, sub, mul, div, lt, le, gt, ge, eq, ne, logical_and, logical_or };
-/// What a name stands for: the value flowing in (`x`), an element of an array, or a scalar.
-enum class name_kind { flowing, array, scalar };
+/// What a name stands for: the value flowing in (`x`), an element of an array, a scalar, or a
+/// row's value that a reduce stage made (one per row, the same for every element of the row).
+enum class name_kind { flowing, array, scalar, row };
 
 struct function_info;
 
@@ -42,6 +43,7 @@ struct node {
 struct scope {
     std::vector<std::string> arrays;
     std::vector<std::string> scalars;
+    std::vector<std::string> rows{};  ///< names earlier reduce stages gave their row values
     std::string arrays_called = "inputs";   ///< how messages name the arrays
     std::string scalars_called = "params";  ///< … and the scalars
 };
@@ -81,10 +83,11 @@ struct binding {
 /// The tree with its names (other than `x`) replaced as `names` says; names not listed stay.
 [[nodiscard]] tree rebind(const tree& t, const std::map<std::string, binding>& names);
 
-/// The arrays and scalars a tree uses, each once, in order of first use.
+/// The arrays, scalars and row values a tree uses, each once, in order of first use.
 struct used_names {
     std::vector<std::string> arrays;
     std::vector<std::string> scalars;
+    std::vector<std::string> rows;
     bool flowing = false;
 };
 void collect_names(const tree& t, used_names& into);

@@ -1,5 +1,6 @@
 #include "reference/reference.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -106,11 +107,55 @@ void typed_array::set(std::size_t i, double value) {
     }
 }
 
+namespace {
+
+/// A reduce stage over one row's `count` values: the row value, and its error scale. A sum's
+/// rounding is bounded through the kernels' order of additions (config::row_sum_depth): each
+/// element passes through at most `depth` roundings, each at most u·|a partial sum|.
+expr::row_value reduce_row(config::reduction how, const double* values, const double* scales, std::size_t count,
+                           long long depth) {
+    expr::row_value result;
+    double largest_scale = 0, magnitude = 0, carried = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        largest_scale = std::max(largest_scale, scales[i]);
+        magnitude += std::fabs(values[i]);
+        carried += scales[i];
+    }
+    switch (how) {
+        case config::reduction::max: result.value = *std::max_element(values, values + count); break;
+        case config::reduction::min: result.value = *std::min_element(values, values + count); break;
+        case config::reduction::sum:
+        case config::reduction::mean:
+            for (std::size_t i = 0; i < count; ++i) result.value += values[i];
+            break;
+        case config::reduction::none: break;
+    }
+    // A max or a min selects one element; which one may change by rounding, by at most the
+    // largest error of any of them.
+    result.scale = largest_scale;
+    if (how == config::reduction::sum || how == config::reduction::mean)
+        result.scale = carried + static_cast<double>(depth) * magnitude;
+    if (how == config::reduction::mean) {
+        result.value /= static_cast<double>(count);
+        result.scale = result.scale / static_cast<double>(count) + std::fabs(result.value);
+    }
+    return result;
+}
+
+}  // namespace
+
 expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
     const auto n = static_cast<std::size_t>(p.n);
+    // A row pipeline is evaluated a row at a time (a reduce needs the whole row); others in
+    // chunks of k_chunk elements.
+    const bool by_rows = config::has_reductions(p);
+    const std::size_t chunk_size = by_rows ? static_cast<std::size_t>(p.shape->cols) : k_chunk;
+    const std::size_t chunks = (n + chunk_size - 1) / chunk_size;
+    const long long sum_depth = by_rows ? config::row_sum_depth(p) : 0;
+    const bool per_row_result = p.stages.back().reduce != config::reduction::none;
     expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
-    out.values.resize(n);
-    out.scales.resize(n);
+    out.values.resize(static_cast<std::size_t>(config::output_count(p)));
+    out.scales.resize(out.values.size());
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
     expr::used_names used;
@@ -129,12 +174,13 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
     std::vector<bool> kernel_is_exact;
     for (const auto& st : p.stages) kernel_is_exact.push_back(expr::to_text(st.kernel) == expr::to_text(st.exact));
 
-    parallel_ranges((n + k_chunk - 1) / k_chunk, [&](std::size_t first_chunk, std::size_t last_chunk) {
+    parallel_ranges(chunks, [&](std::size_t first_chunk, std::size_t last_chunk) {
         std::map<std::string, std::vector<double>> elements;
         std::map<std::string, const double*> arrays;
-        std::vector<double> x(k_chunk), x_scale(k_chunk), next(k_chunk), next_scale(k_chunk);
+        std::map<std::string, expr::row_value> row_values;
+        std::vector<double> x(chunk_size), x_scale(chunk_size), next(chunk_size), next_scale(chunk_size);
         for (std::size_t chunk = first_chunk; chunk < last_chunk; ++chunk) {
-            const std::size_t begin = chunk * k_chunk, count = std::min(k_chunk, n - begin);
+            const std::size_t begin = chunk * chunk_size, count = std::min(chunk_size, n - begin);
             for (const auto& name : used.arrays) {
                 auto& values = elements[name];
                 values.resize(count);
@@ -148,20 +194,30 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
             }
             for (std::size_t s = 0; s < p.stages.size(); ++s) {
                 const auto& st = p.stages[s];
-                const expr::chunk in{count, x.data(), x_scale.data(), &arrays, &scalars, float_compute};
+                const expr::chunk in{count, x.data(), x_scale.data(), &arrays, &scalars, float_compute, &row_values};
                 // Values from the exact definition; the error scale from the formula the GPU runs.
                 const bool same = kernel_is_exact[s];
                 expr::evaluate(st.exact, in, next.data(), same ? next_scale.data() : nullptr);
                 if (!same) expr::evaluate(st.kernel, in, nullptr, next_scale.data());
+                if (st.reduce != config::reduction::none) {  // x flows on unchanged
+                    const expr::row_value row = reduce_row(st.reduce, next.data(), next_scale.data(), count, sum_depth);
+                    if (s + 1 == p.stages.size()) {
+                        out.values[chunk] = row.value;
+                        out.scales[chunk] = row.scale;
+                    }
+                    row_values[st.as] = row;
+                    continue;
+                }
                 if (separate && s + 1 < p.stages.size())
                     for (std::size_t i = 0; i < count; ++i) next_scale[i] += storage_rounding * std::fabs(next[i]);
                 std::swap(x, next);
                 std::swap(x_scale, next_scale);
             }
+            if (per_row_result) continue;
             std::copy_n(x.begin(), count, out.values.begin() + static_cast<std::ptrdiff_t>(begin));
             std::copy_n(x_scale.begin(), count, out.scales.begin() + static_cast<std::ptrdiff_t>(begin));
         }
-    }, 16);
+    }, by_rows ? std::max<std::size_t>(1, 16384 / chunk_size) : 16);
     return out;
 }
 

@@ -32,12 +32,13 @@ using kernel_id = std::uint32_t;
 using buffer_id = std::uint32_t;
 
 /// A launch's arguments in the kernels' parameter order: buffers, then scalars (passed as float,
-/// or as double when `double_scalars`), then the element count.
+/// or as double when `double_scalars`), then the sizes: n for an elementwise kernel, rows and
+/// cols for a row kernel.
 struct kernel_args {
     std::vector<buffer_id> buffers;
     std::vector<double> scalars;
     bool double_scalars = false;
-    long long n = 0;
+    std::vector<long long> sizes;
 };
 
 /// One device, one context and one stream. Calls that enqueue work return at once; copies to the

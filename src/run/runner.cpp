@@ -51,13 +51,21 @@ std::string number(double value) {
     return text;
 }
 
-/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)".
-std::string describe_element(std::size_t i, const reference::input_arrays& inputs,
+/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)"; in a 2-D
+/// run "element 7 (row 0, col 7): …", or "row 3: → out=…" where the result is one per row.
+std::string describe_element(const config::pipeline& p, std::size_t i, const reference::input_arrays& inputs,
                              const reference::typed_array& out, double ref, double scale,
                              const config::tolerance& tol) {
-    std::string text = "element " + std::to_string(i) + ":";
+    const bool per_row = p.stages.back().reduce != config::reduction::none;
+    std::string text = (per_row ? "row " : "element ") + std::to_string(i);
+    if (p.shape && !per_row) {
+        const auto cols = static_cast<std::size_t>(p.shape->cols);
+        text += " (row " + std::to_string(i / cols) + ", col " + std::to_string(i % cols) + ")";
+    }
+    text += ":";
     const char* sep = " ";
     for (const auto& [name, array] : inputs) {
+        if (per_row) break;  // a row's value comes from the whole row
         text += sep + name + "=" + number(array.get(i));
         sep = ", ";
     }
@@ -119,6 +127,7 @@ report::record new_record(const std::string& command, const config::pipeline& p,
     rec.variant = config::variant_label(p);
     rec.kjit_version = KJIT_VERSION;
     rec.config = {{"n", p.n},
+                  {"shape", p.shape ? nlohmann::json{p.shape->rows, p.shape->cols} : nlohmann::json()},
                   {"dtype", config::to_string(p.type)},
                   {"fusion", config::to_string(p.fuse)},
                   {"stages", config::describe_stages(p)},
@@ -258,15 +267,28 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
 }
 
 std::string sized(const config::pipeline& p) {
-    return "n = " + std::to_string(p.n) + " " + std::string(config::to_string(p.type));
+    const std::string size = p.shape ? std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols)
+                                     : "n = " + std::to_string(p.n);
+    return size + " " + std::string(config::to_string(p.type));
+}
+
+/// Bytes of each buffer of a run by kind: an input or intermediate array, the output, a row value.
+struct buffer_sizes {
+    std::size_t array = 0, output = 0, row_value = 0;
+};
+buffer_sizes sizes_of(const config::pipeline& p) {
+    const std::size_t element = config::element_size(p.type);
+    const std::size_t rows = p.shape ? static_cast<std::size_t>(p.shape->rows) : 0;
+    return {static_cast<std::size_t>(p.n) * element, static_cast<std::size_t>(config::output_count(p)) * element,
+            rows * (config::computes_in_double(p.type) ? sizeof(double) : sizeof(float))};
 }
 
 /// Refuses a run the host cannot hold, before anything is allocated: the inputs, the result and
 /// the float64 reference with its error scales.
 void check_host_memory(const config::pipeline& p) {
     const double n = static_cast<double>(p.n), element = static_cast<double>(config::element_size(p.type));
-    const double arrays = static_cast<double>(p.inputs.size());
-    const double host_needed = n * (element * (arrays + 1) + 2 * sizeof(double));
+    const double arrays = static_cast<double>(p.inputs.size()), outputs = static_cast<double>(config::output_count(p));
+    const double host_needed = n * element * arrays + outputs * (element + 2 * sizeof(double));
     const double host_available = static_cast<double>(available_host_memory());
     if (host_needed > host_available)
         throw error(error_kind::memory, sized(p) + " needs " + units::bytes(host_needed) +
@@ -276,15 +298,17 @@ void check_host_memory(const config::pipeline& p) {
 
 /// The same for the GPU: every buffer of the run.
 void check_device_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
-    const double n = static_cast<double>(p.n), element = static_cast<double>(config::element_size(p.type));
-    const double arrays = static_cast<double>(p.inputs.size());
+    const buffer_sizes size = sizes_of(p);
     const std::string what = sized(p);
-    const double device_needed = n * element * (arrays + static_cast<double>(generated.temporaries.size()) + 1);
+    const double device_needed =
+        static_cast<double>(size.array * (p.inputs.size() + generated.temporaries.size()) + size.output +
+                            size.row_value * generated.row_values.size());
     const double device_free = static_cast<double>(device.free_memory());
     if (device_needed > device_free)
         throw error(error_kind::memory, what + " needs " + units::bytes(device_needed) + " of GPU memory (" +
-                                            std::to_string(p.inputs.size() + generated.temporaries.size() + 1) +
-                                            " arrays); " + device.device().name + " has " + units::bytes(device_free) +
+                                            std::to_string(p.inputs.size() + generated.temporaries.size() + 1 +
+                                                           generated.row_values.size()) +
+                                            " buffers); " + device.device().name + " has " + units::bytes(device_free) +
                                             " free");
 }
 
@@ -292,6 +316,7 @@ void check_device_memory(const config::pipeline& p, const codegen::generated_sou
 
 std::string inputs_key(const config::pipeline& p) {
     nlohmann::json key = {{"n", p.n}, {"dtype", config::to_string(p.type)}, {"seed", p.seed}};
+    if (p.shape) key["shape"] = {p.shape->rows, p.shape->cols};
     for (const auto& in : p.inputs)
         key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
                                  static_cast<int>(in.round)});
@@ -300,6 +325,10 @@ std::string inputs_key(const config::pipeline& p) {
 
 std::string reference_key(const config::pipeline& p) {
     nlohmann::json key = {{"fusion", config::to_string(p.fuse)}};
+    // A row sum's error bound follows the kernels' order of additions.
+    if (config::has_reductions(p)) key["sum_depth"] = config::row_sum_depth(p);
+    for (const auto& s : p.stages)
+        if (s.reduce != config::reduction::none) key["reduce"].push_back({config::to_string(s.reduce), s.as});
     for (const auto& s : p.scalars) key["scalars"].push_back({s.name, s.value});
     for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
     return key.dump();
@@ -355,8 +384,9 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         auto& row = rec.kernels[i];
         row.block = p.launch.block;
         row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block);
-        row.grid = grid_size(p.n, p.launch.block, width, p.launch.grid,
-                             static_cast<long long>(row.blocks_per_sm) * info.sm_count);
+        row.grid = plan[i].per_row ? p.shape->rows
+                                   : grid_size(p.n, p.launch.block, width, p.launch.grid,
+                                               static_cast<long long>(row.blocks_per_sm) * info.sm_count);
         if (info.max_threads_per_sm > 0)
             row.occupancy = static_cast<double>(row.blocks_per_sm * p.launch.block) / info.max_threads_per_sm;
     }
@@ -366,7 +396,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         host.inputs = make_host_inputs(p, rec);
     }
     const reference::input_arrays& inputs = host.inputs->arrays;
-    const std::size_t bytes = static_cast<std::size_t>(p.n) * config::element_size(p.type);
+    const buffer_sizes size = sizes_of(p);
+    const std::size_t bytes = size.array;
     device_arrays owned(device);  // this run's own: outputs and temporaries, and the inputs unless kept
     const bool copied_before = options.keep_inputs_on_device && host.inputs_on_device.device == &device &&
                                host.copied == host.inputs;
@@ -379,7 +410,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         if (!copied_before)
             for (const auto& [name, array] : inputs) input_copies.ids[name] = device.allocate(bytes);
         for (const auto& name : built.generated.temporaries) owned.ids[name] = device.allocate(bytes);
-        owned.ids[codegen::k_output_buffer] = device.allocate(bytes);
+        for (const auto& name : built.generated.row_values) owned.ids[name] = device.allocate(size.row_value);
+        owned.ids[codegen::k_output_buffer] = device.allocate(size.output);
     });
     if (!copied_before)
         timed(rec, phase::h2d, [&] {
@@ -394,6 +426,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     for (const auto& k : plan) {
         kernel_args args;
         for (const auto& name : k.reads) args.buffers.push_back(buffers.at(name));
+        for (const auto& name : k.row_reads) args.buffers.push_back(buffers.at(name));
         args.buffers.push_back(buffers.at(k.writes));
         for (const auto& name : k.scalars) {
             const auto found = std::find_if(p.scalars.begin(), p.scalars.end(),
@@ -401,9 +434,13 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
             args.scalars.push_back(found->value);
         }
         args.double_scalars = config::computes_in_double(p.type);
-        args.n = p.n;
+        args.sizes = k.per_row ? std::vector<long long>{p.shape->rows, p.shape->cols} : std::vector<long long>{p.n};
         arguments.push_back(std::move(args));
-        rec.bytes_moved += static_cast<double>((k.reads.size() + 1) * bytes);
+        using result = codegen::kernel_plan::result;
+        const std::size_t written = k.output == result::elements     ? bytes
+                                    : k.output == result::row_output ? size.output
+                                                                     : size.row_value;
+        rec.bytes_moved += static_cast<double>(k.reads.size() * bytes + k.row_reads.size() * size.row_value + written);
     }
     auto enqueue_chain = [&] {
         for (std::size_t i = 0; i < plan.size(); ++i)
@@ -414,7 +451,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     {
         trace::span span("poison outputs");
         for (const auto& name : built.generated.temporaries) device.fill_bytes(buffers.at(name), 0xFF, bytes);
-        device.fill_bytes(buffers.at(codegen::k_output_buffer), 0xFF, bytes);
+        for (const auto& name : built.generated.row_values) device.fill_bytes(buffers.at(name), 0xFF, size.row_value);
+        device.fill_bytes(buffers.at(codegen::k_output_buffer), 0xFF, size.output);
         device.synchronize();
     }
     // The first launch is checked: it is the result a user's first call produces, after lazy loading.
@@ -424,15 +462,16 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     });
     // The result's host array is kept with the host data: a fresh one costs a page fault per 4 KiB,
     // taken here on all cores rather than one at a time inside the copy.
-    if (!host.result || host.result->type() != p.type || host.result->size() != static_cast<std::size_t>(p.n)) {
+    const auto output_count = static_cast<std::size_t>(config::output_count(p));
+    if (!host.result || host.result->type() != p.type || host.result->size() != output_count) {
         trace::span span("result array");
-        host.result.emplace(p.type, static_cast<std::size_t>(p.n));
+        host.result.emplace(p.type, output_count);
         auto* first = static_cast<unsigned char*>(host.result->data());
         const auto touch = [&](std::size_t begin, std::size_t end) { std::memset(first + begin, 0, end - begin); };
-        parallel_ranges(bytes, touch, 1 << 20);
+        parallel_ranges(size.output, touch, 1 << 20);
     }
     reference::typed_array& out = *host.result;
-    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(codegen::k_output_buffer), bytes); });
+    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(codegen::k_output_buffer), size.output); });
 
     if (!host.reference || host.reference->inputs_key != input_key || host.reference->key != reference_key(p)) {
         host.reference = nullptr;
@@ -445,7 +484,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
                             result.max_abs_error, result.max_rel_error, result.max_ulp_error, tol.rtol, tol.atol,
                             tol.rounding, {}};
     if (result.first_bad)
-        check.first_bad = describe_element(*result.first_bad, inputs, out, expected.values[*result.first_bad],
+        check.first_bad = describe_element(p, *result.first_bad, inputs, out, expected.values[*result.first_bad],
                                            expected.scales[*result.first_bad], tol);
     rec.check = check;
     rec.status = result.pass ? report::outcome::pass : report::outcome::fail;
