@@ -44,7 +44,7 @@ TEST_CASE("bad config and bad --set exit 2 with one line naming the key") {
                               "stages": [{"op": "normalize", "input": "a"}], "launch": {"block": 100}})";
     const auto bad = kjit_cli({"emit", file});
     CHECK(bad.status == exit_status::usage);
-    CHECK(bad.err == "kjit: " + file + ": launch.block: expected a multiple of 32 in 32..1024, got 100\n");
+    CHECK(bad.err == "kjit: " + file + ": launch.block: expected a multiple of 32 in 32..1024 or \"auto\", got 100\n");
 
     const auto set = kjit_cli({"emit", "--set", "stages[2].formula=fast"});
     CHECK(set.status == exit_status::usage);

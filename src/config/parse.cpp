@@ -461,9 +461,12 @@ pipeline from_json(const document& doc) {
 
     if (const json* launch = r.find("launch")) {
         object_reader l(*launch, "launch", src, {"block", "vector_width", "grid"});
-        p.launch.block = static_cast<int>(l.integer("block", 32, 1024, 256));
-        if (p.launch.block % 32 != 0)
-            l.fail("block", "expected a multiple of 32 in 32..1024, got " + std::to_string(p.launch.block));
+        if (const json* block = l.find("block"); block && !(block->is_string() && *block == "auto")) {
+            p.launch.block = static_cast<int>(l.integer("block", 32, 1024, 256));
+            if (p.launch.block % 32 != 0)
+                l.fail("block", "expected a multiple of 32 in 32..1024 or \"auto\", got " + std::to_string(p.launch.block));
+            p.launch.block_auto = false;
+        }
         if (const json* width = l.find("vector_width"); width && !(width->is_string() && *width == "auto")) {
             // At most 32 bytes travel together (two 16-byte loads), and at most 8 elements.
             const int widest = std::min(8, static_cast<int>(32 / element_size(p.type)));
@@ -524,6 +527,14 @@ pipeline from_json(const document& doc) {
     }
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
+    if (has_reductions(p) && p.launch.block_auto) {
+        // The smallest block whose threads hold at most 16 elements each: enough loads in flight
+        // per thread to hide memory latency, and blocks small enough to fill every SM.
+        for (const int block : {128, 256, 512, 1024}) {
+            p.launch.block = block;
+            if (row_items_per_thread(p) <= 16) break;
+        }
+    }
     if (has_reductions(p) && p.shape->rows > (1LL << 31) - 1)
         r.fail("shape", "expected at most 2^31 − 1 rows (a row kernel launches a block per row), got " +
                             std::to_string(p.shape->rows));

@@ -95,6 +95,8 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     };
     for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed"})
         columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
+    const nlohmann::json shape = r.config.value("shape", nlohmann::json());  // "4096x1024": one CSV cell
+    columns.emplace_back("shape", shape.is_array() ? nlohmann::json(shape[0].dump() + "x" + shape[1].dump()) : nlohmann::json());
     columns.insert(columns.end(), {{"kjit_version", r.kjit_version},
                            {"nvrtc_version", r.nvrtc_version},
                            {"arch", r.arch},
