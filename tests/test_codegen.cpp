@@ -104,3 +104,59 @@ TEST_CASE("a broken template is a config error naming the file; a missing one a 
     kjit::testing::temp_dir empty;
     kjit::testing::error_message([&] { (void)codegen::template_set::from_directory(empty.path()); }, error_kind::usage);
 }
+
+// ---- row kernels
+
+namespace {
+config::pipeline shipped(const std::string& name, const std::string& fusion = "fused") {
+    auto doc = config::load_document(kjit::testing::config_path(name));
+    doc.json["fusion"] = fusion;
+    return config::from_json(doc);
+}
+}  // namespace
+
+TEST_CASE("fused softmax: one row kernel, a block per row, the row read once and written once") {
+    const auto g = generate(shipped("softmax.json"));
+    REQUIRE(g.kernels.size() == 1);
+    const auto& k = g.kernels[0];
+    CHECK(k.per_row);
+    CHECK(k.output == codegen::kernel_plan::result::elements);
+    CHECK(k.reads == std::vector<std::string>{"logits"});
+    CHECK(k.row_reads.empty());
+    CHECK(g.temporaries.empty());
+    CHECK(g.row_values.empty());
+    CHECK(contains(g.source, "__launch_bounds__(128) void softmax_fused(const store_t* __restrict__ logits, "
+                             "store_t* __restrict__ out, long long rows, long long cols)"));
+    CHECK(contains(g.source, "real x[32];"));  // 4096 columns over 128 threads (launch.block "auto")
+    CHECK(contains(g.source, "m = kjit_block_reduce<kjit_max>(part);"));
+    CHECK(contains(g.source, "s = kjit_block_reduce<kjit_sum>(part);"));
+    CHECK(contains(g.source, "return x * (1.0f / s); }  // stages[3]: map(x * (1 / s))"));
+}
+
+TEST_CASE("separate softmax: a kernel per stage; row values and the intermediate in memory") {
+    const auto g = generate(shipped("softmax.json", "separate"));
+    REQUIRE(g.kernels.size() == 4);
+    CHECK(g.row_values == std::vector<std::string>{"m", "s"});
+    CHECK(g.temporaries == std::vector<std::string>{"tmp1"});
+    using result = codegen::kernel_plan::result;
+    CHECK(g.kernels[0].output == result::row_value);
+    CHECK(g.kernels[0].writes == "m");
+    CHECK(g.kernels[1].reads == std::vector<std::string>{"logits"});
+    CHECK(g.kernels[1].row_reads == std::vector<std::string>{"m"});
+    CHECK(g.kernels[1].writes == "tmp1");
+    CHECK(g.kernels[2].reads == std::vector<std::string>{"tmp1"});  // x flows past the reduce
+    CHECK(g.kernels[3].row_reads == std::vector<std::string>{"s"});
+    CHECK(g.kernels[3].writes == "out");
+    CHECK(contains(g.source, "const real* __restrict__ kjit_row_m"));
+    CHECK(contains(g.source, "if (threadIdx.x == 0) kjit_row_m[row] = m;"));
+}
+
+TEST_CASE("a final reduce writes one stored value per row; a mean divides by cols") {
+    auto doc = config::load_document(kjit::testing::config_path("row_sum.json"));
+    doc.json["stages"][0]["fn"] = "mean";
+    const auto g = generate(config::from_json(doc));
+    REQUIRE(g.kernels.size() == 1);
+    CHECK(g.kernels[0].output == codegen::kernel_plan::result::row_output);
+    CHECK(contains(g.source, "kjit_result = kjit_block_reduce<kjit_sum>(part) / (real)cols;"));
+    CHECK(contains(g.source, "if (threadIdx.x == 0) out[row] = store(kjit_result);"));
+}

@@ -97,6 +97,26 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block") {
+    session s;
+    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
+        for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097})})
+            for (const char* dtype : {"float32", "bfloat16"})
+                for (const char* fusion : {"fused", "separate"}) {
+                    auto doc = config::load_document(kjit::testing::config_path(name));
+                    doc.json["shape"] = shape;
+                    doc.json["dtype"] = dtype;
+                    doc.json["fusion"] = fusion;
+                    CAPTURE(name);
+                    CAPTURE(shape.dump());
+                    CAPTURE(dtype);
+                    CAPTURE(fusion);
+                    const auto rec = s.run(with_measure(config::from_json(doc)));
+                    CHECK(rec.status == report::outcome::pass);
+                    CHECK(rec.check->nan_count == 0);
+                }
+}
+
 TEST_CASE("odd sizes and every vector width write every element correctly") {
     session s;
     for (long long n : {1LL, 3LL, 4097LL, 1000003LL})

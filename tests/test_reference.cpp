@@ -181,3 +181,79 @@ TEST_CASE("half and bfloat16 storage round to nearest even") {
     CHECK(reference::ulp_at(1.0, config::dtype::bfloat16) == 0x1p-7);
     CHECK(reference::ulp_at(0.0, config::dtype::float16) == 0x1p-24);
 }
+
+// ---- row reductions, evaluated a row at a time
+
+namespace {
+/// A pipeline over `shape` with one input "a" and the stages given.
+config::pipeline rows_of(long long rows, long long cols, const json& stages) {
+    json j = {{"name", "t"},
+              {"shape", {rows, cols}},
+              {"inputs", {{"a", {{"fill", "uniform"}}}}},
+              {"params", {{"eps", 0.0}}},
+              {"stages", stages}};
+    return config::from_json({j, "t.json"});
+}
+reference::input_arrays input_a(const std::vector<double>& values) {
+    reference::input_arrays inputs;
+    inputs.emplace("a", as_float32(values));
+    return inputs;
+}
+const json softmax_stages = {{{"op", "reduce"}, {"fn", "max"}, {"as", "m"}, {"input", "a"}},
+                             {{"op", "map"}, {"expr", "exp(x - m)"}},
+                             {{"op", "reduce"}, {"fn", "sum"}, {"as", "s"}},
+                             {{"op", "map"}, {"expr", "x / s"}}};
+}  // namespace
+
+TEST_CASE("softmax by rows: hand-computed rows, a row of one element, each row on its own") {
+    // Rows of 3: [1, 2, 3] and [0, 0, 0] (a row's max and sum do not leak into the next).
+    const auto ref = reference::compute(rows_of(2, 3, softmax_stages), input_a({1, 2, 3, 0, 0, 0}));
+    const double total = std::exp(-2.0) + std::exp(-1.0) + 1;
+    CHECK(ref.values[0] == doctest::Approx(std::exp(-2.0) / total).epsilon(1e-15));
+    CHECK(ref.values[2] == doctest::Approx(1 / total).epsilon(1e-15));
+    for (std::size_t i = 3; i < 6; ++i) CHECK(ref.values[i] == doctest::Approx(1.0 / 3).epsilon(1e-15));
+    const auto single = reference::compute(rows_of(3, 1, softmax_stages), input_a({-5, 0, 7}));
+    for (std::size_t i = 0; i < 3; ++i) CHECK(single.values[i] == 1.0);
+    // 33 equal elements: a row length that is no multiple of a vector width or a block.
+    const auto odd = reference::compute(rows_of(1, 33, softmax_stages), input_a(std::vector<double>(33, 2.5)));
+    for (std::size_t i = 0; i < 33; ++i) CHECK(odd.values[i] == doctest::Approx(1.0 / 33).epsilon(1e-15));
+}
+
+TEST_CASE("layer norm by rows: the mean, the variance by a reduce of an expression, then the map") {
+    const json stages = {{{"op", "reduce"}, {"fn", "mean"}, {"as", "mu"}, {"input", "a"}},
+                         {{"op", "reduce"}, {"fn", "mean"}, {"expr", "(x - mu) * (x - mu)"}, {"as", "var"}},
+                         {{"op", "map"}, {"expr", "(x - mu) / sqrt(var + eps)"}}};
+    const auto ref = reference::compute(rows_of(1, 4, stages), input_a({1, 2, 3, 4}));
+    const double sd = std::sqrt(1.25);  // mean 2.5, variance (2.25 + 0.25 + 0.25 + 2.25) / 4
+    CHECK(ref.values[0] == doctest::Approx(-1.5 / sd).epsilon(1e-15));
+    CHECK(ref.values[3] == doctest::Approx(1.5 / sd).epsilon(1e-15));
+}
+
+TEST_CASE("a final reduce: one value per row, a sum's error scale from the kernels' order of additions") {
+    const auto p = rows_of(2, 4, json::array({{{"op", "reduce"}, {"fn", "sum"}, {"expr", "x * x"}, {"input", "a"}}}));
+    const auto ref = reference::compute(p, input_a({1, -2, 3, 0.5, 0, 0, 0, 4}));
+    REQUIRE(ref.values.size() == 2);
+    CHECK(ref.values[0] == 14.25);
+    CHECK(ref.values[1] == 16);
+    // Each square is rounded once (its scale is |x²|), then the sum: depth × Σ|x²| on top.
+    const double depth = static_cast<double>(config::row_sum_depth(p));
+    CHECK(depth == 4 + 10);  // one vector of 4 per thread, then a warp's and a block's tree
+    CHECK(ref.scales[0] == doctest::Approx(14.25 + depth * 14.25));
+    CHECK(ref.scales[1] == doctest::Approx(16 + depth * 16));
+}
+
+TEST_CASE("a max passes on the largest error of the row's values; min and mean by hand") {
+    const auto max_of = [](const std::string& expr, const std::string& fn) {
+        return reference::compute(
+            rows_of(1, 3, json::array({{{"op", "reduce"}, {"fn", fn}, {"expr", expr}, {"input", "a"}}})),
+            input_a({1, 4, 2}));
+    };
+    const auto exact_max = max_of("x", "max");
+    CHECK(exact_max.values[0] == 4);
+    CHECK(exact_max.scales[0] == 0);  // inputs are exact
+    const auto rounded_max = max_of("x / 3", "max");
+    CHECK(rounded_max.values[0] == doctest::Approx(4.0 / 3));
+    CHECK(rounded_max.scales[0] == doctest::Approx(4.0 / 3));  // the division's own rounding
+    CHECK(max_of("x", "min").values[0] == 1);
+    CHECK(max_of("x", "mean").values[0] == doctest::Approx(7.0 / 3));
+}

@@ -1,6 +1,8 @@
 // The runner against a fake GPU: phase order, argument wiring, poisoning, verification, timing
 // counts and failures. Needs NVRTC (the runner compiles for real), not a GPU.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include "fake_gpu.hpp"
@@ -254,4 +256,74 @@ TEST_CASE("the device's state is read before and after the timed loops; a clock 
     report::print_record(table, rec);
     CHECK(table.str().find("SM 1980 → 1755 MHz, memory 2619 MHz, 40 → 47 °C") != std::string::npos);
     CHECK(table.str().find("warning  clocks held down (power cap)") != std::string::npos);
+}
+
+// ---- row kernels
+
+namespace {
+/// The shipped softmax's row kernels run on the host as the plan wires them: buffers in parameter
+/// order (reads, row values read, the one written), rows and cols from the launch's sizes.
+void softmax_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& buffers,
+                     const run::kernel_args& args) {
+    const long long rows = args.sizes.at(0), cols = args.sizes.at(1);
+    const auto at = [&](std::size_t b, long long row) { return floats(buffers[b]) + row * cols; };
+    for (long long r = 0; r < rows; ++r) {
+        const float* x = at(0, r);
+        const auto row_max = [&] { return *std::max_element(x, x + cols); };
+        const auto row_sum = [&] { return std::accumulate(x, x + cols, 0.0f); };
+        if (kernel.ends_with("_fused")) {
+            const float m = row_max();
+            float* out = at(1, r);
+            for (long long c = 0; c < cols; ++c) out[c] = std::exp(x[c] - m);
+            const float s = std::accumulate(out, out + cols, 0.0f);
+            for (long long c = 0; c < cols; ++c) out[c] *= 1 / s;
+        } else if (kernel.ends_with("_s0_reduce")) {
+            floats(buffers[1])[r] = row_max();
+        } else if (kernel.ends_with("_s1_map")) {
+            for (long long c = 0; c < cols; ++c) at(2, r)[c] = std::exp(x[c] - floats(buffers[1])[r]);
+        } else if (kernel.ends_with("_s2_reduce")) {
+            floats(buffers[1])[r] = row_sum();
+        } else if (kernel.ends_with("_s3_map")) {
+            for (long long c = 0; c < cols; ++c) at(2, r)[c] = x[c] * (1 / floats(buffers[1])[r]);
+        }
+    }
+}
+
+config::pipeline softmax(const std::string& fusion) {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["shape"] = {5, 33};
+    doc.json["fusion"] = fusion;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    return config::from_json(doc);
+}
+}  // namespace
+
+TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separate verified row by row") {
+    fixture f;
+    f.gpu.on_launch = softmax_on_host;
+    const auto fused = f.run(softmax("fused"));
+    CHECK(fused.status == report::outcome::pass);
+    CHECK(f.gpu.last_grid == 5);
+    CHECK(f.gpu.last_block == 64);
+    CHECK(f.gpu.last_args.sizes == std::vector<long long>{5, 33});
+    CHECK(fused.bytes_moved == 2.0 * 165 * 4);  // one read and one write of the matrix
+
+    const auto separate = f.run(softmax("separate"));
+    CHECK(separate.status == report::outcome::pass);
+    REQUIRE(separate.kernels.size() == 4);
+    // Each kernel reads what holds x (165 floats) and writes an array or a row value (5 floats);
+    // the maps read a row value too.
+    CHECK(separate.bytes_moved == (165 + 5) * 4.0 + (165 + 5 + 165) * 4.0 + (165 + 5) * 4.0 + (165 + 5 + 165) * 4.0);
+}
+
+TEST_CASE("row kernels: a wrong element is named by its row and column") {
+    fixture f;
+    f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& b, const run::kernel_args& a) {
+        softmax_on_host(k, b, a);
+        floats(b.back())[2 * 33 + 7] *= 1.01f;
+    };
+    const auto rec = f.run(softmax("fused"));
+    CHECK(rec.status == report::outcome::fail);
+    CHECK(rec.check->mismatches == 1);
+    CHECK(rec.check->first_bad.find("element 73 (row 2, col 7): logits=") == 0);
 }

@@ -162,3 +162,103 @@ TEST_CASE("a config's ops block: errors name the op's key") {
     j["ops"] = {{"mine", {{"expr", "x"}, {"formulas", {{"f", {{"expr", "x"}}}}}}}};
     CHECK(failure(j).find("ops.mine.formulas: an op has either") != std::string::npos);
 }
+
+// ---- reduce stages and 2-D shapes
+
+namespace {
+json softmax_config() {
+    return {{"name", "t"},
+            {"shape", {3, 33}},
+            {"inputs", {{"a", {{"fill", "normal"}}}}},
+            {"params", {{"eps", 1e-5}}},
+            {"stages",
+             {{{"op", "reduce"}, {"fn", "max"}, {"as", "m"}, {"input", "a"}},
+              {{"op", "map"}, {"expr", "exp(x - m)"}},
+              {{"op", "reduce"}, {"fn", "sum"}, {"as", "s"}},
+              {{"op", "map"}, {"expr", "x / s"}}}}};
+}
+}  // namespace
+
+TEST_CASE("reduce: a row value named by `as`, used by later stages; x flows on unchanged") {
+    const auto p = parsed(softmax_config());
+    REQUIRE(p.shape.has_value());
+    CHECK(p.shape->rows == 3);
+    CHECK(p.shape->cols == 33);
+    CHECK(p.n == 99);
+    CHECK(config::has_reductions(p));
+    CHECK(config::output_count(p) == 99);
+    CHECK(p.stages[0].reduce == config::reduction::max);
+    CHECK(p.stages[0].as == "m");
+    CHECK(expr::to_text(p.stages[0].kernel) == "x");
+    CHECK(config::describe_stages(p) == "reduce max as m → map(exp(x - m)) → reduce sum as s → map(x / s)");
+    expr::used_names used;
+    expr::collect_names(p.stages[3].kernel, used);
+    CHECK(used.rows == std::vector<std::string>{"s"});
+    CHECK(config::effective_vector_width(p) == 1);  // 33 columns: a wider vector would straddle rows
+}
+
+TEST_CASE("a final reduce gives one result per row, and may go unnamed; its expr is reduced") {
+    json j = softmax_config();
+    j["stages"] = json::array({{{"op", "reduce"}, {"fn", "mean"}, {"expr", "x * x + eps"}, {"input", "a"}}});
+    const auto p = parsed(j);
+    CHECK(config::output_count(p) == 3);
+    CHECK(config::describe_stages(p) == "reduce mean(x * x + eps)");
+}
+
+TEST_CASE("launch.block \"auto\" for rows: the smallest block of 64 or more whose threads hold the row") {
+    json j = softmax_config();
+    j["shape"] = {4, 1024};
+    CHECK(parsed(j).launch.block == 64);  // float32 × 4 per vector: 4 vectors, 16 elements a thread
+    j["shape"] = {4, 32768};
+    CHECK(parsed(j).launch.block == 1024);  // 32 elements a thread
+    j["launch"] = {{"block", 128}};
+    j["shape"] = {4, 1024};
+    CHECK(parsed(j).launch.block == 128);  // a block given is kept
+}
+
+TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a bad shape") {
+    json j = softmax_config();
+    j.erase("shape");
+    j["n"] = 100;
+    CHECK(failure(j).find("t.json: stages[0].op: \"reduce\" combines the elements of each row: the config needs "
+                          "\"shape\": [rows, cols]") == 0);
+
+    const auto stage_error = [&](std::size_t index, const json& stage) {
+        json k = softmax_config();
+        k["stages"][index] = stage;
+        return failure(k);
+    };
+    CHECK(stage_error(0, {{"op", "reduce"}, {"fn", "max"}, {"as", "a"}, {"input", "a"}})
+              .find("t.json: stages[0].as: \"a\" is an input already") == 0);
+    CHECK(stage_error(0, {{"op", "reduce"}, {"fn", "max"}, {"as", "eps"}, {"input", "a"}})
+              .find("t.json: stages[0].as: \"eps\" is a param already") == 0);
+    CHECK(stage_error(2, {{"op", "reduce"}, {"fn", "sum"}, {"as", "m"}})
+              .find("t.json: stages[2].as: \"m\" names an earlier stage's row value already") == 0);
+    CHECK(stage_error(2, {{"op", "reduce"}, {"fn", "sum"}, {"as", "out"}})
+              .find("t.json: stages[2].as: expected a C identifier that is not a reserved name") == 0);
+    CHECK(stage_error(2, {{"op", "reduce"}, {"fn", "sum"}}).find("t.json: stages[2].as: missing; a reduce before the last stage") == 0);
+    CHECK(stage_error(2, {{"op", "reduce"}, {"fn", "median"}, {"as", "q"}})
+              .find("t.json: stages[2].fn: expected one of \"max\", \"min\", \"sum\", \"mean\", got \"median\"") == 0);
+    // A row value is known only after the stage that makes it.
+    CHECK(stage_error(1, {{"op", "map"}, {"expr", "x / s"}}).find("unknown name 's'; x is the value flowing in") != std::string::npos);
+    CHECK(stage_error(1, {{"op", "map"}, {"expr", "x / s"}}).find("row values (from reduce stages) are m") != std::string::npos);
+
+    json long_rows = softmax_config();
+    long_rows["shape"] = {2, 4097};
+    long_rows["launch"] = {{"block", 64}};
+    CHECK(failure(long_rows) == "t.json: shape: a row of 4097 elements is longer than a row kernel holds: 64 threads × 32 "
+                                "elements each; raise launch.block (at most 1024)");
+    long_rows["n"] = 10;
+    CHECK(failure(long_rows).find("t.json: n: give either \"n\" (1-D) or \"shape\": [rows, cols] (2-D), not both") == 0);
+    for (const json& bad : {json::array({0, 3}), json::array({3}), json("3x3"), json::array({1.5, 2})}) {
+        json k = softmax_config();
+        k["shape"] = bad;
+        CHECK(failure(k).find("t.json: shape: expected [rows, cols], two integers ≥ 1, got ") == 0);
+    }
+}
+
+TEST_CASE("a config's own op may not be called reduce") {
+    json j = softmax_config();
+    j["ops"] = {{"reduce", {{"expr", "x"}}}};
+    CHECK(failure(j).find("t.json: ops.reduce: expected an op name that is an identifier other than map, reduce and activate") == 0);
+}

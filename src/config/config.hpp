@@ -76,8 +76,8 @@ inline constexpr int k_max_row_items = 32;
 
 struct launch_spec {
     int block = 256;                ///< threads per block: a multiple of 32 in 32..1024
-    /// "auto" or not given: 256 for elementwise kernels; for row kernels, the smallest block whose
-    /// threads hold at most 16 elements of a row each.
+    /// "auto" or not given: 256 for elementwise kernels; for row kernels, the smallest of 64, 128,
+    /// … 1024 whose threads hold the row (k_max_row_items each at most).
     bool block_auto = true;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
     std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)

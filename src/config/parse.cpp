@@ -528,11 +528,13 @@ pipeline from_json(const document& doc) {
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
     if (has_reductions(p) && p.launch.block_auto) {
-        // The smallest block whose threads hold at most 16 elements each: enough loads in flight
-        // per thread to hide memory latency, and blocks small enough to fill every SM.
-        for (const int block : {128, 256, 512, 1024}) {
+        // The smallest block (of two warps or more) that holds the row: many small blocks per SM
+        // overlap one row's loads with another's reductions and stores, and each thread's
+        // loads are all in flight at once. On the H200 this beat larger blocks at every shape
+        // tried (bench/results/2026-12-01-h200-rows).
+        for (const int block : {64, 128, 256, 512, 1024}) {
             p.launch.block = block;
-            if (row_items_per_thread(p) <= 16) break;
+            if (row_items_per_thread(p) <= k_max_row_items) break;
         }
     }
     if (has_reductions(p) && p.shape->rows > (1LL << 31) - 1)
