@@ -25,8 +25,9 @@
 #   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 #   rows        row reductions: every row config (softmax, layer norm, RMS norm, row sum) verified at
-#               odd shapes (rows 1, 3, 1000 × cols 1, 33, 4097) in every dtype, fused and separate;
-#               then sweep_softmax, layer norm and RMS norm at the issue's shapes, and the same
+#               odd shapes (rows 1, 3, 1000 × cols 1, 33, 4097; 3 × 70001 in clusters) in every
+#               dtype, fused and separate; then sweep_softmax, sweep_softmax_cluster, layer norm
+#               and RMS norm at the issue's shapes, and the same
 #               operations in PyTorch and Triton (bench/peers/row_peers.py); summed by
 #               scripts/rows_table.py
 set -uo pipefail
@@ -205,7 +206,7 @@ PY
         cp -r "$records" "$out/seedtime-records"
         cat "$out/seedtime.log" ;;
     rows)
-        odd='sweep={"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"]}'
+        odd='sweep={"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097],[3,70001]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"]}'
         for cfg in softmax layernorm rmsnorm row_sum; do
             echo "== odd shapes: $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$odd" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
@@ -213,6 +214,8 @@ PY
         done
         echo "== sweep_softmax" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax.json --quiet --json "$out/rows_softmax.json" >> "$out/rows.log" 2>&1 || status=1
+        echo "== sweep_softmax_cluster" >> "$out/rows.log"
+        "$kjit" sweep configs/sweep_softmax_cluster.json --quiet --json "$out/rows_cluster.json" >> "$out/rows.log" 2>&1 || status=1
         norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"

@@ -54,5 +54,16 @@ def main(folder):
                   + " ".join(cells) + f"  {checks}")
 
 
+def clusters(folder):
+    path = os.path.join(folder, "rows_cluster.json")
+    if not os.path.exists(path):
+        return
+    print("\nsoftmax 1024 x 32768 by launch: block x cluster, registers, blocks per SM, cold median µs, % of ceiling")
+    for r in records(path):
+        print(f"  {r['dtype']:9} block {r['block']:5} {r['sweep_point'].split()[-1]:17} {r['registers']:>4} regs "
+              f"{r['blocks_per_sm']:3} /SM {r['kernel_cold_median_ms'] * 1e3:8.1f} {r['percent_of_ceiling'] or 0:6.1f} %  {r['status']}")
+
+
 if __name__ == "__main__":
+    clusters(sys.argv[1])
     main(sys.argv[1])

@@ -128,8 +128,8 @@ TEST_CASE("fused softmax: one row kernel, a block per row, the row read once and
     CHECK(contains(g.source, "__launch_bounds__(128) void softmax_fused(const store_t* __restrict__ logits, "
                              "store_t* __restrict__ out, long long rows, long long cols)"));
     CHECK(contains(g.source, "real x[32];"));  // 4096 columns over 128 threads (launch.block "auto")
-    CHECK(contains(g.source, "m = kjit_block_reduce<kjit_max>(part);"));
-    CHECK(contains(g.source, "s = kjit_block_reduce<kjit_sum>(part);"));
+    CHECK(contains(g.source, "m = kjit_row_reduce<kjit_max>(part);"));
+    CHECK(contains(g.source, "s = kjit_row_reduce<kjit_sum>(part);"));
     CHECK(contains(g.source, "return x * (1.0f / s); }  // stages[3]: map(x * (1 / s))"));
 }
 
@@ -148,7 +148,7 @@ TEST_CASE("separate softmax: a kernel per stage; row values and the intermediate
     CHECK(g.kernels[3].row_reads == std::vector<std::string>{"s"});
     CHECK(g.kernels[3].writes == "out");
     CHECK(contains(g.source, "const real* __restrict__ kjit_row_m"));
-    CHECK(contains(g.source, "if (threadIdx.x == 0) kjit_row_m[row] = m;"));
+    CHECK(contains(g.source, "if (first == 0) kjit_row_m[row] = m;"));
 }
 
 TEST_CASE("a final reduce writes one stored value per row; a mean divides by cols") {
@@ -157,6 +157,18 @@ TEST_CASE("a final reduce writes one stored value per row; a mean divides by col
     const auto g = generate(config::from_json(doc));
     REQUIRE(g.kernels.size() == 1);
     CHECK(g.kernels[0].output == codegen::kernel_plan::result::row_output);
-    CHECK(contains(g.source, "kjit_result = kjit_block_reduce<kjit_sum>(part) / (real)cols;"));
-    CHECK(contains(g.source, "if (threadIdx.x == 0) out[row] = store(kjit_result);"));
+    CHECK(contains(g.source, "kjit_result = kjit_row_reduce<kjit_sum>(part) / (real)cols;"));
+    CHECK(contains(g.source, "if (first == 0) out[row] = store(kjit_result);"));
+}
+
+TEST_CASE("a row too long for one block: a cluster per row, its blocks' values shared in rank order") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["shape"] = {2, 65536};
+    const auto p = config::from_json(doc);
+    const auto g = generate(p);
+    CHECK(contains(g.source, "__cluster_dims__(2, 1, 1) __launch_bounds__(1024) void softmax_fused("));
+    CHECK(contains(g.source, "const long long row = blockIdx.x / 2, base = row * cols;"));
+    CHECK(contains(g.source, "__cluster_map_shared_rank((void*)&block_value, rank)"));
+    doc.json["shape"] = {2, 4096};
+    CHECK_FALSE(contains(generate(config::from_json(doc)).source, "__cluster"));
 }

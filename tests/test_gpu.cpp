@@ -97,10 +97,10 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
-TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block") {
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row") {
     session s;
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
-        for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097})})
+        for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})
                 for (const char* fusion : {"fused", "separate"}) {
                     auto doc = config::load_document(kjit::testing::config_path(name));

@@ -98,12 +98,13 @@ TEST_CASE("every op × formula × dtype compiles, fused and separate, with fast 
     CHECK(compiled == 2 * 4 * (4 + 2 + 2 + 1 + 1 + 1 + 2 + 1 + 2));  // 16 op formulas × 4 dtypes × 2 fusions
 }
 
-TEST_CASE("every shipped row config compiles in every dtype, fused and separate, at odd shapes too") {
+TEST_CASE("every shipped row config compiles in every dtype, fused and separate, at odd shapes and in clusters") {
     int compiled = 0;
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"}) {
         for (const char* dtype : {"float32", "float64", "float16", "bfloat16"}) {
             for (const char* fusion : {"fused", "separate"}) {
-                for (const json& shape : {json::array({1000, 4097}), json::array({3, 33})}) {
+                // 70001 columns: a cluster of 4 blocks per row.
+                for (const json& shape : {json::array({1000, 4097}), json::array({3, 33}), json::array({2, 70001})}) {
                     auto doc = config::load_document(kjit::testing::config_path(name));
                     doc.json["dtype"] = dtype;
                     doc.json["fusion"] = fusion;
@@ -122,7 +123,7 @@ TEST_CASE("every shipped row config compiles in every dtype, fused and separate,
             }
         }
     }
-    CHECK(compiled == 4 * 4 * 2 * 2);
+    CHECK(compiled == 4 * 4 * 2 * 3);
 }
 
 TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 elements, float arithmetic") {

@@ -308,6 +308,11 @@ TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separat
     CHECK(f.gpu.last_args.sizes == std::vector<long long>{5, 33});
     CHECK(fused.bytes_moved == 2.0 * 165 * 4);  // one read and one write of the matrix
 
+    auto clustered = softmax("fused");
+    clustered.launch.cluster = 4;  // set after validation: the fake runs any plan
+    f.run(clustered);
+    CHECK(f.gpu.last_grid == 5 * 4);  // a cluster of blocks per row
+
     const auto separate = f.run(softmax("separate"));
     CHECK(separate.status == report::outcome::pass);
     REQUIRE(separate.kernels.size() == 4);

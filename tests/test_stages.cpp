@@ -245,9 +245,12 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
 
     json long_rows = softmax_config();
     long_rows["shape"] = {2, 4097};
-    long_rows["launch"] = {{"block", 64}};
-    CHECK(failure(long_rows) == "t.json: shape: a row of 4097 elements is longer than a row kernel holds: 64 threads × 32 "
-                                "elements each; raise launch.block (at most 1024)");
+    long_rows["launch"] = {{"block", 64}, {"cluster", 1}};
+    CHECK(failure(long_rows) == "t.json: shape: a row of 4097 elements is longer than a row kernel holds: 64 threads × 1 "
+                                "blocks × 32 elements each; raise launch.block (at most 1024) or launch.cluster (at most 8)");
+    long_rows["launch"].erase("cluster");  // "auto": a cluster of 4 blocks of 64 holds 4097
+    CHECK(parsed(long_rows).launch.cluster == 4);
+    CHECK(config::row_items_per_thread(parsed(long_rows)) == 17);
     long_rows["n"] = 10;
     CHECK(failure(long_rows).find("t.json: n: give either \"n\" (1-D) or \"shape\": [rows, cols] (2-D), not both") == 0);
     for (const json& bad : {json::array({0, 3}), json::array({3}), json("3x3"), json::array({1.5, 2})}) {
@@ -261,4 +264,22 @@ TEST_CASE("a config's own op may not be called reduce") {
     json j = softmax_config();
     j["ops"] = {{"reduce", {{"expr", "x"}}}};
     CHECK(failure(j).find("t.json: ops.reduce: expected an op name that is an identifier other than map, reduce and activate") == 0);
+}
+
+TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only row kernels, only sm_90 and newer") {
+    json j = softmax_config();
+    j["shape"] = {2, 131072};
+    const auto p = parsed(j);
+    CHECK(p.launch.block == 1024);
+    CHECK(p.launch.cluster == 4);  // float32 × 4 per vector: 32 elements a thread
+    CHECK(config::row_sum_depth(p) == 32 + 10 + 3);
+    CHECK(config::variant_label(p).find(" cluster=4") != std::string::npos);
+    j["launch"] = {{"cluster", 3}};
+    CHECK(failure(j) == "t.json: launch.cluster: expected 1, 2, 4, 8 or \"auto\", got 3");
+    j["launch"] = {{"cluster", 8}};
+    j["compile"] = {{"arch", "sm_80"}};
+    CHECK(failure(j) == "t.json: compile: launch.cluster 8 needs thread-block clusters: sm_90 or newer, and compile.arch is sm_80");
+    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
+    elementwise["launch"] = {{"cluster", 2}};
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster is for row kernels") == 0);
 }

@@ -340,6 +340,9 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         data.set("block", std::to_string(p.launch.block));
         data.set("items", std::to_string(items));
         data.set("vectors_per_thread", std::to_string(items / result.vector_width));
+        data.set("cluster", std::to_string(p.launch.cluster));
+        data.set("clustered", flag(p.launch.cluster > 1));
+        data.set("row_stride", std::to_string(p.launch.block * p.launch.cluster));
         const bool f64 = style.double_precision;
         data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
         data.set("fmax", f64 ? "fmax" : "fmaxf");

@@ -79,6 +79,10 @@ struct launch_spec {
     /// "auto" or not given: 256 for elementwise kernels; for row kernels, the smallest of 64, 128,
     /// … 1024 whose threads hold the row (k_max_row_items each at most).
     bool block_auto = true;
+    /// Row kernels: blocks per row, a thread-block cluster (sm_90 and newer) that shares its row
+    /// values through distributed shared memory. "auto": 1 where one block holds the row.
+    int cluster = 1;
+    bool cluster_auto = true;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
     std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)
 };
@@ -209,8 +213,9 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 /// The elements one thread of a row kernel handles (serially, before the block's tree).
 [[nodiscard]] long long row_items_per_thread(const pipeline& p);
 /// The longest chain of roundings in one of a row kernel's sums: a thread adds its elements in
-/// order, then a warp's shuffle tree (5 levels) and the tree over the warps (5). The reference
-/// bounds a sum's rounding error with it, so the kernels must keep to it.
+/// order, then a warp's shuffle tree (5 levels), the tree over the warps (5), and the cluster's
+/// blocks in order. The reference bounds a sum's rounding error with it, so the kernels must
+/// keep to it.
 [[nodiscard]] long long row_sum_depth(const pipeline& p);
 [[nodiscard]] std::string_view to_string(reduction v);
 /// e.g. "fused float32 tanh=builtin block=256 vec=4".

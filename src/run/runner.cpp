@@ -384,7 +384,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         auto& row = rec.kernels[i];
         row.block = p.launch.block;
         row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block);
-        row.grid = plan[i].per_row ? p.shape->rows
+        row.grid = plan[i].per_row ? p.shape->rows * p.launch.cluster
                                    : grid_size(p.n, p.launch.block, width, p.launch.grid,
                                                static_cast<long long>(row.blocks_per_sm) * info.sm_count);
         if (info.max_threads_per_sm > 0)
