@@ -281,5 +281,23 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     CHECK(failure(j) == "t.json: compile: launch.cluster 8 needs thread-block clusters: sm_90 or newer, and compile.arch is sm_80");
     json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
     elementwise["launch"] = {{"cluster", 2}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster is for row kernels") == 0);
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster and launch.row_mapping are for row kernels") == 0);
+}
+
+TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
+    json j = softmax_config();
+    j["shape"] = {100, 1024};
+    j["launch"] = {{"row_mapping", "warp"}};
+    const auto p = parsed(j);
+    CHECK(p.launch.block == 32);
+    CHECK(p.launch.cluster == 1);
+    CHECK(config::row_items_per_thread(p) == 32);
+    j["shape"] = {100, 1025};
+    CHECK(failure(j) == "t.json: shape: a row of 1025 elements is longer than a warp holds (32 threads × 32 elements "
+                        "each); use launch.row_mapping \"block\"");
+    j["shape"] = {100, 1024};
+    j["launch"]["block"] = 64;
+    CHECK(failure(j) == "t.json: launch.block: row_mapping \"warp\" runs each row on one warp: block is 32, got 64");
+    j["launch"] = {{"row_mapping", "thread"}};
+    CHECK(failure(j) == "t.json: launch.row_mapping: expected one of \"block\", \"warp\", got \"thread\"");
 }

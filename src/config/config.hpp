@@ -83,6 +83,9 @@ struct launch_spec {
     /// values through distributed shared memory. "auto": 1 where one block holds the row.
     int cluster = 1;
     bool cluster_auto = true;
+    /// Row kernels: "row_mapping": "warp" runs each row on one warp (a block of 32) instead of a
+    /// block of launch.block threads: for short rows.
+    bool warp_per_row = false;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
     std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)
 };

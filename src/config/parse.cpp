@@ -289,6 +289,20 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
 /// with another's reductions and stores, and each thread's loads are all in flight at once: on
 /// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
 void choose_row_launch(const object_reader& r, pipeline& p) {
+    if (p.launch.warp_per_row) {
+        if (!p.launch.block_auto && p.launch.block != 32)
+            r.fail_at("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
+                                          std::to_string(p.launch.block));
+        if (!p.launch.cluster_auto && p.launch.cluster != 1)
+            r.fail_at("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
+                                            std::to_string(p.launch.cluster));
+        p.launch.block = 32;
+        p.launch.cluster = 1;
+        if (row_items_per_thread(p) > k_max_row_items)
+            r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
+                                std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
+        return;
+    }
     const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
                                                         : std::vector<int>{p.launch.block};
     const std::vector<int> clusters = p.launch.cluster_auto ? std::vector<int>{1, 2, 4, 8}
@@ -494,7 +508,8 @@ pipeline from_json(const document& doc) {
                               fusion::fused);
 
     if (const json* launch = r.find("launch")) {
-        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster"});
+        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping"});
+        p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
             if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
                 l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
@@ -568,7 +583,8 @@ pipeline from_json(const document& doc) {
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
     if (has_reductions(p)) choose_row_launch(r, p);
-    else if (p.launch.cluster > 1) r.fail("launch", "launch.cluster is for row kernels (stages with a reduce); this pipeline is elementwise");
+    else if (p.launch.cluster > 1 || p.launch.warp_per_row)
+        r.fail("launch", "launch.cluster and launch.row_mapping are for row kernels (stages with a reduce); this pipeline is elementwise");
     return p;
 }
 
