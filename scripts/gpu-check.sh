@@ -206,7 +206,7 @@ PY
         cp -r "$records" "$out/seedtime-records"
         cat "$out/seedtime.log" ;;
     rows)
-        odd='sweep={"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097],[3,70001]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"]}'
+        odd='sweep={"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097],[3,70001]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"],"launch.row_cache":["values","inputs"]}'
         for cfg in softmax layernorm rmsnorm row_sum; do
             echo "== odd shapes: $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$odd" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
@@ -216,7 +216,7 @@ PY
         "$kjit" sweep configs/sweep_softmax.json --quiet --json "$out/rows_softmax.json" >> "$out/rows.log" 2>&1 || status=1
         echo "== sweep_softmax_cluster" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax_cluster.json --quiet --json "$out/rows_cluster.json" >> "$out/rows.log" 2>&1 || status=1
-        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"]}'
+        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs"]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$norms" --quiet --json "$out/rows_$cfg.json" >> "$out/rows.log" 2>&1 || status=1

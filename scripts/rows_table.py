@@ -38,7 +38,8 @@ def main(folder):
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
         print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
               + " ".join(f"{t:>13}" for t in tools) + "  check")
-        # Where a sweep also varies the formula (softmax's last step), each fusion's fastest point.
+        # Where a sweep also varies the formula (softmax's last step) or the row cache, each
+        # fusion's fastest point; the fused one's choices are listed after the table.
         keys = sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0]))
         for shape, dtype in keys:
             by = {}
@@ -55,7 +56,7 @@ def main(folder):
             pct = fused.get("percent_of_ceiling") if fused else None
             checks = "/".join(r["status"] for r in by.values())
             print(f"  {shape:12} {dtype:9} {f:8.1f} {pct or float('nan'):6.1f} {us(separate):9.1f} {us(separate) / f:9.2f} "
-                  + " ".join(cells) + f"  {checks}")
+                  + " ".join(cells) + f"  {checks}  {fused['sweep_point'] if fused else ''}")
 
 
 def clusters(folder):

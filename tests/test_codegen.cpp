@@ -172,3 +172,14 @@ TEST_CASE("a row too long for one block: a cluster per row, its blocks' values s
     doc.json["shape"] = {2, 4096};
     CHECK_FALSE(contains(generate(config::from_json(doc)).source, "__cluster"));
 }
+
+TEST_CASE("row_cache \"inputs\": the row kept as loaded, the maps applied again where x is used") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["dtype"] = "bfloat16";
+    doc.json["launch"]["row_cache"] = "inputs";
+    const auto g = generate(config::from_json(doc));
+    CHECK(contains(g.source, "store_t x[32];"));
+    CHECK_FALSE(contains(g.source, "x[j * 8 + k] = kjit_softmax_fused_s1("));  // no map in place
+    CHECK(contains(g.source, "combine(part, kjit_softmax_fused_s2(kjit_softmax_fused_s1(load(x[j * 8 + k]), m)))"));
+    CHECK(contains(g.source, "store(kjit_softmax_fused_s3(kjit_softmax_fused_s1(load(x[j * 8 + k]), m), s))"));
+}

@@ -102,15 +102,17 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})
-                for (const char* fusion : {"fused", "separate"}) {
+                for (const char* variant : {"fused", "separate", "fused inputs"}) {
+                    const std::string fusion = std::string(variant).substr(0, std::string(variant).find(' '));
                     auto doc = config::load_document(kjit::testing::config_path(name));
                     doc.json["shape"] = shape;
                     doc.json["dtype"] = dtype;
                     doc.json["fusion"] = fusion;
+                    if (std::string(variant).ends_with("inputs")) doc.json["launch"]["row_cache"] = "inputs";
                     CAPTURE(name);
                     CAPTURE(shape.dump());
                     CAPTURE(dtype);
-                    CAPTURE(fusion);
+                    CAPTURE(variant);
                     const auto rec = s.run(with_measure(config::from_json(doc)));
                     CHECK(rec.status == report::outcome::pass);
                     CHECK(rec.check->nan_count == 0);

@@ -126,6 +126,20 @@ TEST_CASE("every shipped row config compiles in every dtype, fused and separate,
     CHECK(compiled == 4 * 4 * 2 * 3);
 }
 
+TEST_CASE("row_cache \"inputs\" compiles for every shipped row config and dtype") {
+    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
+        for (const char* dtype : {"float32", "float64", "float16", "bfloat16"}) {
+            auto doc = config::load_document(kjit::testing::config_path(name));
+            doc.json["dtype"] = dtype;
+            doc.json["launch"]["row_cache"] = "inputs";
+            CAPTURE(name);
+            CAPTURE(dtype);
+            const auto result = jit::compile(request_for(config::from_json(doc)));
+            INFO(result.nvrtc_log);
+            CHECK(result.ok);
+        }
+}
+
 TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 elements, float arithmetic") {
     for (const char* dtype : {"float16", "bfloat16"}) {
         CAPTURE(dtype);

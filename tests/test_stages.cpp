@@ -281,7 +281,7 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     CHECK(failure(j) == "t.json: compile: launch.cluster 8 needs thread-block clusters: sm_90 or newer, and compile.arch is sm_80");
     json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
     elementwise["launch"] = {{"cluster", 2}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster and launch.row_mapping are for row kernels") == 0);
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping and row_cache are for row kernels") == 0);
 }
 
 TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {

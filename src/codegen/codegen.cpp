@@ -272,13 +272,21 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         mu::data row_inputs{mu::data::type::list};
         for (const auto& r : k.plan.row_reads) row_inputs.push_back(mu::data("row_value", r));
         item.set("row_inputs", row_inputs);
+        // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
+        // "inputs", the row as loaded (half the registers for 16-bit storage), each use of x
+        // applying the maps before it again.
+        const bool keep_inputs = p.launch.keep_inputs && !k.first_value.empty();
+        const std::string element = "x[j * " + std::to_string(width) + " + k]";
+        std::string value = keep_inputs ? "load(" + element + ")" : element;
+        item.set("register_type", keep_inputs ? "store_t" : "real");
+        item.set("loaded", keep_inputs ? "in.e[k]" : "load(in.e[k])");
         mu::data steps{mu::data::type::list};
         for (std::size_t i : k.plan.stages) {
             const config::stage& st = p.stages[i];
             expr::used_names used;
             expr::collect_names(st.kernel, used);
             // The element function takes x, each array's element, the row values, then the scalars.
-            std::vector<std::string> params{"real x"}, args{"x[j * " + std::to_string(width) + " + k]"};
+            std::vector<std::string> params{"real x"}, args{value};
             for (const auto& a : used.arrays) {
                 params.push_back("real " + a);
                 args.push_back("load(" + a + "[base + v * " + std::to_string(width) + " + k])");
@@ -288,14 +296,16 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
                     params.push_back("real " + name);
                     args.push_back(name);
                 }
+            const std::string call = "kjit_" + k.plan.name + "_s" + std::to_string(i) + "(" + joined(args, as_is) + ")";
             mu::data step;
             step.set("index", std::to_string(i));
             step.set("what", config::describe(st));
             step.set("code", expr::to_cuda(st.kernel, style));
             step.set("params", joined(params, as_is));
-            step.set("args", joined(args, as_is));
+            step.set("value", call);
             if (st.reduce == config::reduction::none) {
-                step.set("map", flag(true));
+                if (keep_inputs) value = call;  // applied where x is used next
+                else step.set("map", flag(true));
             } else {
                 step.set("reduce", flag(true));
                 step.set("op", st.reduce == config::reduction::max   ? "max"
@@ -307,16 +317,17 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
             }
             steps.push_back(step);
         }
+        item.set("stored_value", value);
         item.set("steps", steps);
         if (k.plan.output == result_kind::elements) {
             item.set("store_elements", flag(true));
             item.set("writes", k.plan.writes);
         } else {
             const config::stage& last = p.stages[k.plan.stages.back()];
-            const std::string value = last.as.empty() ? "kjit_result" : last.as;
+            const std::string row_value = last.as.empty() ? "kjit_result" : last.as;
             item.set("store_row", flag(true));
             item.set("writes", row_value_out ? "kjit_row_" + k.plan.writes : k.plan.writes);
-            item.set("stored", row_value_out ? value : "store(" + value + ")");
+            item.set("stored", row_value_out ? row_value : "store(" + row_value + ")");
         }
         kernels.push_back(item);
         result.kernels.push_back(k.plan);

@@ -508,8 +508,9 @@ pipeline from_json(const document& doc) {
                               fusion::fused);
 
     if (const json* launch = r.find("launch")) {
-        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping"});
+        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache"});
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
+        p.launch.keep_inputs = l.choice<bool>("row_cache", {{"values", false}, {"inputs", true}}, false);
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
             if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
                 l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
@@ -583,8 +584,8 @@ pipeline from_json(const document& doc) {
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
     if (has_reductions(p)) choose_row_launch(r, p);
-    else if (p.launch.cluster > 1 || p.launch.warp_per_row)
-        r.fail("launch", "launch.cluster and launch.row_mapping are for row kernels (stages with a reduce); this pipeline is elementwise");
+    else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.keep_inputs)
+        r.fail("launch", "launch.cluster, row_mapping and row_cache are for row kernels (stages with a reduce); this pipeline is elementwise");
     return p;
 }
 
@@ -722,6 +723,8 @@ std::string variant_label(const pipeline& p) {
              " vec=" + std::to_string(effective_vector_width(p));
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
+    if (p.launch.warp_per_row) label += " warp-per-row";
+    if (p.launch.keep_inputs) label += " row-cache=inputs";
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
