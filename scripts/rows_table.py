@@ -3,7 +3,9 @@
 checks, then each op at each shape and dtype — kjit fused and separate beside PyTorch and Triton,
 cold medians in µs, and kjit's share of its measured copy ceiling.
 
-    python3 scripts/rows_table.py DIR     (DIR holds rows_*.json and row_peers.jsonl)
+    python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl)
+
+--plot draws the softmax table as bars: time per variant and tool, each shape and dtype a group.
 """
 import glob
 import json
@@ -14,6 +16,44 @@ import sys
 def records(path):
     data = json.load(open(path))
     return data if isinstance(data, list) else data["records"]
+
+
+def softmax_times(folder):
+    """(shape, dtype) -> {label: µs} for the softmax table and the plot: kjit's fastest fused and
+    separate points and each peer."""
+    times = {}
+    for r in records(os.path.join(folder, "rows_softmax.json")):
+        key = (r["shape"], r["dtype"])
+        label = "kjit " + r["fusion"]
+        us = r["kernel_cold_median_ms"] * 1e3
+        times.setdefault(key, {})[label] = min(us, times.get(key, {}).get(label, float("inf")))
+    for line in open(os.path.join(folder, "row_peers.jsonl")):
+        p = json.loads(line)
+        key = (f"{p['rows']}x{p['cols']}", p["dtype"])
+        if p["op"] == "softmax" and p.get("median_ms") and key in times:
+            times[key][p["tool"]] = p["median_ms"] * 1e3
+    return times
+
+
+def plot(folder, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    times = softmax_times(folder)
+    keys = sorted(times, key=lambda k: (k[1], k[0]))
+    labels = ["copy", "kjit fused", "triton_row", "torch_compile", "torch_eager", "kjit separate", "unfused_eager"]
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        ax.bar([k + i * width for k in range(len(keys))], [times[key].get(label, 0) for key in keys], width, label=label)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))])
+    ax.set_xticklabels([f"{shape}\n{dtype}" for shape, dtype in keys])
+    ax.set_ylabel("cold median, µs (L2 flushed)")
+    ax.set_title("Row softmax on an H200: kjit's fused and separate kernels beside PyTorch and Triton")
+    ax.legend(ncol=4, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
 
 
 def main(folder):
@@ -72,3 +112,5 @@ def clusters(folder):
 if __name__ == "__main__":
     main(sys.argv[1])
     clusters(sys.argv[1])
+    if len(sys.argv) == 4 and sys.argv[2] == "--plot":
+        plot(sys.argv[1], sys.argv[3])
