@@ -276,10 +276,8 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         // "inputs", the row as loaded (half the registers for 16-bit storage), each use of x
         // applying the maps before it again.
         const bool keep_inputs = p.launch.keep_inputs && !k.first_value.empty();
-        const std::string element = "x[j * " + std::to_string(width) + " + k]";
-        std::string value = keep_inputs ? "load(" + element + ")" : element;
-        item.set("register_type", keep_inputs ? "store_t" : "real");
-        item.set("loaded", keep_inputs ? "in.e[k]" : "load(in.e[k])");
+        std::string value = keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]";
+        item.set("keeps_inputs", flag(keep_inputs));
         mu::data steps{mu::data::type::list};
         for (std::size_t i : k.plan.stages) {
             const config::stage& st = p.stages[i];
