@@ -183,3 +183,10 @@ TEST_CASE("row_cache \"inputs\": the row kept as loaded, the maps applied again 
     CHECK(contains(g.source, "combine(part, kjit_softmax_fused_s2(kjit_softmax_fused_s1(load(x[j].e[k]), m)))"));
     CHECK(contains(g.source, "store(kjit_softmax_fused_s3(kjit_softmax_fused_s1(load(x[j].e[k]), m), s))"));
 }
+
+TEST_CASE("a per-column input is read at the column, not the element") {
+    const auto g = generate(shipped("layernorm.json"));
+    CHECK(contains(g.source, "load(gamma[v * 4 + k])"));
+    CHECK(contains(g.source, "load(beta[v * 4 + k])"));
+    CHECK_FALSE(contains(g.source, "gamma[base"));
+}

@@ -257,3 +257,20 @@ TEST_CASE("a max passes on the largest error of the row's values; min and mean b
     CHECK(max_of("x", "min").values[0] == 1);
     CHECK(max_of("x", "mean").values[0] == doctest::Approx(7.0 / 3));
 }
+
+TEST_CASE("a per-column input: the same values for every row") {
+    json j = {{"name", "t"},
+              {"shape", {2, 3}},
+              {"inputs", {{"a", {{"fill", "uniform"}}}, {"g", {{"fill", "uniform"}, {"per", "column"}}}}},
+              {"stages",
+               {{{"op", "reduce"}, {"fn", "sum"}, {"as", "s"}, {"input", "a"}}, {{"op", "map"}, {"expr", "x / s * g"}}}}};
+    const auto p = config::from_json({j, "t.json"});
+    reference::input_arrays inputs;
+    inputs.emplace("a", as_float32({1, 1, 2, 3, 3, 2}));
+    inputs.emplace("g", as_float32({10, 20, 30}));
+    const auto ref = reference::compute(p, inputs);
+    CHECK(ref.values[0] == doctest::Approx(1.0 / 4 * 10));
+    CHECK(ref.values[2] == doctest::Approx(2.0 / 4 * 30));
+    CHECK(ref.values[3] == doctest::Approx(3.0 / 8 * 10));  // the second row starts at g's first value
+    CHECK(ref.values[5] == doctest::Approx(2.0 / 8 * 30));
+}

@@ -332,3 +332,19 @@ TEST_CASE("row kernels: a wrong element is named by its row and column") {
     CHECK(rec.check->mismatches == 1);
     CHECK(rec.check->first_bad.find("element 73 (row 2, col 7): logits=") == 0);
 }
+
+TEST_CASE("a per-column input is allocated, copied and counted at its own size") {
+    fixture f;
+    auto doc = config::load_document(kjit::testing::config_path("rmsnorm.json"));
+    doc.json["shape"] = {5, 33};
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    std::vector<std::size_t> sizes;
+    f.gpu.on_launch = [&](const std::string&, const std::vector<std::vector<unsigned char>*>& b, const run::kernel_args&) {
+        if (sizes.empty())
+            for (const auto* buffer : b) sizes.push_back(buffer->size());
+    };
+    const auto rec = f.run(config::from_json(doc));
+    // activations (165 floats), weight (33, per column), out (165)
+    CHECK(sizes == std::vector<std::size_t>{165 * 4, 33 * 4, 165 * 4});
+    CHECK(rec.bytes_moved == (165 + 33 + 165) * 4.0);
+}

@@ -301,3 +301,21 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     j["launch"] = {{"row_mapping", "thread"}};
     CHECK(failure(j) == "t.json: launch.row_mapping: expected one of \"block\", \"warp\", got \"thread\"");
 }
+
+TEST_CASE("an input \"per\": \"column\" has a row's worth of values; only row pipelines, never x's start") {
+    json j = softmax_config();
+    j["inputs"]["g"] = {{"fill", "constant"}, {"value", 2}, {"per", "column"}};
+    j["stages"][3] = {{"op", "map"}, {"expr", "x / s * g"}};
+    const auto p = parsed(j);
+    REQUIRE(p.inputs.size() == 2);
+    CHECK(p.inputs[1].per_column);
+    CHECK(config::elements_of(p, p.inputs[1]) == 33);
+    CHECK(config::elements_of(p, p.inputs[0]) == 99);
+    j["stages"][0]["input"] = "g";
+    CHECK(failure(j).find("t.json: stages[0].input: x starts from an input of one value per element; \"g\" has one per column") == 0);
+    j["inputs"]["g"]["per"] = "row";
+    CHECK(failure(j) == "t.json: inputs.g.per: expected one of \"element\", \"column\", got \"row\"");
+    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
+    elementwise["inputs"]["w"]["per"] = "column";
+    CHECK(failure(elementwise).find("t.json: inputs.w.per: \"column\" is for row pipelines") == 0);
+}

@@ -286,8 +286,11 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
             // The element function takes x, each array's element, the row values, then the scalars.
             std::vector<std::string> params{"real x"}, args{value};
             for (const auto& a : used.arrays) {
+                const bool per_column = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const config::input_spec& in) {
+                    return in.name == a && in.per_column;
+                });
                 params.push_back("real " + a);
-                args.push_back("load(" + a + "[base + v * " + std::to_string(width) + " + k])");
+                args.push_back("load(" + a + "[" + (per_column ? "" : "base + ") + "v * " + std::to_string(width) + " + k])");
             }
             for (const auto& names : {used.rows, used.scalars})
                 for (const auto& name : names) {

@@ -34,6 +34,9 @@ struct input_spec {
     double mean = 0, std = 1;    ///< normal
     double value = 0;            ///< constant
     rounding round = rounding::none;
+    /// "per": "column": one value per column (cols elements, the same for every row), such as a
+    /// norm's weight and bias; otherwise one per element.
+    bool per_column = false;
 };
 
 /// A scalar kernel argument: an entry of the "params" block, or a number given to an op ("s0_scale"
@@ -213,6 +216,8 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 /// 1, 2, 4 or 8: the configured width, or 16 bytes' worth for auto. For row kernels, the widest
 /// of those that divides cols (a vector must not straddle two rows).
 [[nodiscard]] int effective_vector_width(const pipeline& p);
+/// Elements of an input array: n, or cols for a per-column input.
+[[nodiscard]] long long elements_of(const pipeline& p, const input_spec& in);
 /// True when a stage reduces rows: the pipeline runs as row kernels (one block per row).
 [[nodiscard]] bool has_reductions(const pipeline& p);
 /// Elements of the result: n, or one per row when the last stage is a reduce.

@@ -96,7 +96,7 @@ bool is_reserved(const std::string& name) {
 
 input_spec read_input(const std::string& name, const json& value, const std::string& path,
                       const std::string& source) {
-    object_reader r(value, path, source, {"fill", "low", "high", "round", "mean", "std", "value"});
+    object_reader r(value, path, source, {"fill", "low", "high", "round", "mean", "std", "value", "per"});
     input_spec in;
     in.name = name;
     in.fill = r.choice<fill_kind>("fill", {{"uniform", fill_kind::uniform},
@@ -130,6 +130,7 @@ input_spec read_input(const std::string& name, const json& value, const std::str
     in.round = r.choice<rounding>(
         "round", {{"none", rounding::none}, {"floor", rounding::floor}, {"nearest", rounding::nearest}},
         rounding::none);
+    in.per_column = r.choice<bool>("per", {{"element", false}, {"column", true}}, false);
     return in;
 }
 
@@ -583,6 +584,15 @@ pipeline from_json(const document& doc) {
     }
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
+    for (const auto& in : p.inputs)
+        if (in.per_column && !has_reductions(p))
+            r.fail_at("inputs." + in.name + ".per", "\"column\" is for row pipelines: the config needs \"shape\": "
+                                                    "[rows, cols] and a reduce stage");
+    if (!p.stages.front().input.empty() &&
+        std::any_of(p.inputs.begin(), p.inputs.end(),
+                    [&](const input_spec& in) { return in.name == p.stages.front().input && in.per_column; }))
+        r.fail_at("stages[0].input", "x starts from an input of one value per element; \"" + p.stages.front().input +
+                                         "\" has one per column");
     if (has_reductions(p)) choose_row_launch(r, p);
     else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.keep_inputs)
         r.fail("launch", "launch.cluster, row_mapping and row_cache are for row kernels (stages with a reduce); this pipeline is elementwise");
@@ -687,6 +697,8 @@ int effective_vector_width(const pipeline& p) {
         while (p.shape->cols % width != 0) width /= 2;
     return width;
 }
+
+long long elements_of(const pipeline& p, const input_spec& in) { return in.per_column ? p.shape->cols : p.n; }
 
 bool has_reductions(const pipeline& p) {
     return std::any_of(p.stages.begin(), p.stages.end(), [](const stage& s) { return s.reduce != reduction::none; });

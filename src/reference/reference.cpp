@@ -185,7 +185,9 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
                 auto& values = elements[name];
                 values.resize(count);
                 const typed_array& array = inputs.at(name);
-                for (std::size_t i = 0; i < count; ++i) values[i] = array.get(begin + i);
+                // A per-column input has a row's worth of values: a row starts at its first.
+                const std::size_t start = array.size() == n ? begin : 0;
+                for (std::size_t i = 0; i < count; ++i) values[i] = array.get(start + i);
                 arrays[name] = values.data();
             }
             for (std::size_t i = 0; i < count; ++i) {

@@ -39,9 +39,9 @@ double draw(const config::input_spec& in, std::mt19937_64& rng) {
 
 reference::input_arrays make_inputs(const config::pipeline& p) {
     reference::input_arrays arrays;
-    const auto n = static_cast<std::size_t>(p.n);
     for (std::size_t index = 0; index < p.inputs.size(); ++index) {
         const auto& in = p.inputs[index];
+        const auto n = static_cast<std::size_t>(config::elements_of(p, in));
         reference::typed_array array(p.type, n);
         const std::size_t chunks = (n + k_chunk - 1) / k_chunk;
         parallel_ranges(chunks, [&](std::size_t first, std::size_t last) {

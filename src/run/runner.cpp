@@ -66,7 +66,7 @@ std::string describe_element(const config::pipeline& p, std::size_t i, const ref
     const char* sep = " ";
     for (const auto& [name, array] : inputs) {
         if (per_row) break;  // a row's value comes from the whole row
-        text += sep + name + "=" + number(array.get(i));
+        text += sep + name + "=" + number(array.get(i % array.size()));  // a per-column input repeats
         sep = ", ";
     }
     const double value = out.get(i);
@@ -286,9 +286,11 @@ buffer_sizes sizes_of(const config::pipeline& p) {
 /// Refuses a run the host cannot hold, before anything is allocated: the inputs, the result and
 /// the float64 reference with its error scales.
 void check_host_memory(const config::pipeline& p) {
-    const double n = static_cast<double>(p.n), element = static_cast<double>(config::element_size(p.type));
-    const double arrays = static_cast<double>(p.inputs.size()), outputs = static_cast<double>(config::output_count(p));
-    const double host_needed = n * element * arrays + outputs * (element + 2 * sizeof(double));
+    const double element = static_cast<double>(config::element_size(p.type));
+    double inputs = 0;
+    for (const auto& in : p.inputs) inputs += static_cast<double>(config::elements_of(p, in));
+    const double outputs = static_cast<double>(config::output_count(p));
+    const double host_needed = inputs * element + outputs * (element + 2 * sizeof(double));
     const double host_available = static_cast<double>(available_host_memory());
     if (host_needed > host_available)
         throw error(error_kind::memory, sized(p) + " needs " + units::bytes(host_needed) +
@@ -300,9 +302,10 @@ void check_host_memory(const config::pipeline& p) {
 void check_device_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
     const buffer_sizes size = sizes_of(p);
     const std::string what = sized(p);
-    const double device_needed =
-        static_cast<double>(size.array * (p.inputs.size() + generated.temporaries.size()) + size.output +
-                            size.row_value * generated.row_values.size());
+    double device_needed = static_cast<double>(size.array * generated.temporaries.size() + size.output +
+                                               size.row_value * generated.row_values.size());
+    for (const auto& in : p.inputs)
+        device_needed += static_cast<double>(config::elements_of(p, in) * config::element_size(p.type));
     const double device_free = static_cast<double>(device.free_memory());
     if (device_needed > device_free)
         throw error(error_kind::memory, what + " needs " + units::bytes(device_needed) + " of GPU memory (" +
@@ -319,7 +322,7 @@ std::string inputs_key(const config::pipeline& p) {
     if (p.shape) key["shape"] = {p.shape->rows, p.shape->cols};
     for (const auto& in : p.inputs)
         key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
-                                 static_cast<int>(in.round)});
+                                 static_cast<int>(in.round), in.per_column});
     return key.dump();
 }
 
@@ -408,14 +411,15 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     device_arrays& input_copies = options.keep_inputs_on_device ? host.inputs_on_device : owned;
     timed(rec, phase::alloc, [&] {
         if (!copied_before)
-            for (const auto& [name, array] : inputs) input_copies.ids[name] = device.allocate(bytes);
+            for (const auto& [name, array] : inputs) input_copies.ids[name] = device.allocate(array.bytes());
         for (const auto& name : built.generated.temporaries) owned.ids[name] = device.allocate(bytes);
         for (const auto& name : built.generated.row_values) owned.ids[name] = device.allocate(size.row_value);
         owned.ids[codegen::k_output_buffer] = device.allocate(size.output);
     });
     if (!copied_before)
         timed(rec, phase::h2d, [&] {
-            for (const auto& [name, array] : inputs) device.copy_to_device(input_copies.ids.at(name), array.data(), bytes);
+            for (const auto& [name, array] : inputs)
+                device.copy_to_device(input_copies.ids.at(name), array.data(), array.bytes());
             device.synchronize();
         });
     std::map<std::string, buffer_id> buffers = owned.ids;
@@ -440,7 +444,9 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         const std::size_t written = k.output == result::elements     ? bytes
                                     : k.output == result::row_output ? size.output
                                                                      : size.row_value;
-        rec.bytes_moved += static_cast<double>(k.reads.size() * bytes + k.row_reads.size() * size.row_value + written);
+        std::size_t read = k.row_reads.size() * size.row_value;
+        for (const auto& name : k.reads) read += inputs.count(name) ? inputs.at(name).bytes() : bytes;
+        rec.bytes_moved += static_cast<double>(read + written);
     }
     auto enqueue_chain = [&] {
         for (std::size_t i = 0; i < plan.size(); ++i)
