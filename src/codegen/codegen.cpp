@@ -278,6 +278,22 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         const bool keep_inputs = p.launch.keep_inputs && !k.first_value.empty();
         std::string value = keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]";
         item.set("keeps_inputs", flag(keep_inputs));
+        // Other arrays are read a vector at a time where a loop over x uses them: those of the
+        // stage, and in "inputs" mode those of the maps its value goes through again.
+        std::vector<std::string> value_arrays;
+        const auto vector_loads = [&](const std::vector<std::string>& arrays) {
+            mu::data list{mu::data::type::list};
+            for (const auto& a : arrays) {
+                const bool per_column = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const config::input_spec& in) {
+                    return in.name == a && in.per_column;
+                });
+                mu::data load;
+                load.set("array", a);
+                load.set("at", per_column ? a : a + " + base");  // a per-column input: the same for every row
+                list.push_back(load);
+            }
+            return list;
+        };
         mu::data steps{mu::data::type::list};
         for (std::size_t i : k.plan.stages) {
             const config::stage& st = p.stages[i];
@@ -285,12 +301,11 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
             expr::collect_names(st.kernel, used);
             // The element function takes x, each array's element, the row values, then the scalars.
             std::vector<std::string> params{"real x"}, args{value};
+            std::vector<std::string> site_arrays = value_arrays;
             for (const auto& a : used.arrays) {
-                const bool per_column = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const config::input_spec& in) {
-                    return in.name == a && in.per_column;
-                });
                 params.push_back("real " + a);
-                args.push_back("load(" + a + "[" + (per_column ? "" : "base + ") + "v * " + std::to_string(width) + " + k])");
+                args.push_back("load(kjit_v_" + a + ".e[k])");
+                add_once(site_arrays, a);
             }
             for (const auto& names : {used.rows, used.scalars})
                 for (const auto& name : names) {
@@ -304,9 +319,14 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
             step.set("code", expr::to_cuda(st.kernel, style));
             step.set("params", joined(params, as_is));
             step.set("value", call);
+            step.set("arrays", vector_loads(site_arrays));
             if (st.reduce == config::reduction::none) {
-                if (keep_inputs) value = call;  // applied where x is used next
-                else step.set("map", flag(true));
+                if (keep_inputs) {  // applied where x is used next
+                    value = call;
+                    value_arrays = site_arrays;
+                } else {
+                    step.set("map", flag(true));
+                }
             } else {
                 step.set("reduce", flag(true));
                 step.set("op", st.reduce == config::reduction::max   ? "max"
@@ -319,6 +339,7 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
             steps.push_back(step);
         }
         item.set("stored_value", value);
+        item.set("store_arrays", vector_loads(value_arrays));
         item.set("steps", steps);
         if (k.plan.output == result_kind::elements) {
             item.set("store_elements", flag(true));
