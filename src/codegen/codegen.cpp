@@ -23,92 +23,64 @@ struct kernel_model {
     std::string first_value;
 };
 
-void add_stage(kernel_model& k, const config::pipeline& p, std::size_t index) {
+/// Adds stages[index] to kernel k: the arrays and scalars it uses become k's parameters, and
+/// with `rows_in_memory` the row values it uses too (a separate kernel reads them from memory).
+void add_stage(kernel_model& k, const config::pipeline& p, std::size_t index, bool rows_in_memory) {
     expr::used_names used;
     expr::collect_names(p.stages[index].kernel, used);
     for (const auto& name : used.arrays) add_once(k.plan.reads, name);
     for (const auto& name : used.scalars) add_once(k.plan.scalars, name);
+    if (rows_in_memory)
+        for (const auto& name : used.rows) add_once(k.plan.row_reads, name);
     k.plan.stages.push_back(index);
 }
 
-std::vector<kernel_model> plan_kernels(const config::pipeline& p, std::vector<std::string>& temporaries) {
-    std::vector<kernel_model> kernels;
-    if (p.fuse == config::fusion::fused) {
-        kernel_model k;
-        k.plan.name = p.name + "_fused";
-        k.plan.writes = k_output_buffer;
-        k.first_value = p.stages.front().input;
-        if (!k.first_value.empty()) add_once(k.plan.reads, k.first_value);
-        for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i);
-        k.plan.what = config::describe_stages(p) + ", fused into one kernel";
-        kernels.push_back(std::move(k));
-        return kernels;
-    }
-    // Separate: one kernel per stage, each writing an intermediate array that the next one reads,
-    // the shape of the seed's three @vectorize functions.
-    std::string previous = p.stages.front().input;
-    for (std::size_t i = 0; i < p.stages.size(); ++i) {
-        const auto& s = p.stages[i];
-        kernel_model k;
-        k.plan.name = p.name + "_s" + std::to_string(i) + "_" + s.op;
-        const bool last = i + 1 == p.stages.size();
-        k.plan.writes = last ? k_output_buffer : "tmp" + std::to_string(i);
-        if (!last) temporaries.push_back(k.plan.writes);
-        k.first_value = previous;
-        if (!previous.empty()) add_once(k.plan.reads, previous);
-        add_stage(k, p, i);
-        k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", one kernel of " +
-                      std::to_string(p.stages.size());
-        previous = k.plan.writes;
-        kernels.push_back(std::move(k));
-    }
-    return kernels;
-}
-
-/// Row kernels: fused, one kernel for every stage; separate, one per stage, each reading the
-/// array that holds x and the row values it uses from memory.
-std::vector<kernel_model> plan_row_kernels(const config::pipeline& p, std::vector<std::string>& temporaries,
-                                           std::vector<std::string>& row_values) {
-    std::vector<kernel_model> kernels;
-    const auto finish = [&](kernel_model& k, const config::stage& last, const std::string& intermediate) {
-        using result = kernel_plan::result;
-        k.plan.per_row = true;
-        k.plan.output = last.reduce == config::reduction::none ? result::elements : result::row_output;
-        k.plan.writes = k_output_buffer;
-        if (intermediate.empty()) return;
-        k.plan.writes = intermediate;
-        if (last.reduce == config::reduction::none) {
-            temporaries.push_back(intermediate);
-        } else {
-            k.plan.output = result::row_value;
-            row_values.push_back(intermediate);
-        }
+/// The kernels of a variant. Fused: one kernel for every stage. Separate: one kernel per stage,
+/// the shape of the seed's three @vectorize functions: each map writes an intermediate array that
+/// the next kernel reads, each reduce a row value (x flows past it in the array that holds it).
+/// Row kernels (a pipeline with a reduce) run a block per row.
+std::vector<kernel_model> plan_kernels(const config::pipeline& p, generated_source& result) {
+    using output = kernel_plan::result;
+    const bool per_row = config::has_reductions(p);
+    const auto final_output = [](const config::stage& last) {
+        return last.reduce == config::reduction::none ? output::elements : output::row_output;
     };
+    std::vector<kernel_model> kernels;
     if (p.fuse == config::fusion::fused) {
         kernel_model k;
         k.plan.name = p.name + "_fused";
+        k.plan.writes = k_output_buffer;
+        k.plan.per_row = per_row;
+        k.plan.output = final_output(p.stages.back());
         k.first_value = p.stages.front().input;
         if (!k.first_value.empty()) add_once(k.plan.reads, k.first_value);
-        for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i);
+        for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i, false);
         k.plan.what = config::describe_stages(p) + ", fused into one kernel";
-        finish(k, p.stages.back(), "");
         kernels.push_back(std::move(k));
         return kernels;
     }
     std::string holds_x = p.stages.front().input;
     for (std::size_t i = 0; i < p.stages.size(); ++i) {
         const auto& s = p.stages[i];
+        const bool map = s.reduce == config::reduction::none;
         kernel_model k;
         k.plan.name = p.name + "_s" + std::to_string(i) + "_" + s.op;
+        k.plan.per_row = per_row;
         k.first_value = holds_x;
         if (!holds_x.empty()) add_once(k.plan.reads, holds_x);
-        add_stage(k, p, i);
-        expr::used_names used;
-        expr::collect_names(s.kernel, used);
-        k.plan.row_reads = used.rows;
-        const bool last = i + 1 == p.stages.size();
-        finish(k, s, last ? "" : s.reduce == config::reduction::none ? "tmp" + std::to_string(i) : s.as);
-        if (s.reduce == config::reduction::none) holds_x = k.plan.writes;
+        add_stage(k, p, i, true);
+        if (i + 1 == p.stages.size()) {
+            k.plan.writes = k_output_buffer;
+            k.plan.output = final_output(s);
+        } else if (map) {
+            k.plan.writes = "tmp" + std::to_string(i);
+            result.temporaries.push_back(k.plan.writes);
+        } else {
+            k.plan.writes = s.as;
+            k.plan.output = output::row_value;
+            result.row_values.push_back(s.as);
+        }
+        if (map) holds_x = k.plan.writes;
         k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", one kernel of " +
                       std::to_string(p.stages.size());
         kernels.push_back(std::move(k));
@@ -204,7 +176,7 @@ const auto as_is = [](const std::string& text) { return text; };
 
 mu::data elementwise_kernels(const config::pipeline& p, generated_source& result, const expr::cuda_style& style) {
     mu::data kernels{mu::data::type::list};
-    for (const auto& k : plan_kernels(p, result.temporaries)) {
+    for (const auto& k : plan_kernels(p, result)) {
         const auto& reads = k.plan.reads;
         const auto& scalars = k.plan.scalars;
         // The element function takes each array's element, then the scalars.
@@ -253,7 +225,7 @@ mu::data elementwise_kernels(const config::pipeline& p, generated_source& result
 mu::data row_kernels(const config::pipeline& p, generated_source& result, const expr::cuda_style& style) {
     const int width = result.vector_width;
     mu::data kernels{mu::data::type::list};
-    for (const auto& k : plan_row_kernels(p, result.temporaries, result.row_values)) {
+    for (const auto& k : plan_kernels(p, result)) {
         using result_kind = kernel_plan::result;
         const bool row_value_out = k.plan.output == result_kind::row_value;
         std::vector<std::string> kernel_params;
