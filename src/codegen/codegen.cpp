@@ -329,6 +329,23 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
     return kernels;
 }
 
+/// The rendered source without the blank lines that mustache leaves where a section inside a
+/// function body renders nothing: none of the templates' own blank lines is inside braces.
+std::string without_blank_lines_in_bodies(const std::string& source) {
+    std::string tidy;
+    long depth = 0;
+    std::size_t start = 0;
+    while (start < source.size()) {
+        const std::size_t end = std::min(source.find('\n', start), source.size());
+        const std::string_view line(source.data() + start, end - start);
+        const bool blank = line.find_first_not_of(" \t") == std::string_view::npos;
+        if (!(blank && depth > 0)) tidy.append(line).push_back('\n');
+        depth += std::count(line.begin(), line.end(), '{') - std::count(line.begin(), line.end(), '}');
+        start = end + 1;
+    }
+    return tidy;
+}
+
 }  // namespace
 
 generated_source generate(const config::pipeline& p, const template_set& templates) {
@@ -356,7 +373,7 @@ generated_source generate(const config::pipeline& p, const template_set& templat
     } else {
         data.set("kernels", elementwise_kernels(p, result, style));
     }
-    result.source = render(text, data, file, templates);
+    result.source = without_blank_lines_in_bodies(render(text, data, file, templates));
     // Mustache renders a mistyped placeholder as nothing: a template that lost a kernel's
     // definition is broken, and must not compile (and be cached) as an empty program.
     for (const auto& k : result.kernels)

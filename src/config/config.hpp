@@ -74,7 +74,7 @@ struct row_shape {
 };
 
 /// The most elements one thread of a row kernel keeps in registers: a row longer than block ×
-/// this is refused (the message says to raise launch.block).
+/// cluster × this is refused (the message says to raise launch.block or launch.cluster).
 inline constexpr int k_max_row_items = 32;
 
 struct launch_spec {
