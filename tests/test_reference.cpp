@@ -255,6 +255,8 @@ TEST_CASE("a max passes on the largest error of the row's values; min and mean b
     CHECK(rounded_max.values[0] == doctest::Approx(4.0 / 3));
     CHECK(rounded_max.scales[0] == doctest::Approx(4.0 / 3));  // the division's own rounding
     CHECK(max_of("x", "min").values[0] == 1);
+    CHECK(max_of("x < 2 ? 0 / 0 : x", "max").values[0] == 4);  // a NaN loses, as in the kernels' fmaxf
+    CHECK(max_of("x > 2 ? 0 / 0 : x", "min").values[0] == 1);
     CHECK(max_of("x", "mean").values[0] == doctest::Approx(7.0 / 3));
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <numeric>
 
 #include "expr/evaluate.hpp"
 #include "util/parallel.hpp"
@@ -122,8 +123,13 @@ expr::row_value reduce_row(config::reduction how, const double* values, const do
         carried += scales[i];
     }
     switch (how) {
-        case config::reduction::max: result.value = *std::max_element(values, values + count); break;
-        case config::reduction::min: result.value = *std::min_element(values, values + count); break;
+        // fmax and fmin, as the kernels': a NaN loses to any number.
+        case config::reduction::max:
+            result.value = std::accumulate(values, values + count, -HUGE_VAL, [](double a, double b) { return std::fmax(a, b); });
+            break;
+        case config::reduction::min:
+            result.value = std::accumulate(values, values + count, HUGE_VAL, [](double a, double b) { return std::fmin(a, b); });
+            break;
         case config::reduction::sum:
         case config::reduction::mean:
             for (std::size_t i = 0; i < count; ++i) result.value += values[i];
