@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The plotting script on real kjit output made here with no GPU (a compile-only sweep): it must
-# draw the compile phases, and refuse a file that is not kjit results.
+# draw the compile phases, and refuse a file that is not kjit results. Then scripts/rows_table.py
+# on committed H200 results: its table and plot.
 # usage: plot_test.sh KJIT PYTHON SOURCE_DIR WORK_DIR   (PYTHON empty: skipped, exit 77)
 set -euo pipefail
 kjit=$1 python=$2 source=$3 work=$4
@@ -15,4 +16,10 @@ if "$python" "$source/scripts/plot_results.py" "$source/configs/hidden_layer.jso
     echo "expected a refusal"; exit 1
 fi
 grep -q "not kjit results" "$work/err"
+# The row-reduction table and plot, from committed H200 results.
+rows="$source/bench/results/2026-12-01-h200-rows/call7"
+"$python" "$source/scripts/rows_table.py" "$rows" --plot "$work/png/rows.png" > "$work/rows.txt"
+grep -q "softmax    160 of 160 pass" "$work/rows.txt"
+grep -qE "^  4096x4096    float32 +36\.2 +96\.2" "$work/rows.txt"
+test -s "$work/png/rows.png"
 echo "plot test passed"
