@@ -245,7 +245,7 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         for (const auto& r : k.plan.row_reads) row_inputs.push_back(mu::data("row_value", r));
         item.set("row_inputs", row_inputs);
         // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
-        // "inputs", the row as loaded (half the registers for 16-bit storage), each use of x
+        // "inputs", the row as loaded (half the space for 16-bit storage), each use of x
         // applying the maps before it again.
         const bool keep_inputs = p.launch.keep_inputs && !k.first_value.empty();
         std::string value = keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]";

@@ -89,8 +89,8 @@ struct launch_spec {
     /// Row kernels: "row_mapping": "warp" runs each row on one warp (a block of 32) instead of a
     /// block of launch.block threads: for short rows.
     bool warp_per_row = false;
-    /// Row kernels: "row_cache": "inputs" keeps the row in registers as loaded (16-bit storage
-    /// takes half the registers) and applies the maps again wherever x is used; "values" (the
+    /// Row kernels: "row_cache": "inputs" keeps the row in registers as loaded (for 16-bit
+    /// storage, half the space) and applies the maps again wherever x is used; "values" (the
     /// default) keeps the flowing values, each map applied once.
     bool keep_inputs = false;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
