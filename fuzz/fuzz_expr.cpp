@@ -14,7 +14,7 @@ using namespace kjit;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    static const expr::scope names{{"w", "b"}, {"alpha"}, "inputs", "params"};
+    static const expr::scope names{{"w", "b"}, {"alpha"}, {"m"}, "inputs", "params"};
     expr::tree tree;
     try {
         tree = expr::parse(text, names);
@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const double w[count] = {2.0, -0.0, 1e-310, INFINITY}, b[count] = {1.0, 7.0, -3.0, 0.5};
     const std::map<std::string, const double*> arrays{{"w", w}, {"b", b}};
     const std::map<std::string, double> scalars{{"alpha", 0.01}};
+    const std::map<std::string, expr::row_value> rows{{"m", {2.5, 1.0}}};
     double values[count], scales[count];
-    expr::evaluate(tree, {count, x, zero, &arrays, &scalars, true}, values, scales);
+    expr::evaluate(tree, {count, x, zero, &arrays, &scalars, true, &rows}, values, scales);
     return 0;
 }
