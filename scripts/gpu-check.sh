@@ -26,7 +26,7 @@
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 #   rows        row reductions: every row config (softmax, layer norm, RMS norm, row sum) verified at
 #               odd shapes (rows 1, 3, 1000 × cols 1, 33, 4097; 3 × 70001 in clusters) in every
-#               dtype, fused and separate; then sweep_softmax, sweep_softmax_cluster, layer norm
+#               dtype, fused and separate, each row cache, softmax's sum classic and online; then sweep_softmax, sweep_softmax_cluster, layer norm
 #               and RMS norm at the issue's shapes, and the same
 #               operations in PyTorch and Triton (bench/peers/row_peers.py); summed by
 #               scripts/rows_table.py
@@ -206,17 +206,19 @@ PY
         cp -r "$records" "$out/seedtime-records"
         cat "$out/seedtime.log" ;;
     rows)
-        odd='sweep={"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097],[3,70001]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"],"launch.row_cache":["values","inputs"]}'
+        odd='"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097],[3,70001]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"],"launch.row_cache":["values","inputs","none"]'
         for cfg in softmax layernorm rmsnorm row_sum; do
             echo "== odd shapes: $cfg" >> "$out/rows.log"
-            "$kjit" sweep "configs/$cfg.json" --set "$odd" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+            axes=$odd
+            [ $cfg = softmax ] && axes="$odd,\"stages[2].formula\":[\"classic\",\"online\"]"
+            "$kjit" sweep "configs/$cfg.json" --set "sweep={$axes}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
                 --json "$out/rows_odd_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
         done
         echo "== sweep_softmax" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax.json --quiet --json "$out/rows_softmax.json" >> "$out/rows.log" 2>&1 || status=1
         echo "== sweep_softmax_cluster" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax_cluster.json --quiet --json "$out/rows_cluster.json" >> "$out/rows.log" 2>&1 || status=1
-        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs"]}'
+        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none"]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$norms" --quiet --json "$out/rows_$cfg.json" >> "$out/rows.log" 2>&1 || status=1

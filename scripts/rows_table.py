@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The row-reduction results of one GPU call (scripts/gpu-check.sh rows), as tables: the odd-shape
 checks, then each op at each shape and dtype — kjit fused and separate beside PyTorch and Triton,
-cold medians in µs, and kjit's share of its measured copy ceiling.
+cold medians in µs, and kjit's share of its measured copy ceiling — then fused softmax by row
+cache and formula (time and bytes), and the launch sweep of long rows.
 
     python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl)
 
@@ -93,10 +94,43 @@ def main(folder):
             for t in tools:
                 ms = peers.get((op, t, dtype, shape))
                 cells.append(f"{ms * 1e3:8.1f} {ms * 1e3 / f:4.2f}x" if ms else f"{'-':>13}")
-            pct = fused.get("percent_of_ceiling") if fused else None
+            # Time against the ceiling at the bytes a one-pass fused kernel moves: a variant that
+            # reads its row again counts those reads in its bytes, not in this share.
+            least = min((r["bytes_moved"] for r in rs if r["shape"] == shape and r["dtype"] == dtype and r["fusion"] == "fused"),
+                        default=None)
+            pct = fused["percent_of_ceiling"] * least / fused["bytes_moved"] if fused and fused.get("percent_of_ceiling") else None
             checks = "/".join(r["status"] for r in by.values())
             print(f"  {shape:12} {dtype:9} {f:8.1f} {pct or float('nan'):6.1f} {us(separate):9.1f} {us(separate) / f:9.2f} "
                   + " ".join(cells) + f"  {checks}  {fused['sweep_point'] if fused else ''}")
+
+
+def point_values(r):
+    """{"launch.row_cache": "none", …} from a record's sweep point."""
+    return dict(token.split("=", 1) for token in r["sweep_point"].split() if "=" in token)
+
+
+def passes(folder):
+    """Fused softmax by row cache and formula: the time, and the bytes each variant asks for."""
+    path = os.path.join(folder, "rows_softmax.json")
+    if not os.path.exists(path):
+        return
+    rs = [r for r in records(path) if r["fusion"] == "fused"]
+    combos = sorted({(point_values(r).get("launch.row_cache", "values"), point_values(r).get("stages[2].formula", "classic"))
+                     for r in rs})
+    if len(combos) < 2:
+        return
+    print("\nfused softmax by row cache and formula: cold median µs / MB asked for (a row read again counts again)")
+    print(f"  {'shape':12} {'dtype':9} " + " ".join(f"{c + ' ' + f:>22}" for c, f in combos))
+    for shape, dtype in sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0])):
+        cells = []
+        for combo in combos:
+            found = [r for r in rs if r["shape"] == shape and r["dtype"] == dtype and
+                     (point_values(r).get("launch.row_cache", "values"), point_values(r).get("stages[2].formula", "classic")) == combo]
+            # Where the sweep has more axes (call 7's x / s), the fastest point.
+            best = min(found, key=lambda r: r["kernel_cold_median_ms"]) if found else None
+            cells.append(f"{best['kernel_cold_median_ms'] * 1e3:10.1f} / {best['bytes_moved'] / 1e6:6.0f} {best['status'][0]}"
+                         if best else f"{'-':>22}")
+        print(f"  {shape:12} {dtype:9} " + " ".join(f"{c:>22}" for c in cells))
 
 
 def clusters(folder):
@@ -111,6 +145,7 @@ def clusters(folder):
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    passes(sys.argv[1])
     clusters(sys.argv[1])
     if len(sys.argv) == 4 and sys.argv[2] == "--plot":
         plot(sys.argv[1], sys.argv[3])

@@ -180,8 +180,54 @@ TEST_CASE("row_cache \"inputs\": the row kept as loaded, the maps applied again 
     const auto g = generate(config::from_json(doc));
     CHECK(contains(g.source, "vec x[4];"));
     CHECK_FALSE(contains(g.source, "x[j * 8 + k] = kjit_softmax_fused_s1("));  // no map in place
-    CHECK(contains(g.source, "combine(part, kjit_softmax_fused_s2(kjit_softmax_fused_s1(load(x[j].e[k]), m)))"));
+    CHECK(contains(g.source, "add(part, kjit_softmax_fused_s2(kjit_softmax_fused_s1(load(x[j].e[k]), m)))"));
     CHECK(contains(g.source, "store(kjit_softmax_fused_s3(kjit_softmax_fused_s1(load(x[j].e[k]), m), s))"));
+}
+
+TEST_CASE("row_cache \"none\": no row in registers; each pass reads the row again, and counts its bytes") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["launch"]["row_cache"] = "none";
+    const auto g = generate(config::from_json(doc));
+    REQUIRE(g.kernels.size() == 1);
+    CHECK(g.kernels[0].passes == 3);  // the max, the sum, the store
+    CHECK_FALSE(contains(g.source, "real x["));
+    CHECK(contains(g.source, "for (long long v = first; v < vectors; v += 128) {"));
+    CHECK(contains(g.source, "const vec in = reinterpret_cast<const vec*>(logits + base)[v];"));
+    CHECK(contains(g.source, "add(part, kjit_softmax_fused_s2(kjit_softmax_fused_s1(load(in.e[k]), m)))"));
+    // A separate kernel passes over its row once, whatever the cache.
+    doc.json["fusion"] = "separate";
+    for (const auto& k : generate(config::from_json(doc)).kernels) CHECK(k.passes == 1);
+}
+
+TEST_CASE("formula \"online\": the max and the sum in one pass, by a running max and a rescaled sum") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["stages"][2]["formula"] = "online";
+    auto g = generate(config::from_json(doc));
+    REQUIRE(g.kernels.size() == 1);
+    CHECK(g.kernels[0].passes == 1);
+    CHECK(contains(g.source, "real s;  // stages[2], computed in the same pass"));
+    CHECK(contains(g.source, "const kjit_max_sum both = kjit_row_reduce<kjit_online>(part);"));
+    CHECK(contains(g.source, "part = kjit_online::add(part, kjit_softmax_fused_s0(x[j * 4 + k]));"));
+    CHECK(contains(g.source, "a.sum * expf(a.max - v) + 1"));
+    CHECK_FALSE(contains(g.source, "kjit_row_reduce<kjit_sum>"));
+    doc.json["launch"]["row_cache"] = "none";
+    CHECK(generate(config::from_json(doc)).kernels[0].passes == 2);  // one read fewer than classic's 3
+
+    // Separate: the max's kernel computes and writes the sum too; the sum has no kernel.
+    doc.json["fusion"] = "separate";
+    g = generate(config::from_json(doc));
+    REQUIRE(g.kernels.size() == 3);
+    CHECK(g.kernels[0].writes == "m");
+    CHECK(g.kernels[0].also_writes == std::vector<std::string>{"s"});
+    CHECK(g.kernels[0].stages == std::vector<std::size_t>{0, 2});
+    CHECK(g.row_values == std::vector<std::string>{"m", "s"});
+    CHECK(g.kernels[2].row_reads == std::vector<std::string>{"s"});
+    CHECK(contains(g.source, "real* __restrict__ kjit_row_m, real* __restrict__ kjit_row_s, long long rows"));
+    CHECK(contains(g.source, "if (first == 0) kjit_row_s[row] = s;"));
+
+    // Fast math spells the rescale as the stages spell exp.
+    doc.json["compile"]["fast_math"] = true;
+    CHECK(contains(generate(config::from_json(doc)).source, "a.sum * __expf(a.max - v) + 1"));
 }
 
 TEST_CASE("other arrays are read a vector at a time; a per-column input at the column, not the element") {

@@ -126,17 +126,37 @@ TEST_CASE("every shipped row config compiles in every dtype, fused and separate,
     CHECK(compiled == 4 * 4 * 2 * 3);
 }
 
-TEST_CASE("row_cache \"inputs\" compiles for every shipped row config and dtype") {
+TEST_CASE("row_cache \"inputs\" and \"none\" compile for every shipped row config and dtype") {
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
-        for (const char* dtype : {"float32", "float64", "float16", "bfloat16"}) {
-            auto doc = config::load_document(kjit::testing::config_path(name));
+        for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
+            for (const char* cache : {"inputs", "none"}) {
+                auto doc = config::load_document(kjit::testing::config_path(name));
+                doc.json["dtype"] = dtype;
+                doc.json["launch"]["row_cache"] = cache;
+                CAPTURE(name);
+                CAPTURE(dtype);
+                CAPTURE(cache);
+                const auto result = jit::compile(request_for(config::from_json(doc)));
+                INFO(result.nvrtc_log);
+                CHECK(result.ok);
+            }
+}
+
+TEST_CASE("the online softmax compiles in every dtype: fused, streamed, separate, and over a cluster") {
+    for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
+        for (const auto& variant : {json{{"fusion", "fused"}}, json{{"fusion", "fused"}, {"launch", {{"row_cache", "none"}}}},
+                                    json{{"fusion", "separate"}}, json{{"fusion", "fused"}, {"shape", {2, 70001}}}}) {
+            auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
             doc.json["dtype"] = dtype;
-            doc.json["launch"]["row_cache"] = "inputs";
-            CAPTURE(name);
-            CAPTURE(dtype);
+            doc.json["stages"][2]["formula"] = "online";
+            doc.json.update(config::json_value(variant));
+            const std::string type = dtype;
+            CAPTURE(type);
+            CAPTURE(variant.dump());
             const auto result = jit::compile(request_for(config::from_json(doc)));
             INFO(result.nvrtc_log);
             CHECK(result.ok);
+            if (type != "float64") CHECK(result.ptx.find("ex2.approx") != std::string::npos);  // expf's core
         }
 }
 

@@ -242,6 +242,23 @@ TEST_CASE("a final reduce: one value per row, a sum's error scale from the kerne
     CHECK(ref.scales[1] == doctest::Approx(16 + depth * 16));
 }
 
+TEST_CASE("an online sum: the same value, and the rescales' roundings in its error scale") {
+    const json stages = {{{"op", "reduce"}, {"fn", "max"}, {"as", "m"}, {"input", "a"}},
+                         {{"op", "reduce"}, {"fn", "sum"}, {"expr", "exp(x - m)"}, {"formula", "online"}}};
+    const auto online = rows_of(1, 4, stages);
+    json classic_stages = stages;
+    classic_stages[1]["formula"] = "classic";
+    const auto classic = rows_of(1, 4, classic_stages);
+    const auto a = input_a({0, 1, 2, 3});
+    const auto with_online = reference::compute(online, a), with_classic = reference::compute(classic, a);
+    const double sum = 1 + std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0);
+    CHECK(with_online.values[0] == doctest::Approx(sum).epsilon(1e-15));
+    CHECK(with_online.values[0] == with_classic.values[0]);
+    // Both carry each exp's own error; the online sum's chain of roundings is 5 times as long.
+    const double chain = static_cast<double>(config::row_sum_depth(online));
+    CHECK(with_online.scales[0] - with_classic.scales[0] == doctest::Approx(4 * chain * sum));
+}
+
 TEST_CASE("a max passes on the largest error of the row's values; min and mean by hand") {
     const auto max_of = [](const std::string& expr, const std::string& fn) {
         return reference::compute(

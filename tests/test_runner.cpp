@@ -262,7 +262,8 @@ TEST_CASE("the device's state is read before and after the timed loops; a clock 
 
 namespace {
 /// The shipped softmax's row kernels run on the host as the plan wires them: buffers in parameter
-/// order (reads, row values read, the one written), rows and cols from the launch's sizes.
+/// order (reads, row values read, the one written, the row values also written), rows and cols
+/// from the launch's sizes.
 void softmax_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& buffers,
                      const run::kernel_args& args) {
     const long long rows = args.sizes.at(0), cols = args.sizes.at(1);
@@ -278,7 +279,9 @@ void softmax_on_host(const std::string& kernel, const std::vector<std::vector<un
             const float s = std::accumulate(out, out + cols, 0.0f);
             for (long long c = 0; c < cols; ++c) out[c] *= 1 / s;
         } else if (kernel.ends_with("_s0_reduce")) {
-            floats(buffers[1])[r] = row_max();
+            const float m = floats(buffers[1])[r] = row_max();
+            if (buffers.size() == 3)  // an online sum computed with the max: it writes s too
+                floats(buffers[2])[r] = std::accumulate(x, x + cols, 0.0f, [&](float s, float v) { return s + std::exp(v - m); });
         } else if (kernel.ends_with("_s1_map")) {
             for (long long c = 0; c < cols; ++c) at(2, r)[c] = std::exp(x[c] - floats(buffers[1])[r]);
         } else if (kernel.ends_with("_s2_reduce")) {
@@ -319,6 +322,24 @@ TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separat
     // Each kernel reads what holds x (165 floats) and writes an array or a row value (5 floats);
     // the maps read a row value too.
     CHECK(separate.bytes_moved == (165 + 5) * 4.0 + (165 + 5 + 165) * 4.0 + (165 + 5) * 4.0 + (165 + 5 + 165) * 4.0);
+}
+
+TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a streamed row counts once per pass") {
+    fixture f;
+    f.gpu.on_launch = softmax_on_host;
+    auto online = softmax("separate");
+    online.stages[2].online_with = 0;  // as "formula": "online" pairs them
+    const auto separate = f.run(online);
+    CHECK(separate.status == report::outcome::pass);
+    REQUIRE(separate.kernels.size() == 3);
+    // The max's kernel reads x and writes m and s; the maps as before.
+    CHECK(separate.bytes_moved == (165 + 5 + 5) * 4.0 + (165 + 5 + 165) * 4.0 + (165 + 5 + 165) * 4.0);
+
+    auto streamed = softmax("fused");
+    streamed.launch.cache = config::launch_spec::row_cache::none;
+    CHECK(f.run(streamed).bytes_moved == (3 + 1) * 165 * 4.0);  // max, sum and store each read the row
+    streamed.stages[2].online_with = 0;
+    CHECK(f.run(streamed).bytes_moved == (2 + 1) * 165 * 4.0);  // one read fewer
 }
 
 TEST_CASE("row kernels: a wrong element is named by its row and column") {

@@ -247,7 +247,8 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
     long_rows["shape"] = {2, 4097};
     long_rows["launch"] = {{"block", 64}, {"cluster", 1}};
     CHECK(failure(long_rows) == "t.json: shape: a row of 4097 elements is longer than a row kernel holds: 64 threads × 1 "
-                                "blocks × 32 elements each; raise launch.block (at most 1024) or launch.cluster (at most 8)");
+                                "blocks × 32 elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or "
+                                "read it from memory in each pass with launch.row_cache \"none\"");
     long_rows["launch"].erase("cluster");  // "auto": a cluster of 4 blocks of 64 holds 4097
     CHECK(parsed(long_rows).launch.cluster == 4);
     CHECK(config::row_items_per_thread(parsed(long_rows)) == 17);
@@ -258,6 +259,65 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
         k["shape"] = bad;
         CHECK(failure(k).find("t.json: shape: expected [rows, cols], two integers ≥ 1, got ") == 0);
     }
+}
+
+TEST_CASE("launch.row_cache \"none\": a row of any length, read from memory in each pass") {
+    json j = softmax_config();
+    j["shape"] = {2, 1 << 20};
+    j["launch"] = {{"row_cache", "none"}};
+    const auto p = parsed(j);
+    CHECK(p.launch.block == 1024);  // "auto": the largest block, no cluster, when no block holds the row
+    CHECK(p.launch.cluster == 1);
+    CHECK(config::row_items_per_thread(p) == 1024);  // 2^20 / 1024 threads
+    CHECK(config::variant_label(p).find(" row-cache=none") != std::string::npos);
+    j["shape"] = {2, 1024};
+    CHECK(parsed(j).launch.block == 64);  // as for registers where a block would hold the row
+}
+
+TEST_CASE("formula \"online\": a sum of exp(v - m) paired with the max m of v; anything else is refused") {
+    json j = softmax_config();
+    j["stages"][2]["formula"] = "online";
+    auto p = parsed(j);
+    REQUIRE(p.stages[2].online_with.has_value());
+    CHECK(*p.stages[2].online_with == 0);
+    CHECK(config::describe(p.stages[2]) == "reduce sum as s, online");
+    CHECK(config::online_sum_depth(p) == 5 * config::row_sum_depth(p));
+    j["stages"][2]["formula"] = "classic";
+    CHECK_FALSE(parsed(j).stages[2].online_with.has_value());
+
+    // The log-softmax's form: the sum's own expr, with no map between.
+    json log_softmax = softmax_config();
+    log_softmax["stages"][1] = {{"op", "reduce"}, {"fn", "sum"}, {"as", "s"}, {"expr", "exp(x - m)"}, {"formula", "online"}};
+    log_softmax["stages"][2] = {{"op", "map"}, {"expr", "x - m - log(s)"}};
+    log_softmax["stages"].erase(3);
+    CHECK(*parsed(log_softmax).stages[1].online_with == 0);
+    // The max of an expression: the summand must use the same one.
+    json scaled = softmax_config();
+    scaled["stages"][0]["expr"] = "x * eps";
+    scaled["stages"][1]["expr"] = "exp(x * eps - m)";
+    scaled["stages"][2]["formula"] = "online";
+    CHECK(parsed(scaled).stages[2].online_with.has_value());
+    scaled["stages"][1]["expr"] = "exp(x - m)";
+    CHECK(failure(scaled) == "t.json: stages[2].formula: \"online\" needs a sum of exp(v - m) where m is the max of v = "
+                             "x * eps; this sum is of exp(x - m)");
+
+    json not_sum = softmax_config();
+    not_sum["stages"][0]["formula"] = "online";
+    CHECK(failure(not_sum).find("t.json: stages[0].formula: \"online\" computes a sum of exp(v - m) in one pass with the "
+                                "max m of v: it is for fn \"sum\", got \"max\"") == 0);
+    json bad_name = softmax_config();
+    bad_name["stages"][2]["formula"] = "fast";
+    CHECK(failure(bad_name) == "t.json: stages[2].formula: expected one of \"classic\", \"online\", got \"fast\"");
+    json after_min = softmax_config();
+    after_min["stages"][0]["fn"] = "min";
+    after_min["stages"][2]["formula"] = "online";
+    CHECK(failure(after_min).find("t.json: stages[2].formula: \"online\" computes this sum in one pass with a max") == 0);
+    json last = softmax_config();
+    last["stages"].erase(3);
+    last["stages"][2]["formula"] = "online";
+    CHECK(parsed(last).stages[2].online_with.has_value());
+    last["fusion"] = "separate";
+    CHECK(failure(last).find("t.json: stages[2].formula: \"online\" with fusion \"separate\"") == 0);
 }
 
 TEST_CASE("a config's own op may not be called reduce") {

@@ -4,6 +4,7 @@
 
 #include <kainjow/mustache.hpp>
 
+#include "expr/functions.hpp"
 #include "util/embedded.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -35,9 +36,20 @@ void add_stage(kernel_model& k, const config::pipeline& p, std::size_t index, bo
     k.plan.stages.push_back(index);
 }
 
+/// With launch.row_cache "none", each pass over the row reads it again: a reduce (an online sum
+/// is in its max's pass) and the store of a result per element.
+int passes_of(const config::pipeline& p, const kernel_plan& k) {
+    if (!k.per_row || p.launch.cache != config::launch_spec::row_cache::none) return 1;
+    const auto reduces = std::count_if(k.stages.begin(), k.stages.end(), [&](std::size_t i) {
+        return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
+    });
+    return static_cast<int>(reduces) + (k.output == kernel_plan::result::elements ? 1 : 0);
+}
+
 /// The kernels of a variant. Fused: one kernel for every stage. Separate: one kernel per stage,
 /// the shape of the seed's three @vectorize functions: each map writes an intermediate array that
-/// the next kernel reads, each reduce a row value (x flows past it in the array that holds it).
+/// the next kernel reads, each reduce a row value (x flows past it in the array that holds it);
+/// an online sum is computed, and written, by its max's kernel.
 /// Row kernels (a pipeline with a reduce) run a block per row.
 std::vector<kernel_model> plan_kernels(const config::pipeline& p, generated_source& result) {
     using output = kernel_plan::result;
@@ -56,12 +68,23 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, generated_sour
         if (!k.first_value.empty()) add_once(k.plan.reads, k.first_value);
         for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i, false);
         k.plan.what = config::describe_stages(p) + ", fused into one kernel";
+        k.plan.passes = passes_of(p, k.plan);
         kernels.push_back(std::move(k));
         return kernels;
     }
     std::string holds_x = p.stages.front().input;
+    std::vector<std::size_t> kernel_of_stage;
     for (std::size_t i = 0; i < p.stages.size(); ++i) {
         const auto& s = p.stages[i];
+        kernel_of_stage.push_back(kernels.size());
+        if (s.online_with) {  // computed by its max's kernel, which writes it too
+            kernel_model& with_max = kernels[kernel_of_stage[*s.online_with]];
+            with_max.plan.stages.push_back(i);
+            with_max.plan.also_writes.push_back(s.as);
+            with_max.plan.what += ", and stages[" + std::to_string(i) + "] in the same pass";
+            result.row_values.push_back(s.as);
+            continue;
+        }
         const bool map = s.reduce == config::reduction::none;
         kernel_model k;
         k.plan.name = p.name + "_s" + std::to_string(i) + "_" + s.op;
@@ -81,8 +104,8 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, generated_sour
             result.row_values.push_back(s.as);
         }
         if (map) holds_x = k.plan.writes;
-        k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", one kernel of " +
-                      std::to_string(p.stages.size());
+        k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", a kernel of its own";
+        k.plan.passes = passes_of(p, k.plan);
         kernels.push_back(std::move(k));
     }
     return kernels;
@@ -222,6 +245,9 @@ mu::data elementwise_kernels(const config::pipeline& p, generated_source& result
     return kernels;
 }
 
+/// A final reduce without a name still needs a variable to hold its value.
+std::string row_value_name(const config::stage& s) { return s.as.empty() ? "kjit_result" : s.as; }
+
 mu::data row_kernels(const config::pipeline& p, generated_source& result, const expr::cuda_style& style) {
     const int width = result.vector_width;
     mu::data kernels{mu::data::type::list};
@@ -233,6 +259,7 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         for (const auto& r : k.plan.row_reads) kernel_params.push_back("const real* __restrict__ kjit_row_" + r);
         kernel_params.push_back(row_value_out ? "real* __restrict__ kjit_row_" + k.plan.writes
                                               : "store_t* __restrict__ " + k.plan.writes);
+        for (const auto& r : k.plan.also_writes) kernel_params.push_back("real* __restrict__ kjit_row_" + r);
         for (const auto& s : k.plan.scalars) kernel_params.push_back("real " + s);
         kernel_params.push_back("long long rows");
         kernel_params.push_back("long long cols");
@@ -245,11 +272,18 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         for (const auto& r : k.plan.row_reads) row_inputs.push_back(mu::data("row_value", r));
         item.set("row_inputs", row_inputs);
         // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
-        // "inputs", the row as loaded (half the space for 16-bit storage), each use of x
-        // applying the maps before it again.
-        const bool keep_inputs = p.launch.keep_inputs && !k.first_value.empty();
-        std::string value = keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]";
+        // "inputs", the row as loaded (half the space for 16-bit storage); with "none" there is no
+        // x[], and each pass loads the row again. In those two, each use of x applies the maps
+        // before it again.
+        using cache = config::launch_spec::row_cache;
+        const bool streams = p.launch.cache == cache::none;
+        const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
+        const bool maps_at_use = streams || keep_inputs;
+        std::string value = !streams   ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
+                            : k.first_value.empty() ? "(real)0"
+                                                    : "load(in.e[k])";
         item.set("keeps_inputs", flag(keep_inputs));
+        item.set("streams", flag(streams));
         // Other arrays are read a vector at a time where a loop over x uses them: those of the
         // stage, and in "inputs" mode those of the maps its value goes through again.
         std::vector<std::string> value_arrays;
@@ -269,6 +303,7 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         mu::data steps{mu::data::type::list};
         for (std::size_t i : k.plan.stages) {
             const config::stage& st = p.stages[i];
+            if (st.online_with) continue;  // computed with its max
             expr::used_names used;
             expr::collect_names(st.kernel, used);
             // The element function takes x, each array's element, the row values, then the scalars.
@@ -293,36 +328,54 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
             step.set("value", call);
             step.set("arrays", vector_loads(site_arrays));
             if (st.reduce == config::reduction::none) {
-                if (keep_inputs) {  // applied where x is used next
+                if (maps_at_use) {  // applied where x is used next
                     value = call;
                     value_arrays = site_arrays;
                 } else {
                     step.set("map", flag(true));
                 }
             } else {
+                // The online sum computed with this max, if any.
+                const auto online = std::find_if(k.plan.stages.begin(), k.plan.stages.end(),
+                                                 [&](std::size_t later) { return p.stages[later].online_with == i; });
+                const bool with_sum = online != k.plan.stages.end();
                 step.set("reduce", flag(true));
-                step.set("op", st.reduce == config::reduction::max   ? "max"
-                               : st.reduce == config::reduction::min ? "min"
-                                                                     : "sum");
+                step.set("online", flag(with_sum));
+                // A mean is a sum divided by cols.
+                step.set("op", with_sum ? "online"
+                               : std::string(config::to_string(st.reduce == config::reduction::mean ? config::reduction::sum
+                                                                                                  : st.reduce)));
                 step.set("mean", flag(st.reduce == config::reduction::mean));
-                // A final reduce without a name still needs a variable to hold its value.
-                step.set("row_value", st.as.empty() ? std::string("kjit_result") : st.as);
+                step.set("row_value", row_value_name(st));
+                if (with_sum) {
+                    step.set("sum_index", std::to_string(*online));
+                    step.set("sum_value", row_value_name(p.stages[*online]));
+                }
             }
             steps.push_back(step);
         }
         item.set("stored_value", value);
         item.set("store_arrays", vector_loads(value_arrays));
         item.set("steps", steps);
+        mu::data row_stores{mu::data::type::list};
+        const auto store_row = [&](const std::string& writes, const std::string& stored) {
+            mu::data row_store;
+            row_store.set("writes", writes);
+            row_store.set("stored", stored);
+            row_stores.push_back(row_store);
+        };
         if (k.plan.output == result_kind::elements) {
             item.set("store_elements", flag(true));
             item.set("writes", k.plan.writes);
         } else {
-            const config::stage& last = p.stages[k.plan.stages.back()];
-            const std::string row_value = last.as.empty() ? "kjit_result" : last.as;
-            item.set("store_row", flag(true));
-            item.set("writes", row_value_out ? "kjit_row_" + k.plan.writes : k.plan.writes);
-            item.set("stored", row_value_out ? row_value : "store(" + row_value + ")");
+            // A row value for later kernels is the first stage's (a max, maybe with its online
+            // sum after it); the output is the last stage's.
+            const std::string held = row_value_name(p.stages[row_value_out ? k.plan.stages.front() : k.plan.stages.back()]);
+            store_row(row_value_out ? "kjit_row_" + k.plan.writes : k.plan.writes,
+                      row_value_out ? held : "store(" + held + ")");
         }
+        for (const auto& r : k.plan.also_writes) store_row("kjit_row_" + r, r);
+        item.set("row_stores", row_stores);
         kernels.push_back(item);
         result.kernels.push_back(k.plan);
     }
@@ -369,6 +422,11 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
         data.set("fmax", f64 ? "fmax" : "fmaxf");
         data.set("fmin", f64 ? "fmin" : "fminf");
+        // exp as the stages spell it, for the online sum's rescaling.
+        const expr::function_info& exp = *expr::find_function("exp");
+        data.set("exp", std::string(f64 ? exp.cuda_double : style.fast_math ? exp.cuda_fast : exp.cuda_float));
+        data.set("online_sums", flag(std::any_of(p.stages.begin(), p.stages.end(),
+                                                 [](const config::stage& s) { return s.online_with.has_value(); })));
         data.set("kernels", row_kernels(p, result, style));
     } else {
         data.set("kernels", elementwise_kernels(p, result, style));

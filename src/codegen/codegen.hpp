@@ -24,8 +24,9 @@ struct template_set {
 };
 
 /// One kernel of the generated program and what launching it takes. Its parameters are, in
-/// order: `reads` (arrays), `row_reads` (row values, one per row), the buffer it `writes`,
-/// `scalars` (in the compute type), then n — or, for a row kernel, rows and cols.
+/// order: `reads` (arrays), `row_reads` (row values, one per row), the buffer it `writes`, the
+/// row values it `also_writes`, `scalars` (in the compute type), then n — or, for a row kernel,
+/// rows and cols.
 struct kernel_plan {
     std::string name;  ///< extern "C", so it needs no name lowering
     std::vector<std::string> reads;
@@ -37,8 +38,13 @@ struct kernel_plan {
     /// What it writes: an element per element (n), or one per row — of the storage type for the
     /// output, of the compute type for a row value another kernel reads.
     enum class result { elements, row_output, row_value } output = result::elements;
+    /// Row values it writes besides `writes`: an online sum, computed in its max's kernel.
+    std::vector<std::string> also_writes;
+    /// How many times it reads its arrays: 1, or with launch.row_cache "none" once per pass
+    /// over the row (each reduce, an online max and sum together, and the store).
+    int passes = 1;
     std::vector<std::size_t> stages;  ///< the stages it computes, in order
-    std::string what;                 ///< "stages[1]: weigh, one kernel of 3" or "normalize → …, fused"
+    std::string what;                 ///< "stages[1]: weigh, a kernel of its own" or "normalize → …, fused"
 };
 
 struct generated_source {

@@ -65,6 +65,11 @@ struct stage {
     double atol_ulps = 0;
     reduction reduce = reduction::none;  ///< reduce stages only
     std::string as;                      ///< the row value's name ("" for a final reduce without one)
+    /// A sum with "formula": "online" (the online softmax): the index of the max stage it is
+    /// computed with, in one pass over the row. Each thread keeps a running max and a sum
+    /// relative to it, rescaled by exp(old max − new max) when the max grows; so the sum must be
+    /// of exp(v − m), where m is that max of v, with only maps between.
+    std::optional<std::size_t> online_with;
 };
 
 /// A 2-D problem: `rows` independent rows of `cols` elements, stored row after row.
@@ -89,10 +94,12 @@ struct launch_spec {
     /// Row kernels: "row_mapping": "warp" runs each row on one warp (a block of 32) instead of a
     /// block of launch.block threads: for short rows.
     bool warp_per_row = false;
-    /// Row kernels: "row_cache": "inputs" keeps the row in registers as loaded (for 16-bit
-    /// storage, half the space) and applies the maps again wherever x is used; "values" (the
-    /// default) keeps the flowing values, each map applied once.
-    bool keep_inputs = false;
+    /// Row kernels: where a row waits between the passes over it (a reduce is a pass; so is the
+    /// store). "values" (the default): in registers, as the flowing values, each map applied once.
+    /// "inputs": in registers as loaded (for 16-bit storage, half the space), the maps applied
+    /// again wherever x is used. "none": nowhere: each pass reads the row from memory again (from
+    /// L2, mostly), applying the maps again; any row length, and few registers.
+    enum class row_cache { values, inputs, none } cache = row_cache::values;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
     std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)
 };
@@ -222,14 +229,20 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 [[nodiscard]] bool has_reductions(const pipeline& p);
 /// Elements of the result: n, or one per row when the last stage is a reduce.
 [[nodiscard]] long long output_count(const pipeline& p);
-/// The elements one thread of a row kernel handles (serially, before the block's tree).
+/// The elements one thread of a row kernel handles (serially, before the block's tree). With
+/// row_cache "values" or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const pipeline& p);
 /// The longest chain of roundings in one of a row kernel's sums: a thread adds its elements in
 /// order, then a warp's shuffle tree (5 levels), the tree over the warps (5), and the cluster's
 /// blocks in order. The reference bounds a sum's rounding error with it, so the kernels must
 /// keep to it.
 [[nodiscard]] long long row_sum_depth(const pipeline& p);
+/// The same for an online sum: at each of those steps the partial sum may also be multiplied by
+/// exp(old max − new max), whose rounding and exp's error (at most 2 ulps for expf; __expf's
+/// grows with the argument, but the factor's weight falls faster) add about 4 roundings more.
+[[nodiscard]] long long online_sum_depth(const pipeline& p);
 [[nodiscard]] std::string_view to_string(reduction v);
+[[nodiscard]] std::string_view to_string(launch_spec::row_cache v);
 /// e.g. "fused float32 tanh=builtin block=256 vec=4".
 [[nodiscard]] std::string variant_label(const pipeline& p);
 

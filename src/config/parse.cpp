@@ -172,7 +172,7 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
     if (s.op == "map") {
         allowed.push_back("expr");
     } else if (s.op == "reduce") {
-        allowed.insert(allowed.end(), {"fn", "as", "expr"});
+        allowed.insert(allowed.end(), {"fn", "as", "expr", "formula"});
     } else if (s.op == "activate") {
         const auto fn = value.find("fn");
         const std::string chosen = fn == value.end() ? "tanh" : fn->is_string() ? fn->get<std::string>() : "";
@@ -217,6 +217,13 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
                                               {"mean", reduction::mean}},
                                        std::nullopt);
         s.kernel = s.exact = r.find("expr") ? parse_expression(r, "expr", scope) : expr::parse("x", scope);
+        if (r.find("formula")) {  // paired with its max, and checked, once every stage is read
+            const bool online = r.choice<bool>("formula", {{"classic", false}, {"online", true}}, std::nullopt);
+            if (online && s.reduce != reduction::sum)
+                r.fail("formula", "\"online\" computes a sum of exp(v - m) in one pass with the max m of v: it is for "
+                                  "fn \"sum\", got \"" + std::string(to_string(s.reduce)) + "\"");
+            s.formula = online ? "online" : "classic";
+        }
         if (r.find("as")) {
             s.as = r.string("as", std::nullopt);
             if (!is_identifier(s.as) || is_reserved(s.as))
@@ -284,11 +291,51 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
     return s;
 }
 
+/// True when `t` is exp(reduced - m), where m names a row value.
+bool is_exp_less_max(const expr::tree& t, const expr::tree& reduced, const std::string& max_name) {
+    if (t->kind != expr::node_kind::call || t->function->name != "exp") return false;
+    const expr::node& difference = *t->args[0];
+    return difference.kind == expr::node_kind::binary && difference.op == expr::binary_op::sub &&
+           difference.args[1]->kind == expr::node_kind::name && difference.args[1]->binding == expr::name_kind::row &&
+           difference.args[1]->name == max_name && expr::to_text(difference.args[0]) == expr::to_text(reduced);
+}
+
+/// Pairs each "online" sum with the max before it, or fails saying why the pair is not the online
+/// softmax's: the sum, with the maps between put in for x, must be of exp(v - m), where m is the
+/// max of v.
+void pair_online_sums(const object_reader& r, pipeline& p) {
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        stage& sum = p.stages[i];
+        if (sum.formula != "online") continue;
+        const std::string path = "stages[" + std::to_string(i) + "].formula";
+        std::size_t after_max = i;
+        while (after_max > 0 && p.stages[after_max - 1].reduce == reduction::none) --after_max;
+        if (after_max == 0 || p.stages[after_max - 1].reduce != reduction::max)
+            r.fail_at(path, "\"online\" computes this sum in one pass with a max: the reduce before it must be "
+                            "fn \"max\", with only maps between");
+        const stage& max = p.stages[after_max - 1];
+        const auto summand_of = [&](expr::tree stage::*which) {
+            expr::tree summand = sum.*which;
+            for (std::size_t k = i; k-- > after_max;) summand = expr::substitute_flowing(summand, p.stages[k].*which);
+            return summand;
+        };
+        const expr::tree summand = summand_of(&stage::kernel);
+        if (!is_exp_less_max(summand, max.kernel, max.as) || !is_exp_less_max(summand_of(&stage::exact), max.exact, max.as))
+            r.fail_at(path, "\"online\" needs a sum of exp(v - " + max.as + ") where " + max.as + " is the max of v = " +
+                                expr::to_text(max.kernel) + "; this sum is of " + expr::to_text(summand));
+        if (p.fuse == fusion::separate && i + 1 == p.stages.size())
+            r.fail_at(path, "\"online\" with fusion \"separate\" computes the sum in the max's kernel, which writes "
+                            "row values; the last stage's sum is the output: use fusion \"fused\", or \"classic\"");
+        sum.online_with = after_max - 1;
+    }
+}
+
 /// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
 /// row before clusters, smaller blocks first. Many small blocks per SM overlap one row's loads
 /// with another's reductions and stores, and each thread's loads are all in flight at once: on
 /// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
 void choose_row_launch(const object_reader& r, pipeline& p) {
+    const bool in_registers = p.launch.cache != launch_spec::row_cache::none;
     if (p.launch.warp_per_row) {
         if (!p.launch.block_auto && p.launch.block != 32)
             r.fail_at("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
@@ -298,7 +345,7 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
                                             std::to_string(p.launch.cluster));
         p.launch.block = 32;
         p.launch.cluster = 1;
-        if (row_items_per_thread(p) > k_max_row_items)
+        if (in_registers && row_items_per_thread(p) > k_max_row_items)
             r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
                                 std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
         return;
@@ -312,16 +359,21 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
         p.launch.cluster = cluster;
         return row_items_per_thread(p) <= k_max_row_items;
     };
-    [&] {
+    const bool found = [&] {
         for (const int cluster : clusters)
             for (const int block : blocks)
-                if (fits(block, cluster)) return;
+                if (fits(block, cluster)) return true;
+        return false;
     }();
-    if (row_items_per_thread(p) > k_max_row_items)
+    if (!found && !in_registers) {  // a streamed row may be any length: the largest block, no cluster
+        p.launch.block = blocks.back();
+        p.launch.cluster = clusters.front();
+    } else if (!found)
         r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a row kernel holds: " +
                             std::to_string(p.launch.block) + " threads × " + std::to_string(p.launch.cluster) +
                             " blocks × " + std::to_string(k_max_row_items) +
-                            " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8)");
+                            " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or read it "
+                            "from memory in each pass with launch.row_cache \"none\"");
     if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
         r.fail("shape", "expected at most (2^31 − 1) / " + std::to_string(p.launch.cluster) +
                             " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
@@ -510,7 +562,9 @@ pipeline from_json(const document& doc) {
     if (const json* launch = r.find("launch")) {
         object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache"});
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
-        p.launch.keep_inputs = l.choice<bool>("row_cache", {{"values", false}, {"inputs", true}}, false);
+        using cache = launch_spec::row_cache;
+        p.launch.cache = l.choice<cache>("row_cache", {{"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}},
+                                         cache::values);
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
             if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
                 l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
@@ -592,8 +646,10 @@ pipeline from_json(const document& doc) {
                     [&](const input_spec& in) { return in.name == p.stages.front().input && in.per_column; }))
         r.fail_at("stages[0].input", "x starts from an input of one value per element; \"" + p.stages.front().input +
                                          "\" has one per column");
-    if (has_reductions(p)) choose_row_launch(r, p);
-    else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.keep_inputs)
+    if (has_reductions(p)) {
+        choose_row_launch(r, p);
+        pair_online_sums(r, p);
+    } else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.cache != launch_spec::row_cache::values)
         r.fail("launch", "launch.cluster, row_mapping and row_cache are for row kernels (stages with a reduce); this pipeline is elementwise");
     return p;
 }
@@ -679,7 +735,7 @@ std::string describe(const stage& s) {
     if (s.reduce != reduction::none) {
         const std::string of = expr::to_text(s.kernel);
         return "reduce " + std::string(to_string(s.reduce)) + (of == "x" ? "" : "(" + of + ")") +
-               (s.as.empty() ? "" : " as " + s.as);
+               (s.as.empty() ? "" : " as " + s.as) + (s.formula == "online" ? ", online" : "");
     }
     return s.formula.empty() ? s.op : s.op + "=" + s.formula;
 }
@@ -715,6 +771,8 @@ long long row_items_per_thread(const pipeline& p) {
 
 long long row_sum_depth(const pipeline& p) { return row_items_per_thread(p) + 10 + p.launch.cluster - 1; }
 
+long long online_sum_depth(const pipeline& p) { return 5 * row_sum_depth(p); }
+
 std::string_view to_string(reduction v) {
     switch (v) {
         case reduction::none: return "none";
@@ -726,6 +784,15 @@ std::string_view to_string(reduction v) {
     return "none";
 }
 
+std::string_view to_string(launch_spec::row_cache v) {
+    switch (v) {
+        case launch_spec::row_cache::values: return "values";
+        case launch_spec::row_cache::inputs: return "inputs";
+        case launch_spec::row_cache::none: return "none";
+    }
+    return "values";
+}
+
 std::string variant_label(const pipeline& p) {
     std::string label = std::string(to_string(p.fuse)) + " " + std::string(to_string(p.type));
     for (const auto& s : p.stages)
@@ -735,7 +802,7 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
     if (p.launch.warp_per_row) label += " warp-per-row";
-    if (p.launch.keep_inputs) label += " row-cache=inputs";
+    if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));

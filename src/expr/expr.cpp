@@ -452,6 +452,18 @@ tree rebind(const tree& t, const std::map<std::string, binding>& names) {
     return std::make_shared<const node>(std::move(copy));
 }
 
+tree substitute_flowing(const tree& t, const tree& value) {
+    if (t->kind == node_kind::name && t->binding == name_kind::flowing) return value;
+    if (t->args.empty()) return t;
+    node copy = *t;
+    copy.depth = 1;
+    for (auto& a : copy.args) {
+        a = substitute_flowing(a, value);
+        copy.depth = std::max(copy.depth, a->depth + 1);
+    }
+    return std::make_shared<const node>(std::move(copy));
+}
+
 void collect_names(const tree& t, used_names& into) {
     if (t->kind == node_kind::name) {
         auto add = [&](std::vector<std::string>& list) {

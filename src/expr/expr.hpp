@@ -83,6 +83,9 @@ struct binding {
 /// The tree with its names (other than `x`) replaced as `names` says; names not listed stay.
 [[nodiscard]] tree rebind(const tree& t, const std::map<std::string, binding>& names);
 
+/// The tree with every `x` replaced by `value`: a stage composed after the one that made its x.
+[[nodiscard]] tree substitute_flowing(const tree& t, const tree& value);
+
 /// The arrays, scalars and row values a tree uses, each once, in order of first use.
 struct used_names {
     std::vector<std::string> arrays;

@@ -158,6 +158,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
     const std::size_t chunk_size = by_rows ? static_cast<std::size_t>(p.shape->cols) : k_chunk;
     const std::size_t chunks = (n + chunk_size - 1) / chunk_size;
     const long long sum_depth = by_rows ? config::row_sum_depth(p) : 0;
+    const long long online_depth = by_rows ? config::online_sum_depth(p) : 0;
     const bool per_row_result = p.stages.back().reduce != config::reduction::none;
     expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
     out.values.resize(static_cast<std::size_t>(config::output_count(p)));
@@ -208,7 +209,8 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
                 expr::evaluate(st.exact, in, next.data(), same ? next_scale.data() : nullptr);
                 if (!same) expr::evaluate(st.kernel, in, nullptr, next_scale.data());
                 if (st.reduce != config::reduction::none) {  // x flows on unchanged
-                    const expr::row_value row = reduce_row(st.reduce, next.data(), next_scale.data(), count, sum_depth);
+                    const expr::row_value row = reduce_row(st.reduce, next.data(), next_scale.data(), count,
+                                                              st.online_with ? online_depth : sum_depth);
                     if (s + 1 == p.stages.size()) {
                         out.values[chunk] = row.value;
                         out.scales[chunk] = row.scale;

@@ -130,7 +130,7 @@ struct record {
     /// Why a figure may not be trusted: clocks changed or were held down during the timed loops,
     /// the noise target was not reached. Printed, and kept in the `warnings` column.
     std::vector<std::string> warnings;
-    double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes)
+    double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes; a row read again counts again)
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
 
     std::optional<check_row> check;

@@ -331,7 +331,7 @@ std::string reference_key(const config::pipeline& p) {
     // A row sum's error bound follows the kernels' order of additions.
     if (config::has_reductions(p)) key["sum_depth"] = config::row_sum_depth(p);
     for (const auto& s : p.stages)
-        if (s.reduce != config::reduction::none) key["reduce"].push_back({config::to_string(s.reduce), s.as});
+        if (s.reduce != config::reduction::none) key["reduce"].push_back({config::to_string(s.reduce), s.as, s.formula});
     for (const auto& s : p.scalars) key["scalars"].push_back({s.name, s.value});
     for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
     return key.dump();
@@ -432,6 +432,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         for (const auto& name : k.reads) args.buffers.push_back(buffers.at(name));
         for (const auto& name : k.row_reads) args.buffers.push_back(buffers.at(name));
         args.buffers.push_back(buffers.at(k.writes));
+        for (const auto& name : k.also_writes) args.buffers.push_back(buffers.at(name));
         for (const auto& name : k.scalars) {
             const auto found = std::find_if(p.scalars.begin(), p.scalars.end(),
                                             [&](const config::scalar_param& s) { return s.name == name; });
@@ -441,11 +442,13 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         args.sizes = k.per_row ? std::vector<long long>{p.shape->rows, p.shape->cols} : std::vector<long long>{p.n};
         arguments.push_back(std::move(args));
         using result = codegen::kernel_plan::result;
-        const std::size_t written = k.output == result::elements     ? bytes
-                                    : k.output == result::row_output ? size.output
-                                                                     : size.row_value;
-        std::size_t read = k.row_reads.size() * size.row_value;
+        const std::size_t written = (k.output == result::elements     ? bytes
+                                     : k.output == result::row_output ? size.output
+                                                                      : size.row_value) +
+                                    k.also_writes.size() * size.row_value;
+        std::size_t read = 0;
         for (const auto& name : k.reads) read += inputs.count(name) ? inputs.at(name).bytes() : bytes;
+        read = read * static_cast<std::size_t>(k.passes) + k.row_reads.size() * size.row_value;
         rec.bytes_moved += static_cast<double>(read + written);
     }
     auto enqueue_chain = [&] {
