@@ -137,10 +137,10 @@ def clusters(folder):
     path = os.path.join(folder, "rows_cluster.json")
     if not os.path.exists(path):
         return
-    print("\nsoftmax 1024 x 32768 by launch: block x cluster, registers, blocks per SM, cold median µs, % of ceiling")
+    print("\nsoftmax 1024 x 32768 by launch: the variant, registers, blocks per SM, cold median µs, MB asked for")
     for r in records(path):
-        print(f"  {r['dtype']:9} block {r['block']:5} {r['sweep_point'].split()[-1]:17} {r['registers']:>4} regs "
-              f"{r['blocks_per_sm']:3} /SM {r['kernel_cold_median_ms'] * 1e3:8.1f} {r['percent_of_ceiling'] or 0:6.1f} %  {r['status']}")
+        print(f"  {r['variant']:62} {r['registers']:>4} regs {r['blocks_per_sm']:3} /SM "
+              f"{r['kernel_cold_median_ms'] * 1e3:8.1f} {r['bytes_moved'] / 1e6:6.0f}  {r['status']}")
 
 
 if __name__ == "__main__":

@@ -99,24 +99,33 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
 
 TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row") {
     session s;
+    // Each fusion and row cache; softmax's sum also online, fused (registers and streamed) and separate.
+    const std::vector<json> variants = {{{"fusion", "fused"}},
+                                        {{"fusion", "separate"}},
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "inputs"}}}},
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}}}}};
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})
-                for (const char* variant : {"fused", "separate", "fused inputs"}) {
-                    const std::string fusion = std::string(variant).substr(0, std::string(variant).find(' '));
-                    auto doc = config::load_document(kjit::testing::config_path(name));
-                    doc.json["shape"] = shape;
-                    doc.json["dtype"] = dtype;
-                    doc.json["fusion"] = fusion;
-                    if (std::string(variant).ends_with("inputs")) doc.json["launch"]["row_cache"] = "inputs";
-                    CAPTURE(name);
-                    CAPTURE(shape.dump());
-                    CAPTURE(dtype);
-                    CAPTURE(variant);
-                    const auto rec = s.run(with_measure(config::from_json(doc)));
-                    CHECK(rec.status == report::outcome::pass);
-                    CHECK(rec.check->nan_count == 0);
-                }
+                for (const char* formula : {"classic", "online"})
+                    for (const json& variant : variants) {
+                        const std::string config = name, type = dtype, sum = formula;
+                        const bool online = sum == "online";
+                        if (online && config != "softmax.json") continue;
+                        auto doc = config::load_document(kjit::testing::config_path(name));
+                        doc.json["shape"] = shape;
+                        doc.json["dtype"] = dtype;
+                        doc.json.merge_patch(config::json_value(variant));
+                        if (online) doc.json["stages"][2]["formula"] = "online";
+                        CAPTURE(config);
+                        CAPTURE(shape.dump());
+                        CAPTURE(type);
+                        CAPTURE(sum);
+                        CAPTURE(variant.dump());
+                        const auto rec = s.run(with_measure(config::from_json(doc)));
+                        CHECK(rec.status == report::outcome::pass);
+                        CHECK(rec.check->nan_count == 0);
+                    }
 }
 
 TEST_CASE("odd sizes and every vector width write every element correctly") {

@@ -149,7 +149,7 @@ TEST_CASE("the online softmax compiles in every dtype: fused, streamed, separate
             auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
             doc.json["dtype"] = dtype;
             doc.json["stages"][2]["formula"] = "online";
-            doc.json.update(config::json_value(variant));
+            doc.json.merge_patch(config::json_value(variant));
             const std::string type = dtype;
             CAPTURE(type);
             CAPTURE(variant.dump());
