@@ -272,6 +272,8 @@ TEST_CASE("launch.row_cache \"none\": a row of any length, read from memory in e
     CHECK(config::variant_label(p).find(" row-cache=none") != std::string::npos);
     j["shape"] = {2, 1024};
     CHECK(parsed(j).launch.block == 64);  // as for registers where a block would hold the row
+    j["shape"] = {2, 65536};
+    CHECK(parsed(j).launch.cluster == 1);  // registers would take a cluster of 2
 }
 
 TEST_CASE("formula \"online\": a sum of exp(v - m) paired with the max m of v; anything else is refused") {

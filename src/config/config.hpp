@@ -88,7 +88,8 @@ struct launch_spec {
     /// … 1024 whose threads hold the row (k_max_row_items each at most).
     bool block_auto = true;
     /// Row kernels: blocks per row, a thread-block cluster (sm_90 and newer) that shares its row
-    /// values through distributed shared memory. "auto": 1 where one block holds the row.
+    /// values through distributed shared memory. "auto": 1 where one block holds the row, or
+    /// where the row is not held (row_cache "none").
     int cluster = 1;
     bool cluster_auto = true;
     /// Row kernels: "row_mapping": "warp" runs each row on one warp (a block of 32) instead of a

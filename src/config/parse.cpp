@@ -352,8 +352,10 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
     }
     const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
                                                         : std::vector<int>{p.launch.block};
-    const std::vector<int> clusters = p.launch.cluster_auto ? std::vector<int>{1, 2, 4, 8}
-                                                            : std::vector<int>{p.launch.cluster};
+    // A streamed row needs no cluster to hold it.
+    const std::vector<int> clusters = !p.launch.cluster_auto ? std::vector<int>{p.launch.cluster}
+                                      : in_registers         ? std::vector<int>{1, 2, 4, 8}
+                                                             : std::vector<int>{1};
     const auto fits = [&](int block, int cluster) {
         p.launch.block = block;
         p.launch.cluster = cluster;
@@ -365,10 +367,9 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
                 if (fits(block, cluster)) return true;
         return false;
     }();
-    if (!found && !in_registers) {  // a streamed row may be any length: the largest block, no cluster
+    if (!found && !in_registers)  // a streamed row may be any length: the largest block
         p.launch.block = blocks.back();
-        p.launch.cluster = clusters.front();
-    } else if (!found)
+    else if (!found)
         r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a row kernel holds: " +
                             std::to_string(p.launch.block) + " threads × " + std::to_string(p.launch.cluster) +
                             " blocks × " + std::to_string(k_max_row_items) +
