@@ -206,19 +206,27 @@ PY
         cp -r "$records" "$out/seedtime-records"
         cat "$out/seedtime.log" ;;
     rows)
-        odd='"shape":[[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097],[3,70001]],"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"],"launch.row_cache":["values","inputs","none"]'
+        shapes='[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097]'
+        each='"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"]'
         for cfg in softmax layernorm rmsnorm row_sum; do
+            sums=''
+            [ $cfg = softmax ] && sums=',"stages[2].formula":["classic","online"]'
             echo "== odd shapes: $cfg" >> "$out/rows.log"
-            axes=$odd
-            [ $cfg = softmax ] && axes="$odd,\"stages[2].formula\":[\"classic\",\"online\"]"
-            "$kjit" sweep "configs/$cfg.json" --set "sweep={$axes}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+            "$kjit" sweep "configs/$cfg.json" \
+                --set "sweep={\"shape\":[$shapes,[3,70001]],$each,\"launch.row_cache\":[\"values\",\"inputs\",\"none\"]$sums}" \
+                --set measure.repeat=3 --set measure.max_ms=5 --quiet \
                 --json "$out/rows_odd_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
+            # Shared memory does not hold a row of 70001 floats: the other shapes.
+            echo "== odd shapes, row_cache shared: $cfg" >> "$out/rows.log"
+            "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each$sums}" --set launch.row_cache=shared \
+                --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+                --json "$out/rows_odd_shared_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
         done
         echo "== sweep_softmax" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax.json --quiet --json "$out/rows_softmax.json" >> "$out/rows.log" 2>&1 || status=1
         echo "== sweep_softmax_cluster" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax_cluster.json --quiet --json "$out/rows_cluster.json" >> "$out/rows.log" 2>&1 || status=1
-        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none"]}'
+        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none","shared"]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$norms" --quiet --json "$out/rows_$cfg.json" >> "$out/rows.log" 2>&1 || status=1

@@ -57,7 +57,7 @@ public:
         m_kernels.push_back(name);
         return static_cast<run::kernel_id>(m_kernels.size() - 1);
     }
-    int max_active_blocks_per_sm(run::kernel_id, int) override { return 8; }
+    int max_active_blocks_per_sm(run::kernel_id, int, std::size_t) override { return 8; }
     std::size_t free_memory() override { return free_bytes; }
     report::device_state read_state() override {
         if (m_states_read >= states.size()) return {};

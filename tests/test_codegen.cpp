@@ -199,6 +199,30 @@ TEST_CASE("row_cache \"none\": no row in registers; each pass reads the row agai
     for (const auto& k : generate(config::from_json(doc)).kernels) CHECK(k.passes == 1);
 }
 
+TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pass reading it there") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["launch"]["row_cache"] = "shared";
+    auto g = generate(config::from_json(doc));
+    REQUIRE(g.kernels.size() == 1);
+    CHECK(g.kernels[0].passes == 1);
+    CHECK(g.kernels[0].shared_bytes == 4096 * 4);
+    CHECK(contains(g.source, "extern __shared__ vec kjit_row[];"));
+    CHECK(contains(g.source, "cp.async.ca.shared.global [%0], [%1], 16;"));
+    CHECK(contains(g.source, "kjit_copy_to_shared(&kjit_row[v], reinterpret_cast<const vec*>(logits + base) + v);"));
+    CHECK(contains(g.source, "const vec in = kjit_row[v];"));
+    CHECK_FALSE(contains(g.source, "real x["));
+    // A 2-byte vector (bfloat16, an odd row) is copied through a register: cp.async takes 4 bytes or more.
+    doc.json["dtype"] = "bfloat16";
+    doc.json["shape"] = {3, 33};
+    g = generate(config::from_json(doc));
+    CHECK(g.kernels[0].shared_bytes == 33 * 2);
+    CHECK_FALSE(contains(g.source, "asm volatile"));
+    CHECK(contains(g.source, "{ *shared = *global; }"));
+    // Separate: each kernel holds the row it reads.
+    doc.json["fusion"] = "separate";
+    for (const auto& k : generate(config::from_json(doc)).kernels) CHECK(k.shared_bytes == 33 * 2);
+}
+
 TEST_CASE("formula \"online\": the max and the sum in one pass, by a running max and a rescaled sum") {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
     doc.json["stages"][2]["formula"] = "online";

@@ -103,7 +103,8 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
     const std::vector<json> variants = {{{"fusion", "fused"}},
                                         {{"fusion", "separate"}},
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "inputs"}}}},
-                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}}}}};
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}}}},
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "shared"}}}}};
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})
@@ -112,6 +113,8 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                         const std::string config = name, type = dtype, sum = formula;
                         const bool online = sum == "online";
                         if (online && config != "softmax.json") continue;
+                        // 70001 floats are more than a block's shared memory holds (a config error).
+                        if (variant.dump().find("shared") != std::string::npos && type == "float32" && shape[1] == 70001) continue;
                         auto doc = config::load_document(kjit::testing::config_path(name));
                         doc.json["shape"] = shape;
                         doc.json["dtype"] = dtype;

@@ -126,10 +126,10 @@ TEST_CASE("every shipped row config compiles in every dtype, fused and separate,
     CHECK(compiled == 4 * 4 * 2 * 3);
 }
 
-TEST_CASE("row_cache \"inputs\" and \"none\" compile for every shipped row config and dtype") {
+TEST_CASE("row_cache \"inputs\", \"none\" and \"shared\" compile for every shipped row config and dtype") {
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
-            for (const char* cache : {"inputs", "none"}) {
+            for (const char* cache : {"inputs", "none", "shared"}) {
                 auto doc = config::load_document(kjit::testing::config_path(name));
                 doc.json["dtype"] = dtype;
                 doc.json["launch"]["row_cache"] = cache;

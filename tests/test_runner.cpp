@@ -324,7 +324,7 @@ TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separat
     CHECK(separate.bytes_moved == (165 + 5) * 4.0 + (165 + 5 + 165) * 4.0 + (165 + 5) * 4.0 + (165 + 5 + 165) * 4.0);
 }
 
-TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a streamed row counts once per pass") {
+TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a streamed row counts once per pass; a shared one asks for its row of shared memory") {
     fixture f;
     f.gpu.on_launch = softmax_on_host;
     auto online = softmax("separate");
@@ -340,6 +340,11 @@ TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a strea
     CHECK(f.run(streamed).bytes_moved == (3 + 1) * 165 * 4.0);  // max, sum and store each read the row
     streamed.stages[2].online_with = 0;
     CHECK(f.run(streamed).bytes_moved == (2 + 1) * 165 * 4.0);  // one read fewer
+
+    auto in_shared = softmax("fused");
+    in_shared.launch.cache = config::launch_spec::row_cache::shared;
+    CHECK(f.run(in_shared).bytes_moved == 2 * 165 * 4.0);  // read once, into shared memory
+    CHECK(f.gpu.last_args.shared_bytes == 33 * 4);  // a row
 }
 
 TEST_CASE("row kernels: a wrong element is named by its row and column") {

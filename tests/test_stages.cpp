@@ -276,6 +276,26 @@ TEST_CASE("launch.row_cache \"none\": a row of any length, read from memory in e
     CHECK(parsed(j).launch.cluster == 1);  // registers would take a cluster of 2
 }
 
+TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, up to what a block may have") {
+    json j = softmax_config();
+    j["shape"] = {2, 40000};
+    j["launch"] = {{"row_cache", "shared"}};
+    const auto p = parsed(j);
+    CHECK(p.launch.cluster == 1);  // registers would take a cluster of 2
+    CHECK(p.launch.block == 1024);
+    CHECK(config::variant_label(p).find(" row-cache=shared") != std::string::npos);
+    j["shape"] = {2, 60000};  // 240000 bytes of float32
+    CHECK(failure(j) == "t.json: shape: a row of 240000 bytes is more than launch.row_cache \"shared\" holds (231424 bytes "
+                        "of a block's shared memory); use \"none\"");
+    j["shape"] = {2, 4096};
+    j["launch"]["cluster"] = 2;
+    CHECK(failure(j) == "t.json: launch.cluster: row_cache \"shared\" keeps the row in one block's shared memory: cluster "
+                        "is 1, got 2");
+    j["launch"].erase("cluster");
+    j["compile"] = {{"arch", "sm_75"}};
+    CHECK(failure(j).find("t.json: compile: launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer") == 0);
+}
+
 TEST_CASE("formula \"online\": a sum of exp(v - m) paired with the max m of v; anything else is refused") {
     json j = softmax_config();
     j["stages"][2]["formula"] = "online";

@@ -36,14 +36,19 @@ void add_stage(kernel_model& k, const config::pipeline& p, std::size_t index, bo
     k.plan.stages.push_back(index);
 }
 
-/// With launch.row_cache "none", each pass over the row reads it again: a reduce (an online sum
-/// is in its max's pass) and the store of a result per element.
-int passes_of(const config::pipeline& p, const kernel_plan& k) {
-    if (!k.per_row || p.launch.cache != config::launch_spec::row_cache::none) return 1;
-    const auto reduces = std::count_if(k.stages.begin(), k.stages.end(), [&](std::size_t i) {
+/// What a row kernel's cache costs: with launch.row_cache "none", each pass over the row reads
+/// it again (a reduce, an online sum in its max's pass, and the store of a result per element);
+/// with "shared", the block holds the row in shared memory.
+void set_row_cache_costs(const config::pipeline& p, kernel_model& k) {
+    using cache = config::launch_spec::row_cache;
+    if (!k.plan.per_row) return;
+    if (p.launch.cache == cache::shared && !k.first_value.empty())
+        k.plan.shared_bytes = static_cast<std::size_t>(p.shape->cols) * config::element_size(p.type);
+    if (p.launch.cache != cache::none) return;
+    const auto reduces = std::count_if(k.plan.stages.begin(), k.plan.stages.end(), [&](std::size_t i) {
         return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
     });
-    return static_cast<int>(reduces) + (k.output == kernel_plan::result::elements ? 1 : 0);
+    k.plan.passes = static_cast<int>(reduces) + (k.plan.output == kernel_plan::result::elements ? 1 : 0);
 }
 
 /// The kernels of a variant. Fused: one kernel for every stage. Separate: one kernel per stage,
@@ -68,7 +73,7 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, generated_sour
         if (!k.first_value.empty()) add_once(k.plan.reads, k.first_value);
         for (std::size_t i = 0; i < p.stages.size(); ++i) add_stage(k, p, i, false);
         k.plan.what = config::describe_stages(p) + ", fused into one kernel";
-        k.plan.passes = passes_of(p, k.plan);
+        set_row_cache_costs(p, k);
         kernels.push_back(std::move(k));
         return kernels;
     }
@@ -105,7 +110,7 @@ std::vector<kernel_model> plan_kernels(const config::pipeline& p, generated_sour
         }
         if (map) holds_x = k.plan.writes;
         k.plan.what = "stages[" + std::to_string(i) + "]: " + config::describe(s) + ", a kernel of its own";
-        k.plan.passes = passes_of(p, k.plan);
+        set_row_cache_costs(p, k);
         kernels.push_back(std::move(k));
     }
     return kernels;
@@ -273,11 +278,14 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         item.set("row_inputs", row_inputs);
         // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
         // "inputs", the row as loaded (half the space for 16-bit storage); with "none" there is no
-        // x[], and each pass loads the row again. In those two, each use of x applies the maps
-        // before it again.
+        // x[], and each pass loads the row again. In those, each use of x applies the maps before
+        // it again.
         using cache = config::launch_spec::row_cache;
-        const bool streams = p.launch.cache == cache::none;
+        // With "shared", the passes load the row from shared memory instead, as "none" does from
+        // global memory.
+        const bool streams = p.launch.cache == cache::none || p.launch.cache == cache::shared;
         const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
+        item.set("in_shared", flag(k.plan.shared_bytes > 0));
         const bool maps_at_use = streams || keep_inputs;
         std::string value = !streams   ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
                             : k.first_value.empty() ? "(real)0"
@@ -425,6 +433,9 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         // exp as the stages spell it, for the online sum's rescaling.
         const expr::function_info& exp = *expr::find_function("exp");
         data.set("exp", std::string(f64 ? exp.cuda_double : style.fast_math ? exp.cuda_fast : exp.cuda_float));
+        data.set("shared_rows", flag(p.launch.cache == config::launch_spec::row_cache::shared));
+        // cp.async copies 4, 8 or 16 bytes.
+        data.set("copy_async", flag(result.vector_width * config::element_size(p.type) >= 4));
         data.set("online_sums", flag(std::any_of(p.stages.begin(), p.stages.end(),
                                                  [](const config::stage& s) { return s.online_with.has_value(); })));
         data.set("kernels", row_kernels(p, result, style));

@@ -43,6 +43,8 @@ struct kernel_plan {
     /// How many times it reads its arrays: 1, or with launch.row_cache "none" once per pass
     /// over the row (each reduce, an online max and sum together, and the store).
     int passes = 1;
+    /// Dynamic shared memory per block: the row, with launch.row_cache "shared".
+    std::size_t shared_bytes = 0;
     std::vector<std::size_t> stages;  ///< the stages it computes, in order
     std::string what;                 ///< "stages[1]: weigh, a kernel of its own" or "normalize → …, fused"
 };

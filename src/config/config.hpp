@@ -81,6 +81,9 @@ struct row_shape {
 /// The most elements one thread of a row kernel keeps in registers: a row longer than block ×
 /// cluster × this is refused (the message says to raise launch.block or launch.cluster).
 inline constexpr int k_max_row_items = 32;
+/// The most bytes of a row that row_cache "shared" holds: what one block may have on sm_90
+/// (227 KiB), less the few words the reductions use.
+inline constexpr long long k_max_shared_row_bytes = 227 * 1024 - 1024;
 
 struct launch_spec {
     int block = 256;                ///< threads per block: a multiple of 32 in 32..1024
@@ -89,7 +92,7 @@ struct launch_spec {
     bool block_auto = true;
     /// Row kernels: blocks per row, a thread-block cluster (sm_90 and newer) that shares its row
     /// values through distributed shared memory. "auto": 1 where one block holds the row, or
-    /// where the row is not held (row_cache "none").
+    /// where the row is not in registers (row_cache "none" or "shared").
     int cluster = 1;
     bool cluster_auto = true;
     /// Row kernels: "row_mapping": "warp" runs each row on one warp (a block of 32) instead of a
@@ -99,8 +102,10 @@ struct launch_spec {
     /// store). "values" (the default): in registers, as the flowing values, each map applied once.
     /// "inputs": in registers as loaded (for 16-bit storage, half the space), the maps applied
     /// again wherever x is used. "none": nowhere: each pass reads the row from memory again (from
-    /// L2, mostly), applying the maps again; any row length, and few registers.
-    enum class row_cache { values, inputs, none } cache = row_cache::values;
+    /// L2, mostly), applying the maps again; any row length, and few registers. "shared": in the
+    /// block's shared memory as loaded (copied there asynchronously, sm_80 and newer), the maps
+    /// applied again; rows of up to k_max_shared_row_bytes, one block per row.
+    enum class row_cache { values, inputs, none, shared } cache = row_cache::values;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
     std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)
 };

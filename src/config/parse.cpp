@@ -335,7 +335,20 @@ void pair_online_sums(const object_reader& r, pipeline& p) {
 /// with another's reductions and stores, and each thread's loads are all in flight at once: on
 /// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
 void choose_row_launch(const object_reader& r, pipeline& p) {
-    const bool in_registers = p.launch.cache != launch_spec::row_cache::none;
+    using cache = launch_spec::row_cache;
+    const bool in_registers = p.launch.cache == cache::values || p.launch.cache == cache::inputs;
+    if (p.launch.cache == cache::shared) {
+        const long long row_bytes = p.shape->cols * static_cast<long long>(element_size(p.type));
+        if (row_bytes > k_max_shared_row_bytes)
+            r.fail("shape", "a row of " + std::to_string(row_bytes) + " bytes is more than launch.row_cache \"shared\" holds (" +
+                                std::to_string(k_max_shared_row_bytes) + " bytes of a block's shared memory); use \"none\"");
+        if (!p.launch.cluster_auto && p.launch.cluster != 1)
+            r.fail_at("launch.cluster", "row_cache \"shared\" keeps the row in one block's shared memory: cluster is 1, got " +
+                                            std::to_string(p.launch.cluster));
+        if (p.compile.arch && *p.compile.arch < 80)
+            r.fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
+                                  std::to_string(*p.compile.arch));
+    }
     if (p.launch.warp_per_row) {
         if (!p.launch.block_auto && p.launch.block != 32)
             r.fail_at("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
@@ -352,7 +365,7 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
     }
     const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
                                                         : std::vector<int>{p.launch.block};
-    // A streamed row needs no cluster to hold it.
+    // A row not in registers needs no cluster to hold it.
     const std::vector<int> clusters = !p.launch.cluster_auto ? std::vector<int>{p.launch.cluster}
                                       : in_registers         ? std::vector<int>{1, 2, 4, 8}
                                                              : std::vector<int>{1};
@@ -367,7 +380,7 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
                 if (fits(block, cluster)) return true;
         return false;
     }();
-    if (!found && !in_registers)  // a streamed row may be any length: the largest block
+    if (!found && !in_registers)  // a row not in registers may be longer: the largest block
         p.launch.block = blocks.back();
     else if (!found)
         r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a row kernel holds: " +
@@ -564,8 +577,9 @@ pipeline from_json(const document& doc) {
         object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache"});
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
         using cache = launch_spec::row_cache;
-        p.launch.cache = l.choice<cache>("row_cache", {{"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}},
-                                         cache::values);
+        p.launch.cache = l.choice<cache>(
+            "row_cache", {{"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}, {"shared", cache::shared}},
+            cache::values);
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
             if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
                 l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
@@ -790,6 +804,7 @@ std::string_view to_string(launch_spec::row_cache v) {
         case launch_spec::row_cache::values: return "values";
         case launch_spec::row_cache::inputs: return "inputs";
         case launch_spec::row_cache::none: return "none";
+        case launch_spec::row_cache::shared: return "shared";
     }
     return "values";
 }

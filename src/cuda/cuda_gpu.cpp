@@ -103,10 +103,11 @@ public:
         return static_cast<run::kernel_id>(m_kernels.size() - 1);
     }
 
-    int max_active_blocks_per_sm(run::kernel_id kernel, int block) override {
+    int max_active_blocks_per_sm(run::kernel_id kernel, int block, std::size_t shared_bytes) override {
+        allow_shared_memory(m_kernels.at(kernel), shared_bytes);
         int blocks = 0;
         m_api->check(m_api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m_kernels.at(kernel).function,
-                                                                         block, 0),
+                                                                         block, shared_bytes),
                      "cuOccupancyMaxActiveBlocksPerMultiprocessor", "'" + m_kernels.at(kernel).name + "'");
         return blocks;
     }
@@ -160,9 +161,11 @@ public:
         for (auto& f : floats) args.push_back(&f);
         for (auto& d : doubles) args.push_back(&d);
         for (auto& size : sizes) args.push_back(&size);
-        const auto& k = m_kernels.at(kernel);
+        auto& k = m_kernels.at(kernel);
+        allow_shared_memory(k, launch_args.shared_bytes);
         m_api->check(m_api->cuLaunchKernel(k.function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
-                                           1, 1, 0, m_stream.get(), args.data(), nullptr),
+                                           1, 1, static_cast<unsigned>(launch_args.shared_bytes), m_stream.get(),
+                                           args.data(), nullptr),
                      "cuLaunchKernel", "'" + k.name + "' grid " + std::to_string(grid) + " × block " +
                                            std::to_string(block));
     }
@@ -226,7 +229,17 @@ private:
     struct loaded_kernel {
         CUfunction function;
         std::string name;
+        std::size_t shared_allowed = 48 * 1024;  ///< dynamic shared memory a launch may ask for
     };
+
+    /// A kernel may take more than 48 KiB of dynamic shared memory only once it is allowed to.
+    void allow_shared_memory(loaded_kernel& k, std::size_t bytes) {
+        if (bytes <= k.shared_allowed) return;
+        m_api->check(m_api->cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               static_cast<int>(bytes)),
+                     "cuFuncSetAttribute", "'" + k.name + "' " + std::to_string(bytes) + " bytes of shared memory");
+        k.shared_allowed = bytes;
+    }
 
     event_handle make_event() {
         CUevent event = nullptr;

@@ -137,6 +137,7 @@ probe_result probe_driver() {
         {"cuMemcpyHtoD", 3020, reinterpret_cast<void**>(&a.cuMemcpyHtoD)},
         {"cuMemcpyDtoH", 3020, reinterpret_cast<void**>(&a.cuMemcpyDtoH)},
         {"cuMemsetD8Async", 3020, reinterpret_cast<void**>(&a.cuMemsetD8Async)},
+        {"cuFuncSetAttribute", 9000, reinterpret_cast<void**>(&a.cuFuncSetAttribute)},
         {"cuLaunchKernel", 4000, reinterpret_cast<void**>(&a.cuLaunchKernel)},
         {"cuStreamCreate", 2000, reinterpret_cast<void**>(&a.cuStreamCreate)},
         {"cuStreamDestroy", 4000, reinterpret_cast<void**>(&a.cuStreamDestroy)},

@@ -39,6 +39,7 @@ struct driver_api {
     PFN_cuMemcpyHtoD_v3020 cuMemcpyHtoD = nullptr;
     PFN_cuMemcpyDtoH_v3020 cuMemcpyDtoH = nullptr;
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
+    PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute = nullptr;
     PFN_cuLaunchKernel_v4000 cuLaunchKernel = nullptr;
     PFN_cuStreamCreate_v2000 cuStreamCreate = nullptr;
     PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;

@@ -29,7 +29,7 @@ double measure(gpu& device, const build_context& ctx) {
     device.fill_bytes(in, 0x3f, bytes);  // real data, not zeros
     const long long n4 = static_cast<long long>(bytes / 16);
     const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt,
-                                     static_cast<long long>(device.max_active_blocks_per_sm(kernel, k_probe_block)) *
+                                     static_cast<long long>(device.max_active_blocks_per_sm(kernel, k_probe_block, 0)) *
                                          device.device().sm_count);
     const auto copy = [&] { device.launch(kernel, grid, k_probe_block, {{in, out}, {}, false, {n4}}); };
     for (int i = 0; i < 3; ++i) copy();

@@ -39,6 +39,7 @@ struct kernel_args {
     std::vector<double> scalars;
     bool double_scalars = false;
     std::vector<long long> sizes;
+    std::size_t shared_bytes = 0;  ///< dynamic shared memory per block
 };
 
 /// One device, one context and one stream. Calls that enqueue work return at once; copies to the
@@ -52,8 +53,9 @@ public:
     /// Loads a cubin, or PTX text (which the driver then JIT-compiles).
     [[nodiscard]] virtual module_id load_module(const std::string& image) = 0;
     [[nodiscard]] virtual kernel_id get_kernel(module_id module, const std::string& name) = 0;
-    /// Resident blocks per SM for `block` threads (the occupancy API).
-    [[nodiscard]] virtual int max_active_blocks_per_sm(kernel_id kernel, int block) = 0;
+    /// Resident blocks per SM for `block` threads and `shared_bytes` of dynamic shared memory
+    /// each (the occupancy API).
+    [[nodiscard]] virtual int max_active_blocks_per_sm(kernel_id kernel, int block, std::size_t shared_bytes) = 0;
 
     /// Clocks, temperature, power and clock limits now (NVML); empty fields where it cannot tell.
     [[nodiscard]] virtual report::device_state read_state() = 0;

@@ -386,7 +386,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     for (std::size_t i = 0; i < plan.size(); ++i) {
         auto& row = rec.kernels[i];
         row.block = p.launch.block;
-        row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block);
+        row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block, plan[i].shared_bytes);
         row.grid = plan[i].per_row ? p.shape->rows * p.launch.cluster
                                    : grid_size(p.n, p.launch.block, width, p.launch.grid,
                                                static_cast<long long>(row.blocks_per_sm) * info.sm_count);
@@ -440,6 +440,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         }
         args.double_scalars = config::computes_in_double(p.type);
         args.sizes = k.per_row ? std::vector<long long>{p.shape->rows, p.shape->cols} : std::vector<long long>{p.n};
+        args.shared_bytes = k.shared_bytes;
         arguments.push_back(std::move(args));
         using result = codegen::kernel_plan::result;
         const std::size_t written = (k.output == result::elements     ? bytes
