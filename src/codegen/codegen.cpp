@@ -298,9 +298,8 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         const auto vector_loads = [&](const std::vector<std::string>& arrays) {
             mu::data list{mu::data::type::list};
             for (const auto& a : arrays) {
-                const bool per_column = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const config::input_spec& in) {
-                    return in.name == a && in.per_column;
-                });
+                const config::input_spec* input = config::find_input(p, a);
+                const bool per_column = input && input->per_column;
                 mu::data load;
                 load.set("array", a);
                 load.set("at", per_column ? a : a + " + base");  // a per-column input: the same for every row

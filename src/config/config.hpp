@@ -233,8 +233,12 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 [[nodiscard]] long long elements_of(const pipeline& p, const input_spec& in);
 /// True when a stage reduces rows: the pipeline runs as row kernels (one block per row).
 [[nodiscard]] bool has_reductions(const pipeline& p);
+/// True when the last stage is a reduce: the result is one value per row.
+[[nodiscard]] bool result_per_row(const pipeline& p);
 /// Elements of the result: n, or one per row when the last stage is a reduce.
 [[nodiscard]] long long output_count(const pipeline& p);
+/// The input named `name`, or nullptr.
+[[nodiscard]] const input_spec* find_input(const pipeline& p, std::string_view name);
 /// The elements one thread of a row kernel handles (serially, before the block's tree). With
 /// row_cache "values" or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const pipeline& p);

@@ -552,7 +552,7 @@ pipeline from_json(const document& doc) {
         for (const std::string& name : keys) {
             if (!is_identifier(name) || is_reserved(name))
                 r.fail_at("params." + name, "expected a C identifier that is not a reserved name, got \"" + name + "\"");
-            if (std::any_of(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; }))
+            if (find_input(p, name))
                 r.fail_at("params." + name, "\"" + name + "\" is an input already; a param needs its own name");
             p.scalars.push_back({name, numbers.number(name, std::nullopt)});
         }
@@ -656,9 +656,7 @@ pipeline from_json(const document& doc) {
         if (in.per_column && !has_reductions(p))
             r.fail_at("inputs." + in.name + ".per", "\"column\" is for row pipelines: the config needs \"shape\": "
                                                     "[rows, cols] and a reduce stage");
-    if (!p.stages.front().input.empty() &&
-        std::any_of(p.inputs.begin(), p.inputs.end(),
-                    [&](const input_spec& in) { return in.name == p.stages.front().input && in.per_column; }))
+    if (const input_spec* first = find_input(p, p.stages.front().input); first && first->per_column)
         r.fail_at("stages[0].input", "x starts from an input of one value per element; \"" + p.stages.front().input +
                                          "\" has one per column");
     if (has_reductions(p)) {
@@ -774,8 +772,13 @@ bool has_reductions(const pipeline& p) {
     return std::any_of(p.stages.begin(), p.stages.end(), [](const stage& s) { return s.reduce != reduction::none; });
 }
 
-long long output_count(const pipeline& p) {
-    return p.stages.back().reduce != reduction::none ? p.shape->rows : p.n;
+bool result_per_row(const pipeline& p) { return p.stages.back().reduce != reduction::none; }
+
+long long output_count(const pipeline& p) { return result_per_row(p) ? p.shape->rows : p.n; }
+
+const input_spec* find_input(const pipeline& p, std::string_view name) {
+    const auto found = std::find_if(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; });
+    return found == p.inputs.end() ? nullptr : &*found;
 }
 
 long long row_items_per_thread(const pipeline& p) {

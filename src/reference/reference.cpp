@@ -159,7 +159,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
     const std::size_t chunks = (n + chunk_size - 1) / chunk_size;
     const long long sum_depth = by_rows ? config::row_sum_depth(p) : 0;
     const long long online_depth = by_rows ? config::online_sum_depth(p) : 0;
-    const bool per_row_result = p.stages.back().reduce != config::reduction::none;
+    const bool per_row_result = config::result_per_row(p);
     expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
     out.values.resize(static_cast<std::size_t>(config::output_count(p)));
     out.scales.resize(out.values.size());

@@ -56,7 +56,7 @@ std::string number(double value) {
 std::string describe_element(const config::pipeline& p, std::size_t i, const reference::input_arrays& inputs,
                              const reference::typed_array& out, double ref, double scale,
                              const config::tolerance& tol) {
-    const bool per_row = p.stages.back().reduce != config::reduction::none;
+    const bool per_row = config::result_per_row(p);
     std::string text = (per_row ? "row " : "element ") + std::to_string(i);
     if (p.shape && !per_row) {
         const auto cols = static_cast<std::size_t>(p.shape->cols);
