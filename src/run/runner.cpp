@@ -447,9 +447,9 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
                                      : k.output == result::row_output ? size.output
                                                                       : size.row_value) +
                                     k.also_writes.size() * size.row_value;
-        std::size_t read = 0;
-        for (const auto& name : k.reads) read += inputs.count(name) ? inputs.at(name).bytes() : bytes;
-        read = read * static_cast<std::size_t>(k.passes) + k.row_reads.size() * size.row_value;
+        std::size_t arrays = 0;  // read once per pass over the row
+        for (const auto& name : k.reads) arrays += inputs.count(name) ? inputs.at(name).bytes() : bytes;
+        const std::size_t read = arrays * static_cast<std::size_t>(k.passes) + k.row_reads.size() * size.row_value;
         rec.bytes_moved += static_cast<double>(read + written);
     }
     auto enqueue_chain = [&] {
