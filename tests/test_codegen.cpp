@@ -167,7 +167,7 @@ TEST_CASE("a row too long for one block: a cluster per row, its blocks' values s
     const auto p = config::from_json(doc);
     const auto g = generate(p);
     CHECK(contains(g.source, "__cluster_dims__(2, 1, 1) __launch_bounds__(1024) void softmax_fused("));
-    CHECK(contains(g.source, "const long long row = blockIdx.x / 2, base = row * cols;"));
+    CHECK(contains(g.source, "kjit_softmax_fused_row(blockIdx.x / 2, (long long)__clusterRelativeBlockRank() * 1024 + threadIdx.x, "));
     CHECK(contains(g.source, "__cluster_map_shared_rank((void*)&block_value, rank)"));
     doc.json["shape"] = {2, 4096};
     CHECK_FALSE(contains(generate(config::from_json(doc)).source, "__cluster"));
@@ -206,9 +206,10 @@ TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pas
     REQUIRE(g.kernels.size() == 1);
     CHECK(g.kernels[0].passes == 1);
     CHECK(g.kernels[0].shared_bytes == 4096 * 4);
-    CHECK(contains(g.source, "extern __shared__ vec kjit_row[];"));
+    CHECK(contains(g.source, "extern __shared__ vec kjit_rows[];"));
     CHECK(contains(g.source, "cp.async.ca.shared.global [%0], [%1], 16;"));
-    CHECK(contains(g.source, "kjit_copy_to_shared(&kjit_row[v], reinterpret_cast<const vec*>(logits + base) + v);"));
+    CHECK(contains(g.source, "kjit_copy_row(kjit_rows, logits, blockIdx.x, cols);\n    kjit_wait_for_copies<0>();"));
+    CHECK(contains(g.source, "kjit_softmax_fused_row(blockIdx.x, threadIdx.x, kjit_rows, logits, out, rows, cols);"));
     CHECK(contains(g.source, "const vec in = kjit_row[v];"));
     CHECK_FALSE(contains(g.source, "real x["));
     // A 2-byte vector (bfloat16, an odd row) is copied through a register: cp.async takes 4 bytes or more.
@@ -221,6 +222,37 @@ TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pas
     // Separate: each kernel holds the row it reads.
     doc.json["fusion"] = "separate";
     for (const auto& k : generate(config::from_json(doc)).kernels) CHECK(k.shared_bytes == 33 * 2);
+}
+
+TEST_CASE("launch.grid on a row kernel: its blocks loop over the rows; with row_cache \"shared\" the next row is copied during this one") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json["launch"]["grid"] = "resident";
+    auto g = generate(config::from_json(doc));
+    CHECK(contains(g.source, "for (long long row = blockIdx.x; row < rows; row += gridDim.x) "
+                             "kjit_softmax_fused_row(row, threadIdx.x, logits, out, rows, cols);"));
+    CHECK(g.kernels[0].shared_bytes == 0);
+    doc.json["launch"]["row_cache"] = "shared";
+    g = generate(config::from_json(doc));
+    CHECK(g.kernels[0].shared_bytes == 2 * 4096 * 4);  // this row and the next
+    CHECK(contains(g.source, "kjit_copy_row(kjit_rows + (turn ^ 1) * vectors, logits, row + gridDim.x, cols);\n"
+                             "            kjit_wait_for_copies<1>();"));
+    CHECK(contains(g.source, "kjit_softmax_fused_row(row, threadIdx.x, kjit_rows + turn * vectors, logits, out, rows, cols);"));
+    // "auto" (the default): a block per row, no loop.
+    doc.json["launch"]["grid"] = "auto";
+    g = generate(config::from_json(doc));
+    CHECK_FALSE(contains(g.source, "row += gridDim.x"));
+    CHECK(g.kernels[0].shared_bytes == 4096 * 4);
+}
+
+TEST_CASE("the generated source has no blank line in a body and never two in a row") {
+    for (const char* cache : {"values", "shared"}) {
+        auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+        doc.json["launch"]["row_cache"] = cache;
+        const auto source = generate(config::from_json(doc)).source;
+        CAPTURE(cache);
+        CHECK_FALSE(contains(source, "\n\n\n"));
+        CHECK_FALSE(contains(source, "{\n\n"));
+    }
 }
 
 TEST_CASE("formula \"online\": the max and the sum in one pass, by a running max and a rescaled sum") {

@@ -113,10 +113,12 @@ TEST_CASE("kjit first-call stopped by SIGINT exits 130 and leaves no scratch fol
     REQUIRE(child >= 0);
     if (child == 0) {
         ::setenv("TMPDIR", tmp.path().c_str(), 1);
-        ::execl(KJIT_BINARY, KJIT_BINARY, "first-call", "--repeat", "20", static_cast<char*>(nullptr));
+        ::execl(KJIT_BINARY, KJIT_BINARY, "first-call", "--repeat", "500", static_cast<char*>(nullptr));
         ::_exit(127);
     }
-    ::usleep(1500 * 1000);  // some children in: 20 repeats of compiles take far longer
+    // Some children in: 500 repeats take far longer (a cold compile alone is about 65 ms here, so
+    // 20 repeats once finished within this wait).
+    ::usleep(1500 * 1000);
     ::kill(child, SIGINT);
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);

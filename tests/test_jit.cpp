@@ -142,6 +142,24 @@ TEST_CASE("row_cache \"inputs\", \"none\" and \"shared\" compile for every shipp
             }
 }
 
+TEST_CASE("a grid that loops over the rows compiles with every row cache, fused and separate, for every shipped row config") {
+    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
+        for (const char* cache : {"values", "inputs", "none", "shared"})
+            for (const char* fusion : {"fused", "separate"}) {
+                auto doc = config::load_document(kjit::testing::config_path(name));
+                doc.json["dtype"] = "bfloat16";
+                doc.json["fusion"] = fusion;
+                doc.json["launch"]["grid"] = "resident";
+                doc.json["launch"]["row_cache"] = cache;
+                CAPTURE(name);
+                CAPTURE(cache);
+                CAPTURE(fusion);
+                const auto result = jit::compile(request_for(config::from_json(doc)));
+                INFO(result.nvrtc_log);
+                CHECK(result.ok);
+            }
+}
+
 TEST_CASE("the online softmax compiles in every dtype: fused, streamed, separate, and over a cluster") {
     for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
         for (const auto& variant : {json{{"fusion", "fused"}}, json{{"fusion", "fused"}, {"launch", {{"row_cache", "none"}}}},

@@ -292,9 +292,9 @@ void softmax_on_host(const std::string& kernel, const std::vector<std::vector<un
     }
 }
 
-config::pipeline softmax(const std::string& fusion) {
+config::pipeline softmax(const std::string& fusion, long long rows = 5) {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
-    doc.json["shape"] = {5, 33};
+    doc.json["shape"] = {rows, 33};
     doc.json["fusion"] = fusion;
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
     return config::from_json(doc);
@@ -345,6 +345,23 @@ TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a strea
     in_shared.launch.cache = config::launch_spec::row_cache::shared;
     CHECK(f.run(in_shared).bytes_moved == 2 * 165 * 4.0);  // read once, into shared memory
     CHECK(f.gpu.last_args.shared_bytes == 33 * 4);  // a row
+}
+
+TEST_CASE("row kernels that loop over the rows: grid \"resident\" is SMs × blocks per SM, a given grid as given, at most one block per row") {
+    fixture f;  // 4 SMs × 8 resident blocks
+    f.gpu.on_launch = softmax_on_host;
+    auto p = softmax("fused", 100);
+    p.launch.grid_resident = true;  // set after validation, as the parser would
+    CHECK(f.run(p).status == report::outcome::pass);
+    CHECK(f.gpu.last_grid == 32);
+    p.launch.grid_resident = false;
+    p.launch.grid = 7;
+    f.run(p);
+    CHECK(f.gpu.last_grid == 7);
+    p.launch.grid = 1000;
+    const auto rec = f.run(p);
+    CHECK(f.gpu.last_grid == 100);
+    CHECK(rec.config.at("grid") == 1000);
 }
 
 TEST_CASE("row kernels: a wrong element is named by its row and column") {

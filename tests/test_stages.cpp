@@ -348,6 +348,40 @@ TEST_CASE("a config's own op may not be called reduce") {
     CHECK(failure(j).find("t.json: ops.reduce: expected an op name that is an identifier other than map, reduce and activate") == 0);
 }
 
+TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" makes the blocks loop over the rows") {
+    json j = softmax_config();
+    j["shape"] = {2, 4096};
+    CHECK_FALSE(config::rows_loop(parsed(j)));  // "auto": a block per row
+    j["launch"] = {{"grid", "resident"}};
+    auto p = parsed(j);
+    CHECK(p.launch.grid_resident);
+    CHECK(config::rows_loop(p));
+    CHECK(config::variant_label(p).find(" grid=resident") != std::string::npos);
+    j["launch"] = {{"grid", 7}};
+    CHECK(config::rows_loop(parsed(j)));
+    j["launch"] = {{"grid", "all"}};
+    CHECK(failure(j) == "t.json: launch.grid: expected a number of blocks, \"auto\" or \"resident\", got \"all\"");
+    // A row in registers that takes a cluster cannot loop; in shared memory, two rows must fit.
+    j["shape"] = {2, 65536};
+    j["launch"] = {{"grid", "resident"}};
+    CHECK(failure(j) == "t.json: launch.grid: a grid that loops over the rows runs each row on one block, and this one "
+                        "takes a cluster of 2 (65536 elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
+    j["launch"]["row_cache"] = "none";
+    CHECK(parsed(j).launch.cluster == 1);
+    j["shape"] = {2, 32768};  // 128 KiB a row of float32: one fits, two do not
+    j["launch"]["row_cache"] = "shared";
+    CHECK(failure(j) == "t.json: shape: two rows (this one and the next, as a block that loops over rows holds them) of "
+                        "131072 bytes are more than launch.row_cache \"shared\" holds (231424 bytes of a block's shared "
+                        "memory); use \"none\" or launch.grid \"auto\"");
+    j["dtype"] = "bfloat16";
+    CHECK(config::rows_loop(parsed(j)));
+    // An elementwise pipeline takes "resident" too: the grid-stride loop over n.
+    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
+    elementwise["launch"] = {{"grid", "resident"}};
+    CHECK(parsed(elementwise).launch.grid_resident);
+    CHECK_FALSE(config::rows_loop(parsed(elementwise)));
+}
+
 TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only row kernels, only sm_90 and newer") {
     json j = softmax_config();
     j["shape"] = {2, 131072};

@@ -38,12 +38,13 @@ void add_stage(kernel_model& k, const config::pipeline& p, std::size_t index, bo
 
 /// What a row kernel's cache costs: with launch.row_cache "none", each pass over the row reads
 /// it again (a reduce, an online sum in its max's pass, and the store of a result per element);
-/// with "shared", the block holds the row in shared memory.
+/// with "shared", the block holds the row in shared memory (two rows when it loops over rows:
+/// the next one arrives while this one is worked on).
 void set_row_cache_costs(const config::pipeline& p, kernel_model& k) {
     using cache = config::launch_spec::row_cache;
     if (!k.plan.per_row) return;
     if (p.launch.cache == cache::shared && !k.first_value.empty())
-        k.plan.shared_bytes = static_cast<std::size_t>(p.shape->cols) * config::element_size(p.type);
+        k.plan.shared_bytes = static_cast<std::size_t>(config::row_bytes(p) * (config::rows_loop(p) ? 2 : 1));
     if (p.launch.cache != cache::none) return;
     const auto reduces = std::count_if(k.plan.stages.begin(), k.plan.stages.end(), [&](std::size_t i) {
         return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
@@ -259,19 +260,27 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
     for (const auto& k : plan_kernels(p, result)) {
         using result_kind = kernel_plan::result;
         const bool row_value_out = k.plan.output == result_kind::row_value;
-        std::vector<std::string> kernel_params;
-        for (const auto& a : k.plan.reads) kernel_params.push_back("const store_t* __restrict__ " + a);
-        for (const auto& r : k.plan.row_reads) kernel_params.push_back("const real* __restrict__ kjit_row_" + r);
-        kernel_params.push_back(row_value_out ? "real* __restrict__ kjit_row_" + k.plan.writes
-                                              : "store_t* __restrict__ " + k.plan.writes);
-        for (const auto& r : k.plan.also_writes) kernel_params.push_back("real* __restrict__ kjit_row_" + r);
-        for (const auto& s : k.plan.scalars) kernel_params.push_back("real " + s);
-        kernel_params.push_back("long long rows");
-        kernel_params.push_back("long long cols");
+        // The kernel's parameters, which it passes on to its row function.
+        std::vector<std::string> kernel_params, kernel_args;
+        const auto param = [&](const std::string& type, const std::string& name) {
+            kernel_params.push_back(type + " " + name);
+            kernel_args.push_back(name);
+        };
+        for (const auto& a : k.plan.reads) param("const store_t* __restrict__", a);
+        for (const auto& r : k.plan.row_reads) param("const real* __restrict__", "kjit_row_" + r);
+        if (row_value_out)
+            param("real* __restrict__", "kjit_row_" + k.plan.writes);
+        else
+            param("store_t* __restrict__", k.plan.writes);
+        for (const auto& r : k.plan.also_writes) param("real* __restrict__", "kjit_row_" + r);
+        for (const auto& s : k.plan.scalars) param("real", s);
+        param("long long", "rows");
+        param("long long", "cols");
         mu::data item;
         item.set("kernel", k.plan.name);
         item.set("what", k.plan.what);
         item.set("kernel_params", joined(kernel_params, as_is));
+        item.set("kernel_args", joined(kernel_args, as_is));
         if (!k.first_value.empty()) item.set("first", k.first_value);
         mu::data row_inputs{mu::data::type::list};
         for (const auto& r : k.plan.row_reads) row_inputs.push_back(mu::data("row_value", r));
@@ -283,15 +292,15 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         using cache = config::launch_spec::row_cache;
         // With "shared", the passes load the row from shared memory instead, as "none" does from
         // global memory.
-        const bool streams = p.launch.cache == cache::none || p.launch.cache == cache::shared;
+        const bool loads_each_pass = p.launch.cache == cache::none || p.launch.cache == cache::shared;
         const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
         item.set("in_shared", flag(k.plan.shared_bytes > 0));
-        const bool maps_at_use = streams || keep_inputs;
-        std::string value = !streams   ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
+        const bool maps_at_use = loads_each_pass || keep_inputs;
+        std::string value = !loads_each_pass ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
                             : k.first_value.empty() ? "(real)0"
                                                     : "load(in.e[k])";
         item.set("keeps_inputs", flag(keep_inputs));
-        item.set("streams", flag(streams));
+        item.set("loads_each_pass", flag(loads_each_pass));
         // Other arrays are read a vector at a time where a loop over x uses them: those of the
         // stage, and in "inputs" mode those of the maps its value goes through again.
         std::vector<std::string> value_arrays;
@@ -389,17 +398,20 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
     return kernels;
 }
 
-/// The rendered source without the blank lines that mustache leaves where a section inside a
-/// function body renders nothing: none of the templates' own blank lines is inside braces.
-std::string without_blank_lines_in_bodies(const std::string& source) {
+/// The rendered source without the blank lines that mustache leaves where a section renders
+/// nothing: none inside a function body (none of the templates' own blank lines is inside
+/// braces), and one at most between two definitions.
+std::string with_tidy_blank_lines(const std::string& source) {
     std::string tidy;
     long depth = 0;
     std::size_t start = 0;
+    bool after_blank = false;
     while (start < source.size()) {
         const std::size_t end = std::min(source.find('\n', start), source.size());
         const std::string_view line(source.data() + start, end - start);
         const bool blank = line.find_first_not_of(" \t") == std::string_view::npos;
-        if (!(blank && depth > 0)) tidy.append(line).push_back('\n');
+        if (!(blank && (depth > 0 || after_blank))) tidy.append(line).push_back('\n');
+        after_blank = blank;
         depth += std::count(line.begin(), line.end(), '{') - std::count(line.begin(), line.end(), '}');
         start = end + 1;
     }
@@ -425,6 +437,7 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         data.set("cluster", std::to_string(p.launch.cluster));
         data.set("clustered", flag(p.launch.cluster > 1));
         data.set("row_stride", std::to_string(p.launch.block * p.launch.cluster));
+        data.set("loops", flag(config::rows_loop(p)));
         const bool f64 = style.double_precision;
         data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
         data.set("fmax", f64 ? "fmax" : "fmaxf");
@@ -441,7 +454,7 @@ generated_source generate(const config::pipeline& p, const template_set& templat
     } else {
         data.set("kernels", elementwise_kernels(p, result, style));
     }
-    result.source = without_blank_lines_in_bodies(render(text, data, file, templates));
+    result.source = with_tidy_blank_lines(render(text, data, file, templates));
     // Mustache renders a mistyped placeholder as nothing: a template that lost a kernel's
     // definition is broken, and must not compile (and be cached) as an empty program.
     for (const auto& k : result.kernels)

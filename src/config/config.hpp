@@ -107,7 +107,13 @@ struct launch_spec {
     /// applied again; rows of up to k_max_shared_row_bytes, one block per row.
     enum class row_cache { values, inputs, none, shared } cache = row_cache::values;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
-    std::optional<long long> grid;  ///< blocks; nullopt = auto (fill the device, grid-stride)
+    /// Blocks to launch; nullopt = "auto": for elementwise kernels enough for one pass, at most
+    /// what the device holds at once (a grid-stride loop does the rest); for row kernels one
+    /// block (or cluster) per row. A row kernel given a grid loops: block b works on rows b,
+    /// b + grid, … (and with row_cache "shared" copies its next row while it works on this one).
+    std::optional<long long> grid;
+    /// "grid": "resident": as many blocks as the device holds at once (SMs × blocks per SM).
+    bool grid_resident = false;
 };
 
 /// How the cubin is made: NVRTC alone for the real architecture, or NVRTC's PTX through nvJitLink.
@@ -239,6 +245,10 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 [[nodiscard]] long long output_count(const pipeline& p);
 /// The input named `name`, or nullptr.
 [[nodiscard]] const input_spec* find_input(const pipeline& p, std::string_view name);
+/// True when a row kernel's blocks loop over the rows (launch.grid is not "auto").
+[[nodiscard]] bool rows_loop(const pipeline& p);
+/// The bytes of one row as stored.
+[[nodiscard]] long long row_bytes(const pipeline& p);
 /// The elements one thread of a row kernel handles (serially, before the block's tree). With
 /// row_cache "values" or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const pipeline& p);

@@ -338,10 +338,15 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
     using cache = launch_spec::row_cache;
     const bool in_registers = p.launch.cache == cache::values || p.launch.cache == cache::inputs;
     if (p.launch.cache == cache::shared) {
-        const long long row_bytes = p.shape->cols * static_cast<long long>(element_size(p.type));
-        if (row_bytes > k_max_shared_row_bytes)
-            r.fail("shape", "a row of " + std::to_string(row_bytes) + " bytes is more than launch.row_cache \"shared\" holds (" +
-                                std::to_string(k_max_shared_row_bytes) + " bytes of a block's shared memory); use \"none\"");
+        // A block that loops over rows holds two: the next is copied while this one is worked on.
+        const long long held = row_bytes(p) * (rows_loop(p) ? 2 : 1);
+        if (held > k_max_shared_row_bytes)
+            r.fail("shape", (rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds them) of " +
+                                                std::to_string(row_bytes(p)) + " bytes are"
+                                          : "a row of " + std::to_string(row_bytes(p)) + " bytes is") +
+                                " more than launch.row_cache \"shared\" holds (" + std::to_string(k_max_shared_row_bytes) +
+                                " bytes of a block's shared memory); use \"none\"" +
+                                (rows_loop(p) ? " or launch.grid \"auto\"" : ""));
         if (!p.launch.cluster_auto && p.launch.cluster != 1)
             r.fail_at("launch.cluster", "row_cache \"shared\" keeps the row in one block's shared memory: cluster is 1, got " +
                                             std::to_string(p.launch.cluster));
@@ -391,6 +396,10 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
     if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
         r.fail("shape", "expected at most (2^31 − 1) / " + std::to_string(p.launch.cluster) +
                             " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
+    if (rows_loop(p) && p.launch.cluster > 1)
+        r.fail_at("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
+                                     std::to_string(p.launch.cluster) + " (" + std::to_string(p.shape->cols) +
+                                     " elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
     if (p.launch.cluster > 1 && p.compile.arch && *p.compile.arch < 90)
         r.fail("compile", "launch.cluster " + std::to_string(p.launch.cluster) +
                               " needs thread-block clusters: sm_90 or newer, and compile.arch is sm_" +
@@ -602,8 +611,13 @@ pipeline from_json(const document& doc) {
                                            ", got " + shown(*width));
             p.launch.vector_width = width->get<int>();
         }
-        if (const json* grid = l.find("grid"); grid && !(grid->is_string() && *grid == "auto"))
+        if (const json* grid = l.find("grid"); grid && grid->is_string() && *grid == "resident")
+            p.launch.grid_resident = true;
+        else if (grid && !(grid->is_string() && *grid == "auto")) {
+            if (!grid->is_number_integer())
+                l.fail("grid", "expected a number of blocks, \"auto\" or \"resident\", got " + shown(*grid));
             p.launch.grid = l.integer("grid", 1, (1LL << 31) - 1, std::nullopt);
+        }
     }
 
     if (const json* compile = r.find("compile")) {
@@ -787,6 +801,10 @@ long long row_items_per_thread(const pipeline& p) {
     return (vectors + threads - 1) / threads * width;
 }
 
+bool rows_loop(const pipeline& p) { return has_reductions(p) && (p.launch.grid || p.launch.grid_resident); }
+
+long long row_bytes(const pipeline& p) { return p.shape->cols * static_cast<long long>(element_size(p.type)); }
+
 long long row_sum_depth(const pipeline& p) { return row_items_per_thread(p) + 10 + p.launch.cluster - 1; }
 
 long long online_sum_depth(const pipeline& p) { return 5 * row_sum_depth(p); }
@@ -819,6 +837,7 @@ std::string variant_label(const pipeline& p) {
     label += " block=" + std::to_string(p.launch.block) +
              " vec=" + std::to_string(effective_vector_width(p));
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
+    if (p.launch.grid_resident) label += " grid=resident";
     if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
     if (p.launch.warp_per_row) label += " warp-per-row";
     if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));

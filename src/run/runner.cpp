@@ -133,7 +133,9 @@ report::record new_record(const std::string& command, const config::pipeline& p,
                   {"stages", config::describe_stages(p)},
                   {"block", p.launch.block},
                   {"vector_width", config::effective_vector_width(p)},
-                  {"grid", p.launch.grid ? nlohmann::json(*p.launch.grid) : nlohmann::json("auto")},
+                  {"grid", p.launch.grid           ? nlohmann::json(*p.launch.grid)
+                           : p.launch.grid_resident ? nlohmann::json("resident")
+                                                    : nlohmann::json("auto")},
                   {"fast_math", p.compile.fast_math},
                   {"seed", p.seed}};
     return rec;
@@ -387,9 +389,10 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         auto& row = rec.kernels[i];
         row.block = p.launch.block;
         row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block, plan[i].shared_bytes);
-        row.grid = plan[i].per_row ? p.shape->rows * p.launch.cluster
-                                   : grid_size(p.n, p.launch.block, width, p.launch.grid,
-                                               static_cast<long long>(row.blocks_per_sm) * info.sm_count);
+        const long long resident = static_cast<long long>(row.blocks_per_sm) * info.sm_count;
+        const std::optional<long long> given = p.launch.grid_resident ? std::max(1LL, resident) : p.launch.grid;
+        row.grid = plan[i].per_row ? row_grid_size(p.shape->rows, p.launch.cluster, given)
+                                   : grid_size(p.n, p.launch.block, width, given, resident);
         if (info.max_threads_per_sm > 0)
             row.occupancy = static_cast<double>(row.blocks_per_sm * p.launch.block) / info.max_threads_per_sm;
     }
