@@ -227,10 +227,17 @@ TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pas
 TEST_CASE("launch.grid on a row kernel: its blocks loop over the rows; with row_cache \"shared\" the next row is copied during this one") {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
     doc.json["launch"]["grid"] = "resident";
+    doc.json["launch"]["row_cache"] = "none";
     auto g = generate(config::from_json(doc));
     CHECK(contains(g.source, "for (long long row = blockIdx.x; row < rows; row += gridDim.x) "
                              "kjit_softmax_fused_row(row, threadIdx.x, logits, out, rows, cols);"));
     CHECK(g.kernels[0].shared_bytes == 0);
+    // A row in registers: the next row's loads are issued before this row is worked on.
+    doc.json["launch"]["row_cache"] = "values";
+    g = generate(config::from_json(doc));
+    CHECK(contains(g.source, "if (row + gridDim.x < rows) kjit_load_row(next, logits, row + gridDim.x, cols);\n"
+                             "        kjit_softmax_fused_row(row, threadIdx.x, now, logits, out, rows, cols);"));
+    CHECK(contains(g.source, "const vec in = loaded[j];"));
     doc.json["launch"]["row_cache"] = "shared";
     g = generate(config::from_json(doc));
     CHECK(g.kernels[0].shared_bytes == 2 * 4096 * 4);  // this row and the next

@@ -295,6 +295,8 @@ mu::data row_kernels(const config::pipeline& p, generated_source& result, const 
         const bool loads_each_pass = p.launch.cache == cache::none || p.launch.cache == cache::shared;
         const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
         item.set("in_shared", flag(k.plan.shared_bytes > 0));
+        // A block that loops over rows loads the next row into registers while it works on this one.
+        item.set("prefetched", flag(config::rows_loop(p) && !loads_each_pass && !k.first_value.empty()));
         const bool maps_at_use = loads_each_pass || keep_inputs;
         std::string value = !loads_each_pass ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
                             : k.first_value.empty() ? "(real)0"
@@ -438,6 +440,8 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         data.set("clustered", flag(p.launch.cluster > 1));
         data.set("row_stride", std::to_string(p.launch.block * p.launch.cluster));
         data.set("loops", flag(config::rows_loop(p)));
+        data.set("prefetch_rows", flag(config::rows_loop(p) && (p.launch.cache == config::launch_spec::row_cache::values ||
+                                                                 p.launch.cache == config::launch_spec::row_cache::inputs)));
         const bool f64 = style.double_precision;
         data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
         data.set("fmax", f64 ? "fmax" : "fmaxf");
