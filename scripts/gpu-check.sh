@@ -26,7 +26,8 @@
 #   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
 #   rows        row reductions: every row config (softmax, layer norm, RMS norm, row sum) verified at
 #               odd shapes (rows 1, 3, 1000 × cols 1, 33, 4097; 3 × 70001 in clusters) in every
-#               dtype, fused and separate, each row cache, softmax's sum classic and online; then sweep_softmax, sweep_softmax_cluster, layer norm
+#               dtype, fused and separate, each row cache, blocks that loop over rows, softmax's sum
+#               classic and online; then sweep_softmax, sweep_softmax_cluster, layer norm
 #               and RMS norm at the issue's shapes, and the same
 #               operations in PyTorch and Triton (bench/peers/row_peers.py); summed by
 #               scripts/rows_table.py
@@ -221,12 +222,19 @@ PY
             "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each$sums}" --set launch.row_cache=shared \
                 --set measure.repeat=3 --set measure.max_ms=5 --quiet \
                 --json "$out/rows_odd_shared_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
+            # Blocks that loop over the rows, 7 of them or as many as are resident, with the next
+            # row in flight in registers or shared memory, or none.
+            echo "== odd shapes, blocks that loop over rows: $cfg" >> "$out/rows.log"
+            loops='"launch":[{"grid":7},{"grid":"resident","row_cache":"inputs"},{"grid":"resident","row_cache":"none"},{"grid":7,"row_cache":"shared"}]'
+            "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each,$loops$sums}" \
+                --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+                --json "$out/rows_odd_loops_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
         done
         echo "== sweep_softmax" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax.json --quiet --json "$out/rows_softmax.json" >> "$out/rows.log" 2>&1 || status=1
         echo "== sweep_softmax_cluster" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax_cluster.json --quiet --json "$out/rows_cluster.json" >> "$out/rows.log" 2>&1 || status=1
-        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none","shared"]}'
+        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none","shared"],"compile.fast_math":[false,true]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$norms" --quiet --json "$out/rows_$cfg.json" >> "$out/rows.log" 2>&1 || status=1

@@ -77,17 +77,21 @@ def main(folder):
             continue
         rs = records(os.path.join(folder, path))
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
-        print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
+        print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'fast-math':>9} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
               + " ".join(f"{t:>13}" for t in tools) + "  check")
         # Where a sweep also varies the formula (softmax's last step) or the row cache, each
-        # fusion's fastest point; the fused one's choices are listed after the table.
+        # fusion's fastest point; the fused one's choices are listed after the table. "fused" and
+        # "separate" compute exp and the rest accurately; "fast-math" is the fastest fused point
+        # compiled with compile.fast_math (exp as ex2.approx, as Triton's tl.exp).
         keys = sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0]))
+        fastest = lambda found: min(found, key=lambda r: r["kernel_cold_median_ms"], default=None)
         for shape, dtype in keys:
-            by = {}
-            for r in sorted((r for r in rs if r["shape"] == shape and r["dtype"] == dtype),
-                            key=lambda r: -r["kernel_cold_median_ms"]):
-                by[r["fusion"]] = r
+            here = [r for r in rs if r["shape"] == shape and r["dtype"] == dtype]
+            by = {fusion: fastest(r for r in here if r["fusion"] == fusion and not r.get("fast_math"))
+                  for fusion in ("fused", "separate")}
+            by = {fusion: r for fusion, r in by.items() if r}
             fused, separate = by.get("fused"), by.get("separate")
+            fast = fastest(r for r in here if r["fusion"] == "fused" and r.get("fast_math"))
             us = lambda r: r["kernel_cold_median_ms"] * 1e3 if r and r.get("kernel_cold_median_ms") else float("nan")
             f = us(fused)
             cells = []
@@ -96,12 +100,12 @@ def main(folder):
                 cells.append(f"{ms * 1e3:8.1f} {ms * 1e3 / f:4.2f}x" if ms else f"{'-':>13}")
             # Time against the ceiling at the bytes a one-pass fused kernel moves: a variant that
             # reads its row again counts those reads in its bytes, not in this share.
-            least = min((r["bytes_moved"] for r in rs if r["shape"] == shape and r["dtype"] == dtype and r["fusion"] == "fused"),
-                        default=None)
-            pct = fused["percent_of_ceiling"] * least / fused["bytes_moved"] if fused and fused.get("percent_of_ceiling") else None
-            checks = "/".join(r["status"] for r in by.values())
-            print(f"  {shape:12} {dtype:9} {f:8.1f} {pct or float('nan'):6.1f} {us(separate):9.1f} {us(separate) / f:9.2f} "
-                  + " ".join(cells) + f"  {checks}  {fused['sweep_point'] if fused else ''}")
+            least = min((r["bytes_moved"] for r in here if r["fusion"] == "fused"), default=None)
+            pct = lambda r: r["percent_of_ceiling"] * least / r["bytes_moved"] if r and r.get("percent_of_ceiling") else float("nan")
+            checks = "/".join(r["status"] for r in [*by.values(), *([fast] if fast else [])])
+            print(f"  {shape:12} {dtype:9} {f:8.1f} {pct(fused):6.1f} {us(fast):9.1f} {pct(fast):6.1f} {us(separate):9.1f} {us(separate) / f:9.2f} "
+                  + " ".join(cells) + f"  {checks}  {fused['sweep_point'] if fused else ''}"
+                  + (f"; fast-math: {fast['sweep_point']}" if fast else ""))
 
 
 def point_values(r):
@@ -114,12 +118,12 @@ def passes(folder):
     path = os.path.join(folder, "rows_softmax.json")
     if not os.path.exists(path):
         return
-    rs = [r for r in records(path) if r["fusion"] == "fused"]
+    rs = [r for r in records(path) if r["fusion"] == "fused" and not r.get("fast_math")]
     combos = sorted({(point_values(r).get("launch.row_cache", "values"), point_values(r).get("stages[2].formula", "classic"))
                      for r in rs})
     if len(combos) < 2:
         return
-    print("\nfused softmax by row cache and formula: cold median µs / MB asked for (a row read again counts again)")
+    print("\nfused softmax by row cache and formula (exp accurate): cold median µs / MB asked for (a row read again counts again)")
     print(f"  {'shape':12} {'dtype':9} " + " ".join(f"{c + ' ' + f:>22}" for c, f in combos))
     for shape, dtype in sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0])):
         cells = []
