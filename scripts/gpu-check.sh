@@ -214,12 +214,12 @@ PY
             [ $cfg = softmax ] && sums=',"stages[2].formula":["classic","online"]'
             echo "== odd shapes: $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" \
-                --set "sweep={\"shape\":[$shapes,[3,70001]],$each,\"launch.row_cache\":[\"values\",\"inputs\",\"none\"]$sums}" \
+                --set "sweep={\"shape\":[$shapes,[3,70001]],$each,\"launch.row_cache\":[\"values\",\"inputs\",\"none\"],\"launch.streaming\":[false,true]$sums}" \
                 --set measure.repeat=3 --set measure.max_ms=5 --quiet \
                 --json "$out/rows_odd_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
             # Shared memory does not hold a row of 70001 floats: the other shapes.
             echo "== odd shapes, row_cache shared: $cfg" >> "$out/rows.log"
-            "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each$sums}" --set launch.row_cache=shared \
+            "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each,\"launch.streaming\":[false,true]$sums}" --set launch.row_cache=shared \
                 --set measure.repeat=3 --set measure.max_ms=5 --quiet \
                 --json "$out/rows_odd_shared_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
             # Blocks that loop over the rows, 7 of them or as many as are resident, with the next
@@ -234,7 +234,7 @@ PY
         "$kjit" sweep configs/sweep_softmax.json --quiet --json "$out/rows_softmax.json" >> "$out/rows.log" 2>&1 || status=1
         echo "== sweep_softmax_cluster" >> "$out/rows.log"
         "$kjit" sweep configs/sweep_softmax_cluster.json --quiet --json "$out/rows_cluster.json" >> "$out/rows.log" 2>&1 || status=1
-        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none","shared"],"compile.fast_math":[false,true]}'
+        norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none","shared"],"compile.fast_math":[false,true],"launch.streaming":[false,true]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$norms" --quiet --json "$out/rows_$cfg.json" >> "$out/rows.log" 2>&1 || status=1

@@ -2,7 +2,8 @@
 """The row-reduction results of one GPU call (scripts/gpu-check.sh rows), as tables: the odd-shape
 checks, then each op at each shape and dtype — kjit fused and separate beside PyTorch and Triton,
 cold medians in µs, and kjit's share of its measured copy ceiling — then fused softmax by row
-cache and formula (time and bytes), and the launch sweep of long rows.
+cache and formula (time and bytes), with and without launch.streaming, and the launch sweep of long
+rows.
 
     python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl)
 
@@ -137,6 +138,34 @@ def passes(folder):
         print(f"  {shape:12} {dtype:9} " + " ".join(f"{c:>22}" for c in cells))
 
 
+def streaming(folder):
+    """Each op's fastest fused point (exp accurate) with and without launch.streaming."""
+    shown = False
+    for op in ("softmax", "layernorm", "rmsnorm"):
+        path = os.path.join(folder, f"rows_{op}.json")
+        if not os.path.exists(path):
+            continue
+        rs = [r for r in records(path) if r["fusion"] == "fused" and not r.get("fast_math") and r.get("kernel_cold_median_ms")]
+        on = lambda r: point_values(r).get("launch.streaming") == "true"
+        if not any(on(r) for r in rs):
+            continue
+        if not shown:
+            print("
+launch.streaming (evict-first loads of the row and stores of the result), fastest fused point "
+                  "with accurate exp: cold median µs (% of ceiling)")
+            shown = True
+        for shape, dtype in sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0])):
+            here = [r for r in rs if r["shape"] == shape and r["dtype"] == dtype]
+            least = min(r["bytes_moved"] for r in here)
+            best = [min((r for r in here if on(r) == flag), key=lambda r: r["kernel_cold_median_ms"], default=None)
+                    for flag in (False, True)]
+            if None in best:
+                continue
+            cells = [f"{r['kernel_cold_median_ms'] * 1e3:6.1f} ({r['percent_of_ceiling'] * least / r['bytes_moved']:5.1f})" for r in best]
+            print(f"  {op:10} {shape:12} {dtype:9} off {cells[0]}  on {cells[1]}  on/off "
+                  f"{best[1]['kernel_cold_median_ms'] / best[0]['kernel_cold_median_ms']:5.3f}  {best[1]['sweep_point']}")
+
+
 def clusters(folder):
     path = os.path.join(folder, "rows_cluster.json")
     if not os.path.exists(path):
@@ -150,6 +179,7 @@ def clusters(folder):
 if __name__ == "__main__":
     main(sys.argv[1])
     passes(sys.argv[1])
+    streaming(sys.argv[1])
     clusters(sys.argv[1])
     if len(sys.argv) == 4 and sys.argv[2] == "--plot":
         plot(sys.argv[1], sys.argv[3])

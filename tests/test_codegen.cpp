@@ -218,7 +218,7 @@ TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pas
     g = generate(config::from_json(doc));
     CHECK(g.kernels[0].shared_bytes == 33 * 2);
     CHECK_FALSE(contains(g.source, "asm volatile"));
-    CHECK(contains(g.source, "{ *shared = *global; }"));
+    CHECK(contains(g.source, "{ *shared = kjit_read_once(global); }"));
     // Separate: each kernel holds the row it reads.
     doc.json["fusion"] = "separate";
     for (const auto& k : generate(config::from_json(doc)).kernels) CHECK(k.shared_bytes == 33 * 2);
@@ -300,4 +300,34 @@ TEST_CASE("other arrays are read a vector at a time; a per-column input at the c
     CHECK(contains(g.source, "const vec kjit_v_beta = reinterpret_cast<const vec*>(beta)[v];"));
     CHECK(contains(g.source, "load(kjit_v_gamma.e[k]), load(kjit_v_beta.e[k])"));
     CHECK_FALSE(contains(g.source, "gamma + base"));
+}
+
+TEST_CASE("launch.streaming: the row's read and the result's write are marked evict-first; per-column inputs are not") {
+    auto doc = config::load_document(kjit::testing::config_path("layernorm.json"));
+    auto g = generate(config::from_json(doc));
+    CHECK(contains(g.source, "const vec in = kjit_read_once(reinterpret_cast<const vec*>(activations + base) + v);"));
+    CHECK(contains(g.source, "kjit_write_once(reinterpret_cast<vec*>(out + base) + v, y);"));
+    CHECK(contains(g.source, "    return *at;\n"));
+    CHECK_FALSE(contains(g.source, "__ldcs"));
+
+    doc.json["launch"]["streaming"] = true;
+    g = generate(config::from_json(doc));
+    CHECK(contains(g.source, "reinterpret_cast<uint4*>(&v)[i] = __ldcs(reinterpret_cast<const uint4*>(at) + i);"));
+    CHECK(contains(g.source, "__stcs(reinterpret_cast<uint4*>(at) + i, reinterpret_cast<const uint4*>(&v)[i]);"));
+    CHECK_FALSE(contains(g.source, "return *at;"));
+    CHECK(contains(g.source, "const vec kjit_v_gamma = reinterpret_cast<const vec*>(gamma)[v];"));
+    // 32 bytes a vector: two 16-byte words.
+    doc.json["launch"]["vector_width"] = 8;
+    CHECK(contains(generate(config::from_json(doc)).source, "for (int i = 0; i < 2; ++i) reinterpret_cast<uint4*>"));
+    // A row of 33 bfloat16: 2-byte words.
+    doc.json["launch"]["vector_width"] = "auto";
+    doc.json["dtype"] = "bfloat16";
+    doc.json["shape"] = {3, 33};
+    CHECK(contains(generate(config::from_json(doc)).source, "__ldcs(reinterpret_cast<const unsigned short*>(at) + i)"));
+    // Shared rows: a 16-byte copy bypasses L1.
+    doc.json["shape"] = {3, 4096};
+    doc.json["launch"]["row_cache"] = "shared";
+    CHECK(contains(generate(config::from_json(doc)).source, "cp.async.cg.shared.global [%0], [%1], 16;"));
+    doc.json["launch"]["streaming"] = false;
+    CHECK(contains(generate(config::from_json(doc)).source, "cp.async.ca.shared.global [%0], [%1], 16;"));
 }

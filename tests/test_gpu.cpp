@@ -97,7 +97,7 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
-TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows") {
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows, streaming") {
     session s;
     // Each fusion and row cache; softmax's sum also online, fused (registers and streamed) and separate.
     const std::vector<json> variants = {{{"fusion", "fused"}},
@@ -109,7 +109,10 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                                         {{"fusion", "fused"}, {"launch", {{"grid", 7}}}},
                                         {{"fusion", "separate"}, {"launch", {{"grid", "resident"}, {"row_cache", "none"}}}},
                                         {{"fusion", "fused"}, {"launch", {{"grid", 7}, {"row_cache", "shared"}}}},
-                                        {{"fusion", "fused"}, {"launch", {{"grid", "resident"}, {"row_cache", "shared"}}}}};
+                                        {{"fusion", "fused"}, {"launch", {{"grid", "resident"}, {"row_cache", "shared"}}}},
+                                        // Evict-first loads and stores.
+                                        {{"fusion", "fused"}, {"launch", {{"streaming", true}}}},
+                                        {{"fusion", "fused"}, {"launch", {{"streaming", true}, {"row_cache", "shared"}}}}};
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})

@@ -24,6 +24,13 @@ jit::compile_request request_for(const config::pipeline& p, int arch = 90) {
     return run::compile_request_for(p, codegen::generate(p, codegen::template_set::embedded()), arch);
 }
 
+/// The shipped config `name` with `patch` merged into it (RFC 7386), compiled by NVRTC for sm_90.
+jit::compile_result compile_patched(const char* name, const json& patch) {
+    auto doc = config::load_document(kjit::testing::config_path(name));
+    doc.json.merge_patch(patch);
+    return jit::compile(request_for(config::from_json(doc)));
+}
+
 /// Runs the kjit binary with `args`; returns its exit code. Output goes to `log`.
 int run_kjit(const std::vector<std::string>& args, const std::string& log) {
     std::string command = KJIT_BINARY;
@@ -130,13 +137,10 @@ TEST_CASE("row_cache \"inputs\", \"none\" and \"shared\" compile for every shipp
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
             for (const char* cache : {"inputs", "none", "shared"}) {
-                auto doc = config::load_document(kjit::testing::config_path(name));
-                doc.json["dtype"] = dtype;
-                doc.json["launch"]["row_cache"] = cache;
                 CAPTURE(name);
                 CAPTURE(dtype);
                 CAPTURE(cache);
-                const auto result = jit::compile(request_for(config::from_json(doc)));
+                const auto result = compile_patched(name, {{"dtype", dtype}, {"launch", {{"row_cache", cache}}}});
                 INFO(result.nvrtc_log);
                 CHECK(result.ok);
             }
@@ -146,17 +150,43 @@ TEST_CASE("a grid that loops over the rows compiles with every row cache, fused 
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const char* cache : {"values", "inputs", "none", "shared"})
             for (const char* fusion : {"fused", "separate"}) {
-                auto doc = config::load_document(kjit::testing::config_path(name));
-                doc.json["dtype"] = "bfloat16";
-                doc.json["fusion"] = fusion;
-                doc.json["launch"]["grid"] = "resident";
-                doc.json["launch"]["row_cache"] = cache;
                 CAPTURE(name);
                 CAPTURE(cache);
                 CAPTURE(fusion);
-                const auto result = jit::compile(request_for(config::from_json(doc)));
+                const auto result = compile_patched(
+                    name, {{"dtype", "bfloat16"}, {"fusion", fusion}, {"launch", {{"grid", "resident"}, {"row_cache", cache}}}});
                 INFO(result.nvrtc_log);
                 CHECK(result.ok);
+            }
+}
+
+TEST_CASE("launch.streaming compiles to evict-first loads and stores for every row cache, vector size and shipped row config") {
+    struct variant {
+        const char* dtype;
+        json shape;
+        int vector_bytes;
+    };
+    // A row of 34 float32 is read 2 elements at a time; one of 33 bfloat16 an element at a time.
+    const variant variants[] = {{"bfloat16", {1000, 4096}, 16}, {"float32", {3, 34}, 8}, {"bfloat16", {3, 33}, 2}};
+    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
+        for (const std::string cache : {"values", "inputs", "none", "shared"})
+            for (const auto& v : variants) {
+                CAPTURE(name);
+                CAPTURE(cache);
+                CAPTURE(v.vector_bytes);
+                const auto result = compile_patched(
+                    name, {{"dtype", v.dtype}, {"shape", v.shape}, {"launch", {{"streaming", true}, {"row_cache", cache}}}});
+                INFO(result.nvrtc_log);
+                REQUIRE(result.ok);
+                const auto has = [&](const char* instruction) { return result.ptx.find(instruction) != std::string::npos; };
+                // The row's one read from global memory: none with "none", which reads it in each pass;
+                // with "shared" by cp.async, which bypasses L1 for 16 bytes and takes 4 or more.
+                const bool copied = cache == "shared" && v.vector_bytes >= 4;
+                CHECK(has("ld.global.cs") == (cache != "none" && !copied));
+                CHECK(has("cp.async.cg") == (copied && v.vector_bytes == 16));
+                CHECK(has("cp.async.ca") == (copied && v.vector_bytes < 16));
+                // A row sum stores a value per row, not a row.
+                CHECK(has("st.global.cs") == (std::string(name) != "row_sum.json"));
             }
 }
 

@@ -397,7 +397,21 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     CHECK(failure(j) == "t.json: compile: launch.cluster 8 needs thread-block clusters: sm_90 or newer, and compile.arch is sm_80");
     json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
     elementwise["launch"] = {{"cluster", 2}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping and row_cache are for row kernels") == 0);
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache and streaming are for row kernels") == 0);
+}
+
+TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant's label") {
+    json j = softmax_config();
+    CHECK_FALSE(parsed(j).launch.streaming);
+    j["launch"] = {{"streaming", true}};
+    const auto p = parsed(j);
+    CHECK(p.launch.streaming);
+    CHECK(config::variant_label(p).find(" streaming") != std::string::npos);
+    j["launch"] = {{"streaming", "yes"}};
+    CHECK(failure(j) == "t.json: launch.streaming: expected true or false, got \"yes\"");
+    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
+    elementwise["launch"] = {{"streaming", true}};
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache and streaming are for row kernels") == 0);
 }
 
 TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {

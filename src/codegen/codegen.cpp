@@ -450,8 +450,15 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         const expr::function_info& exp = *expr::find_function("exp");
         data.set("exp", std::string(f64 ? exp.cuda_double : style.fast_math ? exp.cuda_fast : exp.cuda_float));
         data.set("shared_rows", flag(p.launch.cache == config::launch_spec::row_cache::shared));
-        // cp.async copies 4, 8 or 16 bytes.
-        data.set("copy_async", flag(result.vector_width * config::element_size(p.type) >= 4));
+        // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
+        const int vector_bytes = result.vector_width * config::element_size(p.type);
+        data.set("copy_async", flag(vector_bytes >= 4));
+        data.set("streaming", flag(p.launch.streaming));
+        data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");
+        // __ldcs and __stcs take a built-in type: a vector is moved as words of up to 16 bytes.
+        const int word_bytes = std::min(vector_bytes, 16);
+        data.set("word", word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned" : "unsigned short");
+        data.set("words", std::to_string(vector_bytes / word_bytes));
         data.set("online_sums", flag(std::any_of(p.stages.begin(), p.stages.end(),
                                                  [](const config::stage& s) { return s.online_with.has_value(); })));
         data.set("kernels", row_kernels(p, result, style));

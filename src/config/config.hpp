@@ -114,6 +114,10 @@ struct launch_spec {
     std::optional<long long> grid;
     /// "grid": "resident": as many blocks as the device holds at once (SMs × blocks per SM).
     bool grid_resident = false;
+    /// Row kernels: "streaming": true marks the row's loads from global memory and the result's
+    /// stores as touched once (ld/st.global.cs, cp.async.cg: evict first), so that what every row
+    /// reads again, the per-column inputs, stays in L1.
+    bool streaming = false;
 };
 
 /// How the cubin is made: NVRTC alone for the real architecture, or NVRTC's PTX through nvJitLink.

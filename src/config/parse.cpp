@@ -583,12 +583,14 @@ pipeline from_json(const document& doc) {
                               fusion::fused);
 
     if (const json* launch = r.find("launch")) {
-        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache"});
+        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache",
+                                                          "streaming"});
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
         using cache = launch_spec::row_cache;
         p.launch.cache = l.choice<cache>(
             "row_cache", {{"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}, {"shared", cache::shared}},
             cache::values);
+        p.launch.streaming = l.boolean("streaming", false);
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
             if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
                 l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
@@ -676,8 +678,10 @@ pipeline from_json(const document& doc) {
     if (has_reductions(p)) {
         choose_row_launch(r, p);
         pair_online_sums(r, p);
-    } else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.cache != launch_spec::row_cache::values)
-        r.fail("launch", "launch.cluster, row_mapping and row_cache are for row kernels (stages with a reduce); this pipeline is elementwise");
+    } else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.cache != launch_spec::row_cache::values ||
+               p.launch.streaming)
+        r.fail("launch", "launch.cluster, row_mapping, row_cache and streaming are for row kernels (stages with a reduce); "
+                         "this pipeline is elementwise");
     return p;
 }
 
@@ -841,6 +845,7 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
     if (p.launch.warp_per_row) label += " warp-per-row";
     if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
+    if (p.launch.streaming) label += " streaming";
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
