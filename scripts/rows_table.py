@@ -150,8 +150,7 @@ def streaming(folder):
         if not any(on(r) for r in rs):
             continue
         if not shown:
-            print("
-launch.streaming (evict-first loads of the row and stores of the result), fastest fused point "
+            print("\nlaunch.streaming (evict-first loads of the row and stores of the result), fastest fused point "
                   "with accurate exp: cold median µs (% of ceiling)")
             shown = True
         for shape, dtype in sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0])):
