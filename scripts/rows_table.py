@@ -77,6 +77,8 @@ def main(folder):
         if not os.path.exists(os.path.join(folder, path)):
             continue
         rs = records(os.path.join(folder, path))
+        if op == "softmax" and os.path.exists(os.path.join(folder, "rows_cluster.json")):
+            rs += records(os.path.join(folder, "rows_cluster.json"))  # long rows by launch: fused points too
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
         print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'fast-math':>9} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
               + " ".join(f"{t:>13}" for t in tools) + "  check")
