@@ -77,8 +77,12 @@ def main(folder):
         if not os.path.exists(os.path.join(folder, path)):
             continue
         rs = records(os.path.join(folder, path))
-        if op == "softmax" and os.path.exists(os.path.join(folder, "rows_cluster.json")):
-            rs += records(os.path.join(folder, "rows_cluster.json"))  # long rows by launch: fused points too
+        # Other sweeps of the same op in the same run: softmax's long rows by launch, the norms
+        # with registers capped.
+        for more in glob.glob(os.path.join(folder, f"rows_{op}_*.json")) + (
+                [os.path.join(folder, "rows_cluster.json")] if op == "softmax" else []):
+            if os.path.exists(more):
+                rs += records(more)
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
         print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'fast-math':>9} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
               + " ".join(f"{t:>13}" for t in tools) + "  check")

@@ -331,3 +331,12 @@ TEST_CASE("launch.streaming: the row's read and the result's write are marked ev
     doc.json["launch"]["streaming"] = false;
     CHECK(contains(generate(config::from_json(doc)).source, "cp.async.ca.shared.global [%0], [%1], 16;"));
 }
+
+TEST_CASE("launch.min_blocks_per_sm is __launch_bounds__'s second argument") {
+    auto doc = config::load_document(kjit::testing::config_path("layernorm.json"));
+    doc.json["launch"]["block"] = 512;
+    doc.json["launch"]["row_cache"] = "shared";
+    CHECK(contains(generate(config::from_json(doc)).source, "__launch_bounds__(512) void layernorm_fused("));
+    doc.json["launch"]["min_blocks_per_sm"] = 3;
+    CHECK(contains(generate(config::from_json(doc)).source, "__launch_bounds__(512, 3) void layernorm_fused("));
+}

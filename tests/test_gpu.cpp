@@ -97,7 +97,7 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
-TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows, streaming") {
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows, streaming, capped registers") {
     session s;
     // Each fusion and row cache; softmax's sum also online, fused (registers and streamed) and separate.
     const std::vector<json> variants = {{{"fusion", "fused"}},
@@ -112,7 +112,9 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                                         {{"fusion", "fused"}, {"launch", {{"grid", "resident"}, {"row_cache", "shared"}}}},
                                         // Evict-first loads and stores.
                                         {{"fusion", "fused"}, {"launch", {{"streaming", true}}}},
-                                        {{"fusion", "fused"}, {"launch", {{"streaming", true}, {"row_cache", "shared"}}}}};
+                                        {{"fusion", "fused"}, {"launch", {{"streaming", true}, {"row_cache", "shared"}}}},
+                                        // Registers capped for 4 blocks per SM.
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}, {"block", 256}, {"min_blocks_per_sm", 4}}}}};
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})

@@ -190,6 +190,19 @@ TEST_CASE("launch.streaming compiles to evict-first loads and stores for every r
             }
 }
 
+TEST_CASE("launch.min_blocks_per_sm reaches the PTX as .minnctapersm, in a block per row, a loop and a cluster") {
+    for (const json& launch : {json{{"block", 512}, {"row_cache", "shared"}}, json{{"block", 512}, {"grid", "resident"}},
+                               json{{"block", 256}, {"cluster", 2}}}) {
+        CAPTURE(launch.dump());
+        json patch = {{"dtype", "bfloat16"}, {"shape", {1024, 16384}}, {"launch", launch}};
+        patch["launch"]["min_blocks_per_sm"] = 3;
+        const auto result = compile_patched("layernorm.json", patch);
+        INFO(result.nvrtc_log);
+        REQUIRE(result.ok);
+        CHECK(result.ptx.find(".minnctapersm 3") != std::string::npos);
+    }
+}
+
 TEST_CASE("the online softmax compiles in every dtype: fused, streamed, separate, and over a cluster") {
     for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
         for (const auto& variant : {json{{"fusion", "fused"}}, json{{"fusion", "fused"}, {"launch", {{"row_cache", "none"}}}},

@@ -397,7 +397,25 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     CHECK(failure(j) == "t.json: compile: launch.cluster 8 needs thread-block clusters: sm_90 or newer, and compile.arch is sm_80");
     json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
     elementwise["launch"] = {{"cluster", 2}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache and streaming are for row kernels") == 0);
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm are for row kernels") == 0);
+}
+
+TEST_CASE("launch.min_blocks_per_sm: 1..32 blocks whose threads an SM holds, for row kernels only; in the variant's label") {
+    json j = softmax_config();
+    CHECK(parsed(j).launch.min_blocks_per_sm == 0);
+    j["launch"] = {{"block", 512}, {"row_cache", "shared"}, {"min_blocks_per_sm", 3}};
+    const auto p = parsed(j);
+    CHECK(p.launch.min_blocks_per_sm == 3);
+    CHECK(config::variant_label(p).find(" min-blocks=3") != std::string::npos);
+    j["launch"]["min_blocks_per_sm"] = "auto";
+    CHECK(parsed(j).launch.min_blocks_per_sm == 0);
+    j["launch"]["min_blocks_per_sm"] = 0;
+    CHECK(failure(j) == "t.json: launch.min_blocks_per_sm: expected an integer in 1..32, got 0");
+    j["launch"]["min_blocks_per_sm"] = 5;
+    CHECK(failure(j) == "t.json: launch.min_blocks_per_sm: 5 blocks of 512 threads are more than the 2048 threads an SM holds");
+    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
+    elementwise["launch"] = {{"min_blocks_per_sm", 2}};
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm") == 0);
 }
 
 TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant's label") {
@@ -411,7 +429,7 @@ TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant
     CHECK(failure(j) == "t.json: launch.streaming: expected true or false, got \"yes\"");
     json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
     elementwise["launch"] = {{"streaming", true}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache and streaming are for row kernels") == 0);
+    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm are for row kernels") == 0);
 }
 
 TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {

@@ -434,6 +434,9 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         // A row kernel's shape is in its source: how many elements each thread holds.
         const long long items = config::row_items_per_thread(p);
         data.set("block", std::to_string(p.launch.block));
+        data.set("launch_bounds", std::to_string(p.launch.block) + (p.launch.min_blocks_per_sm
+                                                                        ? ", " + std::to_string(p.launch.min_blocks_per_sm)
+                                                                        : std::string()));
         data.set("items", std::to_string(items));
         data.set("vectors_per_thread", std::to_string(items / result.vector_width));
         data.set("cluster", std::to_string(p.launch.cluster));
@@ -451,7 +454,7 @@ generated_source generate(const config::pipeline& p, const template_set& templat
         data.set("exp", std::string(f64 ? exp.cuda_double : style.fast_math ? exp.cuda_fast : exp.cuda_float));
         data.set("shared_rows", flag(p.launch.cache == config::launch_spec::row_cache::shared));
         // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
-        const int vector_bytes = result.vector_width * config::element_size(p.type);
+        const int vector_bytes = result.vector_width * static_cast<int>(config::element_size(p.type));
         data.set("copy_async", flag(vector_bytes >= 4));
         data.set("streaming", flag(p.launch.streaming));
         data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");

@@ -118,7 +118,13 @@ struct launch_spec {
     /// stores as touched once (ld/st.global.cs, cp.async.cg: evict first), so that what every row
     /// reads again, the per-column inputs, stays in L1.
     bool streaming = false;
+    /// Row kernels: "min_blocks_per_sm", the second argument of __launch_bounds__: the compiler
+    /// keeps registers few enough for this many blocks per SM (spilling if it must); 0 = not given.
+    int min_blocks_per_sm = 0;
 };
+
+/// The most threads an SM of any architecture holds at once (sm_80 and sm_90: 2048).
+inline constexpr int k_max_threads_per_sm = 2048;
 
 /// How the cubin is made: NVRTC alone for the real architecture, or NVRTC's PTX through nvJitLink.
 enum class compile_path { nvrtc, nvjitlink };

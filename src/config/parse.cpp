@@ -400,6 +400,10 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
         r.fail_at("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
                                      std::to_string(p.launch.cluster) + " (" + std::to_string(p.shape->cols) +
                                      " elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
+    if (p.launch.min_blocks_per_sm * p.launch.block > k_max_threads_per_sm)
+        r.fail_at("launch.min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm) + " blocks of " +
+                                                  std::to_string(p.launch.block) + " threads are more than the " +
+                                                  std::to_string(k_max_threads_per_sm) + " threads an SM holds");
     if (p.launch.cluster > 1 && p.compile.arch && *p.compile.arch < 90)
         r.fail("compile", "launch.cluster " + std::to_string(p.launch.cluster) +
                               " needs thread-block clusters: sm_90 or newer, and compile.arch is sm_" +
@@ -584,13 +588,15 @@ pipeline from_json(const document& doc) {
 
     if (const json* launch = r.find("launch")) {
         object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache",
-                                                          "streaming"});
+                                                          "streaming", "min_blocks_per_sm"});
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
         using cache = launch_spec::row_cache;
         p.launch.cache = l.choice<cache>(
             "row_cache", {{"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}, {"shared", cache::shared}},
             cache::values);
         p.launch.streaming = l.boolean("streaming", false);
+        if (const json* least = l.find("min_blocks_per_sm"); least && !(least->is_string() && *least == "auto"))
+            p.launch.min_blocks_per_sm = static_cast<int>(l.integer("min_blocks_per_sm", 1, 32, std::nullopt));
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
             if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
                 l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
@@ -679,9 +685,9 @@ pipeline from_json(const document& doc) {
         choose_row_launch(r, p);
         pair_online_sums(r, p);
     } else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.cache != launch_spec::row_cache::values ||
-               p.launch.streaming)
-        r.fail("launch", "launch.cluster, row_mapping, row_cache and streaming are for row kernels (stages with a reduce); "
-                         "this pipeline is elementwise");
+               p.launch.streaming || p.launch.min_blocks_per_sm)
+        r.fail("launch", "launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm are for row kernels "
+                         "(stages with a reduce); this pipeline is elementwise");
     return p;
 }
 
@@ -845,6 +851,7 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
     if (p.launch.warp_per_row) label += " warp-per-row";
     if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
+    if (p.launch.min_blocks_per_sm) label += " min-blocks=" + std::to_string(p.launch.min_blocks_per_sm);
     if (p.launch.streaming) label += " streaming";
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
