@@ -23,6 +23,6 @@ grep -q "softmax    160 of 160 pass" "$work/rows.txt"
 grep -qE "^  4096x4096    float32 +36\.2 +96\.2" "$work/rows.txt"
 test -s "$work/png/rows.png"
 # With launch.streaming in the sweeps: the table of each op with and without it.
-"$python" "$source/scripts/rows_table.py" "$source/bench/results/2026-12-01-h200-streaming" > "$work/streaming.txt"
+"$python" "$source/scripts/rows_table.py" "$source/bench/results/2026-12-01-h200-streaming/call1" > "$work/streaming.txt"
 grep -qE "^  layernorm  1024x32768   float32   off   87\.1 \( 79\.4\)  on   83\.1 \( 83\.3\)" "$work/streaming.txt"
 echo "plot test passed"
