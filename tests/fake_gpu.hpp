@@ -30,6 +30,8 @@ public:
     int timings = 0;  ///< time_ms calls
     std::vector<std::string> calls;
     int launches = 0;
+    int modules_loaded = 0;
+    std::vector<run::module_id> unloaded_modules;
 
     explicit fake_gpu(int index = 0) {
         m_info.index = index;
@@ -50,8 +52,9 @@ public:
     run::module_id load_module(const std::string& cubin) override {
         record("load_module");
         loaded_cubin = cubin;
-        return 0;
+        return static_cast<run::module_id>(modules_loaded++);
     }
+    void unload_module(run::module_id module) noexcept override { unloaded_modules.push_back(module); }
     run::kernel_id get_kernel(run::module_id, const std::string& name) override {
         record("get_kernel");
         m_kernels.push_back(name);

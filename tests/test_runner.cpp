@@ -135,6 +135,18 @@ TEST_CASE("buffers are released when a run fails part-way (a sweep goes on witho
     CHECK(f.gpu.released == 3);  // greyscales, weights, out
 }
 
+TEST_CASE("a run unloads its module as it ends, also one that failed part-way") {
+    fixture f;
+    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    (void)f.run(small());
+    CHECK(f.gpu.modules_loaded == 1);
+    CHECK(f.gpu.unloaded_modules == std::vector<run::module_id>{0});
+    f.gpu.fail_call = "copy_to_device";
+    CHECK_THROWS((void)f.run(small()));
+    CHECK(f.gpu.modules_loaded == 2);
+    CHECK(f.gpu.unloaded_modules == std::vector<run::module_id>{0, 1});
+}
+
 TEST_CASE("an n the machine cannot hold is refused with one clear line before anything is allocated") {
     fixture f;
     const auto host = kjit::testing::error_message(

@@ -95,6 +95,8 @@ public:
         return static_cast<run::module_id>(m_modules.size() - 1);
     }
 
+    void unload_module(run::module_id module) noexcept override { m_modules[module] = {}; }
+
     run::kernel_id get_kernel(run::module_id module, const std::string& name) override {
         CUfunction function = nullptr;
         m_api->check(m_api->cuModuleGetFunction(&function, m_modules.at(module).get(), name.c_str()),

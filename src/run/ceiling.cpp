@@ -24,7 +24,8 @@ double measure(gpu& device, const build_context& ctx) {
     request.program_name = "kjit_copy_probe.cu";
     request.arch = device.device().arch;
     const auto binary = jit::build(request, ctx.cache, ctx.mode, "copy probe");
-    const kernel_id kernel = device.get_kernel(device.load_module(binary.cubin), codegen::k_copy_probe_kernel);
+    const scoped_module module(device, device.load_module(binary.cubin));
+    const kernel_id kernel = device.get_kernel(module.id(), codegen::k_copy_probe_kernel);
     const buffer_id in = device.allocate(bytes), out = device.allocate(bytes);
     device.fill_bytes(in, 0x3f, bytes);  // real data, not zeros
     const long long n4 = static_cast<long long>(bytes / 16);

@@ -52,6 +52,9 @@ public:
 
     /// Loads a cubin, or PTX text (which the driver then JIT-compiles).
     [[nodiscard]] virtual module_id load_module(const std::string& image) = 0;
+    /// Unloads a module and with it its kernels, which may not be used again. Never throws (it
+    /// runs as a run ends, also one that failed).
+    virtual void unload_module(module_id module) noexcept = 0;
     [[nodiscard]] virtual kernel_id get_kernel(module_id module, const std::string& name) = 0;
     /// Resident blocks per SM for `block` threads and `shared_bytes` of dynamic shared memory
     /// each (the occupancy API).
@@ -85,6 +88,21 @@ public:
     [[nodiscard]] virtual std::unique_ptr<graph> capture_graph(const std::function<void()>& enqueue) = 0;
     /// Device time of one replay of `g`, between two events; waits for it.
     [[nodiscard]] virtual double time_graph_ms(graph& g) = 0;
+};
+
+/// A module loaded for one run and unloaded when the run ends: a watch loop or a sweep, which
+/// load one module per run in one context, would otherwise hold every module they ever loaded.
+class scoped_module {
+public:
+    scoped_module(gpu& device, module_id module) : m_device(device), m_module(module) {}
+    ~scoped_module() { m_device.unload_module(m_module); }
+    scoped_module(const scoped_module&) = delete;
+    scoped_module& operator=(const scoped_module&) = delete;
+    [[nodiscard]] module_id id() const { return m_module; }
+
+private:
+    gpu& m_device;
+    module_id m_module;
 };
 
 }  // namespace kjit::run

@@ -376,12 +376,12 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     check_device_memory(p, built.generated, device);
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
-    const module_id module = timed(rec, phase::module_load, [&] {
+    const scoped_module module(device, timed(rec, phase::module_load, [&] {
         return device.load_module(options.load_ptx ? built.binary.ptx : built.binary.cubin);
-    });
+    }));
     std::vector<kernel_id> kernels = timed(rec, phase::get_function, [&] {
         std::vector<kernel_id> ids;
-        for (const auto& k : plan) ids.push_back(device.get_kernel(module, k.name));
+        for (const auto& k : plan) ids.push_back(device.get_kernel(module.id(), k.name));
         return ids;
     });
     const int width = built.generated.vector_width;
