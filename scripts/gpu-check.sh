@@ -219,7 +219,7 @@ PY
                 --json "$out/rows_odd_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
             # Shared memory does not hold a row of 70001 floats: the other shapes.
             echo "== odd shapes, row_cache shared: $cfg" >> "$out/rows.log"
-            "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each,\"launch.streaming\":[false,true]$sums}" --set launch.row_cache=shared \
+            "$kjit" sweep "configs/$cfg.json" --set "sweep={\"shape\":[$shapes],$each,\"launch.streaming\":[false,true],\"launch.cluster\":[1,2]$sums}" --set launch.row_cache=shared \
                 --set measure.repeat=3 --set measure.max_ms=5 --quiet \
                 --json "$out/rows_odd_shared_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
             # Blocks that loop over the rows, 7 of them or as many as are resident, with the next
@@ -237,11 +237,15 @@ PY
         norms='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["values","inputs","none","shared"],"launch.block":["auto",256,512],"compile.fast_math":[false,true],"launch.streaming":[false,true]}'
         # The row out of registers, with registers capped for 2-4 blocks per SM (launch bounds).
         bounds='sweep={"shape":[[4096,4096],[32768,1024],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["none","shared"],"launch.block":[256,512],"launch.min_blocks_per_sm":[2,3,4],"launch.streaming":[false,true]}'
+        # Each block of a cluster holding its share of the row in shared memory.
+        shared_clusters='sweep={"shape":[[4096,4096],[1024,32768]],"dtype":["float32","bfloat16"],"launch.row_cache":["shared"],"launch.cluster":[2,4],"launch.block":[256,512,1024],"launch.streaming":[false,true]}'
         for cfg in layernorm rmsnorm; do
             echo "== $cfg" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$norms" --quiet --json "$out/rows_$cfg.json" >> "$out/rows.log" 2>&1 || status=1
             echo "== $cfg, registers capped" >> "$out/rows.log"
             "$kjit" sweep "configs/$cfg.json" --set "$bounds" --quiet --json "$out/rows_${cfg}_bounds.json" >> "$out/rows.log" 2>&1 || status=1
+            echo "== $cfg, shared rows over a cluster" >> "$out/rows.log"
+            "$kjit" sweep "configs/$cfg.json" --set "$shared_clusters" --quiet --json "$out/rows_${cfg}_cluster.json" >> "$out/rows.log" 2>&1 || status=1
         done
         python3 bench/peers/row_peers.py > "$out/row_peers.jsonl" 2>> "$out/rows.log" || status=1
         python3 scripts/rows_table.py "$out" >> "$out/rows.log" 2>&1 || status=1

@@ -167,7 +167,8 @@ TEST_CASE("a row too long for one block: a cluster per row, its blocks' values s
     const auto p = config::from_json(doc);
     const auto g = generate(p);
     CHECK(contains(g.source, "__cluster_dims__(2, 1, 1) __launch_bounds__(1024) void softmax_fused("));
-    CHECK(contains(g.source, "kjit_softmax_fused_row(blockIdx.x / 2, (long long)__clusterRelativeBlockRank() * 1024 + threadIdx.x, "));
+    CHECK(contains(g.source, "const long long first = (long long)__clusterRelativeBlockRank() * 1024 + threadIdx.x;\n"
+                             "    kjit_softmax_fused_row(blockIdx.x / 2, first, "));
     CHECK(contains(g.source, "__cluster_map_shared_rank((void*)&block_value, rank)"));
     doc.json["shape"] = {2, 4096};
     CHECK_FALSE(contains(generate(config::from_json(doc)).source, "__cluster"));
@@ -208,9 +209,10 @@ TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pas
     CHECK(g.kernels[0].shared_bytes == 4096 * 4);
     CHECK(contains(g.source, "extern __shared__ vec kjit_rows[];"));
     CHECK(contains(g.source, "cp.async.ca.shared.global [%0], [%1], 16;"));
-    CHECK(contains(g.source, "kjit_copy_row(kjit_rows, logits, blockIdx.x, cols);\n    kjit_wait_for_copies<0>();"));
+    CHECK(contains(g.source, "kjit_copy_row(kjit_rows, logits, blockIdx.x, cols, threadIdx.x);\n    kjit_wait_for_copies<0>();"));
     CHECK(contains(g.source, "kjit_softmax_fused_row(blockIdx.x, threadIdx.x, kjit_rows, logits, out, rows, cols);"));
-    CHECK(contains(g.source, "const vec in = kjit_row[v];"));
+    CHECK(contains(g.source, "const vec in = kjit_row[kjit_slot(v)];"));
+    CHECK(contains(g.source, "long long kjit_slot(long long v) { return v; }"));
     CHECK_FALSE(contains(g.source, "real x["));
     // A 2-byte vector (bfloat16, an odd row) is copied through a register: cp.async takes 4 bytes or more.
     doc.json["dtype"] = "bfloat16";
@@ -241,7 +243,7 @@ TEST_CASE("launch.grid on a row kernel: its blocks loop over the rows; with row_
     doc.json["launch"]["row_cache"] = "shared";
     g = generate(config::from_json(doc));
     CHECK(g.kernels[0].shared_bytes == 2 * 4096 * 4);  // this row and the next
-    CHECK(contains(g.source, "kjit_copy_row(kjit_rows + (turn ^ 1) * vectors, logits, row + gridDim.x, cols);\n"
+    CHECK(contains(g.source, "kjit_copy_row(kjit_rows + (turn ^ 1) * vectors, logits, row + gridDim.x, cols, threadIdx.x);\n"
                              "            kjit_wait_for_copies<1>();"));
     CHECK(contains(g.source, "kjit_softmax_fused_row(row, threadIdx.x, kjit_rows + turn * vectors, logits, out, rows, cols);"));
     // "auto" (the default): a block per row, no loop.
@@ -339,4 +341,21 @@ TEST_CASE("launch.min_blocks_per_sm is __launch_bounds__'s second argument") {
     CHECK(contains(generate(config::from_json(doc)).source, "__launch_bounds__(512) void layernorm_fused("));
     doc.json["launch"]["min_blocks_per_sm"] = 3;
     CHECK(contains(generate(config::from_json(doc)).source, "__launch_bounds__(512, 3) void layernorm_fused("));
+}
+
+TEST_CASE("row_cache \"shared\" in a cluster: each block copies and reads its share of the row") {
+    auto doc = config::load_document(kjit::testing::config_path("layernorm.json"));
+    doc.json["shape"] = {1024, 32768};
+    doc.json["launch"]["row_cache"] = "shared";
+    doc.json["launch"]["block"] = 512;
+    doc.json["launch"]["cluster"] = 2;
+    const auto g = generate(config::from_json(doc));
+    REQUIRE(g.kernels.size() == 1);
+    CHECK(g.kernels[0].shared_bytes == 32768 * 4 / 2);
+    CHECK(contains(g.source, "long long kjit_slot(long long v) { return v / 1024 * 512 + threadIdx.x; }"));
+    CHECK(contains(g.source, "    const long long first = (long long)__clusterRelativeBlockRank() * 512 + threadIdx.x;\n"
+                             "    extern __shared__ vec kjit_rows[];\n"
+                             "    kjit_copy_row(kjit_rows, activations, blockIdx.x / 2, cols, first);\n"
+                             "    kjit_wait_for_copies<0>();\n"
+                             "    kjit_layernorm_fused_row(blockIdx.x / 2, first, kjit_rows, "));
 }

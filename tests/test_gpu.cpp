@@ -97,7 +97,7 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
-TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows, streaming, capped registers") {
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows, streaming, capped registers, shared rows over a cluster") {
     session s;
     // Each fusion and row cache; softmax's sum also online, fused (registers and streamed) and separate.
     const std::vector<json> variants = {{{"fusion", "fused"}},
@@ -113,6 +113,9 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                                         // Evict-first loads and stores.
                                         {{"fusion", "fused"}, {"launch", {{"streaming", true}}}},
                                         {{"fusion", "fused"}, {"launch", {{"streaming", true}, {"row_cache", "shared"}}}},
+                                        // A row in shared memory, each block of a cluster holding its share.
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "shared"}, {"cluster", 2}}}},
+                                        {{"fusion", "separate"}, {"launch", {{"row_cache", "shared"}, {"cluster", 4}}}},
                                         // Registers capped for 4 blocks per SM.
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}, {"block", 256}, {"min_blocks_per_sm", 4}}}}};
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})

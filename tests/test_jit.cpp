@@ -190,6 +190,21 @@ TEST_CASE("launch.streaming compiles to evict-first loads and stores for every r
             }
 }
 
+TEST_CASE("row_cache \"shared\" over a cluster compiles for every shipped row config and dtype, fused and separate") {
+    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
+        for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
+            for (const char* fusion : {"fused", "separate"}) {
+                CAPTURE(name);
+                CAPTURE(dtype);
+                CAPTURE(fusion);
+                const auto result = compile_patched(name, {{"dtype", dtype}, {"fusion", fusion}, {"shape", {3, 70001}},
+                                                           {"launch", {{"row_cache", "shared"}, {"cluster", 4}}}});
+                INFO(result.nvrtc_log);
+                REQUIRE(result.ok);
+                CHECK(result.ptx.find(".reqnctapercluster 4") != std::string::npos);
+            }
+}
+
 TEST_CASE("launch.min_blocks_per_sm reaches the PTX as .minnctapersm, in a block per row, a loop and a cluster") {
     for (const json& launch : {json{{"block", 512}, {"row_cache", "shared"}}, json{{"block", 512}, {"grid", "resident"}},
                                json{{"block", 256}, {"cluster", 2}}}) {

@@ -276,7 +276,7 @@ TEST_CASE("launch.row_cache \"none\": a row of any length, read from memory in e
     CHECK(parsed(j).launch.cluster == 1);  // registers would take a cluster of 2
 }
 
-TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, up to what a block may have") {
+TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, or its share in each block of a cluster, up to what a block may have") {
     json j = softmax_config();
     j["shape"] = {2, 40000};
     j["launch"] = {{"row_cache", "shared"}};
@@ -286,11 +286,19 @@ TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, up
     CHECK(config::variant_label(p).find(" row-cache=shared") != std::string::npos);
     j["shape"] = {2, 60000};  // 240000 bytes of float32
     CHECK(failure(j) == "t.json: shape: a row of 240000 bytes is more than launch.row_cache \"shared\" holds (231424 bytes "
-                        "of a block's shared memory); use \"none\"");
-    j["shape"] = {2, 4096};
+                        "of a block's shared memory); use \"none\", or spread the row over a launch.cluster");
+    // A cluster of 2 blocks of 1024: each holds 8 vectors of 4 floats a thread (15000 vectors, 7.3 per thread).
     j["launch"]["cluster"] = 2;
-    CHECK(failure(j) == "t.json: launch.cluster: row_cache \"shared\" keeps the row in one block's shared memory: cluster "
-                        "is 1, got 2");
+    const auto clustered = parsed(j);
+    CHECK(config::row_bytes_per_block(clustered) == 8 * 1024 * 16);
+    j["shape"] = {2, 140000};
+    CHECK(failure(j) == "t.json: shape: a block's share (294912 bytes) of a row is more than launch.row_cache \"shared\" "
+                        "holds (231424 bytes of a block's shared memory); use \"none\", or spread the row over a launch.cluster");
+    j["launch"]["grid"] = "resident";
+    j["shape"] = {2, 4096};
+    CHECK(failure(j) == "t.json: launch.grid: a grid that loops over the rows runs each row on one block, and this one takes "
+                        "a cluster of 2; use launch.grid \"auto\", or launch.cluster 1");
+    j["launch"].erase("grid");
     j["launch"].erase("cluster");
     j["compile"] = {{"arch", "sm_75"}};
     CHECK(failure(j).find("t.json: compile: launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer") == 0);

@@ -44,7 +44,7 @@ void set_row_cache_costs(const config::pipeline& p, kernel_model& k) {
     using cache = config::launch_spec::row_cache;
     if (!k.plan.per_row) return;
     if (p.launch.cache == cache::shared && !k.first_value.empty())
-        k.plan.shared_bytes = static_cast<std::size_t>(config::row_bytes(p) * (config::rows_loop(p) ? 2 : 1));
+        k.plan.shared_bytes = static_cast<std::size_t>(config::row_bytes_per_block(p) * (config::rows_loop(p) ? 2 : 1));
     if (p.launch.cache != cache::none) return;
     const auto reduces = std::count_if(k.plan.stages.begin(), k.plan.stages.end(), [&](std::size_t i) {
         return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;

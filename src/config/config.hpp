@@ -104,7 +104,8 @@ struct launch_spec {
     /// again wherever x is used. "none": nowhere: each pass reads the row from memory again (from
     /// L2, mostly), applying the maps again; any row length, and few registers. "shared": in the
     /// block's shared memory as loaded (copied there asynchronously, sm_80 and newer), the maps
-    /// applied again; rows of up to k_max_shared_row_bytes, one block per row.
+    /// applied again; up to k_max_shared_row_bytes a block: a row, or with launch.cluster each
+    /// block's share of it.
     enum class row_cache { values, inputs, none, shared } cache = row_cache::values;
     int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
     /// Blocks to launch; nullopt = "auto": for elementwise kernels enough for one pass, at most
@@ -259,6 +260,9 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 [[nodiscard]] bool rows_loop(const pipeline& p);
 /// The bytes of one row as stored.
 [[nodiscard]] long long row_bytes(const pipeline& p);
+/// The bytes of a row that one block holds with row_cache "shared": the row, or in a cluster the
+/// block's share (its threads' vectors, as many for each thread).
+[[nodiscard]] long long row_bytes_per_block(const pipeline& p);
 /// The elements one thread of a row kernel handles (serially, before the block's tree). With
 /// row_cache "values" or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const pipeline& p);

@@ -338,18 +338,6 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
     using cache = launch_spec::row_cache;
     const bool in_registers = p.launch.cache == cache::values || p.launch.cache == cache::inputs;
     if (p.launch.cache == cache::shared) {
-        // A block that loops over rows holds two: the next is copied while this one is worked on.
-        const long long held = row_bytes(p) * (rows_loop(p) ? 2 : 1);
-        if (held > k_max_shared_row_bytes)
-            r.fail("shape", (rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds them) of " +
-                                                std::to_string(row_bytes(p)) + " bytes are"
-                                          : "a row of " + std::to_string(row_bytes(p)) + " bytes is") +
-                                " more than launch.row_cache \"shared\" holds (" + std::to_string(k_max_shared_row_bytes) +
-                                " bytes of a block's shared memory); use \"none\"" +
-                                (rows_loop(p) ? " or launch.grid \"auto\"" : ""));
-        if (!p.launch.cluster_auto && p.launch.cluster != 1)
-            r.fail_at("launch.cluster", "row_cache \"shared\" keeps the row in one block's shared memory: cluster is 1, got " +
-                                            std::to_string(p.launch.cluster));
         if (p.compile.arch && *p.compile.arch < 80)
             r.fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
                                   std::to_string(*p.compile.arch));
@@ -393,13 +381,28 @@ void choose_row_launch(const object_reader& r, pipeline& p) {
                             " blocks × " + std::to_string(k_max_row_items) +
                             " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or read it "
                             "from memory in each pass with launch.row_cache \"none\"");
+    if (p.launch.cache == cache::shared) {
+        // A block that loops over rows holds two: the next is copied while this one is worked on.
+        const long long share = row_bytes_per_block(p), held = share * (rows_loop(p) ? 2 : 1);
+        const std::string what = p.launch.cluster > 1 ? "a block's share (" + std::to_string(share) + " bytes) of a row is" :
+                                 rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds "
+                                                "them) of " + std::to_string(share) + " bytes are"
+                                              : "a row of " + std::to_string(share) + " bytes is";
+        if (held > k_max_shared_row_bytes)
+            r.fail("shape", what + " more than launch.row_cache \"shared\" holds (" +
+                                std::to_string(k_max_shared_row_bytes) + " bytes of a block's shared memory); use \"none\"" +
+                                (rows_loop(p) ? " or launch.grid \"auto\"" : ", or spread the row over a launch.cluster"));
+    }
     if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
         r.fail("shape", "expected at most (2^31 − 1) / " + std::to_string(p.launch.cluster) +
                             " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
     if (rows_loop(p) && p.launch.cluster > 1)
         r.fail_at("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
-                                     std::to_string(p.launch.cluster) + " (" + std::to_string(p.shape->cols) +
-                                     " elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
+                                     std::to_string(p.launch.cluster) +
+                                     (in_registers ? " (" + std::to_string(p.shape->cols) +
+                                                         " elements in registers); use launch.grid \"auto\", or row_cache "
+                                                         "\"none\" or \"shared\""
+                                                   : "; use launch.grid \"auto\", or launch.cluster 1"));
     if (p.launch.min_blocks_per_sm * p.launch.block > k_max_threads_per_sm)
         r.fail_at("launch.min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm) + " blocks of " +
                                                   std::to_string(p.launch.block) + " threads are more than the " +
@@ -814,6 +817,13 @@ long long row_items_per_thread(const pipeline& p) {
 bool rows_loop(const pipeline& p) { return has_reductions(p) && (p.launch.grid || p.launch.grid_resident); }
 
 long long row_bytes(const pipeline& p) { return p.shape->cols * static_cast<long long>(element_size(p.type)); }
+
+long long row_bytes_per_block(const pipeline& p) {
+    if (p.launch.cluster == 1) return row_bytes(p);
+    const long long width = effective_vector_width(p), vectors = p.shape->cols / width;
+    const long long stride = static_cast<long long>(p.launch.block) * p.launch.cluster;
+    return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(element_size(p.type));
+}
 
 long long row_sum_depth(const pipeline& p) { return row_items_per_thread(p) + 10 + p.launch.cluster - 1; }
 
