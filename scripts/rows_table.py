@@ -5,26 +5,39 @@ cold medians in µs, and kjit's share of its measured copy ceiling — then fuse
 cache and formula (time and bytes), with and without launch.streaming, and the launch sweep of long
 rows.
 
-    python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl)
+    python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl;
+                                                          any rows_*.json may be gzipped, as rows_*.json.gz)
 
 --plot draws the softmax table as bars: time per variant and tool, each shape and dtype a group.
 """
 import glob
+import gzip
 import json
 import os
 import sys
 
 
 def records(path):
-    data = json.load(open(path))
+    data = json.load((gzip.open if path.endswith(".gz") else open)(path, "rt"))
     return data if isinstance(data, list) else data["records"]
+
+
+def located(folder, name):
+    """folder/name, or folder/name.gz where only that is there."""
+    path = os.path.join(folder, name)
+    return path + ".gz" if not os.path.exists(path) and os.path.exists(path + ".gz") else path
+
+
+def matching(folder, pattern):
+    """The files of folder that match pattern, plain or gzipped."""
+    return sorted(glob.glob(os.path.join(folder, pattern)) + glob.glob(os.path.join(folder, pattern + ".gz")))
 
 
 def softmax_times(folder):
     """(shape, dtype) -> {label: µs} for the softmax table and the plot: kjit's fastest fused and
     separate points and each peer."""
     times = {}
-    for r in records(os.path.join(folder, "rows_softmax.json")):
+    for r in records(located(folder, "rows_softmax.json")):
         key = (r["shape"], r["dtype"])
         label = "kjit " + r["fusion"]
         us = r["kernel_cold_median_ms"] * 1e3
@@ -60,10 +73,10 @@ def plot(folder, path):
 
 def main(folder):
     print("odd shapes (rows 1, 3, 1000 x cols 1, 33, 4097; every dtype; fused and separate):")
-    for path in sorted(glob.glob(os.path.join(folder, "rows_odd_*.json"))):
+    for path in matching(folder, "rows_odd_*.json"):
         rs = records(path)
         bad = [r for r in rs if r["status"] != "PASS"]
-        print(f"  {os.path.basename(path)[9:-5]:10} {len(rs) - len(bad)} of {len(rs)} pass")
+        print(f"  {os.path.basename(path).split('.')[0][9:]:10} {len(rs) - len(bad)} of {len(rs)} pass")
         for r in bad:
             print(f"    {r['status']}: {r['sweep_point']}: {r['first_bad'] or r['error']}")
     peers = {}
@@ -74,13 +87,13 @@ def main(folder):
             peers[(p["op"], p["tool"], p["dtype"], f"{p['rows']}x{p['cols']}")] = p.get("median_ms")
     tools = ("copy", "torch_eager", "torch_compile", "triton_row", "unfused_eager")
     for op, path in (("softmax", "rows_softmax.json"), ("layernorm", "rows_layernorm.json"), ("rmsnorm", "rows_rmsnorm.json")):
-        if not os.path.exists(os.path.join(folder, path)):
+        if not os.path.exists(located(folder, path)):
             continue
-        rs = records(os.path.join(folder, path))
+        rs = records(located(folder, path))
         # Other sweeps of the same op in the same run: softmax's long rows by launch, the norms
         # with registers capped.
-        for more in glob.glob(os.path.join(folder, f"rows_{op}_*.json")) + (
-                [os.path.join(folder, "rows_cluster.json")] if op == "softmax" else []):
+        for more in matching(folder, f"rows_{op}_*.json") + (
+                [located(folder, "rows_cluster.json")] if op == "softmax" else []):
             if os.path.exists(more):
                 rs += records(more)
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
@@ -122,7 +135,7 @@ def point_values(r):
 
 def passes(folder):
     """Fused softmax by row cache and formula: the time, and the bytes each variant asks for."""
-    path = os.path.join(folder, "rows_softmax.json")
+    path = located(folder, "rows_softmax.json")
     if not os.path.exists(path):
         return
     rs = [r for r in records(path) if r["fusion"] == "fused" and not r.get("fast_math")]
@@ -148,7 +161,7 @@ def streaming(folder):
     """Each op's fastest fused point (exp accurate) with and without launch.streaming."""
     shown = False
     for op in ("softmax", "layernorm", "rmsnorm"):
-        path = os.path.join(folder, f"rows_{op}.json")
+        path = located(folder, f"rows_{op}.json")
         if not os.path.exists(path):
             continue
         rs = [r for r in records(path) if r["fusion"] == "fused" and not r.get("fast_math") and r.get("kernel_cold_median_ms")]
@@ -172,7 +185,7 @@ def streaming(folder):
 
 
 def clusters(folder):
-    path = os.path.join(folder, "rows_cluster.json")
+    path = located(folder, "rows_cluster.json")
     if not os.path.exists(path):
         return
     print("\nsoftmax 1024 x 32768 by launch: the variant, registers, blocks per SM, cold median µs, MB asked for")
