@@ -19,6 +19,17 @@ json config_with(const json& stages) {
 }
 config::pipeline parsed(const json& j) { return config::from_json({j, "t.json"}); }
 std::string failure(const json& j) { return error_message([&] { (void)parsed(j); }); }
+/// An elementwise config with `launch`.
+json elementwise_with(const json& launch) {
+    json j = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
+    j["launch"] = launch;
+    return j;
+}
+/// Whether an elementwise config with `launch` is refused for asking what only row kernels do.
+bool refused_as_row_only(const json& launch) {
+    return failure(elementwise_with(launch)).rfind("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and "
+                                                   "min_blocks_per_sm are for row kernels (stages with a reduce)", 0) == 0;
+}
 }  // namespace
 
 TEST_CASE("map: any expression over x, any number of inputs, and params") {
@@ -384,8 +395,7 @@ TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" mak
     j["dtype"] = "bfloat16";
     CHECK(config::rows_loop(parsed(j)));
     // An elementwise pipeline takes "resident" too: the grid-stride loop over n.
-    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
-    elementwise["launch"] = {{"grid", "resident"}};
+    const json elementwise = elementwise_with({{"grid", "resident"}});
     CHECK(parsed(elementwise).launch.grid_resident);
     CHECK_FALSE(config::rows_loop(parsed(elementwise)));
 }
@@ -403,9 +413,9 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     j["launch"] = {{"cluster", 8}};
     j["compile"] = {{"arch", "sm_80"}};
     CHECK(failure(j) == "t.json: compile: launch.cluster 8 needs thread-block clusters: sm_90 or newer, and compile.arch is sm_80");
-    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
-    elementwise["launch"] = {{"cluster", 2}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm are for row kernels") == 0);
+    CHECK(refused_as_row_only({{"cluster", 2}}));
+    CHECK(refused_as_row_only({{"row_mapping", "warp"}}));
+    CHECK(refused_as_row_only({{"row_cache", "shared"}}));
 }
 
 TEST_CASE("launch.min_blocks_per_sm: 1..32 blocks whose threads an SM holds, for row kernels only; in the variant's label") {
@@ -421,9 +431,7 @@ TEST_CASE("launch.min_blocks_per_sm: 1..32 blocks whose threads an SM holds, for
     CHECK(failure(j) == "t.json: launch.min_blocks_per_sm: expected an integer in 1..32, got 0");
     j["launch"]["min_blocks_per_sm"] = 5;
     CHECK(failure(j) == "t.json: launch.min_blocks_per_sm: 5 blocks of 512 threads are more than the 2048 threads an SM holds");
-    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
-    elementwise["launch"] = {{"min_blocks_per_sm", 2}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm") == 0);
+    CHECK(refused_as_row_only({{"min_blocks_per_sm", 2}}));
 }
 
 TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant's label") {
@@ -435,9 +443,7 @@ TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant
     CHECK(config::variant_label(p).find(" streaming") != std::string::npos);
     j["launch"] = {{"streaming", "yes"}};
     CHECK(failure(j) == "t.json: launch.streaming: expected true or false, got \"yes\"");
-    json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
-    elementwise["launch"] = {{"streaming", true}};
-    CHECK(failure(elementwise).find("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm are for row kernels") == 0);
+    CHECK(refused_as_row_only({{"streaming", true}}));
 }
 
 TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
