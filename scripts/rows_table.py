@@ -33,11 +33,21 @@ def matching(folder, pattern):
     return sorted(glob.glob(os.path.join(folder, pattern)) + glob.glob(os.path.join(folder, pattern + ".gz")))
 
 
+def op_records(folder, op):
+    """Every record of op in the call: its main sweep (rows_{op}.json), then its other sweeps —
+    softmax's long rows by launch, the norms with registers capped or rows over a cluster."""
+    rs = records(located(folder, f"rows_{op}.json"))
+    for more in matching(folder, f"rows_{op}_*.json") + ([located(folder, "rows_cluster.json")] if op == "softmax" else []):
+        if os.path.exists(more):
+            rs += records(more)
+    return rs
+
+
 def softmax_times(folder):
     """(shape, dtype) -> {label: µs} for the softmax table and the plot: kjit's fastest fused and
     separate points and each peer."""
     times = {}
-    for r in records(located(folder, "rows_softmax.json")):
+    for r in op_records(folder, "softmax"):
         key = (r["shape"], r["dtype"])
         label = "kjit " + r["fusion"]
         us = r["kernel_cold_median_ms"] * 1e3
@@ -86,16 +96,10 @@ def main(folder):
             p = json.loads(line)
             peers[(p["op"], p["tool"], p["dtype"], f"{p['rows']}x{p['cols']}")] = p.get("median_ms")
     tools = ("copy", "torch_eager", "torch_compile", "triton_row", "unfused_eager")
-    for op, path in (("softmax", "rows_softmax.json"), ("layernorm", "rows_layernorm.json"), ("rmsnorm", "rows_rmsnorm.json")):
-        if not os.path.exists(located(folder, path)):
+    for op in ("softmax", "layernorm", "rmsnorm"):
+        if not os.path.exists(located(folder, f"rows_{op}.json")):
             continue
-        rs = records(located(folder, path))
-        # Other sweeps of the same op in the same run: softmax's long rows by launch, the norms
-        # with registers capped.
-        for more in matching(folder, f"rows_{op}_*.json") + (
-                [located(folder, "rows_cluster.json")] if op == "softmax" else []):
-            if os.path.exists(more):
-                rs += records(more)
+        rs = op_records(folder, op)
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
         print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'fast-math':>9} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
               + " ".join(f"{t:>13}" for t in tools) + "  check")
