@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "codegen/codegen.hpp"
+#include "family/family.hpp"
 #include "config/config.hpp"
 #include "util/error.hpp"
 
@@ -16,10 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         const config::document doc =
             config::parse_document(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
-        const config::pipeline p = config::from_json(doc);
-        (void)codegen::generate(p, templates);
+        const config::pipeline p = family::load(doc);
+        (void)family::plan(p, templates);
         // One shard of many: bounded work whatever the sweep's size, as `--shard` gives.
-        (void)config::expand_sweep(doc, 0, 4096);
+        (void)family::expand_sweep(doc, 0, 4096);
     } catch (const error&) {
     }
     return 0;

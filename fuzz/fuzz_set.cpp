@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "codegen/codegen.hpp"
+#include "family/family.hpp"
 #include "config/config.hpp"
 #include "util/error.hpp"
 
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             config::apply_override(doc, rest.substr(0, end));
             rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
         }
-        (void)codegen::generate(config::from_json(doc), templates);
+        (void)family::plan(family::load(doc), templates);
     } catch (const error&) {
     }
     return 0;

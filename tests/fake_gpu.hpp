@@ -87,11 +87,14 @@ public:
         record("fill_bytes");
         std::memset(m_buffers.at(id).data(), value, bytes);
     }
-    void launch(run::kernel_id kernel, long long grid, int block, const run::kernel_args& args) override {
+    void launch(run::kernel_id kernel, const family::dims& grid, const family::dims& block,
+                const run::kernel_args& args) override {
         record("launch");
         ++launches;
-        last_grid = grid;
-        last_block = block;
+        last_grid = grid.x;
+        last_block = static_cast<int>(block.x);
+        last_grid_dims = grid;
+        last_block_dims = block;
         last_args = args;
         std::vector<std::vector<unsigned char>*> buffers;
         for (auto id : args.buffers) buffers.push_back(&m_buffers.at(id));
@@ -127,6 +130,7 @@ public:
     run::kernel_args last_args;
     long long last_grid = 0;
     int last_block = 0;
+    family::dims last_grid_dims, last_block_dims;
     int flushes = 0;
     int released = 0;
 

@@ -10,6 +10,7 @@
 #include "cli/cli.hpp"
 
 #include "config/config.hpp"
+#include "family/family.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 
@@ -27,7 +28,7 @@ template <class Edit>
 config::pipeline pipeline_with(Edit edit) {
     auto doc = default_document();
     edit(doc.json);
-    return config::from_json(doc);
+    return family::load(doc);
 }
 
 /// What `kjit args…` printed and returned, run in process.

@@ -20,7 +20,7 @@ std::string config_error_after(Edit edit) {
 }  // namespace
 
 TEST_CASE("the default config is the seed problem") {
-    const auto p = config::from_json(kjit::testing::default_document());
+    const auto p = family::load(kjit::testing::default_document());
     CHECK(p.name == "hidden_layer");
     CHECK(p.n == 1000000);
     CHECK(p.type == config::dtype::float32);
@@ -35,7 +35,7 @@ TEST_CASE("the default config is the seed problem") {
     CHECK(p.stages[2].op == "tanh");
     CHECK(p.stages[2].formula == "builtin");
     CHECK(config::describe_stages(p) == "normalize → weigh → tanh=builtin");
-    CHECK(config::effective_vector_width(p) == 4);
+    CHECK(p.launch.vector_width == 4);
     CHECK_FALSE(p.launch.grid.has_value());
 }
 
@@ -43,7 +43,7 @@ TEST_CASE("every shipped config is valid") {
     for (const auto& entry : std::filesystem::directory_iterator(std::string(KJIT_SOURCE_DIR) + "/configs")) {
         CAPTURE(entry.path().string());
         const auto doc = config::load_document(entry.path().string());
-        CHECK_FALSE(config::expand_sweep(doc).empty());
+        CHECK_FALSE(family::expand_sweep(doc).empty());
     }
 }
 
@@ -103,7 +103,7 @@ TEST_CASE("vector width: 1 to 8 elements, at most 32 bytes, or auto") {
         j["dtype"] = "float16";
         j["launch"]["vector_width"] = 8;
     });
-    CHECK(config::effective_vector_width(half) == 8);
+    CHECK(half.launch.vector_width == 8);
 }
 
 TEST_CASE("a stage naming an input that does not exist") {
@@ -176,7 +176,7 @@ TEST_CASE("tolerance overrides the default per field") {
 }
 
 TEST_CASE("default tolerances: tight for builtin tanh, absolute slack only for the exp formula") {
-    const auto builtin = config::from_json(kjit::testing::default_document());
+    const auto builtin = family::load(kjit::testing::default_document());
     const auto exp = kjit::testing::pipeline_with([](json& j) { j["stages"][2]["formula"] = "exp"; });
     CHECK(config::default_tolerance(builtin).atol == 0x1p-126);  // only underflow
     CHECK(config::default_tolerance(exp).atol == doctest::Approx(5 * 0x1p-23));  // atol_ulps 5 in ops.json
@@ -185,7 +185,7 @@ TEST_CASE("default tolerances: tight for builtin tanh, absolute slack only for t
 }
 
 TEST_CASE("default tolerances follow the storage type") {
-    const auto f32 = config::default_tolerance(config::from_json(kjit::testing::default_document()));
+    const auto f32 = config::default_tolerance(family::load(kjit::testing::default_document()));
     for (const char* type : {"float16", "bfloat16"}) {
         CAPTURE(type);
         const auto narrow = config::default_tolerance(kjit::testing::pipeline_with([&](json& j) { j["dtype"] = type; }));
@@ -215,14 +215,14 @@ TEST_CASE("--set overrides any field, and validation still applies") {
     config::apply_override(doc, "stages[2].formula=exp");
     config::apply_override(doc, "dtype=float64");
     config::apply_override(doc, "compile.fast_math=true");
-    const auto p = config::from_json(doc);
+    const auto p = family::load(doc);
     CHECK(p.launch.block == 128);
     CHECK(p.stages[2].formula == "exp");
     CHECK(p.type == config::dtype::float64);
     CHECK(p.compile.fast_math);
 
     config::apply_override(doc, "launch.block=100");
-    CHECK(error_message([&] { (void)config::from_json(doc); }).find("launch.block: expected a multiple of 32") !=
+    CHECK(error_message([&] { (void)family::load(doc); }).find("launch.block: expected a multiple of 32") !=
           std::string::npos);
 }
 
@@ -239,7 +239,7 @@ TEST_CASE("--set errors name the assignment") {
 TEST_CASE("sweep: cartesian product, last axis fastest, every point validated") {
     auto doc = kjit::testing::default_document();
     doc.json["sweep"] = {{"dtype", {"float32", "float64"}}, {"launch.block", {128, 256, 512}}};
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     REQUIRE(points.size() == 6);
     // Axes nest in the order they are written: dtype outer, launch.block inner.
     CHECK(points[0].label == "dtype=float32 launch.block=128");
@@ -252,7 +252,7 @@ TEST_CASE("sweep: cartesian product, last axis fastest, every point validated") 
 TEST_CASE("sweep: a bad point is named with its index and values before anything runs") {
     auto doc = kjit::testing::default_document();
     doc.json["sweep"] = {{"launch.block", {128, 100}}};
-    const auto m = error_message([&] { (void)config::expand_sweep(doc); });
+    const auto m = error_message([&] { (void)family::expand_sweep(doc); });
     CHECK(m.find("sweep point 1 (launch.block=100): launch.block: expected a multiple of 32") != std::string::npos);
 }
 
@@ -261,13 +261,13 @@ TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes on
     json axes = json::object();
     for (int i = 0; i < 64; ++i) axes["params.p" + std::to_string(i)] = {1, 2};  // 2^64 points would wrap to 0
     doc.json["sweep"] = axes;
-    CHECK(error_message([&] { (void)config::expand_sweep(doc); }).find("sweep: more than 1000000 points") != std::string::npos);
+    CHECK(error_message([&] { (void)family::expand_sweep(doc); }).find("sweep: more than 1000000 points") != std::string::npos);
     // 10^6 points (the bound), of which a shard of 10^6 keeps one: fast, because the rest are never made.
     doc.json["sweep"] = {{"seed", json::array()}, {"launch.block", json::array()}};
     for (int i = 0; i < 1000; ++i) doc.json["sweep"]["seed"].push_back(i);
     for (int i = 0; i < 1000; ++i) doc.json["sweep"]["launch.block"].push_back(32 * (1 + i % 32));
     const auto start = std::chrono::steady_clock::now();
-    const auto one = config::expand_sweep(doc, 123456, 1000000);
+    const auto one = family::expand_sweep(doc, 123456, 1000000);
     REQUIRE(one.size() == 1);
     CHECK(one[0].index == 123456);
     CHECK(one[0].pipeline.seed == 123);
@@ -277,7 +277,7 @@ TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes on
 TEST_CASE("sweep: malformed axes") {
     auto doc = kjit::testing::default_document();
     doc.json["sweep"] = {{"dtype", json::array()}};
-    CHECK(error_message([&] { (void)config::expand_sweep(doc); }).find("sweep.dtype: expected a non-empty list") !=
+    CHECK(error_message([&] { (void)family::expand_sweep(doc); }).find("sweep.dtype: expected a non-empty list") !=
           std::string::npos);
 }
 
@@ -307,7 +307,7 @@ TEST_CASE("comments are allowed; the README's config example parses as written")
     const auto start = readme.find("```json\n", section) + 8;
     const auto example = readme.substr(start, readme.find("```", start) - start);
     const auto parsed = config::parse_document(example, "README.md");
-    CHECK(config::expand_sweep(parsed).size() == 4);
+    CHECK(family::expand_sweep(parsed).size() == 4);
 }
 
 TEST_CASE("hostile JSON: deep nesting, huge numbers, huge indices, invalid UTF-8, a directory") {
@@ -320,14 +320,14 @@ TEST_CASE("hostile JSON: deep nesting, huge numbers, huge indices, invalid UTF-8
     CHECK(error_message([&] { config::apply_override(doc, "stages[99999999999999999999]=1"); })
               .find("list index 99999999999999999999 is too large") != std::string::npos);
     config::apply_override(doc, "stages[0].scale=1e400");
-    CHECK(error_message([&] { (void)config::from_json(doc); }).find("stages[0].scale: expected a number, got \"1e400\"") !=
+    CHECK(error_message([&] { (void)family::load(doc); }).find("stages[0].scale: expected a number, got \"1e400\"") !=
           std::string::npos);
     doc = kjit::testing::default_document();
     config::apply_override(doc, "name=\xff\xfe");
-    CHECK(error_message([&] { (void)config::from_json(doc); }).find("name: expected a C identifier") != std::string::npos);
+    CHECK(error_message([&] { (void)family::load(doc); }).find("name: expected a C identifier") != std::string::npos);
     doc = kjit::testing::default_document();
     config::apply_override(doc, "stages[0].input=\xff");
-    CHECK(error_message([&] { (void)config::from_json(doc); }).find("stages[0].input: expected the name of an input") !=
+    CHECK(error_message([&] { (void)family::load(doc); }).find("stages[0].input: expected the name of an input") !=
           std::string::npos);
     CHECK(error_message([] { (void)config::load_document(KJIT_SOURCE_DIR); }, error_kind::usage).find("is a directory") !=
           std::string::npos);

@@ -36,7 +36,7 @@ inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 )";
 
 /// main(): reads the inputs, runs every kernel over 3 blocks of 32 threads, writes out.bin.
-std::string host_main(const config::pipeline& p, const codegen::generated_source& g) {
+std::string host_main(const config::pipeline& p, const family::program& g) {
     std::ostringstream m;
     m << "static std::vector<store_t> array(long long n, int offset) { return std::vector<store_t>(n + offset + 8, "
          "store_t(NAN)); }\n"
@@ -48,22 +48,21 @@ std::string host_main(const config::pipeline& p, const codegen::generated_source
         m << "    auto buffer_" << in.name << " = array(n, offset);\n    store_t* " << in.name << " = buffer_" << in.name
           << ".data() + offset;\n    std::ifstream(dir + \"/" << in.name << ".bin\", std::ios::binary).read((char*)"
           << in.name << ", n * sizeof(store_t));\n";
-    std::vector<std::string> written = g.temporaries;
-    written.push_back(codegen::k_output_buffer);
+    std::vector<std::string> written;
+    for (const auto& b : g.buffers)
+        if (b.role != family::buffer_role::input) written.push_back(b.name);
     for (const auto& name : written)
         m << "    auto buffer_" << name << " = array(n, offset);\n    store_t* " << name << " = buffer_" << name
           << ".data() + offset;\n";
     for (const auto& k : g.kernels) {
-        std::string args;
-        for (const auto& r : k.reads) args += r + ", ";
-        args += k.writes + ", ";
-        for (const auto& s : k.scalars)
-            for (const auto& scalar : p.scalars)
-                if (scalar.name == s) {
-                    char text[40];
-                    std::snprintf(text, sizeof text, "(real)%.17g, ", scalar.value);
-                    args += text;
-                }
+        std::string args;  // in the program's order: buffers, scalars, then n
+        for (const auto& a : k.args) {
+            if (a.what == family::argument::kind::buffer) args += a.name + ", ";
+            if (a.what != family::argument::kind::scalar) continue;
+            char text[40];
+            std::snprintf(text, sizeof text, "(real)%.17g, ", config::find_scalar(p, a.name)->value);
+            args += text;
+        }
         m << "    gridDim.x = 3; blockDim.x = 32;\n"
              "    for (unsigned b = 0; b < gridDim.x; ++b)\n"
              "        for (unsigned t = 0; t < blockDim.x; ++t) {\n"
@@ -84,7 +83,7 @@ int shell(const std::string& command) {
 /// and compares with the reference.
 void check_on_host(const config::pipeline& p) {
     kjit::testing::temp_dir dir;
-    const auto g = codegen::generate(p, codegen::template_set::embedded());
+    const auto g = family::plan(p, codegen::template_set::embedded());
     REQUIRE(g.headers.empty());
     const std::string source = (dir.path() / "kernel.cpp").string(), program = (dir.path() / "kernel").string();
     std::ofstream(source) << k_shim << g.source << host_main(p, g);
@@ -97,7 +96,7 @@ void check_on_host(const config::pipeline& p) {
     for (const auto& [name, array] : inputs)
         std::ofstream(dir.path() / (name + ".bin"), std::ios::binary)
             .write(static_cast<const char*>(array.data()), static_cast<std::streamsize>(array.bytes()));
-    const auto expected = reference::compute(p, inputs);
+    const auto expected = family::family_of(p).reference(p, inputs);
     for (int offset : {0, 1}) {
         CAPTURE(offset);
         const int ran = shell("'" + program + "' '" + dir.path().string() + "' " + std::to_string(p.n) + " " +

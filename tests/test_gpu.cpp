@@ -43,7 +43,7 @@ config::pipeline with_measure(config::pipeline p) {
 
 TEST_CASE("NVML reads the device's clocks and temperature before and after the timed loops") {
     session s;
-    const auto rec = s.run(with_measure(config::from_json(kjit::testing::default_document())));
+    const auto rec = s.run(with_measure(family::load(kjit::testing::default_document())));
     REQUIRE_MESSAGE(!rec.state_before.empty(), "NVML gave nothing: is libnvidia-ml.so.1 missing?");
     CHECK(rec.state_before.sm_clock_mhz.value_or(0) > 0);
     CHECK(rec.state_after.memory_clock_mhz.value_or(0) > 0);
@@ -63,7 +63,7 @@ TEST_CASE("every shipped config runs on the GPU and verifies") {
         CAPTURE(name);
         auto doc = config::load_document(entry.path().string());
         doc.json.erase("sweep");  // the base point; sweeps run in scripts/gpu-check.sh
-        const auto rec = s.run(config::from_json(doc));
+        const auto rec = s.run(family::load(doc));
         CHECK(rec.status == report::outcome::pass);
         CHECK(rec.check->nan_count == 0);
         CHECK(rec.kernel_cold->median > 0);
@@ -143,7 +143,7 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                         CAPTURE(type);
                         CAPTURE(sum);
                         CAPTURE(variant.dump());
-                        const auto rec = s.run(with_measure(config::from_json(doc)));
+                        const auto rec = s.run(with_measure(family::load(doc)));
                         CHECK(rec.status == report::outcome::pass);
                         CHECK(rec.check->nan_count == 0);
                     }
@@ -184,7 +184,7 @@ TEST_CASE("explicit small grids still cover n (grid-stride)") {
 
 TEST_CASE("a warm run loads the cubin from the cache: no NVRTC, no PTX → cubin, fast module load") {
     session s;
-    const auto p = with_measure(config::from_json(kjit::testing::default_document()));
+    const auto p = with_measure(family::load(kjit::testing::default_document()));
     const auto cold = s.run(p);
     CHECK(cold.cache_status == "miss");
     CHECK(cold.get(report::phase::nvrtc).has_value());
@@ -215,7 +215,7 @@ TEST_CASE("every activation and formula verifies in every storage type, on input
     auto doc = config::load_document(kjit::testing::config_path("activations.json"));
     doc.json["n"] = 100003;
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
-    for (const auto& point : config::expand_sweep(doc)) {
+    for (const auto& point : family::expand_sweep(doc)) {
         CAPTURE(point.label);
         const auto rec = s.run(point.pipeline);
         CHECK(rec.status == report::outcome::pass);
@@ -226,7 +226,7 @@ TEST_CASE("every activation and formula verifies in every storage type, on input
 TEST_CASE("softplus: the naive formula overflows to inf above 88.7 and FAILs naming the element; stable passes") {
     session s;
     auto doc = config::load_document(kjit::testing::config_path("softplus.json"));
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     REQUIRE(points.size() == 2);
     const auto stable = s.run(with_measure(points[0].pipeline));
     CHECK(stable.status == report::outcome::pass);
@@ -240,7 +240,7 @@ TEST_CASE("softplus: the naive formula overflows to inf above 88.7 and FAILs nam
 TEST_CASE("a param is a kernel argument: changing it changes the result, not the binary") {
     session s;
     auto doc = config::load_document(kjit::testing::config_path("leaky_relu_expr.json"));
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     REQUIRE(points.size() == 3);
     const auto first = s.run(with_measure(points[0].pipeline));
     const auto third = s.run(with_measure(points[2].pipeline));

@@ -21,14 +21,14 @@ using json = kjit::config::json_value;
 
 namespace {
 jit::compile_request request_for(const config::pipeline& p, int arch = 90) {
-    return run::compile_request_for(p, codegen::generate(p, codegen::template_set::embedded()), arch);
+    return run::compile_request_for(p, family::plan(p, codegen::template_set::embedded()), arch);
 }
 
 /// The shipped config `name` with `patch` merged into it (RFC 7386), compiled by NVRTC for sm_90.
 jit::compile_result compile_patched(const char* name, const json& patch) {
     auto doc = config::load_document(kjit::testing::config_path(name));
     doc.json.merge_patch(patch);
-    return jit::compile(request_for(config::from_json(doc)));
+    return jit::compile(request_for(family::load(doc)));
 }
 
 /// Runs the kjit binary with `args`; returns its exit code. Output goes to `log`.
@@ -116,7 +116,7 @@ TEST_CASE("every shipped row config compiles in every dtype, fused and separate,
                     doc.json["dtype"] = dtype;
                     doc.json["fusion"] = fusion;
                     doc.json["shape"] = shape;
-                    const auto p = config::from_json(doc);
+                    const auto p = family::load(doc);
                     CAPTURE(name);
                     CAPTURE(dtype);
                     CAPTURE(fusion);
@@ -229,7 +229,7 @@ TEST_CASE("the online softmax compiles in every dtype: fused, streamed, separate
             const std::string type = dtype;
             CAPTURE(type);
             CAPTURE(variant.dump());
-            const auto result = jit::compile(request_for(config::from_json(doc)));
+            const auto result = jit::compile(request_for(family::load(doc)));
             INFO(result.nvrtc_log);
             CHECK(result.ok);
             if (type != "float64") CHECK(result.ptx.find("ex2.approx") != std::string::npos);  // expf's core
@@ -240,7 +240,7 @@ TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 element
     for (const char* dtype : {"float16", "bfloat16"}) {
         CAPTURE(dtype);
         const auto p = kjit::testing::pipeline_with([&](json& j) { j["dtype"] = dtype; });
-        const auto generated = codegen::generate(p, codegen::template_set::embedded());
+        const auto generated = family::plan(p, codegen::template_set::embedded());
         REQUIRE(generated.headers.size() == 1);
         CHECK(generated.vector_width == 8);
         CHECK(generated.source.find("typedef float real;") != std::string::npos);
@@ -277,7 +277,7 @@ TEST_CASE("kjit emit --ptx prints the PTX of the variant") {
 }
 
 TEST_CASE("vector loads are 16 bytes wide in the PTX") {
-    const auto result = jit::compile(request_for(config::from_json(kjit::testing::default_document())));
+    const auto result = jit::compile(request_for(family::load(kjit::testing::default_document())));
     REQUIRE(result.ok);
     CHECK(result.ptx.find("ld.global.nc.v4.f32") != std::string::npos);
     CHECK(result.ptx.find("st.global.v4.f32") != std::string::npos);
@@ -305,7 +305,7 @@ TEST_CASE("the copy probe compiles") {
 TEST_CASE("a compile error shows NVRTC's log and the source lines, and caches nothing") {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache(dir.path());
-    auto request = request_for(config::from_json(kjit::testing::default_document()));
+    auto request = request_for(family::load(kjit::testing::default_document()));
     request.source += "\n__device__ int broken() { return undeclared_thing; }\n";
     const auto m = kjit::testing::error_message([&] { (void)jit::build(request, &cache, jit::cache_mode::use, "v"); },
                                                 error_kind::compile);
@@ -315,7 +315,7 @@ TEST_CASE("a compile error shows NVRTC's log and the source lines, and caches no
     CHECK(m.find("return undeclared_thing;") != std::string::npos);
     CHECK(cache.list().empty());
 
-    request = request_for(config::from_json(kjit::testing::default_document()));
+    request = request_for(family::load(kjit::testing::default_document()));
     request.extra_options = {"--no-such-option"};  // the config's option, not the source: exit 2
     CHECK(kjit::testing::error_message([&] { (void)jit::build(request, &cache, jit::cache_mode::use, "v"); },
                                        error_kind::config)
@@ -326,7 +326,7 @@ TEST_CASE("a compile error shows NVRTC's log and the source lines, and caches no
 TEST_CASE("miss, then hit without compiling; --no-cache and --refresh") {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache(dir.path());
-    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto request = request_for(family::load(kjit::testing::default_document()));
     const auto first = jit::build(request, &cache, jit::cache_mode::use, "v");
     CHECK(first.cache_status == "miss");
     CHECK(first.compiled);
@@ -346,7 +346,7 @@ TEST_CASE("miss, then hit without compiling; --no-cache and --refresh") {
 }
 
 TEST_CASE("compile methods: one NVRTC call gives PTX and cubin with its phase split; nvJitLink is the other path") {
-    auto request = request_for(config::from_json(kjit::testing::default_document()));
+    auto request = request_for(family::load(kjit::testing::default_document()));
     REQUIRE(request.method == jit::compile_method::nvrtc);  // the default
     const auto direct = jit::compile(request);
     REQUIRE(direct.ok);
@@ -402,7 +402,7 @@ TEST_CASE("-minimal is dropped, once, for a source that needs what it omits; a r
 }
 
 TEST_CASE("the key changes with source, options and arch") {
-    const auto base = request_for(config::from_json(kjit::testing::default_document()));
+    const auto base = request_for(family::load(kjit::testing::default_document()));
     auto other_arch = base;
     other_arch.arch = 80;
     auto fast = base;
@@ -414,13 +414,13 @@ TEST_CASE("the key changes with source, options and arch") {
     const std::set<std::string> keys{jit::cache_key(base), jit::cache_key(other_arch), jit::cache_key(fast),
                                      jit::cache_key(source), jit::cache_key(via_link)};
     CHECK(keys.size() == 5);
-    CHECK(jit::cache_key(base) == jit::cache_key(request_for(config::from_json(kjit::testing::default_document()))));
+    CHECK(jit::cache_key(base) == jit::cache_key(request_for(family::load(kjit::testing::default_document()))));
 }
 
 TEST_CASE("a corrupted entry is reported, recompiled and replaced") {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache(dir.path());
-    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto request = request_for(family::load(kjit::testing::default_document()));
     const auto first = jit::build(request, &cache, jit::cache_mode::use, "v");
     std::filesystem::resize_file(cache.entries_dir() / first.key / "program.cubin", 100);
     const auto rebuilt = jit::build(request, &cache, jit::cache_mode::use, "v");
@@ -434,7 +434,7 @@ TEST_CASE("a corrupted entry is reported, recompiled and replaced") {
 TEST_CASE("an entry whose hashes match but whose meta.json has a wrong-typed field is rebuilt, not fatal") {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache(dir.path());
-    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto request = request_for(family::load(kjit::testing::default_document()));
     const auto first = jit::build(request, &cache, jit::cache_mode::use, "v");
     const auto meta_path = cache.entries_dir() / first.key / "meta.json";
     auto meta = nlohmann::json::parse(fs::read_file(meta_path));
@@ -450,7 +450,7 @@ TEST_CASE("a cache that cannot be written warns and carries on: the compile stil
     kjit::testing::temp_dir dir;
     std::ofstream(dir.path() / "file") << "not a directory";
     jit::disk_cache cache(dir.path() / "file");  // --cache-dir pointing at a file
-    const auto request = request_for(config::from_json(kjit::testing::default_document()));
+    const auto request = request_for(family::load(kjit::testing::default_document()));
     const auto built = jit::build(request, &cache, jit::cache_mode::use, "v");
     CHECK(built.compiled);
     CHECK_FALSE(built.cubin.empty());

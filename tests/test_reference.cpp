@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "family/rows/geometry.hpp"
 #include "helpers.hpp"
 #include "reference/reference.hpp"
 #include "run/inputs.hpp"
@@ -10,6 +11,10 @@ using namespace kjit;
 using json = kjit::config::json_value;
 
 namespace {
+/// The reference of `p` as its family computes it.
+reference::expected_values reference_of(const config::pipeline& p, const reference::input_arrays& inputs) {
+    return family::family_of(p).reference(p, inputs);
+}
 config::pipeline small(int n = 1000) {
     return kjit::testing::pipeline_with([&](json& j) { j["n"] = n; });
 }
@@ -38,7 +43,7 @@ TEST_CASE("reference computes tanh(greyscale / 255 · weight) in float64") {
         inputs.at("greyscales").set(i, g[i]);
         inputs.at("weights").set(i, w[i]);
     }
-    const auto ref = reference::compute(p, inputs).values;
+    const auto ref = family::family_of(p).reference(p, inputs).values;
     CHECK(ref[0] == 0.0);
     CHECK(ref[1] == doctest::Approx(std::tanh(0.5)).epsilon(1e-15));
     CHECK(ref[2] == doctest::Approx(std::tanh(100.0 / 255 * -2)).epsilon(1e-15));
@@ -128,7 +133,7 @@ TEST_CASE("the seed's exp formula in float32: hundreds of ulps, inside the error
         j["stages"][2]["formula"] = "exp";
     });
     const auto inputs = run::make_inputs(p);
-    const auto ref = reference::compute(p, inputs);
+    const auto ref = family::family_of(p).reference(p, inputs);
     reference::typed_array out(config::dtype::float32, ref.values.size());
     for (std::size_t i = 0; i < ref.values.size(); ++i) {
         const float x = static_cast<float>(inputs.at("greyscales").get(i)) / 255.0f *
@@ -139,7 +144,7 @@ TEST_CASE("the seed's exp formula in float32: hundreds of ulps, inside the error
     const auto with_default = reference::compare(out, ref, config::default_tolerance(p));
     CHECK(with_default.pass);
     CHECK(with_default.max_ulp_error > 100);
-    const auto builtin = config::default_tolerance(config::from_json(kjit::testing::default_document()));
+    const auto builtin = config::default_tolerance(family::load(kjit::testing::default_document()));
     CHECK_FALSE(reference::compare(out, exact(ref.values), builtin).pass);
 }
 
@@ -150,14 +155,14 @@ TEST_CASE("error scale: about |value| for the builtin, large where the exp formu
     inputs.emplace("weights", reference::typed_array(config::dtype::float32, 1));
     inputs.at("greyscales").set(0, 1);
     inputs.at("weights").set(0, 0.01);  // x ≈ 4e-5: e^x − e^−x cancels
-    const auto builtin = reference::compute(p, inputs);
+    const auto builtin = family::family_of(p).reference(p, inputs);
     CHECK(builtin.scales[0] > std::fabs(builtin.values[0]));
     CHECK(builtin.scales[0] < 10 * std::fabs(builtin.values[0]));
     p = kjit::testing::pipeline_with([](json& j) {
         j["n"] = 1;
         j["stages"][2]["formula"] = "exp";
     });
-    const auto exp = reference::compute(p, inputs);
+    const auto exp = family::family_of(p).reference(p, inputs);
     CHECK(exp.values[0] == builtin.values[0]);  // the same exact definition
     CHECK(exp.scales[0] > 1000 * builtin.scales[0]);
 }
@@ -192,7 +197,7 @@ config::pipeline rows_of(long long rows, long long cols, const json& stages) {
               {"inputs", {{"a", {{"fill", "uniform"}}}}},
               {"params", {{"eps", 0.0}}},
               {"stages", stages}};
-    return config::from_json({j, "t.json"});
+    return family::load({j, "t.json"});
 }
 reference::input_arrays input_a(const std::vector<double>& values) {
     reference::input_arrays inputs;
@@ -207,15 +212,15 @@ const json softmax_stages = {{{"op", "reduce"}, {"fn", "max"}, {"as", "m"}, {"in
 
 TEST_CASE("softmax by rows: hand-computed rows, a row of one element, each row on its own") {
     // Rows of 3: [1, 2, 3] and [0, 0, 0] (a row's max and sum do not leak into the next).
-    const auto ref = reference::compute(rows_of(2, 3, softmax_stages), input_a({1, 2, 3, 0, 0, 0}));
+    const auto ref = reference_of(rows_of(2, 3, softmax_stages), input_a({1, 2, 3, 0, 0, 0}));
     const double total = std::exp(-2.0) + std::exp(-1.0) + 1;
     CHECK(ref.values[0] == doctest::Approx(std::exp(-2.0) / total).epsilon(1e-15));
     CHECK(ref.values[2] == doctest::Approx(1 / total).epsilon(1e-15));
     for (std::size_t i = 3; i < 6; ++i) CHECK(ref.values[i] == doctest::Approx(1.0 / 3).epsilon(1e-15));
-    const auto single = reference::compute(rows_of(3, 1, softmax_stages), input_a({-5, 0, 7}));
+    const auto single = reference_of(rows_of(3, 1, softmax_stages), input_a({-5, 0, 7}));
     for (std::size_t i = 0; i < 3; ++i) CHECK(single.values[i] == 1.0);
     // 33 equal elements: a row length that is no multiple of a vector width or a block.
-    const auto odd = reference::compute(rows_of(1, 33, softmax_stages), input_a(std::vector<double>(33, 2.5)));
+    const auto odd = reference_of(rows_of(1, 33, softmax_stages), input_a(std::vector<double>(33, 2.5)));
     for (std::size_t i = 0; i < 33; ++i) CHECK(odd.values[i] == doctest::Approx(1.0 / 33).epsilon(1e-15));
 }
 
@@ -223,7 +228,7 @@ TEST_CASE("layer norm by rows: the mean, the variance by a reduce of an expressi
     const json stages = {{{"op", "reduce"}, {"fn", "mean"}, {"as", "mu"}, {"input", "a"}},
                          {{"op", "reduce"}, {"fn", "mean"}, {"expr", "(x - mu) * (x - mu)"}, {"as", "var"}},
                          {{"op", "map"}, {"expr", "(x - mu) / sqrt(var + eps)"}}};
-    const auto ref = reference::compute(rows_of(1, 4, stages), input_a({1, 2, 3, 4}));
+    const auto ref = reference_of(rows_of(1, 4, stages), input_a({1, 2, 3, 4}));
     const double sd = std::sqrt(1.25);  // mean 2.5, variance (2.25 + 0.25 + 0.25 + 2.25) / 4
     CHECK(ref.values[0] == doctest::Approx(-1.5 / sd).epsilon(1e-15));
     CHECK(ref.values[3] == doctest::Approx(1.5 / sd).epsilon(1e-15));
@@ -231,12 +236,12 @@ TEST_CASE("layer norm by rows: the mean, the variance by a reduce of an expressi
 
 TEST_CASE("a final reduce: one value per row, a sum's error scale from the kernels' order of additions") {
     const auto p = rows_of(2, 4, json::array({{{"op", "reduce"}, {"fn", "sum"}, {"expr", "x * x"}, {"input", "a"}}}));
-    const auto ref = reference::compute(p, input_a({1, -2, 3, 0.5, 0, 0, 0, 4}));
+    const auto ref = family::family_of(p).reference(p, input_a({1, -2, 3, 0.5, 0, 0, 0, 4}));
     REQUIRE(ref.values.size() == 2);
     CHECK(ref.values[0] == 14.25);
     CHECK(ref.values[1] == 16);
     // Each square is rounded once (its scale is |x²|), then the sum: depth × Σ|x²| on top.
-    const double depth = static_cast<double>(config::row_sum_depth(p));
+    const double depth = static_cast<double>(family::rows::sum_depths(p).depth);
     CHECK(depth == 4 + 10);  // one vector of 4 per thread, then a warp's and a block's tree
     CHECK(ref.scales[0] == doctest::Approx(14.25 + depth * 14.25));
     CHECK(ref.scales[1] == doctest::Approx(16 + depth * 16));
@@ -250,20 +255,19 @@ TEST_CASE("an online sum: the same value, and the rescales' roundings in its err
     classic_stages[1]["formula"] = "classic";
     const auto classic = rows_of(1, 4, classic_stages);
     const auto a = input_a({0, 1, 2, 3});
-    const auto with_online = reference::compute(online, a), with_classic = reference::compute(classic, a);
+    const auto with_online = family::family_of(online).reference(online, a), with_classic = family::family_of(classic).reference(classic, a);
     const double sum = 1 + std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0);
     CHECK(with_online.values[0] == doctest::Approx(sum).epsilon(1e-15));
     CHECK(with_online.values[0] == with_classic.values[0]);
     // Both carry each exp's own error; the online sum's chain of roundings is 5 times as long.
-    const double chain = static_cast<double>(config::row_sum_depth(online));
+    const double chain = static_cast<double>(family::rows::sum_depths(online).depth);
     CHECK(with_online.scales[0] - with_classic.scales[0] == doctest::Approx(4 * chain * sum));
 }
 
 TEST_CASE("a max passes on the largest error of the row's values; min and mean by hand") {
     const auto max_of = [](const std::string& expr, const std::string& fn) {
-        return reference::compute(
-            rows_of(1, 3, json::array({{{"op", "reduce"}, {"fn", fn}, {"expr", expr}, {"input", "a"}}})),
-            input_a({1, 4, 2}));
+        const auto p = rows_of(1, 3, json::array({{{"op", "reduce"}, {"fn", fn}, {"expr", expr}, {"input", "a"}}}));
+        return family::family_of(p).reference(p, input_a({1, 4, 2}));
     };
     const auto exact_max = max_of("x", "max");
     CHECK(exact_max.values[0] == 4);
@@ -283,11 +287,11 @@ TEST_CASE("a per-column input: the same values for every row") {
               {"inputs", {{"a", {{"fill", "uniform"}}}, {"g", {{"fill", "uniform"}, {"per", "column"}}}}},
               {"stages",
                {{{"op", "reduce"}, {"fn", "sum"}, {"as", "s"}, {"input", "a"}}, {{"op", "map"}, {"expr", "x / s * g"}}}}};
-    const auto p = config::from_json({j, "t.json"});
+    const auto p = family::load({j, "t.json"});
     reference::input_arrays inputs;
     inputs.emplace("a", as_float32({1, 1, 2, 3, 3, 2}));
     inputs.emplace("g", as_float32({10, 20, 30}));
-    const auto ref = reference::compute(p, inputs);
+    const auto ref = family::family_of(p).reference(p, inputs);
     CHECK(ref.values[0] == doctest::Approx(1.0 / 4 * 10));
     CHECK(ref.values[2] == doctest::Approx(2.0 / 4 * 30));
     CHECK(ref.values[3] == doctest::Approx(3.0 / 8 * 10));  // the second row starts at g's first value

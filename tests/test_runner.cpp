@@ -309,7 +309,7 @@ config::pipeline softmax(const std::string& fusion, long long rows = 5) {
     doc.json["shape"] = {rows, 33};
     doc.json["fusion"] = fusion;
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
-    return config::from_json(doc);
+    return family::load(doc);
 }
 }  // namespace
 
@@ -398,7 +398,7 @@ TEST_CASE("a per-column input is allocated, copied and counted at its own size")
         if (sizes.empty())
             for (const auto* buffer : b) sizes.push_back(buffer->size());
     };
-    const auto rec = f.run(config::from_json(doc));
+    const auto rec = f.run(family::load(doc));
     // activations (165 floats), weight (33, per column), out (165)
     CHECK(sizes == std::vector<std::size_t>{165 * 4, 33 * 4, 165 * 4});
     CHECK(rec.bytes_moved == (165 + 33 + 165) * 4.0);

@@ -73,7 +73,7 @@ TEST_CASE("session run without a GPU: one driver error that says why and what wo
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(none));
     const std::string message = kjit::testing::error_message([&] { (void)s.run(small(), "test", {}); }, error_kind::driver);
     CHECK(message == "no GPU to run on (no_device: the CUDA driver sees no GPU); `kjit compile` works without one");
-    const auto points = config::expand_sweep(kjit::testing::default_document());
+    const auto points = family::expand_sweep(kjit::testing::default_document());
     CHECK(kjit::testing::error_message([&] { (void)s.sweep(points, "test", {}); }, error_kind::driver)
               .find("`kjit sweep --compile-only` works without one") != std::string::npos);
     CHECK(s.sweep(points, "test", {.compile_only = true}).records.at(0).status == report::outcome::compiled);
@@ -85,7 +85,7 @@ TEST_CASE("session sweep over two fake GPUs: every point once, in order, start-u
     doc.json["n"] = 1000;
     doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
     doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"fusion", {"fused", "separate"}}};
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     auto gpus = hidden_layer_gpus(2);
     auto* provider = gpus.get();
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
@@ -132,7 +132,7 @@ TEST_CASE("a sweep makes each distinct set of inputs and reference once, whateve
     doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
     // n varies fastest: points in order would change inputs and reference at every step.
     doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"n", {1000, 2000}}};
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
     for (const std::optional<int> host_threads : {std::optional<int>{}, std::optional<int>{0}, std::optional<int>{1}}) {
         CAPTURE(host_threads.value_or(-1));
@@ -156,7 +156,7 @@ TEST_CASE("a sweep group whose host data cannot be made fails its points with th
     auto doc = kjit::testing::default_document();
     doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
     doc.json["sweep"] = {{"n", {2000, 1099511627776}}, {"launch.block", {128, 256}}};  // 2^40 is made first
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
     for (const int host_threads : {0, 1}) {
         CAPTURE(host_threads);

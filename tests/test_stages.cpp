@@ -1,6 +1,7 @@
 // The stage model: map expressions, params, the op library (built in and a config's own "ops"),
 // activate's fn and formula choices, and the errors a user sees for each.
 #include "config/ops.hpp"
+#include "family/rows/geometry.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -17,7 +18,7 @@ json config_with(const json& stages) {
             {"params", {{"alpha", 0.01}}},
             {"stages", stages}};
 }
-config::pipeline parsed(const json& j) { return config::from_json({j, "t.json"}); }
+config::pipeline parsed(const json& j) { return family::load({j, "t.json"}); }
 std::string failure(const json& j) { return error_message([&] { (void)parsed(j); }); }
 /// An elementwise config with `launch`.
 json elementwise_with(const json& launch) {
@@ -26,9 +27,12 @@ json elementwise_with(const json& launch) {
     return j;
 }
 /// Whether an elementwise config with `launch` is refused for asking what only row kernels do.
+/// The one launch key given is refused as the row family's, naming it.
 bool refused_as_row_only(const json& launch) {
-    return failure(elementwise_with(launch)).rfind("t.json: launch: launch.cluster, row_mapping, row_cache, streaming and "
-                                                   "min_blocks_per_sm are for row kernels (stages with a reduce)", 0) == 0;
+    return failure(elementwise_with(launch)).rfind("t.json: launch." + launch.begin().key() +
+                                                   ": a launch key of rows pipelines (stages with a reduce); this "
+                                                   "pipeline is elementwise, whose keys are \"block\", \"vector_width\", "
+                                                   "\"grid\"", 0) == 0;
 }
 }  // namespace
 
@@ -196,7 +200,7 @@ TEST_CASE("reduce: a row value named by `as`, used by later stages; x flows on u
     CHECK(p.shape->rows == 3);
     CHECK(p.shape->cols == 33);
     CHECK(p.n == 99);
-    CHECK(config::has_reductions(p));
+    CHECK((p.family == "rows"));
     CHECK(config::output_count(p) == 99);
     CHECK(p.stages[0].reduce == config::reduction::max);
     CHECK(p.stages[0].as == "m");
@@ -205,7 +209,7 @@ TEST_CASE("reduce: a row value named by `as`, used by later stages; x flows on u
     expr::used_names used;
     expr::collect_names(p.stages[3].kernel, used);
     CHECK(used.rows == std::vector<std::string>{"s"});
-    CHECK(config::effective_vector_width(p) == 1);  // 33 columns: a wider vector would straddle rows
+    CHECK(p.launch.vector_width == 1);  // 33 columns: a wider vector would straddle rows
 }
 
 TEST_CASE("a final reduce gives one result per row, and may go unnamed; its expr is reduced") {
@@ -262,7 +266,7 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
                                 "read it from memory in each pass with launch.row_cache \"none\"");
     long_rows["launch"].erase("cluster");  // "auto": a cluster of 4 blocks of 64 holds 4097
     CHECK(parsed(long_rows).launch.cluster == 4);
-    CHECK(config::row_items_per_thread(parsed(long_rows)) == 17);
+    CHECK(family::rows::row_items_per_thread(parsed(long_rows)) == 17);
     long_rows["n"] = 10;
     CHECK(failure(long_rows).find("t.json: n: give either \"n\" (1-D) or \"shape\": [rows, cols] (2-D), not both") == 0);
     for (const json& bad : {json::array({0, 3}), json::array({3}), json("3x3"), json::array({1.5, 2})}) {
@@ -279,7 +283,7 @@ TEST_CASE("launch.row_cache \"none\": a row of any length, read from memory in e
     const auto p = parsed(j);
     CHECK(p.launch.block == 1024);  // "auto": the largest block, no cluster, when no block holds the row
     CHECK(p.launch.cluster == 1);
-    CHECK(config::row_items_per_thread(p) == 1024);  // 2^20 / 1024 threads
+    CHECK(family::rows::row_items_per_thread(p) == 1024);  // 2^20 / 1024 threads
     CHECK(config::variant_label(p).find(" row-cache=none") != std::string::npos);
     j["shape"] = {2, 1024};
     CHECK(parsed(j).launch.block == 64);  // as for registers where a block would hold the row
@@ -301,7 +305,7 @@ TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, or
     // A cluster of 2 blocks of 1024: each holds 8 vectors of 4 floats a thread (15000 vectors, 7.3 per thread).
     j["launch"]["cluster"] = 2;
     const auto clustered = parsed(j);
-    CHECK(config::row_bytes_per_block(clustered) == 8 * 1024 * 16);
+    CHECK(family::rows::row_bytes_per_block(clustered) == 8 * 1024 * 16);
     j["shape"] = {2, 140000};
     CHECK(failure(j) == "t.json: shape: a block's share (294912 bytes) of a row is more than launch.row_cache \"shared\" "
                         "holds (231424 bytes of a block's shared memory); use \"none\", or spread the row over a launch.cluster");
@@ -322,7 +326,7 @@ TEST_CASE("formula \"online\": a sum of exp(v - m) paired with the max m of v; a
     REQUIRE(p.stages[2].online_with.has_value());
     CHECK(*p.stages[2].online_with == 0);
     CHECK(config::describe(p.stages[2]) == "reduce sum as s, online");
-    CHECK(config::online_sum_depth(p) == 5 * config::row_sum_depth(p));
+    CHECK(family::rows::sum_depths(p).online_depth == 5 * family::rows::sum_depths(p).depth);
     j["stages"][2]["formula"] = "classic";
     CHECK_FALSE(parsed(j).stages[2].online_with.has_value());
 
@@ -370,14 +374,14 @@ TEST_CASE("a config's own op may not be called reduce") {
 TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" makes the blocks loop over the rows") {
     json j = softmax_config();
     j["shape"] = {2, 4096};
-    CHECK_FALSE(config::rows_loop(parsed(j)));  // "auto": a block per row
+    CHECK_FALSE(family::rows::rows_loop(parsed(j)));  // "auto": a block per row
     j["launch"] = {{"grid", "resident"}};
     auto p = parsed(j);
     CHECK(p.launch.grid_resident);
-    CHECK(config::rows_loop(p));
+    CHECK(family::rows::rows_loop(p));
     CHECK(config::variant_label(p).find(" grid=resident") != std::string::npos);
     j["launch"] = {{"grid", 7}};
-    CHECK(config::rows_loop(parsed(j)));
+    CHECK(family::rows::rows_loop(parsed(j)));
     j["launch"] = {{"grid", "all"}};
     CHECK(failure(j) == "t.json: launch.grid: expected a number of blocks, \"auto\" or \"resident\", got \"all\"");
     // A row in registers that takes a cluster cannot loop; in shared memory, two rows must fit.
@@ -393,11 +397,11 @@ TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" mak
                         "131072 bytes are more than launch.row_cache \"shared\" holds (231424 bytes of a block's shared "
                         "memory); use \"none\" or launch.grid \"auto\"");
     j["dtype"] = "bfloat16";
-    CHECK(config::rows_loop(parsed(j)));
+    CHECK(family::rows::rows_loop(parsed(j)));
     // An elementwise pipeline takes "resident" too: the grid-stride loop over n.
     const json elementwise = elementwise_with({{"grid", "resident"}});
     CHECK(parsed(elementwise).launch.grid_resident);
-    CHECK_FALSE(config::rows_loop(parsed(elementwise)));
+    CHECK(parsed(elementwise).family == "elementwise");
 }
 
 TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only row kernels, only sm_90 and newer") {
@@ -406,7 +410,7 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     const auto p = parsed(j);
     CHECK(p.launch.block == 1024);
     CHECK(p.launch.cluster == 4);  // float32 × 4 per vector: 32 elements a thread
-    CHECK(config::row_sum_depth(p) == 32 + 10 + 3);
+    CHECK(family::rows::sum_depths(p).depth == 32 + 10 + 3);
     CHECK(config::variant_label(p).find(" cluster=4") != std::string::npos);
     j["launch"] = {{"cluster", 3}};
     CHECK(failure(j) == "t.json: launch.cluster: expected 1, 2, 4, 8 or \"auto\", got 3");
@@ -453,7 +457,7 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     const auto p = parsed(j);
     CHECK(p.launch.block == 32);
     CHECK(p.launch.cluster == 1);
-    CHECK(config::row_items_per_thread(p) == 32);
+    CHECK(family::rows::row_items_per_thread(p) == 32);
     j["shape"] = {100, 1025};
     CHECK(failure(j) == "t.json: shape: a row of 1025 elements is longer than a warp holds (32 threads × 32 elements "
                         "each); use launch.row_mapping \"block\"");

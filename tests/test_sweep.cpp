@@ -28,7 +28,7 @@ std::vector<config::sweep_point> points_of(json sweep, long long n = 4099) {
     doc.json["n"] = n;
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 2}};
     doc.json["sweep"] = std::move(sweep);
-    return config::expand_sweep(doc);
+    return family::expand_sweep(doc);
 }
 
 thread_local bool device_open_on_this_thread = false;
@@ -40,12 +40,12 @@ const json k_small_sweep = {{"fusion", {"fused", "separate"}}, {"launch.block", 
 TEST_CASE("shards cover every point exactly once") {
     auto doc = kjit::testing::default_document();
     doc.json["sweep"] = k_small_sweep;
-    const auto points = config::expand_sweep(doc);
+    const auto points = family::expand_sweep(doc);
     REQUIRE(points.size() == 6);
     for (std::size_t count : {1u, 2u, 4u, 7u}) {
         std::vector<int> seen(points.size(), 0);
         for (std::size_t k = 0; k < count; ++k)
-            for (const auto& p : config::expand_sweep(doc, k, count)) {
+            for (const auto& p : family::expand_sweep(doc, k, count)) {
                 CHECK(p.label == points[p.index].label);
                 ++seen[p.index];
             }

@@ -5,7 +5,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "codegen/codegen.hpp"
+#include "family/family.hpp"
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
 #include "report/files.hpp"
@@ -26,7 +26,7 @@ config::document load_document(const options& o) {
 
 loaded_config load(const options& o) {
     config::document doc = load_document(o);
-    config::pipeline p = config::from_json(doc);
+    config::pipeline p = family::load(doc);
     return {std::move(p), doc.source};
 }
 
@@ -68,7 +68,7 @@ void write_rows(const options& o, const std::vector<report::row>& rows) {
 
 exit_status cmd_emit(const options& o, std::ostream& out) {
     const auto cfg = load(o);
-    const auto generated = codegen::generate(cfg.pipeline, run::templates_in(o.templates_dir));
+    const auto generated = family::plan(cfg.pipeline, run::templates_in(o.templates_dir));
     if (!o.ptx) {
         out << generated.source;
         return exit_status::ok;

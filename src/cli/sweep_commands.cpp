@@ -1,5 +1,6 @@
 // kjit sweep and kjit merge.
 #include "cli/commands.hpp"
+#include "family/family.hpp"
 #include "report/files.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
@@ -12,7 +13,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     install_interrupt_handlers();  // Ctrl-C: finish the points in flight, write them, exit 130
     const config::document doc = load_document(o);
     const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
-    const auto points = config::expand_sweep(doc, mine.index, mine.count);  // validated before any work
+    const auto points = family::expand_sweep(doc, mine.index, mine.count);  // validated before any work
 
     run::session s = session_for(o);
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));

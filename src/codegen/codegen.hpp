@@ -1,68 +1,73 @@
-// Pipeline → CUDA C++ source, rendered from the mustache templates in kernel_templates/ (embedded
-// at build time, or read from --templates DIR). Each stage's expression tree is spelled as CUDA
-// for the compute type. Pure host code: no CUDA headers, no GPU.
+// What every kernel family renders its CUDA with: the templates in kernel_templates/ (embedded at
+// build time, or read from --templates DIR), rendered by kainjow::mustache, with the prologue
+// every template shares (storage and compute types, load and store, vectors). Pure host code:
+// no CUDA headers, no GPU.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include <kainjow/mustache.hpp>
+
 #include "config/config.hpp"
+#include "expr/expr.hpp"
 
 namespace kjit::codegen {
 
+namespace mu = kainjow::mustache;
+
 /// The kernel templates in use and where they came from (for messages and reports).
 struct template_set {
-    std::string elementwise;  ///< elementwise.cu.mustache
-    std::string rows;         ///< rows.cu.mustache (pipelines with reduce stages)
-    std::string copy;         ///< copy.cu.mustache (the bandwidth probe)
-    std::string origin;       ///< "embedded" or the directory
+    std::map<std::string, std::string, std::less<>> files;  ///< "rows.cu.mustache" → its text
+    std::string origin;                                     ///< "embedded" or the directory
 
+    /// Every template compiled into kjit (kernel_templates/*.cu.mustache).
     [[nodiscard]] static template_set embedded();
-    /// Reads DIR/elementwise.cu.mustache, DIR/rows.cu.mustache and DIR/copy.cu.mustache; a missing
-    /// file is a usage error.
+    /// The embedded set with each file that DIR has read from there instead; a DIR with none of
+    /// them is a usage error.
     [[nodiscard]] static template_set from_directory(const std::filesystem::path& dir);
+    /// The text of `file`; a name that is not a template is a usage error.
+    [[nodiscard]] const std::string& text(std::string_view file) const;
 };
 
-/// One kernel of the generated program and what launching it takes. Its parameters are, in
-/// order: `reads` (arrays), `row_reads` (row values, one per row), the buffer it `writes`, the
-/// row values it `also_writes`, `scalars` (in the compute type), then n — or, for a row kernel,
-/// rows and cols.
-struct kernel_plan {
-    std::string name;  ///< extern "C", so it needs no name lowering
-    std::vector<std::string> reads;
-    std::vector<std::string> row_reads;
-    std::string writes;
-    std::vector<std::string> scalars;
-    /// A row kernel: one block per row, launched on `rows` blocks of launch.block threads.
-    bool per_row = false;
-    /// What it writes: an element per element (n), or one per row — of the storage type for the
-    /// output, of the compute type for a row value another kernel reads.
-    enum class result { elements, row_output, row_value } output = result::elements;
-    /// Row values it writes besides `writes`: an online sum, computed in its max's kernel.
-    std::vector<std::string> also_writes;
-    /// How many times it reads its arrays: 1, or with launch.row_cache "none" once per pass
-    /// over the row (each reduce, an online max and sum together, and the store).
-    int passes = 1;
-    /// Dynamic shared memory per block: the row, with launch.row_cache "shared".
-    std::size_t shared_bytes = 0;
-    std::vector<std::size_t> stages;  ///< the stages it computes, in order
-    std::string what;                 ///< "stages[1]: weigh, a kernel of its own" or "normalize → …, fused"
+/// Renders template `file` with `data` (its partials are the other templates: {{> prologue}}).
+/// Throws kjit::error(config) when the template is broken or the result does not define each of
+/// `kernels` (a mistyped placeholder renders as nothing, and an empty program must not compile).
+[[nodiscard]] std::string render(const template_set& templates, std::string_view file, const mu::data& data,
+                                 const std::vector<std::string>& kernels);
+
+/// How a dtype is stored and converted in CUDA, and the header its type needs.
+struct storage_spelling {
+    const char* storage;
+    const char* load;
+    const char* store;
+    const char* header;  ///< nullptr: none needed
 };
+[[nodiscard]] storage_spelling spelling_of(config::dtype type);
 
-struct generated_source {
-    std::string source;
-    std::vector<kernel_plan> kernels;      ///< in launch order
-    std::vector<std::string> temporaries;  ///< intermediate arrays (separate stages only)
-    std::vector<std::string> row_values;   ///< row values kernels pass on in memory (separate only)
-    std::vector<std::string> headers;      ///< toolkit headers it includes (float16, bfloat16)
-    int vector_width = 1;
-};
+/// The placeholders of the shared prologue (kernel_templates/prologue.cu.mustache): the config's
+/// name, `label`, the types, load/store, and the vector of `vector_width` elements. Adds the
+/// dtype's header to `headers`.
+[[nodiscard]] mu::data prologue_data(const config::pipeline& p, const std::string& label, int vector_width,
+                                     std::vector<std::string>& headers);
 
-/// Name of the buffer that holds the pipeline's result.
-inline constexpr const char* k_output_buffer = "out";
+/// The CUDA spelling of expressions for `p`: its compute type and fast-math.
+[[nodiscard]] expr::cuda_style style_of(const config::pipeline& p);
 
-/// Renders the source for one variant. Throws kjit::error(config) when a user template is broken.
-[[nodiscard]] generated_source generate(const config::pipeline& p, const template_set& templates);
+[[nodiscard]] inline mu::data flag(bool value) {
+    return value ? mu::data::type::bool_true : mu::data::type::bool_false;
+}
+/// "a, b, c" from each name passed through `spell`.
+template <class Spell>
+std::string joined(const std::vector<std::string>& names, Spell spell, const std::string& separator = ", ") {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : separator) + spell(name);
+    return text;
+}
+[[nodiscard]] inline std::string joined(const std::vector<std::string>& names) {
+    return joined(names, [](const std::string& s) { return s; });
+}
 
 /// The copy kernel used to measure the device's bandwidth ceiling.
 [[nodiscard]] std::string copy_probe_source(const template_set& templates);

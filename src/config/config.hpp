@@ -63,6 +63,7 @@ struct stage {
     /// compute type (e.g. the seed's tanh, which cancels near 0).
     double atol = 0;
     double atol_ulps = 0;
+    bool kernel_is_exact = true;  ///< kernel and exact are one expression (one walk evaluates both)
     reduction reduce = reduction::none;  ///< reduce stages only
     std::string as;                      ///< the row value's name ("" for a final reduce without one)
     /// A sum with "formula": "online" (the online softmax): the index of the max stage it is
@@ -70,6 +71,11 @@ struct stage {
     /// relative to it, rescaled by exp(old max − new max) when the max grows; so the sum must be
     /// of exp(v − m), where m is that max of v, with only maps between.
     std::optional<std::size_t> online_with;
+    /// An op no expression describes, which a kernel family implements itself (a transpose): x
+    /// flows through it rearranged. `kernel` and `exact` are x; its other keys are in `options`,
+    /// for the family to read.
+    bool family_op = false;
+    json_value options;
 };
 
 /// A 2-D problem: `rows` independent rows of `cols` elements, stored row after row.
@@ -78,18 +84,11 @@ struct row_shape {
     long long cols = 0;
 };
 
-/// The most elements one thread of a row kernel keeps in registers: a row longer than block ×
-/// cluster × this is refused (the message says to raise launch.block or launch.cluster).
-inline constexpr int k_max_row_items = 32;
-/// The most bytes of a row that row_cache "shared" holds: what one block may have on sm_90
-/// (227 KiB), less the few words the reductions use.
-inline constexpr long long k_max_shared_row_bytes = 227 * 1024 - 1024;
-
+/// The launch block as parsed. Each key is validated by the family that uses it (a key its
+/// family does not know is an error), which also resolves every "auto" here, once.
 struct launch_spec {
     int block = 256;                ///< threads per block: a multiple of 32 in 32..1024
-    /// "auto" or not given: 256 for elementwise kernels; for row kernels, the smallest of 64, 128,
-    /// … 1024 whose threads hold the row (k_max_row_items each at most).
-    bool block_auto = true;
+    bool block_auto = true;  ///< "auto" or not given: the family chooses
     /// Row kernels: blocks per row, a thread-block cluster (sm_90 and newer) that shares its row
     /// values through distributed shared memory. "auto": 1 where one block holds the row, or
     /// where the row is not in registers (row_cache "none" or "shared").
@@ -107,7 +106,7 @@ struct launch_spec {
     /// applied again; up to k_max_shared_row_bytes a block: a row, or with launch.cluster each
     /// block's share of it.
     enum class row_cache { values, inputs, none, shared } cache = row_cache::values;
-    int vector_width = 0;           ///< elements per load: 1, 2 or 4; 0 = auto (16-byte loads)
+    int vector_width = 0;           ///< elements per load: 1, 2, 4 or 8; 0 = auto until resolved
     /// Blocks to launch; nullopt = "auto": for elementwise kernels enough for one pass, at most
     /// what the device holds at once (a grid-stride loop does the rest); for row kernels one
     /// block (or cluster) per row. A row kernel given a grid loops: block b works on rows b,
@@ -122,6 +121,8 @@ struct launch_spec {
     /// Row kernels: "min_blocks_per_sm", the second argument of __launch_bounds__: the compiler
     /// keeps registers few enough for this many blocks per SM (spilling if it must); 0 = not given.
     int min_blocks_per_sm = 0;
+    /// The launch block as written, for keys only a family reads (a transpose's tile).
+    json_value given = json_value::object();
 };
 
 /// The most threads an SM of any architecture holds at once (sm_80 and sm_90: 2048).
@@ -162,6 +163,7 @@ struct tolerance {
 };
 
 struct pipeline {
+    std::string family;  ///< the kernel family that resolved it (src/family): "" until then
     std::string name;
     long long n = 0;                 ///< elements of every input array (rows × cols for a shape)
     std::optional<row_shape> shape;  ///< "shape": [rows, cols]; nullopt = 1-D over n
@@ -199,8 +201,9 @@ void apply_override(document& doc, std::string_view assignment);
 void set_path(json_value& root, std::string_view key_path, json_value value,
               const std::string& origin);
 
-/// Validates the whole document (except "sweep") and returns the pipeline. Throws on the first
-/// problem: "SOURCE: key.path: expected …, got …".
+/// Validates the whole document (except "sweep") and returns the pipeline, not yet resolved by
+/// its family (family::load does both). Throws on the first problem: "SOURCE: key.path:
+/// expected …, got …".
 [[nodiscard]] pipeline from_json(const document& doc);
 
 /// One point of a sweep: its index, the values that make it ("dtype=float64 fusion=separate"),
@@ -215,11 +218,14 @@ struct sweep_point {
 /// The most points a sweep may have.
 inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 
+/// Makes a validated pipeline of a document (family::load).
+using loader = pipeline (*)(const document&);
+
 /// The cartesian product of the document's "sweep" block (one point when there is none), or its
 /// shard: the points whose index is shard_index modulo shard_count (the others are not made).
-/// Every point returned is validated here, before any work starts; a bad one names its index and
-/// values.
-[[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, std::size_t shard_index = 0,
+/// Every point returned is made by `load` here, before any work starts; a bad one names its
+/// index and values.
+[[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::size_t shard_index = 0,
                                                     std::size_t shard_count = 1);
 
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
@@ -243,40 +249,20 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 [[nodiscard]] std::string describe(const stage& s);
 /// "normalize → weigh → tanh=builtin".
 [[nodiscard]] std::string describe_stages(const pipeline& p);
-/// 1, 2, 4 or 8: the configured width, or 16 bytes' worth for auto. For row kernels, the widest
-/// of those that divides cols (a vector must not straddle two rows).
-[[nodiscard]] int effective_vector_width(const pipeline& p);
 /// Elements of an input array: n, or cols for a per-column input.
 [[nodiscard]] long long elements_of(const pipeline& p, const input_spec& in);
-/// True when a stage reduces rows: the pipeline runs as row kernels (one block per row).
-[[nodiscard]] bool has_reductions(const pipeline& p);
 /// True when the last stage is a reduce: the result is one value per row.
 [[nodiscard]] bool result_per_row(const pipeline& p);
 /// Elements of the result: n, or one per row when the last stage is a reduce.
 [[nodiscard]] long long output_count(const pipeline& p);
 /// The input named `name`, or nullptr.
 [[nodiscard]] const input_spec* find_input(const pipeline& p, std::string_view name);
-/// True when a row kernel's blocks loop over the rows (launch.grid is not "auto").
-[[nodiscard]] bool rows_loop(const pipeline& p);
-/// The bytes of one row as stored.
-[[nodiscard]] long long row_bytes(const pipeline& p);
-/// The bytes of a row that one block holds with row_cache "shared": the row, or in a cluster the
-/// block's share (its threads' vectors, as many for each thread).
-[[nodiscard]] long long row_bytes_per_block(const pipeline& p);
-/// The elements one thread of a row kernel handles (serially, before the block's tree). With
-/// row_cache "values" or "inputs" it keeps them in registers: at most k_max_row_items.
-[[nodiscard]] long long row_items_per_thread(const pipeline& p);
-/// The longest chain of roundings in one of a row kernel's sums: a thread adds its elements in
-/// order, then a warp's shuffle tree (5 levels), the tree over the warps (5), and the cluster's
-/// blocks in order. The reference bounds a sum's rounding error with it, so the kernels must
-/// keep to it.
-[[nodiscard]] long long row_sum_depth(const pipeline& p);
-/// The same for an online sum: at each of those steps the partial sum may also be multiplied by
-/// exp(old max − new max), whose rounding and exp's error (at most 2 ulps for expf; __expf's
-/// grows with the argument, but the factor's weight falls faster) add about 4 roundings more.
-[[nodiscard]] long long online_sum_depth(const pipeline& p);
+/// The scalar named `name`, or nullptr.
+[[nodiscard]] const scalar_param* find_scalar(const pipeline& p, std::string_view name);
 [[nodiscard]] std::string_view to_string(reduction v);
 [[nodiscard]] std::string_view to_string(launch_spec::row_cache v);
+/// "grid" as written: a number, "resident" or "auto".
+[[nodiscard]] json_value grid_value(const launch_spec& launch);
 /// e.g. "fused float32 tanh=builtin block=256 vec=4".
 [[nodiscard]] std::string variant_label(const pipeline& p);
 

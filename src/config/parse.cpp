@@ -147,6 +147,30 @@ std::vector<std::string> op_names(const op_library& ops, bool activations_only) 
     return names;
 }
 
+/// A stage whose op is neither the library's nor map or reduce: a kernel family's own (such as
+/// a transpose), which its family validates; an op no family has is refused there.
+stage read_family_op(const json& value, std::size_t index, const std::string& source, const pipeline& p) {
+    stage s;
+    s.op = value.at("op").get<std::string>();
+    s.family_op = true;
+    s.kernel = s.exact = expr::parse("x", expr::scope{});
+    s.options = value;
+    s.options.erase("op");
+    if (const auto input = s.options.find("input"); input != s.options.end()) {
+        const std::string path = "stages[" + std::to_string(index) + "].input";
+        if (index > 0) throw config_error(source, path, "only stages[0] names an input; later stages read the previous result");
+        if (!input->is_string() || !find_input(p, input->get<std::string>()))
+            throw config_error(source, path, "expected the name of an input (" + quoted_list(input_names(p.inputs)) +
+                                                 ") for the first stage to read, got " + shown(*input));
+        s.input = input->get<std::string>();
+        s.options.erase(input);
+    } else if (index == 0) {
+        throw config_error(source, "stages[0].input", "missing; the first stage must name the input x starts from (one of " +
+                                                          quoted_list(input_names(p.inputs)) + ")");
+    }
+    return s;
+}
+
 /// Reads stages[index] into trees bound to the pipeline's inputs, scalars and the row values of
 /// earlier reduce stages (`row_names`, to which a reduce adds its own); numbers given to an op
 /// become scalars of `p` named s<index>_<param>.
@@ -184,9 +208,7 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
         allowed.push_back("fn");
     } else {
         const auto found = ops.find(s.op);
-        if (found == ops.end())
-            throw config_error(source, path + ".op", "expected one of " + quoted_list(op_names(ops, false)) +
-                                                       ", got " + shown(*op_value));
+        if (found == ops.end()) return read_family_op(value, index, source, p);
         op = &found->second;
     }
     if (op) {
@@ -288,129 +310,8 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
     if (index == 0 && used.flowing && s.input.empty())
         r.fail("input", "missing; the first stage uses x, so it must name the input x starts from (one of " +
                             quoted_list(names) + ")");
+    s.kernel_is_exact = expr::to_text(s.kernel) == expr::to_text(s.exact);
     return s;
-}
-
-/// True when `t` is exp(reduced - m), where m names a row value.
-bool is_exp_less_max(const expr::tree& t, const expr::tree& reduced, const std::string& max_name) {
-    if (t->kind != expr::node_kind::call || t->function->name != "exp") return false;
-    const expr::node& difference = *t->args[0];
-    return difference.kind == expr::node_kind::binary && difference.op == expr::binary_op::sub &&
-           difference.args[1]->kind == expr::node_kind::name && difference.args[1]->binding == expr::name_kind::row &&
-           difference.args[1]->name == max_name && expr::to_text(difference.args[0]) == expr::to_text(reduced);
-}
-
-/// Pairs each "online" sum with the max before it, or fails saying why the pair is not the online
-/// softmax's: the sum, with the maps between put in for x, must be of exp(v - m), where m is the
-/// max of v.
-void pair_online_sums(const object_reader& r, pipeline& p) {
-    for (std::size_t i = 0; i < p.stages.size(); ++i) {
-        stage& sum = p.stages[i];
-        if (sum.formula != "online") continue;
-        const std::string path = "stages[" + std::to_string(i) + "].formula";
-        std::size_t after_max = i;
-        while (after_max > 0 && p.stages[after_max - 1].reduce == reduction::none) --after_max;
-        if (after_max == 0 || p.stages[after_max - 1].reduce != reduction::max)
-            r.fail_at(path, "\"online\" computes this sum in one pass with a max: the reduce before it must be "
-                            "fn \"max\", with only maps between");
-        const stage& max = p.stages[after_max - 1];
-        const auto summand_of = [&](expr::tree stage::*which) {
-            expr::tree summand = sum.*which;
-            for (std::size_t k = i; k-- > after_max;) summand = expr::substitute_flowing(summand, p.stages[k].*which);
-            return summand;
-        };
-        const expr::tree summand = summand_of(&stage::kernel);
-        if (!is_exp_less_max(summand, max.kernel, max.as) || !is_exp_less_max(summand_of(&stage::exact), max.exact, max.as))
-            r.fail_at(path, "\"online\" needs a sum of exp(v - " + max.as + ") where " + max.as + " is the max of v = " +
-                                expr::to_text(max.kernel) + "; this sum is of " + expr::to_text(summand));
-        if (p.fuse == fusion::separate && i + 1 == p.stages.size())
-            r.fail_at(path, "\"online\" with fusion \"separate\" computes the sum in the max's kernel, which writes "
-                            "row values; the last stage's sum is the output: use fusion \"fused\", or \"classic\"");
-        sum.online_with = after_max - 1;
-    }
-}
-
-/// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
-/// row before clusters, smaller blocks first. Many small blocks per SM overlap one row's loads
-/// with another's reductions and stores, and each thread's loads are all in flight at once: on
-/// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
-void choose_row_launch(const object_reader& r, pipeline& p) {
-    using cache = launch_spec::row_cache;
-    const bool in_registers = p.launch.cache == cache::values || p.launch.cache == cache::inputs;
-    if (p.launch.cache == cache::shared) {
-        if (p.compile.arch && *p.compile.arch < 80)
-            r.fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
-                                  std::to_string(*p.compile.arch));
-    }
-    if (p.launch.warp_per_row) {
-        if (!p.launch.block_auto && p.launch.block != 32)
-            r.fail_at("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
-                                          std::to_string(p.launch.block));
-        if (!p.launch.cluster_auto && p.launch.cluster != 1)
-            r.fail_at("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
-                                            std::to_string(p.launch.cluster));
-        p.launch.block = 32;
-        p.launch.cluster = 1;
-        if (in_registers && row_items_per_thread(p) > k_max_row_items)
-            r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
-                                std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
-        return;
-    }
-    const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
-                                                        : std::vector<int>{p.launch.block};
-    // A row not in registers needs no cluster to hold it.
-    const std::vector<int> clusters = !p.launch.cluster_auto ? std::vector<int>{p.launch.cluster}
-                                      : in_registers         ? std::vector<int>{1, 2, 4, 8}
-                                                             : std::vector<int>{1};
-    const auto fits = [&](int block, int cluster) {
-        p.launch.block = block;
-        p.launch.cluster = cluster;
-        return row_items_per_thread(p) <= k_max_row_items;
-    };
-    const bool found = [&] {
-        for (const int cluster : clusters)
-            for (const int block : blocks)
-                if (fits(block, cluster)) return true;
-        return false;
-    }();
-    if (!found && !in_registers)  // a row not in registers may be longer: the largest block
-        p.launch.block = blocks.back();
-    else if (!found)
-        r.fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a row kernel holds: " +
-                            std::to_string(p.launch.block) + " threads × " + std::to_string(p.launch.cluster) +
-                            " blocks × " + std::to_string(k_max_row_items) +
-                            " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or read it "
-                            "from memory in each pass with launch.row_cache \"none\"");
-    if (p.launch.cache == cache::shared) {
-        // A block that loops over rows holds two: the next is copied while this one is worked on.
-        const long long share = row_bytes_per_block(p), held = share * (rows_loop(p) ? 2 : 1);
-        const std::string what = p.launch.cluster > 1 ? "a block's share (" + std::to_string(share) + " bytes) of a row is" :
-                                 rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds "
-                                                "them) of " + std::to_string(share) + " bytes are"
-                                              : "a row of " + std::to_string(share) + " bytes is";
-        if (held > k_max_shared_row_bytes)
-            r.fail("shape", what + " more than launch.row_cache \"shared\" holds (" +
-                                std::to_string(k_max_shared_row_bytes) + " bytes of a block's shared memory); use \"none\"" +
-                                (rows_loop(p) ? " or launch.grid \"auto\"" : ", or spread the row over a launch.cluster"));
-    }
-    if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
-        r.fail("shape", "expected at most (2^31 − 1) / " + std::to_string(p.launch.cluster) +
-                            " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
-    if (rows_loop(p) && p.launch.cluster > 1)
-        r.fail_at("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
-                                     std::to_string(p.launch.cluster) +
-                                     (in_registers ? " (" + std::to_string(p.shape->cols) +
-                                                         " elements in registers); use launch.grid \"auto\", or row_cache "
-                                                         "\"none\" or \"shared\""
-                                                   : "; use launch.grid \"auto\", or launch.cluster 1"));
-    if (p.launch.min_blocks_per_sm * p.launch.block > k_max_threads_per_sm)
-        r.fail_at("launch.min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm) + " blocks of " +
-                                                  std::to_string(p.launch.block) + " threads are more than the " +
-                                                  std::to_string(k_max_threads_per_sm) + " threads an SM holds");
-    if (p.launch.cluster > 1 && p.compile.arch && *p.compile.arch < 90)
-        r.fail("compile", "launch.cluster " + std::to_string(p.launch.cluster) +
-                              " needs thread-block clusters: sm_90 or newer, and compile.arch is sm_" +
-                              std::to_string(*p.compile.arch));
 }
 
 std::optional<int> read_arch(const object_reader& r) {
@@ -590,8 +491,11 @@ pipeline from_json(const document& doc) {
                               fusion::fused);
 
     if (const json* launch = r.find("launch")) {
-        object_reader l(*launch, "launch", src, {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache",
-                                                          "streaming", "min_blocks_per_sm"});
+        if (!launch->is_object()) r.fail("launch", "expected an object, got " + shown(*launch));
+        std::vector<std::string> given;  // which keys belong to the family is the family's to say
+        for (const auto& item : launch->items()) given.push_back(item.key());
+        object_reader l(*launch, "launch", src, given);
+        p.launch.given = *launch;
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
         using cache = launch_spec::row_cache;
         p.launch.cache = l.choice<cache>(
@@ -677,20 +581,9 @@ pipeline from_json(const document& doc) {
     }
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
-    for (const auto& in : p.inputs)
-        if (in.per_column && !has_reductions(p))
-            r.fail_at("inputs." + in.name + ".per", "\"column\" is for row pipelines: the config needs \"shape\": "
-                                                    "[rows, cols] and a reduce stage");
     if (const input_spec* first = find_input(p, p.stages.front().input); first && first->per_column)
         r.fail_at("stages[0].input", "x starts from an input of one value per element; \"" + p.stages.front().input +
                                          "\" has one per column");
-    if (has_reductions(p)) {
-        choose_row_launch(r, p);
-        pair_online_sums(r, p);
-    } else if (p.launch.cluster > 1 || p.launch.warp_per_row || p.launch.cache != launch_spec::row_cache::values ||
-               p.launch.streaming || p.launch.min_blocks_per_sm)
-        r.fail("launch", "launch.cluster, row_mapping, row_cache, streaming and min_blocks_per_sm are for row kernels "
-                         "(stages with a reduce); this pipeline is elementwise");
     return p;
 }
 
@@ -786,18 +679,13 @@ std::string describe_stages(const pipeline& p) {
     return text;
 }
 
-int effective_vector_width(const pipeline& p) {
-    int width = p.launch.vector_width != 0 ? p.launch.vector_width : static_cast<int>(16 / element_size(p.type));
-    if (has_reductions(p))
-        while (p.shape->cols % width != 0) width /= 2;
-    return width;
+const scalar_param* find_scalar(const pipeline& p, std::string_view name) {
+    const auto found =
+        std::find_if(p.scalars.begin(), p.scalars.end(), [&](const scalar_param& s) { return s.name == name; });
+    return found == p.scalars.end() ? nullptr : &*found;
 }
 
 long long elements_of(const pipeline& p, const input_spec& in) { return in.per_column ? p.shape->cols : p.n; }
-
-bool has_reductions(const pipeline& p) {
-    return std::any_of(p.stages.begin(), p.stages.end(), [](const stage& s) { return s.reduce != reduction::none; });
-}
 
 bool result_per_row(const pipeline& p) { return p.stages.back().reduce != reduction::none; }
 
@@ -807,27 +695,6 @@ const input_spec* find_input(const pipeline& p, std::string_view name) {
     const auto found = std::find_if(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; });
     return found == p.inputs.end() ? nullptr : &*found;
 }
-
-long long row_items_per_thread(const pipeline& p) {
-    const long long width = effective_vector_width(p), vectors = p.shape->cols / width;
-    const long long threads = static_cast<long long>(p.launch.block) * p.launch.cluster;
-    return (vectors + threads - 1) / threads * width;
-}
-
-bool rows_loop(const pipeline& p) { return has_reductions(p) && (p.launch.grid || p.launch.grid_resident); }
-
-long long row_bytes(const pipeline& p) { return p.shape->cols * static_cast<long long>(element_size(p.type)); }
-
-long long row_bytes_per_block(const pipeline& p) {
-    if (p.launch.cluster == 1) return row_bytes(p);
-    const long long width = effective_vector_width(p), vectors = p.shape->cols / width;
-    const long long stride = static_cast<long long>(p.launch.block) * p.launch.cluster;
-    return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(element_size(p.type));
-}
-
-long long row_sum_depth(const pipeline& p) { return row_items_per_thread(p) + 10 + p.launch.cluster - 1; }
-
-long long online_sum_depth(const pipeline& p) { return 5 * row_sum_depth(p); }
 
 std::string_view to_string(reduction v) {
     switch (v) {
@@ -850,12 +717,16 @@ std::string_view to_string(launch_spec::row_cache v) {
     return "values";
 }
 
+json_value grid_value(const launch_spec& launch) {
+    return launch.grid ? json_value(*launch.grid) : launch.grid_resident ? json_value("resident") : json_value("auto");
+}
+
 std::string variant_label(const pipeline& p) {
     std::string label = std::string(to_string(p.fuse)) + " " + std::string(to_string(p.type));
     for (const auto& s : p.stages)
         if (!s.formula.empty()) label += " " + s.op + "=" + s.formula;
     label += " block=" + std::to_string(p.launch.block) +
-             " vec=" + std::to_string(effective_vector_width(p));
+             " vec=" + std::to_string(p.launch.vector_width);
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.launch.grid_resident) label += " grid=resident";
     if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
@@ -863,6 +734,11 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
     if (p.launch.min_blocks_per_sm) label += " min-blocks=" + std::to_string(p.launch.min_blocks_per_sm);
     if (p.launch.streaming) label += " streaming";
+    // A family's own launch keys (a transpose's tile), as its resolve left them.
+    static const std::set<std::string, std::less<>> parsed_here{"block", "vector_width", "grid", "cluster", "row_mapping",
+                                                                "row_cache", "streaming", "min_blocks_per_sm"};
+    for (const auto& [key, value] : p.launch.given.items())
+        if (!parsed_here.count(key)) label += " " + key + "=" + value.dump();
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));

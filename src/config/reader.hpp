@@ -1,6 +1,6 @@
 // The strict JSON object reader every config block goes through: it knows its key path, rejects
 // unknown keys with the list of allowed ones, and fails with one line "SOURCE: key.path: …".
-// Internal to the config module (parse.cpp, ops.cpp).
+// Used by the config module and by the kernel families (src/family) for their own keys.
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -25,7 +25,8 @@ std::string label_of(const axis_values& chosen, const pipeline* p) {
 
 }  // namespace
 
-std::vector<sweep_point> expand_sweep(const document& doc, std::size_t shard_index, std::size_t shard_count) {
+std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::size_t shard_index,
+                                      std::size_t shard_count) {
     document base = doc;
     json_value axes = json_value::object();
     if (base.json.is_object() && base.json.contains("sweep")) {
@@ -45,7 +46,7 @@ std::vector<sweep_point> expand_sweep(const document& doc, std::size_t shard_ind
     }
 
     // Validate the base first so that a mistake outside the sweep is reported once, plainly.
-    (void)from_json(base);
+    (void)load(base);
 
     std::vector<sweep_point> points;
     for (std::size_t index = shard_index; index < total; index += shard_count) {
@@ -69,7 +70,7 @@ std::vector<sweep_point> expand_sweep(const document& doc, std::size_t shard_ind
         const std::string raw_label = label_of(chosen, nullptr);
         variant.source = doc.source + ": sweep point " + std::to_string(index) +
                          (raw_label.empty() ? "" : " (" + raw_label + ")");
-        point.pipeline = from_json(variant);
+        point.pipeline = load(variant);
         point.label = label_of(chosen, &point.pipeline);
         points.push_back(std::move(point));
     }

@@ -147,7 +147,8 @@ public:
         m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
     }
 
-    void launch(run::kernel_id kernel, long long grid, int block, const run::kernel_args& launch_args) override {
+    void launch(run::kernel_id kernel, const family::dims& grid, const family::dims& block,
+                const run::kernel_args& launch_args) override {
         // cuLaunchKernel takes a pointer to each argument: keep every value at a stable address.
         std::vector<CUdeviceptr> pointers;
         for (auto b : launch_args.buffers) pointers.push_back(pointer(b));
@@ -165,11 +166,17 @@ public:
         for (auto& size : sizes) args.push_back(&size);
         auto& k = m_kernels.at(kernel);
         allow_shared_memory(k, launch_args.shared_bytes);
-        m_api->check(m_api->cuLaunchKernel(k.function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
-                                           1, 1, static_cast<unsigned>(launch_args.shared_bytes), m_stream.get(),
-                                           args.data(), nullptr),
-                     "cuLaunchKernel", "'" + k.name + "' grid " + std::to_string(grid) + " × block " +
-                                           std::to_string(block));
+        const auto u = [](long long v) { return static_cast<unsigned>(v); };
+        const CUresult launched =
+            m_api->cuLaunchKernel(k.function, u(grid.x), u(grid.y), u(grid.z), u(block.x), u(block.y), u(block.z),
+                                  static_cast<unsigned>(launch_args.shared_bytes), m_stream.get(), args.data(), nullptr);
+        if (launched != CUDA_SUCCESS) {  // the message is built only now
+            const auto shown = [](const family::dims& d) {
+                return std::to_string(d.x) + (d.y > 1 || d.z > 1 ? " × " + std::to_string(d.y) : "") +
+                       (d.z > 1 ? " × " + std::to_string(d.z) : "");
+            };
+            m_api->fail(launched, "cuLaunchKernel", "'" + k.name + "' grid " + shown(grid) + ", block " + shown(block));
+        }
     }
 
     void flush_l2() override {

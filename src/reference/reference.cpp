@@ -111,7 +111,7 @@ void typed_array::set(std::size_t i, double value) {
 namespace {
 
 /// A reduce stage over one row's `count` values: the row value, and its error scale. A sum's
-/// rounding is bounded through the kernels' order of additions (config::row_sum_depth): each
+/// rounding is bounded through the kernels' order of additions (row_sums): each
 /// element passes through at most `depth` roundings, each at most u·|a partial sum|.
 expr::row_value reduce_row(config::reduction how, const double* values, const double* scales, std::size_t count,
                            long long depth) {
@@ -150,15 +150,21 @@ expr::row_value reduce_row(config::reduction how, const double* values, const do
 
 }  // namespace
 
-expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
+void evaluate_stage(const config::stage& st, const expr::chunk& in, double* values, double* scales) {
+    // Where the kernel runs the exact definition (a builtin formula), one walk gives both.
+    expr::evaluate(st.exact, in, values, st.kernel_is_exact ? scales : nullptr);
+    if (!st.kernel_is_exact) expr::evaluate(st.kernel, in, nullptr, scales);
+}
+
+expected_values compute(const config::pipeline& p, const input_arrays& inputs, std::optional<row_sums> rows) {
     const auto n = static_cast<std::size_t>(p.n);
     // A row pipeline is evaluated a row at a time (a reduce needs the whole row); others in
     // chunks of k_chunk elements.
-    const bool by_rows = config::has_reductions(p);
+    const bool by_rows = rows.has_value();
     const std::size_t chunk_size = by_rows ? static_cast<std::size_t>(p.shape->cols) : k_chunk;
     const std::size_t chunks = (n + chunk_size - 1) / chunk_size;
-    const long long sum_depth = by_rows ? config::row_sum_depth(p) : 0;
-    const long long online_depth = by_rows ? config::online_sum_depth(p) : 0;
+    const long long sum_depth = by_rows ? rows->depth : 0;
+    const long long online_depth = by_rows ? rows->online_depth : 0;
     const bool per_row_result = config::result_per_row(p);
     expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
     out.values.resize(static_cast<std::size_t>(config::output_count(p)));
@@ -177,9 +183,6 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
         std::ldexp(1.0, (float_compute ? 24 : 53) - format_of(p.type).precision);
     const bool separate = p.fuse == config::fusion::separate;
     const typed_array* first = p.stages.front().input.empty() ? nullptr : &inputs.at(p.stages.front().input);
-    // Where the kernel runs the exact definition (a builtin formula), one walk gives both.
-    std::vector<bool> kernel_is_exact;
-    for (const auto& st : p.stages) kernel_is_exact.push_back(expr::to_text(st.kernel) == expr::to_text(st.exact));
 
     parallel_ranges(chunks, [&](std::size_t first_chunk, std::size_t last_chunk) {
         std::map<std::string, std::vector<double>> elements;
@@ -204,10 +207,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs) {
             for (std::size_t s = 0; s < p.stages.size(); ++s) {
                 const auto& st = p.stages[s];
                 const expr::chunk in{count, x.data(), x_scale.data(), &arrays, &scalars, float_compute, &row_values};
-                // Values from the exact definition; the error scale from the formula the GPU runs.
-                const bool same = kernel_is_exact[s];
-                expr::evaluate(st.exact, in, next.data(), same ? next_scale.data() : nullptr);
-                if (!same) expr::evaluate(st.kernel, in, nullptr, next_scale.data());
+                evaluate_stage(st, in, next.data(), next_scale.data());
                 if (st.reduce != config::reduction::none) {  // x flows on unchanged
                     const expr::row_value row = reduce_row(st.reduce, next.data(), next_scale.data(), count,
                                                               st.online_with ? online_depth : sum_depth);

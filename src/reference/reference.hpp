@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "expr/evaluate.hpp"
 #include "util/uninitialized.hpp"
 
 namespace kjit::reference {
@@ -41,10 +42,24 @@ struct expected_values {
     uninitialized_vector<double> scales;
 };
 
+/// How a row pipeline's kernels add up a row: each element passes through at most `depth`
+/// roundings on its way into a sum (`online_depth` for an online sum). The row family derives
+/// both from its policy, in the order its template adds.
+struct row_sums {
+    long long depth = 0;
+    long long online_depth = 0;
+};
+
 /// The stages' exact definitions in float64 from the inputs as stored (already rounded to the
 /// dtype), so that the comparison measures the kernel's error and nothing else. Separate stages
-/// add the rounding of each intermediate array to the error scale.
-[[nodiscard]] expected_values compute(const config::pipeline& p, const input_arrays& inputs);
+/// add the rounding of each intermediate array to the error scale. With `rows`, the pipeline is
+/// evaluated a row at a time (its reduce stages need the whole row).
+[[nodiscard]] expected_values compute(const config::pipeline& p, const input_arrays& inputs,
+                                      std::optional<row_sums> rows);
+
+/// One stage over a chunk: its values from the stage's exact definition, their error scales
+/// from the formula the GPU runs.
+void evaluate_stage(const config::stage& st, const expr::chunk& in, double* values, double* scales);
 
 struct comparison {
     bool pass = false;

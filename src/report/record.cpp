@@ -93,8 +93,9 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         {"sweep_index", r.sweep_index ? nlohmann::json(*r.sweep_index) : nlohmann::json()},
         {"sweep_point", r.sweep_point},
     };
-    for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed"})
+    for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed", "family"})
         columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
+    for (const auto& [key, value] : r.policy.items()) columns.emplace_back("launch_" + key, nlohmann::json(value));
     const nlohmann::json shape = r.config.value("shape", nlohmann::json());  // "4096x1024": one CSV cell
     columns.emplace_back("shape", shape.is_array() ? nlohmann::json(shape[0].dump() + "x" + shape[1].dump()) : nlohmann::json());
     columns.insert(columns.end(), {{"kjit_version", r.kjit_version},

@@ -13,7 +13,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.3.0";
+inline constexpr const char* k_schema_version = "1.4.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
@@ -57,8 +57,9 @@ struct kernel_row {
     int registers = -1;
     int stack_bytes = -1;
     int spill_bytes = -1;  ///< stores + loads
-    long long grid = 0;
-    int block = 0;
+    long long grid = 0;  ///< blocks in all
+    int block = 0;       ///< threads per block
+    std::array<long long, 3> grid_dims{0, 0, 0}, block_dims{0, 0, 0};  ///< as launched (x, y, z)
     int blocks_per_sm = 0;  ///< occupancy API; 0 when not run
     double occupancy = 0;   ///< theoretical: resident threads per SM / the SM's maximum
 };
@@ -93,6 +94,8 @@ struct record {
     std::string sweep_point;  ///< "dtype=float64 fusion=separate", empty outside sweeps
     std::optional<std::size_t> sweep_index;
     nlohmann::json config = nlohmann::json::object();  ///< flat config fields: n, dtype, …
+    /// The family's launch policy, resolved: a column launch_<key> each (tile, row_cache, …).
+    nlohmann::ordered_json policy = nlohmann::ordered_json::object();
 
     std::string kjit_version, nvrtc_version, arch;
     std::string device_name, driver_version;

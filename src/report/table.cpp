@@ -35,8 +35,13 @@ std::string kernel_note(const kernel_row& k) {
     if (k.registers >= 0) note += "  " + std::to_string(k.registers) + " regs";
     if (k.spill_bytes > 0) note += ", " + std::to_string(k.spill_bytes) + " B spilled";
     if (k.stack_bytes > 0) note += ", " + std::to_string(k.stack_bytes) + " B stack";
+    const auto shown = [](const std::array<long long, 3>& d) {
+        return d[1] > 1 || d[2] > 1 ? "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) +
+                                          (d[2] > 1 ? ", " + std::to_string(d[2]) : "") + ")"
+                                    : std::to_string(d[0]);
+    };
     if (k.grid > 0)
-        note += "  grid " + std::to_string(k.grid) + " × " + std::to_string(k.block) + " (" +
+        note += "  grid " + shown(k.grid_dims) + " × " + shown(k.block_dims) + " (" +
                 std::to_string(k.blocks_per_sm) + " blocks/SM resident, occupancy " + fixed(100 * k.occupancy, 0) + " %)";
     return note;
 }

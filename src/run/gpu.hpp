@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "family/program.hpp"
 #include "report/device_state.hpp"
 
 namespace kjit::run {
@@ -71,8 +72,9 @@ public:
     virtual void copy_to_host(void* destination, buffer_id buffer, std::size_t bytes) = 0;
     virtual void fill_bytes(buffer_id buffer, std::uint8_t value, std::size_t bytes) = 0;
 
-    /// Enqueues kernel(args…) on `grid` blocks of `block` threads.
-    virtual void launch(kernel_id kernel, long long grid, int block, const kernel_args& args) = 0;
+    /// Enqueues kernel(args…) on `grid` blocks of `block` threads. The message of a failed
+    /// launch is built only when it fails: back-to-back launches do no host work between them.
+    virtual void launch(kernel_id kernel, const family::dims& grid, const family::dims& block, const kernel_args& args) = 0;
     /// Enqueues a write over a buffer larger than L2, evicting whatever a kernel left there.
     virtual void flush_l2() = 0;
     virtual void synchronize() = 0;

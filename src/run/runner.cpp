@@ -14,6 +14,7 @@
 #include "report/trace.hpp"
 #include "run/inputs.hpp"
 #include "run/stats.hpp"
+#include "run/timed.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
 #include "util/parallel.hpp"
@@ -22,50 +23,24 @@
 namespace kjit::run {
 namespace {
 
+using detail::number;
+using detail::timed;
 using report::phase;
 
-/// Runs `work`, records its host-clock time as `which`, and prefixes any kjit::error with the
-/// phase so that "cuMemAlloc failed" reads "device alloc: cuMemAlloc(…) failed: …".
-template <class Work>
-auto timed(report::record& rec, phase which, Work&& work) {
-    trace::span span(report::phase_name(which));
-    auto finish = [&] { rec.set(which, span.end()); };
-    try {
-        if constexpr (std::is_void_v<decltype(work())>) {
-            work();
-            finish();
-        } else {
-            auto result = work();
-            finish();
-            return result;
-        }
-    } catch (const error& e) {
-        throw error(e.kind(), std::string(report::phase_title(which)) + ": " + e.what());
-    }
-}
-
-std::string number(double value) {
-    if (std::isnan(value)) return "nan";
-    char text[40];
-    std::snprintf(text, sizeof text, "%.9g", value);
-    return text;
-}
-
-/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)"; in a 2-D
-/// run "element 7 (row 0, col 7): …", or "row 3: → out=…" where the result is one per row.
-std::string describe_element(const config::pipeline& p, std::size_t i, const reference::input_arrays& inputs,
+/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)"; for a
+/// matrix "element 7 (row 0, col 7): …", or "row 3: → out=…" where the result is one per row.
+std::string describe_element(const family::program& prog, std::size_t i, const reference::input_arrays& inputs,
                              const reference::typed_array& out, double ref, double scale,
                              const config::tolerance& tol) {
-    const bool per_row = config::result_per_row(p);
-    std::string text = (per_row ? "row " : "element ") + std::to_string(i);
-    if (p.shape && !per_row) {
-        const auto cols = static_cast<std::size_t>(p.shape->cols);
+    std::string text = (prog.result_per_row ? "row " : "element ") + std::to_string(i);
+    if (prog.output_cols > 0 && !prog.result_per_row) {
+        const auto cols = static_cast<std::size_t>(prog.output_cols);
         text += " (row " + std::to_string(i / cols) + ", col " + std::to_string(i % cols) + ")";
     }
     text += ":";
     const char* sep = " ";
     for (const auto& [name, array] : inputs) {
-        if (per_row) break;  // a row's value comes from the whole row
+        if (prog.result_per_row || !prog.inputs_align_with_output) break;  // not one input element's result
         text += sep + name + "=" + number(array.get(i % array.size()));  // a per-column input repeats
         sep = ", ";
     }
@@ -132,24 +107,23 @@ report::record new_record(const std::string& command, const config::pipeline& p,
                   {"fusion", config::to_string(p.fuse)},
                   {"stages", config::describe_stages(p)},
                   {"block", p.launch.block},
-                  {"vector_width", config::effective_vector_width(p)},
-                  {"grid", p.launch.grid           ? nlohmann::json(*p.launch.grid)
-                           : p.launch.grid_resident ? nlohmann::json("resident")
-                                                    : nlohmann::json("auto")},
+                  {"vector_width", p.launch.vector_width},
+                  {"grid", config::grid_value(p.launch)},
                   {"fast_math", p.compile.fast_math},
-                  {"seed", p.seed}};
+                  {"seed", p.seed},
+                  {"family", p.family}};
+    rec.policy = family::family_of(p).policy(p);
     return rec;
 }
 
-jit::compile_request compile_request_for(const config::pipeline& p, const codegen::generated_source& generated,
-                                         int arch) {
+jit::compile_request compile_request_for(const config::pipeline& p, const family::program& program, int arch) {
     jit::compile_request request;
-    request.source = generated.source;
+    request.source = program.source;
     request.program_name = p.name + ".cu";
     request.arch = arch;
     request.fast_math = p.compile.fast_math;
     request.extra_options = p.compile.options;
-    request.toolkit_headers = !generated.headers.empty();
+    request.toolkit_headers = !program.headers.empty();
     request.method = p.compile.path == config::compile_path::nvrtc ? jit::compile_method::nvrtc : jit::compile_method::nvjitlink;
     if (p.compile.effort != config::compile_effort::full) request.fast_compile = config::to_string(p.compile.effort);
     return request;
@@ -157,8 +131,8 @@ jit::compile_request compile_request_for(const config::pipeline& p, const codege
 
 built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx, report::record& rec) {
     built_variant built;
-    built.generated = timed(rec, phase::codegen, [&] { return codegen::generate(p, ctx.templates); });
-    const jit::compile_request request = compile_request_for(p, built.generated, arch);
+    built.program = timed(rec, phase::codegen, [&] { return family::plan(p, ctx.templates); });
+    const jit::compile_request request = compile_request_for(p, built.program, arch);
     std::optional<jit::build_output> ready;
     if (ctx.prebuilt) ready = ctx.prebuilt->take(jit::cache_key(request));
     built.binary = ready ? std::move(*ready) : jit::build(request, ctx.cache, ctx.mode, rec.variant);
@@ -182,7 +156,7 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     }
     if (ctx.cache && b.compiled && ctx.mode != jit::cache_mode::off) rec.set(phase::cache_store, b.store_ms);
     rec.kernels.clear();
-    for (const auto& k : built.generated.kernels) {
+    for (const auto& k : built.program.kernels) {
         report::kernel_row row{k.name};
         for (const auto& res : b.kernels) {
             if (res.name != k.name) continue;
@@ -195,94 +169,12 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     return built;
 }
 
-int chains_per_batch(double cold_median_ms, int repeat) {
-    if (!(cold_median_ms > 0)) return repeat;
-    return static_cast<int>(std::clamp(std::ceil(k_batch_ms / cold_median_ms), 1.0, static_cast<double>(repeat)));
-}
-
 namespace {
-/// Samples of one chain, L2 flushed before each: at least m.repeat, then more until the median's
-/// relative standard error is within m.noise or m.max_ms of sampling is spent. The error is
-/// re-estimated every tenth of the samples so far (a sort each time), not after every sample.
-std::vector<double> cold_samples(gpu& device, const std::function<void()>& chain, const config::measure_spec& m) {
-    constexpr std::size_t k_most = 100000;
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<double> samples;
-    std::size_t next_check = static_cast<std::size_t>(m.repeat);
-    for (;;) {
-        device.flush_l2();
-        samples.push_back(device.time_ms(chain));
-        if (samples.size() < next_check) continue;
-        if (samples.size() >= k_most || median_relative_error(samples) <= m.noise) break;
-        if (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() >= m.max_ms) break;
-        next_check = samples.size() + std::max<std::size_t>(1, samples.size() / 10);
-    }
-    return samples;
-}
-
-/// Kernel timing of one chain of launches, after `warmup` untimed chains. Cold: L2 flushed before
-/// each sample (see cold_samples), events around one chain. Batch: events around
-/// chains_per_batch back-to-back chains, total / chains, k_batches times. Graph: the same chains
-/// captured once in a CUDA graph and replayed k_batches times; a replay has no CPU launch gaps, so
-/// batch − graph is the launch overhead.
-void measure_kernel(gpu& device, const std::function<void()>& chain, const config::measure_spec& m,
-                    report::record& rec) {
-    int chains = m.repeat;
-    const auto repeat_chain = [&] {
-        for (int i = 0; i < chains; ++i) chain();
-    };
-    trace::span all("timed_launches");
-    try {
-        for (int i = 0; i < m.warmup; ++i) chain();
-        device.synchronize();
-        rec.state_before = device.read_state();
-        trace::span cold_loop("cold loop");
-        std::vector<double> cold = cold_samples(device, chain, m), batch;
-        cold_loop.note("samples", cold.size());
-        cold_loop.end();
-        rec.kernel_cold_noise = median_relative_error(cold);
-        if (*rec.kernel_cold_noise > m.noise)
-            rec.warnings.push_back("cold median noise " + number(100 * *rec.kernel_cold_noise) + " % after " +
-                                   std::to_string(cold.size()) + " samples in measure.max_ms = " + number(m.max_ms) +
-                                   " ms; the target was " + number(100 * m.noise) + " %");
-        rec.kernel_cold = summarize(std::move(cold));
-        chains = chains_per_batch(rec.kernel_cold->median, m.repeat);
-        trace::span batch_loop("batch loop", {{"chains_per_batch", chains}});
-        for (int b = 0; b < k_batches; ++b) batch.push_back(device.time_ms(repeat_chain) / chains);
-        batch_loop.end();
-        rec.kernel_batch = summarize(std::move(batch));
-    } catch (const error& e) {
-        throw error(e.kind(), std::string("timed launches: ") + e.what());
-    }
-    const auto graph = timed(rec, phase::graph_build, [&] { return device.capture_graph(repeat_chain); });
-    try {
-        trace::span replay_loop("graph replays");
-        std::vector<double> replays;
-        for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*graph) / chains);
-        rec.kernel_graph = summarize(std::move(replays));
-    } catch (const error& e) {
-        throw error(e.kind(), std::string("graph launches: ") + e.what());
-    }
-    rec.state_after = device.read_state();
-    rec.set(phase::timed_launches, all.end() - *rec.get(phase::graph_build));
-    for (auto& warning : state_warnings(rec.state_before, rec.state_after)) rec.warnings.push_back(std::move(warning));
-}
 
 std::string sized(const config::pipeline& p) {
     const std::string size = p.shape ? std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols)
                                      : "n = " + std::to_string(p.n);
     return size + " " + std::string(config::to_string(p.type));
-}
-
-/// Bytes of each buffer of a run by kind: an input or intermediate array, the output, a row value.
-struct buffer_sizes {
-    std::size_t array = 0, output = 0, row_value = 0;
-};
-buffer_sizes sizes_of(const config::pipeline& p) {
-    const std::size_t element = config::element_size(p.type);
-    const std::size_t rows = p.shape ? static_cast<std::size_t>(p.shape->rows) : 0;
-    return {static_cast<std::size_t>(p.n) * element, static_cast<std::size_t>(config::output_count(p)) * element,
-            rows * (config::computes_in_double(p.type) ? sizeof(double) : sizeof(float))};
 }
 
 /// Refuses a run the host cannot hold, before anything is allocated: the inputs, the result and
@@ -300,21 +192,24 @@ void check_host_memory(const config::pipeline& p) {
                                             units::bytes(host_available) + " is available");
 }
 
-/// The same for the GPU: every buffer of the run.
-void check_device_memory(const config::pipeline& p, const codegen::generated_source& generated, gpu& device) {
-    const buffer_sizes size = sizes_of(p);
-    const std::string what = sized(p);
-    double device_needed = static_cast<double>(size.array * generated.temporaries.size() + size.output +
-                                               size.row_value * generated.row_values.size());
-    for (const auto& in : p.inputs)
-        device_needed += static_cast<double>(config::elements_of(p, in) * config::element_size(p.type));
+/// The same for the GPU: every buffer of the program.
+void check_device_memory(const config::pipeline& p, const family::program& prog, gpu& device) {
+    double device_needed = 0;
+    for (const auto& b : prog.buffers) device_needed += static_cast<double>(b.bytes);
     const double device_free = static_cast<double>(device.free_memory());
     if (device_needed > device_free)
-        throw error(error_kind::memory, what + " needs " + units::bytes(device_needed) + " of GPU memory (" +
-                                            std::to_string(p.inputs.size() + generated.temporaries.size() + 1 +
-                                                           generated.row_values.size()) +
-                                            " buffers); " + device.device().name + " has " + units::bytes(device_free) +
-                                            " free");
+        throw error(error_kind::memory, sized(p) + " needs " + units::bytes(device_needed) + " of GPU memory (" +
+                                            std::to_string(prog.buffers.size()) + " buffers); " + device.device().name +
+                                            " has " + units::bytes(device_free) + " free");
+}
+
+/// The blocks of k's grid on a device that holds `resident` of them at once.
+family::dims grid_on_device(const family::kernel& k, long long resident) {
+    family::dims grid = k.grid;
+    resident = std::max(1LL, resident);
+    if (k.resident == family::resident_rule::at_most) grid.x = std::min(grid.x, resident);
+    if (k.resident == family::resident_rule::exactly) grid.x = resident;
+    return grid;
 }
 
 }  // namespace
@@ -329,9 +224,8 @@ std::string inputs_key(const config::pipeline& p) {
 }
 
 std::string reference_key(const config::pipeline& p) {
-    nlohmann::json key = {{"fusion", config::to_string(p.fuse)}};
-    // A row sum's error bound follows the kernels' order of additions.
-    if (config::has_reductions(p)) key["sum_depth"] = config::row_sum_depth(p);
+    nlohmann::json key = {{"fusion", config::to_string(p.fuse)}, {"family", p.family},
+                          {"by_family", family::family_of(p).reference_key(p)}};
     for (const auto& s : p.stages)
         if (s.reduce != config::reduction::none) key["reduce"].push_back({config::to_string(s.reduce), s.as, s.formula});
     for (const auto& s : p.scalars) key["scalars"].push_back({s.name, s.value});
@@ -349,7 +243,7 @@ std::shared_ptr<const host_reference> make_host_reference(const config::pipeline
                                                           report::record& rec) {
     return timed(rec, phase::host_reference, [&] {
         return std::make_shared<const host_reference>(
-            host_reference{inputs.key, reference_key(p), reference::compute(p, inputs.arrays)});
+            host_reference{inputs.key, reference_key(p), family::family_of(p).reference(p, inputs.arrays)});
     });
 }
 
@@ -367,13 +261,13 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     rec.device_name = info.name;
     rec.driver_version = std::to_string(info.driver_version / 1000) + "." + std::to_string(info.driver_version % 1000 / 10);
     const built_variant built = build_variant(p, p.compile.arch.value_or(info.arch), ctx, rec);
-    const auto& plan = built.generated.kernels;
+    const family::program& prog = built.program;
     host_data local;
     host_data& host = options.reuse ? *options.reuse : local;
     const std::string input_key = inputs_key(p);
     const bool inputs_at_hand = host.inputs && host.inputs->key == input_key;
     if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
-    check_device_memory(p, built.generated, device);
+    check_device_memory(p, prog, device);
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
     const scoped_module module(device, timed(rec, phase::module_load, [&] {
@@ -381,20 +275,22 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     }));
     std::vector<kernel_id> kernels = timed(rec, phase::get_function, [&] {
         std::vector<kernel_id> ids;
-        for (const auto& k : plan) ids.push_back(device.get_kernel(module.id(), k.name));
+        for (const auto& k : prog.kernels) ids.push_back(device.get_kernel(module.id(), k.name));
         return ids;
     });
-    const int width = built.generated.vector_width;
-    for (std::size_t i = 0; i < plan.size(); ++i) {
+    std::vector<family::dims> grids;
+    for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
+        const family::kernel& k = prog.kernels[i];
         auto& row = rec.kernels[i];
-        row.block = p.launch.block;
-        row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], p.launch.block, plan[i].shared_bytes);
-        const long long resident = static_cast<long long>(row.blocks_per_sm) * info.sm_count;
-        const std::optional<long long> given = p.launch.grid_resident ? std::max(1LL, resident) : p.launch.grid;
-        row.grid = plan[i].per_row ? row_grid_size(p.shape->rows, p.launch.cluster, given)
-                                   : grid_size(p.n, p.launch.block, width, given, resident);
+        const int threads = static_cast<int>(k.block.count());
+        row.block = threads;
+        row.blocks_per_sm = device.max_active_blocks_per_sm(kernels[i], threads, k.shared_bytes);
+        grids.push_back(grid_on_device(k, static_cast<long long>(row.blocks_per_sm) * info.sm_count));
+        row.grid = grids.back().count();
+        row.grid_dims = {grids.back().x, grids.back().y, grids.back().z};
+        row.block_dims = {k.block.x, k.block.y, k.block.z};
         if (info.max_threads_per_sm > 0)
-            row.occupancy = static_cast<double>(row.blocks_per_sm * p.launch.block) / info.max_threads_per_sm;
+            row.occupancy = static_cast<double>(row.blocks_per_sm * threads) / info.max_threads_per_sm;
     }
 
     if (!inputs_at_hand) {
@@ -402,8 +298,6 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         host.inputs = make_host_inputs(p, rec);
     }
     const reference::input_arrays& inputs = host.inputs->arrays;
-    const buffer_sizes size = sizes_of(p);
-    const std::size_t bytes = size.array;
     device_arrays owned(device);  // this run's own: outputs and temporaries, and the inputs unless kept
     const bool copied_before = options.keep_inputs_on_device && host.inputs_on_device.device == &device &&
                                host.copied == host.inputs;
@@ -413,11 +307,10 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     }
     device_arrays& input_copies = options.keep_inputs_on_device ? host.inputs_on_device : owned;
     timed(rec, phase::alloc, [&] {
-        if (!copied_before)
-            for (const auto& [name, array] : inputs) input_copies.ids[name] = device.allocate(array.bytes());
-        for (const auto& name : built.generated.temporaries) owned.ids[name] = device.allocate(bytes);
-        for (const auto& name : built.generated.row_values) owned.ids[name] = device.allocate(size.row_value);
-        owned.ids[codegen::k_output_buffer] = device.allocate(size.output);
+        for (const auto& b : prog.buffers) {
+            if (b.role != family::buffer_role::input) owned.ids[b.name] = device.allocate(b.bytes);
+            else if (!copied_before) input_copies.ids[b.name] = device.allocate(inputs.at(b.name).bytes());
+        }
     });
     if (!copied_before)
         timed(rec, phase::h2d, [&] {
@@ -428,44 +321,36 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     std::map<std::string, buffer_id> buffers = owned.ids;
     buffers.insert(input_copies.ids.begin(), input_copies.ids.end());
 
+    // Each kernel's arguments, bound once: its buffers, scalars and sizes in its parameter order.
     std::vector<kernel_args> arguments;
     rec.bytes_moved = 0;
-    for (const auto& k : plan) {
+    for (const auto& k : prog.kernels) {
         kernel_args args;
-        for (const auto& name : k.reads) args.buffers.push_back(buffers.at(name));
-        for (const auto& name : k.row_reads) args.buffers.push_back(buffers.at(name));
-        args.buffers.push_back(buffers.at(k.writes));
-        for (const auto& name : k.also_writes) args.buffers.push_back(buffers.at(name));
-        for (const auto& name : k.scalars) {
-            const auto found = std::find_if(p.scalars.begin(), p.scalars.end(),
-                                            [&](const config::scalar_param& s) { return s.name == name; });
-            args.scalars.push_back(found->value);
+        for (const auto& a : k.args) {
+            using kind = family::argument::kind;
+            if (a.what == kind::buffer) args.buffers.push_back(buffers.at(a.name));
+            if (a.what == kind::scalar) args.scalars.push_back(config::find_scalar(p, a.name)->value);
+            if (a.what == kind::size) args.sizes.push_back(a.size);
         }
-        args.double_scalars = config::computes_in_double(p.type);
-        args.sizes = k.per_row ? std::vector<long long>{p.shape->rows, p.shape->cols} : std::vector<long long>{p.n};
+        args.double_scalars = prog.double_scalars;
         args.shared_bytes = k.shared_bytes;
         arguments.push_back(std::move(args));
-        using result = codegen::kernel_plan::result;
-        const std::size_t written = (k.output == result::elements     ? bytes
-                                     : k.output == result::row_output ? size.output
-                                                                      : size.row_value) +
-                                    k.also_writes.size() * size.row_value;
-        std::size_t arrays = 0;  // read once per pass over the row
-        for (const auto& name : k.reads) arrays += inputs.count(name) ? inputs.at(name).bytes() : bytes;
-        const std::size_t read = arrays * static_cast<std::size_t>(k.passes) + k.row_reads.size() * size.row_value;
-        rec.bytes_moved += static_cast<double>(read + written);
+        rec.bytes_moved += k.bytes_read + k.bytes_written;
     }
     auto enqueue_chain = [&] {
-        for (std::size_t i = 0; i < plan.size(); ++i)
-            device.launch(kernels[i], rec.kernels[i].grid, p.launch.block, arguments[i]);
+        for (std::size_t i = 0; i < prog.kernels.size(); ++i)
+            device.launch(kernels[i], grids[i], prog.kernels[i].block, arguments[i]);
     };
 
     // All-ones bytes are NaN in float and double: an element no kernel wrote cannot pass the check.
+    const family::buffer* output = nullptr;
     {
         trace::span span("poison outputs");
-        for (const auto& name : built.generated.temporaries) device.fill_bytes(buffers.at(name), 0xFF, bytes);
-        for (const auto& name : built.generated.row_values) device.fill_bytes(buffers.at(name), 0xFF, size.row_value);
-        device.fill_bytes(buffers.at(codegen::k_output_buffer), 0xFF, size.output);
+        for (const auto& b : prog.buffers) {
+            if (b.role == family::buffer_role::input) continue;
+            device.fill_bytes(buffers.at(b.name), 0xFF, b.bytes);
+            if (b.role == family::buffer_role::output) output = &b;
+        }
         device.synchronize();
     }
     // The first launch is checked: it is the result a user's first call produces, after lazy loading.
@@ -475,16 +360,16 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     });
     // The result's host array is kept with the host data: a fresh one costs a page fault per 4 KiB,
     // taken here on all cores rather than one at a time inside the copy.
-    const auto output_count = static_cast<std::size_t>(config::output_count(p));
+    const std::size_t output_count = output->bytes / config::element_size(p.type);
     if (!host.result || host.result->type() != p.type || host.result->size() != output_count) {
         trace::span span("result array");
         host.result.emplace(p.type, output_count);
         auto* first = static_cast<unsigned char*>(host.result->data());
         const auto touch = [&](std::size_t begin, std::size_t end) { std::memset(first + begin, 0, end - begin); };
-        parallel_ranges(size.output, touch, 1 << 20);
+        parallel_ranges(output->bytes, touch, 1 << 20);
     }
     reference::typed_array& out = *host.result;
-    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(codegen::k_output_buffer), size.output); });
+    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(output->name), output->bytes); });
 
     if (!host.reference || host.reference->inputs_key != input_key || host.reference->key != reference_key(p)) {
         host.reference = nullptr;
@@ -497,7 +382,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
                             result.max_abs_error, result.max_rel_error, result.max_ulp_error, tol.rtol, tol.atol,
                             tol.rounding, {}};
     if (result.first_bad)
-        check.first_bad = describe_element(p, *result.first_bad, inputs, out, expected.values[*result.first_bad],
+        check.first_bad = describe_element(prog, *result.first_bad, inputs, out, expected.values[*result.first_bad],
                                            expected.scales[*result.first_bad], tol);
     rec.check = check;
     rec.status = result.pass ? report::outcome::pass : report::outcome::fail;

@@ -9,11 +9,13 @@
 #include <string>
 
 #include "codegen/codegen.hpp"
+#include "family/family.hpp"
 #include "config/config.hpp"
 #include "jit/jit.hpp"
 #include "reference/reference.hpp"
 #include "report/record.hpp"
 #include "run/gpu.hpp"
+#include "run/measure.hpp"
 
 namespace kjit::run {
 
@@ -38,7 +40,7 @@ struct build_context {
 };
 
 struct built_variant {
-    codegen::generated_source generated;
+    family::program program;
     jit::build_output binary;
 };
 
@@ -46,29 +48,22 @@ struct built_variant {
 [[nodiscard]] report::record new_record(const std::string& command, const config::pipeline& p,
                                         const std::string& source);
 
-/// The NVRTC request for `generated` (the source of `p`) for sm_<arch>: one place decides the
+/// The NVRTC request for `program` (the program of `p`) for sm_<arch>: one place decides the
 /// options, so a sweep's parallel compile and a run agree on cache keys.
-[[nodiscard]] jit::compile_request compile_request_for(const config::pipeline& p,
-                                                       const codegen::generated_source& generated, int arch);
+[[nodiscard]] jit::compile_request compile_request_for(const config::pipeline& p, const family::program& program,
+                                                       int arch);
 
 /// Codegen and compile-or-load for sm_<arch>, recorded into `rec` (phases, cache, kernels).
 /// Throws kjit::error(compile) with NVRTC's log when the source does not compile.
 [[nodiscard]] built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx,
                                           report::record& rec);
 
-/// Batches of back-to-back chains (and graph replays) per run: see measure_kernel in runner.cpp.
-inline constexpr int k_batches = 10;
-/// The device time a batch aims at: long enough that the events around it (a few µs) are under
-/// 1 % of it, short enough that slow chains do not spend a sweep's seconds in 10 × repeat launches.
-inline constexpr double k_batch_ms = 1.0;
-/// Chains per batch: enough to fill k_batch_ms at the cold median, at least 1, at most `repeat`.
-[[nodiscard]] int chains_per_batch(double cold_median_ms, int repeat);
-
 /// What a run's inputs depend on: n, dtype, seed and the fill rules.
 [[nodiscard]] std::string inputs_key(const config::pipeline& p);
 /// What its reference depends on beyond the inputs, read from the stage model: the exact trees,
-/// the formulas' trees (they give the error scale), the scalars, and the fusion (separate stages
-/// round intermediates, which the error scale counts).
+/// the formulas' trees (they give the error scale), the scalars, the fusion (separate stages
+/// round intermediates, which the error scale counts), and what its family adds (the order of
+/// a row's additions).
 [[nodiscard]] std::string reference_key(const config::pipeline& p);
 
 /// Buffers on one GPU by name, released with the object, however a run ends (a sweep goes on

@@ -23,7 +23,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }
 
 jit::compile_request request_for(const config::pipeline& p, int arch, const build_context& ctx) {
-    return compile_request_for(p, codegen::generate(p, ctx.templates), p.compile.arch.value_or(arch));
+    return compile_request_for(p, family::plan(p, ctx.templates), p.compile.arch.value_or(arch));
 }
 
 report::record record_for(const config::sweep_point& point, const std::string& command, const std::string& source) {

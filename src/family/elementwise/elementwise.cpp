@@ -1,0 +1,144 @@
+#include "family/elementwise/elementwise.hpp"
+
+#include <algorithm>
+
+#include "family/checks.hpp"
+#include "family/stage_chain.hpp"
+
+namespace kjit::family {
+namespace {
+
+namespace mu = codegen::mu;
+
+/// 256 threads: enough warps per SM to hide memory latency at any vector width, and the block
+/// CUDA's own guides start from.
+constexpr int k_default_block = 256;
+/// Auto vectors are 16 bytes, the widest load one instruction makes.
+constexpr int k_vector_bytes = 16;
+
+class elementwise final : public family {
+public:
+    std::string_view name() const override { return "elementwise"; }
+    std::string_view pipelines() const override { return "maps only"; }
+    std::string_view template_file() const override { return "elementwise.cu.mustache"; }
+
+    bool accepts(const config::pipeline& p) const override {
+        return std::none_of(p.stages.begin(), p.stages.end(), [](const config::stage& s) {
+            return s.family_op || s.reduce != config::reduction::none;
+        });
+    }
+
+    std::vector<std::string> launch_keys() const override { return {"block", "vector_width", "grid"}; }
+
+    void resolve(config::pipeline& p, const std::string& source) const override {
+        refuse_per_column_inputs(p, source);
+        if (p.launch.block_auto) p.launch.block = k_default_block;
+        if (p.launch.vector_width == 0)
+            p.launch.vector_width = static_cast<int>(k_vector_bytes / config::element_size(p.type));
+    }
+
+    config::json_value policy(const config::pipeline& p) const override {
+        return {{"block", p.launch.block}, {"vector_width", p.launch.vector_width}, {"grid", config::grid_value(p.launch)}};
+    }
+
+    program plan(const config::pipeline& p, const codegen::template_set& templates) const override;
+
+    reference::expected_values reference(const config::pipeline& p, const reference::input_arrays& inputs) const override {
+        return reference::compute(p, inputs, std::nullopt);
+    }
+
+    config::json_value reference_key(const config::pipeline&) const override { return nullptr; }
+};
+
+/// The template's data for one kernel: its element function and its loops.
+mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const kernel& planned) {
+    const auto& reads = k.reads;
+    // The element function takes each array's element, then the scalars.
+    std::vector<std::string> element_inputs = reads;
+    element_inputs.insert(element_inputs.end(), k.scalars.begin(), k.scalars.end());
+    const auto element_args = [&](const auto& spell_array) {
+        std::vector<std::string> args;
+        for (const auto& a : reads) args.push_back(spell_array(a));
+        args.insert(args.end(), k.scalars.begin(), k.scalars.end());
+        return codegen::joined(args);
+    };
+    std::vector<std::string> params;
+    for (const auto& a : planned.args) params.push_back(a.cuda);
+    mu::data item;
+    item.set("kernel", k.name);
+    item.set("what", k.what);
+    item.set("first", k.first_value.empty() ? std::string("0") : k.first_value);
+    item.set("element_params", codegen::joined(element_inputs, [](const std::string& a) { return "real " + a; }));
+    item.set("kernel_params", codegen::joined(params));
+    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[k])"; }));
+    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[i])"; }));
+    std::vector<std::string> pointers = reads;
+    pointers.push_back(k_output_buffer);
+    item.set("alignment", codegen::joined(pointers, [](const std::string& a) { return "(unsigned long long)" + a; }, " | "));
+    mu::data arrays{mu::data::type::list};
+    for (const auto& a : reads) arrays.push_back(mu::data("array", a));
+    item.set("arrays", arrays);
+    mu::data steps{mu::data::type::list};
+    const expr::cuda_style style = codegen::style_of(p);
+    for (std::size_t i : k.stages) {
+        mu::data step;
+        step.set("index", std::to_string(i));
+        step.set("what", config::describe(p.stages[i]));
+        step.set("code", expr::to_cuda(p.stages[i].kernel, style));
+        steps.push_back(step);
+    }
+    item.set("steps", steps);
+    return item;
+}
+
+program elementwise::plan(const config::pipeline& p, const codegen::template_set& templates) const {
+    program prog;
+    prog.family = std::string(name());
+    prog.vector_width = p.launch.vector_width;
+    prog.double_scalars = config::computes_in_double(p.type);
+    const stage_chain chain = chain_stages(p);
+    set_buffers(p, chain, prog);
+    // Not variant_label: launch settings must not change an elementwise source, or every block
+    // size in a sweep would be compiled (and cached) again.
+    mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.fuse)) + ", " +
+                                                  std::string(config::to_string(p.type)) + ", vector width " +
+                                                  std::to_string(prog.vector_width),
+                                           prog.vector_width, prog.headers);
+    mu::data items{mu::data::type::list};
+    std::vector<std::string> names;
+    const long long vectors = (p.n + prog.vector_width - 1) / prog.vector_width;  // and the tail
+    for (const auto& k : chain.kernels) {
+        kernel planned;
+        planned.name = k.name;
+        planned.what = k.what;
+        planned.stages = k.stages;
+        planned.block.x = p.launch.block;
+        // A grid-stride loop covers any n: one pass at most, or what the device holds at once.
+        if (p.launch.grid) {
+            planned.grid.x = *p.launch.grid;
+        } else {
+            planned.grid.x = std::max(1LL, (vectors + p.launch.block - 1) / p.launch.block);
+            planned.resident = p.launch.grid_resident ? resident_rule::exactly : resident_rule::at_most;
+        }
+        for (const auto& a : k.reads) planned.args.push_back(array_argument(a, false));
+        planned.args.push_back(array_argument(k.writes, true, k_output_buffer));  // the template writes `out`
+        for (const auto& s : k.scalars) planned.args.push_back(scalar_argument(s));
+        planned.args.push_back(size_argument("n", p.n));
+        count_bytes(p, k, 1, planned);
+        items.push_back(kernel_data(p, k, planned));
+        names.push_back(k.name);
+        prog.kernels.push_back(std::move(planned));
+    }
+    data.set("kernels", items);
+    prog.source = codegen::render(templates, template_file(), data, names);
+    return prog;
+}
+
+}  // namespace
+
+const family& elementwise_family() {
+    static const elementwise instance;
+    return instance;
+}
+
+}  // namespace kjit::family

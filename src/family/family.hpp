@@ -1,0 +1,61 @@
+// Kernel families: the seam between a validated pipeline and the kernels that compute it. The
+// registry picks one family per pipeline, once, when the config is loaded; that family validates
+// its own launch keys and resolves every "auto" (its policy), plans the program (family/program.hpp)
+// and computes the float64 reference. Adding a family is a folder under src/family/, a template
+// and a line in registry.cpp (docs/architecture.md walks through one).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "config/config.hpp"
+#include "family/program.hpp"
+#include "reference/reference.hpp"
+
+namespace kjit::family {
+
+class family {
+public:
+    virtual ~family() = default;
+    [[nodiscard]] virtual std::string_view name() const = 0;
+    /// The pipelines it computes, for messages: "stages with a reduce".
+    [[nodiscard]] virtual std::string_view pipelines() const = 0;
+    /// Its template, kernel_templates/NAME.
+    [[nodiscard]] virtual std::string_view template_file() const = 0;
+    /// Stage ops it implements itself (config::stage::family_op), such as "transpose".
+    [[nodiscard]] virtual std::vector<std::string> stage_ops() const { return {}; }
+    /// True when it computes `p` (parsed, not yet resolved). At most one family says yes.
+    [[nodiscard]] virtual bool accepts(const config::pipeline& p) const = 0;
+    /// Its launch keys ("block", …): any other key in the config's launch block is an error.
+    [[nodiscard]] virtual std::vector<std::string> launch_keys() const = 0;
+    /// Validates what is its own in `p` and resolves every "auto" into p.launch, once. Throws
+    /// kjit::error(config) naming `source` and the key path.
+    virtual void resolve(config::pipeline& p, const std::string& source) const = 0;
+    /// The policy as record columns: every launch choice, resolved.
+    [[nodiscard]] virtual config::json_value policy(const config::pipeline& p) const = 0;
+    /// The kernels of `p` (resolved) and their source.
+    [[nodiscard]] virtual program plan(const config::pipeline& p, const codegen::template_set& templates) const = 0;
+    /// The float64 reference of `p` from `inputs`.
+    [[nodiscard]] virtual reference::expected_values reference(const config::pipeline& p,
+                                                               const reference::input_arrays& inputs) const = 0;
+    /// What the reference depends on besides the inputs and the stages (the kernels' order of
+    /// additions, where a sum's error bound follows it); null when nothing.
+    [[nodiscard]] virtual config::json_value reference_key(const config::pipeline& p) const = 0;
+};
+
+/// Every family, in the order the registry asks them.
+[[nodiscard]] const std::vector<const family*>& families();
+/// The family that resolved `p` (p.family).
+[[nodiscard]] const family& family_of(const config::pipeline& p);
+
+/// A config document as a resolved pipeline: config::from_json, then its family's resolve.
+[[nodiscard]] config::pipeline load(const config::document& doc);
+/// config::expand_sweep with every point resolved by its family, before any work starts.
+[[nodiscard]] std::vector<config::sweep_point> expand_sweep(const config::document& doc, std::size_t shard_index = 0,
+                                                            std::size_t shard_count = 1);
+
+/// The program of `p`: family_of(p).plan.
+[[nodiscard]] program plan(const config::pipeline& p, const codegen::template_set& templates);
+
+}  // namespace kjit::family

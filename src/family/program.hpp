@@ -1,0 +1,75 @@
+// What a family plans for one variant, and all the runner needs to execute it: the source, the
+// kernels in launch order with their launch shapes and typed arguments, the device buffers with
+// their sizes and roles, and the bytes each kernel moves. The runner knows no family: it
+// allocates and poisons the buffers, binds the arguments, launches, measures and compares.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace kjit::family {
+
+struct dims {
+    long long x = 1, y = 1, z = 1;
+    [[nodiscard]] long long count() const { return x * y * z; }
+    bool operator==(const dims&) const = default;
+};
+
+/// What a buffer holds. Inputs are made on the host and copied in; the others are poisoned
+/// (all-ones bytes: NaN) before the first launch, so an element no kernel wrote cannot pass.
+enum class buffer_role { input, temporary, row_value, output };
+
+struct buffer {
+    std::string name;
+    std::size_t bytes = 0;
+    buffer_role role = buffer_role::input;
+};
+
+/// One kernel parameter, in order: a buffer (by name), a scalar of the pipeline (by name, passed
+/// in the compute type), or a size (a 64-bit integer known when planning).
+struct argument {
+    enum class kind { buffer, scalar, size } what = kind::buffer;
+    std::string name;  ///< the buffer or scalar; for a size, what it is ("n", "rows", "cols")
+    long long size = 0;
+    bool written = false;  ///< a buffer the kernel writes
+    std::string cuda;      ///< its declaration in the kernel: "const store_t* __restrict__ weights"
+    std::string cuda_name; ///< its name there: "weights", or "kjit_row_m" for a row value
+};
+
+/// How many blocks the device holding them all at once caps the grid at (SMs × resident blocks
+/// per SM, from the occupancy API, known only on the device): not at all, at most that many
+/// (grid-stride or row loops that need no more), or exactly that many (launch.grid "resident").
+enum class resident_rule { none, at_most, exactly };
+
+struct kernel {
+    std::string name;  ///< extern "C", so it needs no name lowering
+    std::string what;  ///< "stages[1]: weigh, a kernel of its own" or "normalize → …, fused"
+    std::vector<std::size_t> stages;  ///< the stages it computes, in order
+    dims grid, block;
+    resident_rule resident = resident_rule::none;  ///< applies to grid.x
+    std::size_t shared_bytes = 0;                  ///< dynamic shared memory per block
+    std::vector<argument> args;
+    double bytes_read = 0, bytes_written = 0;  ///< global memory per launch, as planned
+};
+
+struct program {
+    std::string family;  ///< the family that planned it
+    std::string source;
+    std::vector<std::string> headers;  ///< toolkit headers it includes (float16, bfloat16)
+    std::vector<kernel> kernels;       ///< in launch order
+    std::vector<buffer> buffers;       ///< every device buffer, inputs first
+    bool double_scalars = false;       ///< scalars are passed as double (float64 pipelines)
+    int vector_width = 1;
+    /// The result as a matrix of output_rows × output_cols (0 × 0: a 1-D result), and whether
+    /// it has one value per row of the input (a final reduce).
+    long long output_rows = 0, output_cols = 0;
+    bool result_per_row = false;
+    /// Input element i is where output element i came from (not so through a transpose): a bad
+    /// element's message can show its inputs.
+    bool inputs_align_with_output = true;
+};
+
+/// Name of the buffer that holds the pipeline's result.
+inline constexpr const char* k_output_buffer = "out";
+
+}  // namespace kjit::family

@@ -1,0 +1,45 @@
+// The row family's geometry, from a resolved policy: how much of a row each thread and block
+// holds, whether blocks loop over rows, and the order in which the kernels add a row up (which
+// the reference's error bound for sums follows). Decided here once; the policy, the plan and the
+// reference read it.
+#pragma once
+#include "config/config.hpp"
+#include "reference/reference.hpp"
+
+namespace kjit::family::rows {
+
+/// The most elements one thread keeps in registers: a row longer than block × cluster × this is
+/// refused (the message says to raise launch.block or launch.cluster).
+inline constexpr int k_max_row_items = 32;
+/// The most bytes of a row that row_cache "shared" holds: what one block may have on sm_90
+/// (227 KiB), less the few words the reductions use.
+inline constexpr long long k_max_shared_row_bytes = 227 * 1024 - 1024;
+/// Levels of the template's warp butterfly (kjit_warp_reduce: 32 lanes). kjit_block_reduce runs
+/// it twice: over each warp's lanes, then over the (at most 32) warps' results.
+inline constexpr long long k_warp_levels = 5;
+
+/// True when blocks loop over the rows (launch.grid is not "auto").
+[[nodiscard]] bool rows_loop(const config::pipeline& p);
+/// The bytes of one row as stored.
+[[nodiscard]] long long row_bytes(const config::pipeline& p);
+/// The bytes of a row that one block holds with row_cache "shared": the row, or in a cluster the
+/// block's share (its threads' vectors, as many for each thread).
+[[nodiscard]] long long row_bytes_per_block(const config::pipeline& p);
+/// The elements one thread handles (serially, before the block's tree). With row_cache "values"
+/// or "inputs" it keeps them in registers: at most k_max_row_items.
+[[nodiscard]] long long row_items_per_thread(const config::pipeline& p);
+/// True when the row waits in registers between passes (row_cache "values" or "inputs").
+[[nodiscard]] bool row_in_registers(const config::pipeline& p);
+/// Dynamic shared memory per block of a kernel that reads a row: with row_cache "shared", the
+/// block's row (two when it loops over rows: the next one arrives while this one is worked on);
+/// otherwise none.
+[[nodiscard]] std::size_t shared_bytes(const config::pipeline& p);
+
+/// The longest chains of roundings in a row's sums: a thread adds its elements in order, then
+/// the block's two butterflies (2 × k_warp_levels), then the cluster's blocks in rank order. An
+/// online sum's partial may also be multiplied at each of those steps by exp(old max − new
+/// max), whose rounding and exp's error (at most 2 ulps for expf; __expf's grows with the
+/// argument, but the factor's weight falls faster) add about 4 roundings more: 5 × the depth.
+[[nodiscard]] reference::row_sums sum_depths(const config::pipeline& p);
+
+}  // namespace kjit::family::rows

@@ -1,0 +1,195 @@
+// The row family's policy: every "auto" of a row pipeline's launch resolved once (vector width,
+// block, cluster), the combinations that cannot work refused with one line, the online sums
+// paired with their maxes; and the geometry that follows from it (geometry.hpp).
+#include <algorithm>
+
+#include "expr/expr.hpp"
+#include "expr/functions.hpp"
+#include "family/rows/geometry.hpp"
+#include "family/rows/rows.hpp"
+#include "util/error.hpp"
+
+namespace kjit::family::rows {
+namespace {
+
+using config::pipeline;
+/// Throws kjit::error(config) at a key path of the config.
+struct failer {
+    const std::string& source;
+    [[noreturn]] void operator()(const std::string& path, const std::string& what) const {
+        throw config_error(source, path, what);
+    }
+};
+
+/// True when `t` is exp(reduced - m), where m names a row value.
+bool is_exp_less_max(const expr::tree& t, const expr::tree& reduced, const std::string& max_name) {
+    if (t->kind != expr::node_kind::call || t->function->name != "exp") return false;
+    const expr::node& difference = *t->args[0];
+    return difference.kind == expr::node_kind::binary && difference.op == expr::binary_op::sub &&
+           difference.args[1]->kind == expr::node_kind::name && difference.args[1]->binding == expr::name_kind::row &&
+           difference.args[1]->name == max_name && expr::to_text(difference.args[0]) == expr::to_text(reduced);
+}
+
+/// Pairs each "online" sum with the max before it, or fails saying why the pair is not the online
+/// softmax's: the sum, with the maps between put in for x, must be of exp(v - m), where m is the
+/// max of v.
+void pair_online_sums(pipeline& p, const failer& fail) {
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        config::stage& sum = p.stages[i];
+        if (sum.formula != "online") continue;
+        const std::string path = "stages[" + std::to_string(i) + "].formula";
+        std::size_t after_max = i;
+        while (after_max > 0 && p.stages[after_max - 1].reduce == config::reduction::none) --after_max;
+        if (after_max == 0 || p.stages[after_max - 1].reduce != config::reduction::max)
+            fail(path, "\"online\" computes this sum in one pass with a max: the reduce before it must be "
+                            "fn \"max\", with only maps between");
+        const config::stage& max = p.stages[after_max - 1];
+        const auto summand_of = [&](expr::tree config::stage::*which) {
+            expr::tree summand = sum.*which;
+            for (std::size_t k = i; k-- > after_max;) summand = expr::substitute_flowing(summand, p.stages[k].*which);
+            return summand;
+        };
+        const expr::tree summand = summand_of(&config::stage::kernel);
+        if (!is_exp_less_max(summand, max.kernel, max.as) || !is_exp_less_max(summand_of(&config::stage::exact), max.exact, max.as))
+            fail(path, "\"online\" needs a sum of exp(v - " + max.as + ") where " + max.as + " is the max of v = " +
+                                expr::to_text(max.kernel) + "; this sum is of " + expr::to_text(summand));
+        if (p.fuse == config::fusion::separate && i + 1 == p.stages.size())
+            fail(path, "\"online\" with fusion \"separate\" computes the sum in the max's kernel, which writes "
+                            "row values; the last stage's sum is the output: use fusion \"fused\", or \"classic\"");
+        sum.online_with = after_max - 1;
+    }
+}
+
+/// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
+/// row before clusters, smaller blocks first. Many small blocks per SM overlap one row's loads
+/// with another's reductions and stores, and each thread's loads are all in flight at once: on
+/// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
+void choose_row_launch(pipeline& p, const failer& fail) {
+    using cache = config::launch_spec::row_cache;
+    const bool in_registers = row_in_registers(p);
+    if (p.launch.cache == cache::shared) {
+        if (p.compile.arch && *p.compile.arch < 80)
+            fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
+                                  std::to_string(*p.compile.arch));
+    }
+    if (p.launch.warp_per_row) {
+        if (!p.launch.block_auto && p.launch.block != 32)
+            fail("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
+                                          std::to_string(p.launch.block));
+        if (!p.launch.cluster_auto && p.launch.cluster != 1)
+            fail("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
+                                            std::to_string(p.launch.cluster));
+        p.launch.block = 32;
+        p.launch.cluster = 1;
+        if (in_registers && row_items_per_thread(p) > k_max_row_items)
+            fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
+                                std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
+        return;
+    }
+    const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
+                                                        : std::vector<int>{p.launch.block};
+    // A row not in registers needs no cluster to hold it.
+    const std::vector<int> clusters = !p.launch.cluster_auto ? std::vector<int>{p.launch.cluster}
+                                      : in_registers         ? std::vector<int>{1, 2, 4, 8}
+                                                             : std::vector<int>{1};
+    const auto fits = [&](int block, int cluster) {
+        p.launch.block = block;
+        p.launch.cluster = cluster;
+        return row_items_per_thread(p) <= k_max_row_items;
+    };
+    const bool found = [&] {
+        for (const int cluster : clusters)
+            for (const int block : blocks)
+                if (fits(block, cluster)) return true;
+        return false;
+    }();
+    if (!found && !in_registers)  // a row not in registers may be longer: the largest block
+        p.launch.block = blocks.back();
+    else if (!found)
+        fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a row kernel holds: " +
+                            std::to_string(p.launch.block) + " threads × " + std::to_string(p.launch.cluster) +
+                            " blocks × " + std::to_string(k_max_row_items) +
+                            " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or read it "
+                            "from memory in each pass with launch.row_cache \"none\"");
+    if (p.launch.cache == cache::shared) {
+        // A block that loops over rows holds two: the next is copied while this one is worked on.
+        const long long share = row_bytes_per_block(p), held = static_cast<long long>(shared_bytes(p));
+        const std::string what = p.launch.cluster > 1 ? "a block's share (" + std::to_string(share) + " bytes) of a row is" :
+                                 rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds "
+                                                "them) of " + std::to_string(share) + " bytes are"
+                                              : "a row of " + std::to_string(share) + " bytes is";
+        if (held > k_max_shared_row_bytes)
+            fail("shape", what + " more than launch.row_cache \"shared\" holds (" +
+                                std::to_string(k_max_shared_row_bytes) + " bytes of a block's shared memory); use \"none\"" +
+                                (rows_loop(p) ? " or launch.grid \"auto\"" : ", or spread the row over a launch.cluster"));
+    }
+    if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
+        fail("shape", "expected at most (2^31 − 1) / " + std::to_string(p.launch.cluster) +
+                            " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
+    if (rows_loop(p) && p.launch.cluster > 1)
+        fail("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
+                                     std::to_string(p.launch.cluster) +
+                                     (in_registers ? " (" + std::to_string(p.shape->cols) +
+                                                         " elements in registers); use launch.grid \"auto\", or row_cache "
+                                                         "\"none\" or \"shared\""
+                                                   : "; use launch.grid \"auto\", or launch.cluster 1"));
+    if (p.launch.min_blocks_per_sm * p.launch.block > config::k_max_threads_per_sm)
+        fail("launch.min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm) + " blocks of " +
+                                                  std::to_string(p.launch.block) + " threads are more than the " +
+                                                  std::to_string(config::k_max_threads_per_sm) + " threads an SM holds");
+    if (p.launch.cluster > 1 && p.compile.arch && *p.compile.arch < 90)
+        fail("compile", "launch.cluster " + std::to_string(p.launch.cluster) +
+                              " needs thread-block clusters: sm_90 or newer, and compile.arch is sm_" +
+                              std::to_string(*p.compile.arch));
+}
+
+/// A vector must not straddle two rows: the widest of the configured (or 16 bytes' worth, for
+/// auto) and its halves that divides cols.
+int row_vector_width(const pipeline& p) {
+    int width = p.launch.vector_width != 0 ? p.launch.vector_width : static_cast<int>(16 / config::element_size(p.type));
+    while (p.shape->cols % width != 0) width /= 2;
+    return width;
+}
+
+}  // namespace
+
+bool rows_loop(const pipeline& p) { return p.launch.grid || p.launch.grid_resident; }
+
+long long row_bytes(const pipeline& p) { return p.shape->cols * static_cast<long long>(config::element_size(p.type)); }
+
+long long row_bytes_per_block(const pipeline& p) {
+    if (p.launch.cluster == 1) return row_bytes(p);
+    const long long width = p.launch.vector_width, vectors = p.shape->cols / width;
+    const long long stride = static_cast<long long>(p.launch.block) * p.launch.cluster;
+    return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(config::element_size(p.type));
+}
+
+long long row_items_per_thread(const pipeline& p) {
+    const long long width = p.launch.vector_width, vectors = p.shape->cols / width;
+    const long long threads = static_cast<long long>(p.launch.block) * p.launch.cluster;
+    return (vectors + threads - 1) / threads * width;
+}
+
+bool row_in_registers(const pipeline& p) {
+    using cache = config::launch_spec::row_cache;
+    return p.launch.cache == cache::values || p.launch.cache == cache::inputs;
+}
+
+std::size_t shared_bytes(const pipeline& p) {
+    if (p.launch.cache != config::launch_spec::row_cache::shared) return 0;
+    return static_cast<std::size_t>(row_bytes_per_block(p) * (rows_loop(p) ? 2 : 1));
+}
+
+reference::row_sums sum_depths(const pipeline& p) {
+    const long long depth = row_items_per_thread(p) + 2 * k_warp_levels + p.launch.cluster - 1;
+    return {depth, 5 * depth};
+}
+
+void resolve_policy(pipeline& p, const std::string& source) {
+    const failer fail{source};
+    p.launch.vector_width = row_vector_width(p);
+    choose_row_launch(p, fail);
+    pair_online_sums(p, fail);
+}
+
+}  // namespace kjit::family::rows

@@ -1,0 +1,299 @@
+#include "family/rows/rows.hpp"
+
+#include <algorithm>
+
+#include "expr/functions.hpp"
+#include "family/rows/geometry.hpp"
+#include "family/stage_chain.hpp"
+
+namespace kjit::family {
+namespace {
+
+namespace mu = codegen::mu;
+using config::pipeline;
+using cache = config::launch_spec::row_cache;
+using result_kind = chain_kernel::result;
+
+/// A final reduce without a name still needs a variable to hold its value.
+std::string row_value_name(const config::stage& s) { return s.as.empty() ? "kjit_result" : s.as; }
+
+/// How many times a kernel reads its arrays: with row_cache "none" once per pass over the row
+/// (each reduce, an online max and sum together, and the store of a result per element).
+int passes_of(const pipeline& p, const chain_kernel& k) {
+    if (p.launch.cache != cache::none) return 1;
+    const auto reduces = std::count_if(k.stages.begin(), k.stages.end(), [&](std::size_t i) {
+        return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
+    });
+    return static_cast<int>(reduces) + (k.output == result_kind::elements ? 1 : 0);
+}
+
+argument row_value_argument(const std::string& name, bool written) {
+    argument a;
+    a.name = name;
+    a.cuda_name = "kjit_row_" + name;
+    a.written = written;
+    a.cuda = std::string(written ? "real* __restrict__ " : "const real* __restrict__ ") + a.cuda_name;
+    return a;
+}
+
+/// The kernel's parameters in order: arrays, row values read, what it writes, row values it also
+/// writes, scalars, rows and cols.
+std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
+    std::vector<argument> args;
+    for (const auto& a : k.reads) args.push_back(array_argument(a, false));
+    for (const auto& r : k.row_reads) args.push_back(row_value_argument(r, false));
+    args.push_back(k.output == result_kind::row_value ? row_value_argument(k.writes, true) : array_argument(k.writes, true));
+    for (const auto& r : k.also_writes) args.push_back(row_value_argument(r, true));
+    for (const auto& s : k.scalars) args.push_back(scalar_argument(s));
+    args.push_back(size_argument("rows", p.shape->rows));
+    args.push_back(size_argument("cols", p.shape->cols));
+    return args;
+}
+
+/// The template's data for one kernel: its row function's loads, stages and stores.
+mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned) {
+    const int width = p.launch.vector_width;
+    const expr::cuda_style style = codegen::style_of(p);
+    const bool row_value_out = k.output == result_kind::row_value;
+    std::vector<std::string> kernel_params, kernel_args;
+    for (const auto& a : planned.args) {
+        kernel_params.push_back(a.cuda);
+        kernel_args.push_back(a.cuda_name);
+    }
+    mu::data item;
+    item.set("kernel", k.name);
+    item.set("what", k.what);
+    item.set("kernel_params", codegen::joined(kernel_params));
+    item.set("kernel_args", codegen::joined(kernel_args));
+    if (!k.first_value.empty()) item.set("first", k.first_value);
+    mu::data row_inputs{mu::data::type::list};
+    for (const auto& r : k.row_reads) row_inputs.push_back(mu::data("row_value", r));
+    item.set("row_inputs", row_inputs);
+    // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
+    // "inputs", the row as loaded (half the space for 16-bit storage); with "none" there is no
+    // x[], and each pass loads the row again. In those, each use of x applies the maps before
+    // it again. With "shared", the passes load the row from shared memory instead, as "none"
+    // does from global memory.
+    const bool loads_each_pass = !rows::row_in_registers(p);
+    const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
+    item.set("in_shared", codegen::flag(planned.shared_bytes > 0));
+    // A block that loops over rows loads the next row into registers while it works on this one.
+    item.set("prefetched", codegen::flag(rows::rows_loop(p) && !loads_each_pass && !k.first_value.empty()));
+    const bool maps_at_use = loads_each_pass || keep_inputs;
+    std::string value = !loads_each_pass ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
+                        : k.first_value.empty() ? "(real)0"
+                                                : "load(in.e[k])";
+    item.set("keeps_inputs", codegen::flag(keep_inputs));
+    item.set("loads_each_pass", codegen::flag(loads_each_pass));
+    // Other arrays are read a vector at a time where a loop over x uses them: those of the
+    // stage, and in "inputs" mode those of the maps its value goes through again.
+    std::vector<std::string> value_arrays;
+    const auto vector_loads = [&](const std::vector<std::string>& arrays) {
+        mu::data list{mu::data::type::list};
+        for (const auto& a : arrays) {
+            const config::input_spec* input = config::find_input(p, a);
+            mu::data load;
+            load.set("array", a);
+            load.set("at", input && input->per_column ? a : a + " + base");  // per column: the same for every row
+            list.push_back(load);
+        }
+        return list;
+    };
+    mu::data steps{mu::data::type::list};
+    for (std::size_t i : k.stages) {
+        const config::stage& st = p.stages[i];
+        if (st.online_with) continue;  // computed with its max
+        expr::used_names used;
+        expr::collect_names(st.kernel, used);
+        // The element function takes x, each array's element, the row values, then the scalars.
+        std::vector<std::string> params{"real x"}, args{value};
+        std::vector<std::string> site_arrays = value_arrays;
+        for (const auto& a : used.arrays) {
+            params.push_back("real " + a);
+            args.push_back("load(kjit_v_" + a + ".e[k])");
+            if (std::find(site_arrays.begin(), site_arrays.end(), a) == site_arrays.end()) site_arrays.push_back(a);
+        }
+        for (const auto& names : {used.rows, used.scalars})
+            for (const auto& name : names) {
+                params.push_back("real " + name);
+                args.push_back(name);
+            }
+        const std::string call = "kjit_" + k.name + "_s" + std::to_string(i) + "(" + codegen::joined(args) + ")";
+        mu::data step;
+        step.set("index", std::to_string(i));
+        step.set("what", config::describe(st));
+        step.set("code", expr::to_cuda(st.kernel, style));
+        step.set("params", codegen::joined(params));
+        step.set("value", call);
+        step.set("arrays", vector_loads(site_arrays));
+        if (st.reduce == config::reduction::none) {
+            if (maps_at_use) {  // applied where x is used next
+                value = call;
+                value_arrays = site_arrays;
+            } else {
+                step.set("map", codegen::flag(true));
+            }
+        } else {
+            // The online sum computed with this max, if any.
+            const auto online = std::find_if(k.stages.begin(), k.stages.end(),
+                                             [&](std::size_t later) { return p.stages[later].online_with == i; });
+            const bool with_sum = online != k.stages.end();
+            step.set("reduce", codegen::flag(true));
+            step.set("online", codegen::flag(with_sum));
+            // A mean is a sum divided by cols.
+            const config::reduction how = st.reduce == config::reduction::mean ? config::reduction::sum : st.reduce;
+            step.set("op", with_sum ? "online" : std::string(config::to_string(how)));
+            step.set("mean", codegen::flag(st.reduce == config::reduction::mean));
+            step.set("row_value", row_value_name(st));
+            if (with_sum) {
+                step.set("sum_index", std::to_string(*online));
+                step.set("sum_value", row_value_name(p.stages[*online]));
+            }
+        }
+        steps.push_back(step);
+    }
+    item.set("stored_value", value);
+    item.set("store_arrays", vector_loads(value_arrays));
+    item.set("steps", steps);
+    mu::data row_stores{mu::data::type::list};
+    const auto store_row = [&](const std::string& writes, const std::string& stored) {
+        mu::data row_store;
+        row_store.set("writes", writes);
+        row_store.set("stored", stored);
+        row_stores.push_back(row_store);
+    };
+    if (k.output == result_kind::elements) {
+        item.set("store_elements", codegen::flag(true));
+        item.set("writes", k.writes);
+    } else {
+        // A row value for later kernels is the first stage's (a max, maybe with its online
+        // sum after it); the output is the last stage's.
+        const std::string held = row_value_name(p.stages[row_value_out ? k.stages.front() : k.stages.back()]);
+        store_row(row_value_out ? "kjit_row_" + k.writes : k.writes, row_value_out ? held : "store(" + held + ")");
+    }
+    for (const auto& r : k.also_writes) store_row("kjit_row_" + r, r);
+    item.set("row_stores", row_stores);
+    return item;
+}
+
+/// What the whole source is given besides its kernels: the row's shape in registers, the
+/// reductions' spelling, the cache and copy choices.
+void add_row_data(const pipeline& p, mu::data& data) {
+    const int width = p.launch.vector_width;
+    const long long items = rows::row_items_per_thread(p);
+    data.set("block", std::to_string(p.launch.block));
+    data.set("launch_bounds", std::to_string(p.launch.block) +
+                                  (p.launch.min_blocks_per_sm ? ", " + std::to_string(p.launch.min_blocks_per_sm) : std::string()));
+    data.set("items", std::to_string(items));
+    data.set("vectors_per_thread", std::to_string(items / width));
+    data.set("cluster", std::to_string(p.launch.cluster));
+    data.set("clustered", codegen::flag(p.launch.cluster > 1));
+    data.set("row_stride", std::to_string(p.launch.block * p.launch.cluster));
+    data.set("loops", codegen::flag(rows::rows_loop(p)));
+    data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
+    const bool f64 = config::computes_in_double(p.type);
+    data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
+    data.set("fmax", f64 ? "fmax" : "fmaxf");
+    data.set("fmin", f64 ? "fmin" : "fminf");
+    // exp as the stages spell it, for the online sum's rescaling.
+    const expr::function_info& exp = *expr::find_function("exp");
+    data.set("exp", std::string(f64 ? exp.cuda_double : p.compile.fast_math ? exp.cuda_fast : exp.cuda_float));
+    data.set("shared_rows", codegen::flag(p.launch.cache == cache::shared));
+    // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
+    const int vector_bytes = width * static_cast<int>(config::element_size(p.type));
+    data.set("copy_async", codegen::flag(vector_bytes >= 4));
+    data.set("streaming", codegen::flag(p.launch.streaming));
+    data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");
+    // __ldcs and __stcs take a built-in type: a vector is moved as words of up to 16 bytes.
+    const int word_bytes = std::min(vector_bytes, 16);
+    data.set("word", word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned" : "unsigned short");
+    data.set("words", std::to_string(vector_bytes / word_bytes));
+    data.set("online_sums", codegen::flag(std::any_of(p.stages.begin(), p.stages.end(),
+                                                      [](const config::stage& s) { return s.online_with.has_value(); })));
+}
+
+class row_family final : public family {
+public:
+    std::string_view name() const override { return "rows"; }
+    std::string_view pipelines() const override { return "stages with a reduce"; }
+    std::string_view template_file() const override { return "rows.cu.mustache"; }
+
+    bool accepts(const pipeline& p) const override {
+        const auto any = [&](auto test) { return std::any_of(p.stages.begin(), p.stages.end(), test); };
+        return any([](const config::stage& s) { return s.reduce != config::reduction::none; }) &&
+               !any([](const config::stage& s) { return s.family_op; });
+    }
+
+    std::vector<std::string> launch_keys() const override {
+        return {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache", "streaming", "min_blocks_per_sm"};
+    }
+
+    void resolve(pipeline& p, const std::string& source) const override { rows::resolve_policy(p, source); }
+
+    config::json_value policy(const pipeline& p) const override {
+        return {{"block", p.launch.block},
+                {"vector_width", p.launch.vector_width},
+                {"grid", config::grid_value(p.launch)},
+                {"cluster", p.launch.cluster},
+                {"row_mapping", p.launch.warp_per_row ? "warp" : "block"},
+                {"row_cache", config::to_string(p.launch.cache)},
+                {"streaming", p.launch.streaming},
+                {"min_blocks_per_sm", p.launch.min_blocks_per_sm ? config::json_value(p.launch.min_blocks_per_sm)
+                                                                 : config::json_value("auto")}};
+    }
+
+    program plan(const pipeline& p, const codegen::template_set& templates) const override {
+        program prog;
+        prog.family = std::string(name());
+        prog.vector_width = p.launch.vector_width;
+        prog.double_scalars = config::computes_in_double(p.type);
+        const stage_chain chain = chain_stages(p);
+        set_buffers(p, chain, prog);
+        mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.fuse)) + ", " +
+                                                      std::string(config::to_string(p.type)) + ", vector width " +
+                                                      std::to_string(prog.vector_width),
+                                               prog.vector_width, prog.headers);
+        add_row_data(p, data);
+        mu::data items{mu::data::type::list};
+        std::vector<std::string> names;
+        for (const auto& k : chain.kernels) {
+            kernel planned;
+            planned.name = k.name;
+            planned.what = k.what;
+            planned.stages = k.stages;
+            planned.block.x = p.launch.block;
+            // One block (or cluster) per row; a given grid loops over the rows, and needs no
+            // more blocks than rows.
+            if (p.launch.grid) {
+                planned.grid.x = std::min(*p.launch.grid, p.shape->rows);
+            } else {
+                planned.grid.x = p.launch.grid_resident ? p.shape->rows : p.shape->rows * p.launch.cluster;
+                if (p.launch.grid_resident) planned.resident = resident_rule::at_most;
+            }
+            if (!k.first_value.empty()) planned.shared_bytes = rows::shared_bytes(p);
+            planned.args = arguments_of(p, k);
+            count_bytes(p, k, passes_of(p, k), planned);
+            items.push_back(kernel_data(p, k, planned));
+            names.push_back(k.name);
+            prog.kernels.push_back(std::move(planned));
+        }
+        data.set("kernels", items);
+        prog.source = codegen::render(templates, template_file(), data, names);
+        return prog;
+    }
+
+    reference::expected_values reference(const pipeline& p, const reference::input_arrays& inputs) const override {
+        return reference::compute(p, inputs, rows::sum_depths(p));
+    }
+
+    config::json_value reference_key(const pipeline& p) const override { return {{"sum_depth", rows::sum_depths(p).depth}}; }
+};
+
+}  // namespace
+
+const family& rows_family() {
+    static const row_family instance;
+    return instance;
+}
+
+}  // namespace kjit::family

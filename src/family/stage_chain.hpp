@@ -1,0 +1,57 @@
+// The stages of an elementwise or row pipeline as a chain of kernels: fused, one kernel for
+// every stage; separate, one kernel per stage, the shape of the seed's three @vectorize
+// functions. Shared by the two families whose kernels run the stages in order
+// (family/elementwise, family/rows), with the arguments and buffers they have in common.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "family/program.hpp"
+
+namespace kjit::family {
+
+/// One kernel of the chain: what it reads and writes, before it has a launch.
+struct chain_kernel {
+    std::string name;
+    std::string what;
+    std::vector<std::string> reads;        ///< arrays: inputs and intermediate arrays
+    std::vector<std::string> row_reads;    ///< row values written by an earlier kernel
+    std::string writes;                    ///< the output, an intermediate array or a row value
+    std::vector<std::string> also_writes;  ///< row values besides `writes`: an online sum with its max
+    std::vector<std::string> scalars;
+    /// What `writes` holds: an element per element, or one value per row (of the storage type
+    /// for the output, of the compute type for a row value another kernel reads).
+    enum class result { elements, row_output, row_value } output = result::elements;
+    std::vector<std::size_t> stages;  ///< the stages it computes, in order
+    std::string first_value;          ///< the array its x starts from ("" = none)
+};
+
+struct stage_chain {
+    std::vector<chain_kernel> kernels;     ///< in launch order
+    std::vector<std::string> temporaries;  ///< intermediate arrays (separate stages only)
+    std::vector<std::string> row_values;   ///< row values passed on in memory (separate only)
+};
+
+/// The kernels of `p`. Separate: each map writes an intermediate array that the next kernel
+/// reads, each reduce a row value (x flows past it in the array that holds it); an online sum is
+/// computed, and written, by its max's kernel.
+[[nodiscard]] stage_chain chain_stages(const config::pipeline& p);
+
+/// The program's device buffers (inputs, intermediate arrays, row values, the output) and the
+/// output's shape, for the chain of `p`.
+void set_buffers(const config::pipeline& p, const stage_chain& chain, program& prog);
+
+/// Sets k's bytes_read and bytes_written: its arrays read `passes` times over, its row values
+/// once, what it writes once.
+void count_bytes(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k);
+
+/// An array argument (read, or written when `written`) in the storage type, called `cuda_name`
+/// in the kernel (by default its buffer's name).
+[[nodiscard]] argument array_argument(const std::string& name, bool written, const std::string& cuda_name = "");
+/// A scalar of the pipeline, in the compute type.
+[[nodiscard]] argument scalar_argument(const std::string& name);
+/// A size known when planning ("n", "rows", "cols").
+[[nodiscard]] argument size_argument(const std::string& name, long long value);
+
+}  // namespace kjit::family

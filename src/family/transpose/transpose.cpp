@@ -1,0 +1,250 @@
+#include "family/transpose/transpose.hpp"
+
+#include <algorithm>
+
+#include "config/reader.hpp"
+#include "family/checks.hpp"
+#include "family/stage_chain.hpp"
+#include "util/parallel.hpp"
+
+namespace kjit::family {
+namespace {
+
+namespace mu = codegen::mu;
+using config::pipeline;
+
+/// The policy's own keys, kept resolved in launch.given.
+struct tile_policy {
+    int tile = 32;     ///< a tile is tile × tile elements; a block's rows of threads are tile wide
+    int padding = 1;   ///< elements of padding per tile row in shared memory
+    int tile_rows = 8; ///< the block's rows of threads: block / tile
+};
+
+tile_policy policy_of(const pipeline& p) {
+    return {p.launch.given.at("tile").get<int>(), p.launch.given.at("padding").get<int>(), p.launch.block / p.launch.given.at("tile").get<int>()};
+}
+
+std::size_t transpose_stage(const pipeline& p) {
+    return static_cast<std::size_t>(
+        std::find_if(p.stages.begin(), p.stages.end(), [](const config::stage& s) { return s.family_op; }) - p.stages.begin());
+}
+
+/// The arrays and scalars the stages in [first, last) use.
+expr::used_names names_of(const pipeline& p, std::size_t first, std::size_t last) {
+    expr::used_names used;
+    for (std::size_t i = first; i < last; ++i) expr::collect_names(p.stages[i].kernel, used);
+    return used;
+}
+
+void add_once(std::vector<std::string>& names, const std::vector<std::string>& more) {
+    for (const auto& name : more)
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+}
+
+class transpose final : public family {
+public:
+    std::string_view name() const override { return "transpose"; }
+    std::string_view pipelines() const override { return "a transpose stage"; }
+    std::string_view template_file() const override { return "transpose.cu.mustache"; }
+    std::vector<std::string> stage_ops() const override { return {"transpose"}; }
+
+    bool accepts(const pipeline& p) const override {
+        return std::any_of(p.stages.begin(), p.stages.end(), [](const config::stage& s) { return s.op == "transpose" && s.family_op; }) &&
+               std::none_of(p.stages.begin(), p.stages.end(), [](const config::stage& s) {
+                   return s.reduce != config::reduction::none || (s.family_op && s.op != "transpose");
+               });
+    }
+
+    std::vector<std::string> launch_keys() const override { return {"tile", "block", "padding"}; }
+
+    void resolve(pipeline& p, const std::string& source) const override {
+        const std::size_t t = transpose_stage(p);
+        const std::string stage = "stages[" + std::to_string(t) + "]";
+        if (!p.shape) throw config_error(source, stage, "a transpose needs a matrix: give \"shape\": [rows, cols] instead of \"n\"");
+        if (std::count_if(p.stages.begin(), p.stages.end(), [](const config::stage& s) { return s.family_op; }) > 1)
+            throw config_error(source, "stages", "a pipeline transposes once at most");
+        for (const auto& [key, value] : p.stages[t].options.items())
+            throw config_error(source, stage + "." + key, "unknown key; expected one of \"op\", \"input\"");
+        if (p.fuse == config::fusion::separate)
+            throw config_error(source, "fusion", "a transpose runs its maps in its own kernel: \"separate\" is not offered for it");
+        refuse_per_column_inputs(p, source);
+        config::detail::object_reader l(p.launch.given, "launch", source, launch_keys());
+        const auto is_auto = [&](const char* key) {
+            const auto* value = l.find(key);
+            return value == nullptr || (value->is_string() && *value == "auto");
+        };
+        // 32 × 32 tiles of blocks of 32 × 8 threads, 4 elements a side each, padded by one: the
+        // tiling the CUDA samples made well known (bench/results/2026-12-01-h200-families measured it).
+        const int tile = is_auto("tile") ? 32 : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
+        if (tile != 16 && tile != 32 && tile != 64) l.fail("tile", "expected 16, 32, 64 or \"auto\", got " + std::to_string(tile));
+        const int padding = is_auto("padding") ? 1 : static_cast<int>(l.integer("padding", 0, 4, std::nullopt));
+        if (p.launch.block_auto) p.launch.block = std::min(256, tile * tile);
+        if (p.launch.block % tile != 0 || tile % (p.launch.block / tile) != 0 || p.launch.block > tile * tile)
+            l.fail("block", "a tile of " + std::to_string(tile) + " is moved by rows of " + std::to_string(tile) +
+                                " threads, as many rows as divide " + std::to_string(tile) + ": expected " +
+                                std::to_string(tile) + " × 1, 2, 4, …, got " + std::to_string(p.launch.block));
+        const long long row_tiles = (p.shape->rows + tile - 1) / tile;
+        if (row_tiles > 65535)
+            throw config_error(source, "shape", "a transpose's grid has a block row per " + std::to_string(tile) +
+                                                    " rows, at most 65535: expected at most " + std::to_string(65535LL * tile) +
+                                                    " rows, got " + std::to_string(p.shape->rows));
+        p.launch.given["tile"] = tile;
+        p.launch.given["padding"] = padding;
+        p.launch.vector_width = 1;
+    }
+
+    config::json_value policy(const pipeline& p) const override {
+        const tile_policy t = policy_of(p);
+        return {{"tile", t.tile}, {"block", p.launch.block}, {"padding", t.padding}};
+    }
+
+    program plan(const pipeline& p, const codegen::template_set& templates) const override;
+    reference::expected_values reference(const pipeline& p, const reference::input_arrays& inputs) const override;
+    config::json_value reference_key(const pipeline&) const override { return nullptr; }
+};
+
+/// The element function's parameters and its call for the stages in [first, last): x, then the
+/// arrays (each loaded at `index`), then the scalars.
+void element_function(const pipeline& p, std::size_t first, std::size_t last, const std::string& x,
+                      const std::string& index, mu::data& data, const std::string& prefix) {
+    const expr::used_names used = names_of(p, first, last);
+    std::vector<std::string> params{"real x"}, args{x};
+    for (const auto& a : used.arrays) {
+        params.push_back("real " + a);
+        args.push_back("load(" + a + "[" + index + "])");
+    }
+    for (const auto& s : used.scalars) {
+        params.push_back("real " + s);
+        args.push_back(s);
+    }
+    data.set(prefix + "_params", codegen::joined(params));
+    data.set(prefix + "_args", codegen::joined(args));
+    mu::data steps{mu::data::type::list};
+    for (std::size_t i = first; i < last; ++i) {
+        mu::data step;
+        step.set("index", std::to_string(i));
+        step.set("what", config::describe(p.stages[i]));
+        step.set("code", expr::to_cuda(p.stages[i].kernel, codegen::style_of(p)));
+        steps.push_back(step);
+    }
+    data.set(prefix, steps);
+}
+
+program transpose::plan(const pipeline& p, const codegen::template_set& templates) const {
+    const tile_policy t = policy_of(p);
+    const std::size_t at = transpose_stage(p);
+    program prog;
+    prog.family = std::string(name());
+    prog.double_scalars = config::computes_in_double(p.type);
+    prog.output_rows = p.shape->cols;
+    prog.output_cols = p.shape->rows;
+    prog.inputs_align_with_output = false;
+    const std::size_t element = config::element_size(p.type);
+    for (const auto& in : p.inputs)
+        prog.buffers.push_back({in.name, static_cast<std::size_t>(p.n) * element, buffer_role::input});
+    prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
+
+    kernel k;
+    k.name = p.name + "_transpose";
+    k.what = config::describe_stages(p) + ", fused into one kernel";
+    for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
+    k.block = {t.tile, t.tile_rows, 1};
+    k.grid = {(p.shape->cols + t.tile - 1) / t.tile, (p.shape->rows + t.tile - 1) / t.tile, 1};
+    const std::string& first = p.stages.front().input;
+    std::vector<std::string> arrays;
+    if (!first.empty()) arrays.push_back(first);
+    const expr::used_names before = names_of(p, 0, at), after = names_of(p, at + 1, p.stages.size());
+    add_once(arrays, before.arrays);
+    add_once(arrays, after.arrays);
+    std::vector<std::string> scalars = before.scalars;
+    add_once(scalars, after.scalars);
+    for (const auto& a : arrays) k.args.push_back(array_argument(a, false));
+    k.args.push_back(array_argument(k_output_buffer, true));
+    for (const auto& s : scalars) k.args.push_back(scalar_argument(s));
+    k.args.push_back(size_argument("rows", p.shape->rows));
+    k.args.push_back(size_argument("cols", p.shape->cols));
+    k.bytes_read = static_cast<double>(arrays.size() * static_cast<std::size_t>(p.n) * element);
+    k.bytes_written = static_cast<double>(static_cast<std::size_t>(p.n) * element);
+
+    mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.type)) + ", tiles of " +
+                                                  std::to_string(t.tile) + " × " + std::to_string(t.tile),
+                                           1, prog.headers);
+    data.set("tile", std::to_string(t.tile));
+    data.set("tile_rows", std::to_string(t.tile_rows));
+    data.set("padding", std::to_string(t.padding));
+    data.set("kernel", k.name);
+    data.set("what", k.what);
+    std::vector<std::string> params;
+    for (const auto& a : k.args) params.push_back(a.cuda);
+    data.set("kernel_params", codegen::joined(params));
+    element_function(p, 0, at, first.empty() ? "(real)0" : "load(" + first + "[kjit_i])", "kjit_i", data, "before");
+    element_function(p, at + 1, p.stages.size(), "kjit_tile[threadIdx.x][kjit_j]", "kjit_o", data, "after");
+    prog.source = codegen::render(templates, template_file(), data, {k.name});
+    prog.kernels.push_back(std::move(k));
+    return prog;
+}
+
+reference::expected_values transpose::reference(const pipeline& p, const reference::input_arrays& inputs) const {
+    const auto rows = static_cast<std::size_t>(p.shape->rows), cols = static_cast<std::size_t>(p.shape->cols);
+    const std::size_t at = transpose_stage(p);
+    const reference::typed_array* first = p.stages.front().input.empty() ? nullptr : &inputs.at(p.stages.front().input);
+    const expr::used_names before = names_of(p, 0, at), after = names_of(p, at + 1, p.stages.size());
+    std::map<std::string, double> scalars;
+    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    const bool float_compute = !config::computes_in_double(p.type);
+    reference::expected_values out;
+    out.values.resize(rows * cols);
+    out.scales.resize(rows * cols);
+    // Output rows (input columns) in groups, each gathered from the input a row at a time.
+    constexpr std::size_t k_group = 16;
+    parallel_ranges((cols + k_group - 1) / k_group, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> x(k_group * rows), scale(k_group * rows), next(rows), next_scale(rows);
+        std::map<std::string, std::vector<double>> gathered;
+        std::map<std::string, const double*> arrays;
+        const auto run = [&](std::size_t from, std::size_t to, double* values, double* scales) {
+            for (std::size_t s = from; s < to; ++s) {
+                const expr::chunk in{rows, values, scales, &arrays, &scalars, float_compute, nullptr};
+                reference::evaluate_stage(p.stages[s], in, next.data(), next_scale.data());
+                std::copy(next.begin(), next.end(), values);
+                std::copy(next_scale.begin(), next_scale.end(), scales);
+            }
+        };
+        for (std::size_t group = begin; group < end; ++group) {
+            const std::size_t c0 = group * k_group, width = std::min(k_group, cols - c0);
+            for (const auto& name : before.arrays) gathered[name].resize(k_group * rows);
+            for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t c = 0; c < width; ++c) {
+                    const std::size_t i = r * cols + c0 + c;
+                    x[c * rows + r] = first ? first->get(i) : 0.0;
+                    scale[c * rows + r] = 0;
+                    for (const auto& name : before.arrays) gathered[name][c * rows + r] = inputs.at(name).get(i);
+                }
+            for (std::size_t c = 0; c < width; ++c) {
+                for (const auto& name : before.arrays) arrays[name] = gathered[name].data() + c * rows;
+                double* values = x.data() + c * rows;
+                double* scales = scale.data() + c * rows;
+                run(0, at, values, scales);
+                const std::size_t o = (c0 + c) * rows;  // the output row, contiguous
+                for (const auto& name : after.arrays) {
+                    auto& column = gathered["after " + name];
+                    column.resize(rows);
+                    for (std::size_t r = 0; r < rows; ++r) column[r] = inputs.at(name).get(o + r);
+                    arrays[name] = column.data();
+                }
+                run(at + 1, p.stages.size(), values, scales);
+                std::copy_n(values, rows, out.values.begin() + static_cast<std::ptrdiff_t>(o));
+                std::copy_n(scales, rows, out.scales.begin() + static_cast<std::ptrdiff_t>(o));
+            }
+        }
+    }, 1);
+    return out;
+}
+
+}  // namespace
+
+const family& transpose_family() {
+    static const transpose instance;
+    return instance;
+}
+
+}  // namespace kjit::family
