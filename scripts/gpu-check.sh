@@ -23,7 +23,11 @@
 #               seed kernel's cold time with each at 10^6, 2^24 and 2^28, alternated, 3 rounds
 #   effort      configs/sweep_compile_effort.json on one thread of compiles, and its plot
 #   baseline    build the previous release, unpacked in .baseline (git archive of it), for seedtime
-#   seedtime    the seed configs' kernel times, this build against .baseline, alternated, 3 rounds
+#   shipped     every shipped config's kernel time (its base point; the seed configs also at 2^24
+#               and 2^28), this build against .baseline, alternated, 3 rounds
+#   transpose   configs/transpose.json's sweep, odd shapes (with maps before and after) in every
+#               dtype and tile, and x.clone() / x.t().contiguous() at the same shapes
+#               (bench/peers/transpose_peers.py)
 #   rows        row reductions: every row config (softmax, layer norm, RMS norm, row sum) verified at
 #               odd shapes (rows 1, 3, 1000 × cols 1, 33, 4097; 3 × 70001 in clusters) in every
 #               dtype, fused and separate, each row cache, blocks that loop over rows, softmax's sum
@@ -176,21 +180,23 @@ PY
     baseline)
         { cmake -S .baseline -B build-gpu/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
           cmake --build build-gpu/baseline -j "$(nproc)" --target kjit; } > /tmp/baseline.log 2>&1 || { tail -20 /tmp/baseline.log; exit 1; } ;;
-    seedtime)
+    shipped)
         records=$(mktemp -d)
         for round in 1 2 3; do
             for build in build-gpu/baseline "$build"; do
                 tag=$([ "$build" = build-gpu/baseline ] && echo old || echo new)
-                for cfg in hidden_layer seed_vectorize hidden_layer_f64; do
-                    "$PWD/$build/kjit" run "configs/$cfg.json" --skip-ceiling --json "$records/$tag-$cfg-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
+                for cfg in configs/*.json; do
+                    name=$(basename "$cfg" .json)
+                    [ "$tag" = old ] && [ ! -f ".baseline/$cfg" ] && continue  # new in this build
+                    "$PWD/$build/kjit" run "$cfg" --skip-ceiling --json "$records/$tag-$name-$round.json" > /dev/null 2>> "$out/shipped-errors.log" || status=1
                 done
                 for n in 16777216 268435456; do
-                    "$PWD/$build/kjit" run --set n=$n --skip-ceiling --json "$records/$tag-hidden_layer-n$n-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
-                    "$PWD/$build/kjit" run configs/seed_vectorize.json --set n=$n --skip-ceiling --json "$records/$tag-seed_vectorize-n$n-$round.json" > /dev/null 2>> "$out/seedtime-errors.log" || status=1
+                    "$PWD/$build/kjit" run --set n=$n --skip-ceiling --json "$records/$tag-hidden_layer-n$n-$round.json" > /dev/null 2>> "$out/shipped-errors.log" || status=1
+                    "$PWD/$build/kjit" run configs/seed_vectorize.json --set n=$n --skip-ceiling --json "$records/$tag-seed_vectorize-n$n-$round.json" > /dev/null 2>> "$out/shipped-errors.log" || status=1
                 done
             done
         done
-        python3 - "$records" > "$out/seedtime.log" <<'PY'
+        python3 - "$records" > "$out/shipped.log" <<'PY'
 import glob, json, os, statistics, sys
 rows = {}
 for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
@@ -205,8 +211,21 @@ for name, tags in rows.items():
     show = lambda v: " ".join(f"{x:.2f}" for x in v)
     print(f"{name:34} {show(tags.get('old', [])):30} {show(tags.get('new', [])):30} {new / old:.3f}")
 PY
-        cp -r "$records" "$out/seedtime-records"
-        cat "$out/seedtime.log" ;;
+        tar -czf "$out/shipped-records.tar.gz" -C "$records" .
+        cat "$out/shipped.log" ;;
+    transpose)
+        "$kjit" sweep configs/transpose.json --quiet --json "$out/transpose.json" > "$out/transpose.log" 2>&1 || status=1
+        odd='"shape":[[1,1],[3,4097],[1000,33],[4097,3],[33,1000],[1,70001]],"dtype":["float32","bfloat16","float16","float64"],"launch.tile":[16,32,64],"launch.padding":[0,1]'
+        echo "== odd shapes" >> "$out/transpose.log"
+        "$kjit" sweep configs/transpose.json --set "sweep={$odd}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+            --json "$out/transpose_odd.json" >> "$out/transpose.log" 2>&1 || status=1
+        echo "== odd shapes, maps before and after the transpose" >> "$out/transpose.log"
+        "$kjit" sweep configs/transpose.json --set "sweep={$odd}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+            --set 'inputs={"a":{"fill":"uniform","low":-1,"high":1},"b":{"fill":"normal"}}' --set 'params={"alpha_1":2.5}' \
+            --set 'stages=[{"op":"map","expr":"x * alpha_1 + b","input":"a"},{"op":"transpose"},{"op":"activate","fn":"tanh"},{"op":"map","expr":"x - b"}]' \
+            --json "$out/transpose_maps.json" >> "$out/transpose.log" 2>&1 || status=1
+        (cd bench/peers && python3 transpose_peers.py) > "$out/transpose_peers.jsonl" 2>> "$out/transpose.log" || status=1
+        tail -3 "$out/transpose.log" ;;
     rows)
         shapes='[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097]'
         each='"dtype":["float32","bfloat16","float16","float64"],"fusion":["fused","separate"]'
