@@ -215,7 +215,11 @@ PY
         cat "$out/shipped.log" ;;
     transpose)
         "$kjit" sweep configs/transpose.json --quiet --json "$out/transpose.json" > "$out/transpose.log" 2>&1 || status=1
-        odd='"shape":[[1,1],[3,4097],[1000,33],[4097,3],[33,1000],[1,70001]],"dtype":["float32","bfloat16","float16","float64"],"launch.tile":[16,32,64],"launch.padding":[0,1]'
+        echo "== 16-bit types in 16-byte vectors, and without padding" >> "$out/transpose.log"
+        "$kjit" sweep configs/transpose.json --set 'sweep={"shape":[[4096,4096],[8192,8192],[16384,16384]],"dtype":["bfloat16","float16"],"launch.vector_width":[8],"launch.tile":[64],"launch.block":[128,256]}' \
+            --quiet --json "$out/transpose_wide.json" >> "$out/transpose.log" 2>&1 || status=1
+        "$kjit" sweep configs/transpose.json --set launch.padding=0 --quiet --json "$out/transpose_unpadded.json" >> "$out/transpose.log" 2>&1 || status=1
+        odd='"shape":[[1,1],[3,4097],[1000,33],[4097,3],[33,1000],[1,70001],[12,1028],[1000,36]],"dtype":["float32","bfloat16","float16","float64"],"launch.tile":[16,32,64],"launch.vector_width":[1,"auto"],"launch.padding":[0,1]'
         echo "== odd shapes" >> "$out/transpose.log"
         "$kjit" sweep configs/transpose.json --set "sweep={$odd}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
             --json "$out/transpose_odd.json" >> "$out/transpose.log" 2>&1 || status=1

@@ -156,3 +156,14 @@ TEST_CASE("map expressions, params and every activation formula run as host code
             }));
     }
 }
+
+TEST_CASE("params named like the templates' own locals (k, i, first, next) reach the kernel as themselves") {
+    // Were a template local named k, `x * k` would read the loop's counter instead, and not match.
+    for (const char* dtype : {"float32", "float64"})
+        check_on_host(kjit::testing::pipeline_with([&](json& j) {
+            j["n"] = 517;
+            j["dtype"] = dtype;
+            j["params"] = {{"k", 0.5}, {"i", 3.0}, {"first", -1.25}, {"next", 8.0}, {"n2", 2.0}};
+            j["stages"][2] = {{"op", "map"}, {"expr", "x * k + i * first - next / n2"}};
+        }));
+}

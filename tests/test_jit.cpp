@@ -146,6 +146,26 @@ TEST_CASE("row_cache \"inputs\", \"none\" and \"shared\" compile for every shipp
             }
 }
 
+TEST_CASE("the transpose compiles in every dtype, tile and vector width, its vectors one load and one store each") {
+    for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})
+        for (int tile : {16, 32, 64})
+            for (int width : {1, 2, 4}) {
+                CAPTURE(dtype);
+                CAPTURE(tile);
+                CAPTURE(width);
+                const auto result = compile_patched("transpose.json", {{"dtype", dtype},
+                                                                       {"launch", {{"tile", tile}, {"vector_width", width}}}});
+                INFO(result.nvrtc_log);
+                REQUIRE(result.ok);
+                // Two 4-byte elements travel as one 8-byte access (ld/st.global.v2.f32 or .b32 or .u64).
+                if (std::string(dtype) == "float32" && width == 2) {
+                    CHECK(result.ptx.find("ld.global.v2") != std::string::npos);
+                    CHECK(result.ptx.find("st.global.v2") != std::string::npos);
+                }
+                if (width == 1) CHECK(result.ptx.find(".v2") == std::string::npos);
+            }
+}
+
 TEST_CASE("a grid that loops over the rows compiles with every row cache, fused and separate, for every shipped row config") {
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const char* cache : {"values", "inputs", "none", "shared"})

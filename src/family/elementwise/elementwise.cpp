@@ -70,8 +70,8 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     item.set("first", k.first_value.empty() ? std::string("0") : k.first_value);
     item.set("element_params", codegen::joined(element_inputs, [](const std::string& a) { return "real " + a; }));
     item.set("kernel_params", codegen::joined(params));
-    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[k])"; }));
-    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[i])"; }));
+    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; }));
+    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }));
     std::vector<std::string> pointers = reads;
     pointers.push_back(k_output_buffer);
     item.set("alignment", codegen::joined(pointers, [](const std::string& a) { return "(unsigned long long)" + a; }, " | "));

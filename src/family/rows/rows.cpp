@@ -80,9 +80,10 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     // A block that loops over rows loads the next row into registers while it works on this one.
     item.set("prefetched", codegen::flag(rows::rows_loop(p) && !loads_each_pass && !k.first_value.empty()));
     const bool maps_at_use = loads_each_pass || keep_inputs;
-    std::string value = !loads_each_pass ? (keep_inputs ? "load(x[j].e[k])" : "x[j * " + std::to_string(width) + " + k]")
+    std::string value = !loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])"
+                                                        : "x[kjit_j * " + std::to_string(width) + " + kjit_k]")
                         : k.first_value.empty() ? "(real)0"
-                                                : "load(in.e[k])";
+                                                : "load(kjit_in.e[kjit_k])";
     item.set("keeps_inputs", codegen::flag(keep_inputs));
     item.set("loads_each_pass", codegen::flag(loads_each_pass));
     // Other arrays are read a vector at a time where a loop over x uses them: those of the
@@ -94,7 +95,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             const config::input_spec* input = config::find_input(p, a);
             mu::data load;
             load.set("array", a);
-            load.set("at", input && input->per_column ? a : a + " + base");  // per column: the same for every row
+            load.set("at", input && input->per_column ? a : a + " + kjit_base");  // per column: the same for every row
             list.push_back(load);
         }
         return list;
@@ -110,7 +111,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         std::vector<std::string> site_arrays = value_arrays;
         for (const auto& a : used.arrays) {
             params.push_back("real " + a);
-            args.push_back("load(kjit_v_" + a + ".e[k])");
+            args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
             if (std::find(site_arrays.begin(), site_arrays.end(), a) == site_arrays.end()) site_arrays.push_back(a);
         }
         for (const auto& names : {used.rows, used.scalars})

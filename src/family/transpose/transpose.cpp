@@ -13,15 +13,33 @@ namespace {
 namespace mu = codegen::mu;
 using config::pipeline;
 
+/// The policy where "auto": the fastest point of each element size in configs/transpose.json's
+/// sweep on the H200 at 4096², 8192² and 16384² (bench/results/2026-12-01-h200-families), padded
+/// by one element. The same point won at all three shapes.
+struct auto_policy {
+    int tile, vector_width, block;
+};
+auto_policy auto_policy_for(std::size_t element_bytes) {
+    if (element_bytes == 2) return {32, 2, 128};  // bfloat16: 81–83 % of a copy
+    if (element_bytes == 4) return {64, 2, 256};  // float32: 94 %
+    return {32, 1, 256};                          // float64: 93–95 %
+}
+
 /// The policy's own keys, kept resolved in launch.given.
 struct tile_policy {
-    int tile = 32;     ///< a tile is tile × tile elements; a block's rows of threads are tile wide
-    int padding = 1;   ///< elements of padding per tile row in shared memory
-    int tile_rows = 8; ///< the block's rows of threads: block / tile
+    int tile = 32;      ///< a tile is tile × tile elements
+    int padding = 1;    ///< elements of padding per tile row in shared memory
+    int width = 1;      ///< elements a thread moves at once (launch.vector_width)
+    int tile_rows = 8;  ///< the block's rows of threads, each tile / width threads wide
 };
 
 tile_policy policy_of(const pipeline& p) {
-    return {p.launch.given.at("tile").get<int>(), p.launch.given.at("padding").get<int>(), p.launch.block / p.launch.given.at("tile").get<int>()};
+    tile_policy t;
+    t.tile = p.launch.given.at("tile").get<int>();
+    t.padding = p.launch.given.at("padding").get<int>();
+    t.width = p.launch.vector_width;
+    t.tile_rows = p.launch.block / (t.tile / t.width);
+    return t;
 }
 
 std::size_t transpose_stage(const pipeline& p) {
@@ -55,7 +73,7 @@ public:
                });
     }
 
-    std::vector<std::string> launch_keys() const override { return {"tile", "block", "padding"}; }
+    std::vector<std::string> launch_keys() const override { return {"tile", "block", "padding", "vector_width"}; }
 
     void resolve(pipeline& p, const std::string& source) const override {
         const std::size_t t = transpose_stage(p);
@@ -73,16 +91,29 @@ public:
             const auto* value = l.find(key);
             return value == nullptr || (value->is_string() && *value == "auto");
         };
-        // 32 × 32 tiles of blocks of 32 × 8 threads, 4 elements a side each, padded by one: the
-        // tiling the CUDA samples made well known (bench/results/2026-12-01-h200-families measured it).
-        const int tile = is_auto("tile") ? 32 : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
+        const auto_policy fallback = auto_policy_for(config::element_size(p.type));
+        const int tile = is_auto("tile") ? fallback.tile : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
         if (tile != 16 && tile != 32 && tile != 64) l.fail("tile", "expected 16, 32, 64 or \"auto\", got " + std::to_string(tile));
         const int padding = is_auto("padding") ? 1 : static_cast<int>(l.integer("padding", 0, 4, std::nullopt));
-        if (p.launch.block_auto) p.launch.block = std::min(256, tile * tile);
-        if (p.launch.block % tile != 0 || tile % (p.launch.block / tile) != 0 || p.launch.block > tile * tile)
-            l.fail("block", "a tile of " + std::to_string(tile) + " is moved by rows of " + std::to_string(tile) +
-                                " threads, as many rows as divide " + std::to_string(tile) + ": expected " +
-                                std::to_string(tile) + " × 1, 2, 4, …, got " + std::to_string(p.launch.block));
+        // A vector must not straddle two rows of the input or of the output.
+        const auto divides = [&](int width) { return p.shape->rows % width == 0 && p.shape->cols % width == 0; };
+        int& width = p.launch.vector_width;
+        if (width == 0) {
+            width = std::min(tile, fallback.vector_width);
+            while (!divides(width)) width /= 2;
+        } else if (!divides(width) || width > tile) {
+            l.fail("vector_width", std::to_string(width) + " elements must divide rows and cols (" +
+                                       std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols) +
+                                       ") and the tile (" + std::to_string(tile) + "); use \"auto\"");
+        }
+        const int lanes = tile / width;  // threads across a tile row
+        if (p.launch.block_auto) p.launch.block = std::min(fallback.block, lanes * tile);
+        const int tile_rows = p.launch.block / lanes;
+        if (p.launch.block % lanes != 0 || tile_rows > tile || tile % tile_rows != 0)
+            l.fail("block", "a tile of " + std::to_string(tile) + " is moved by rows of " + std::to_string(lanes) +
+                                " threads (" + std::to_string(width) + " elements each), as many rows as divide " +
+                                std::to_string(tile) + ": expected " + std::to_string(lanes) + " × 1, 2, 4, … up to " +
+                                std::to_string(lanes * tile) + ", got " + std::to_string(p.launch.block));
         const long long row_tiles = (p.shape->rows + tile - 1) / tile;
         if (row_tiles > 65535)
             throw config_error(source, "shape", "a transpose's grid has a block row per " + std::to_string(tile) +
@@ -90,12 +121,11 @@ public:
                                                     " rows, got " + std::to_string(p.shape->rows));
         p.launch.given["tile"] = tile;
         p.launch.given["padding"] = padding;
-        p.launch.vector_width = 1;
     }
 
     config::json_value policy(const pipeline& p) const override {
         const tile_policy t = policy_of(p);
-        return {{"tile", t.tile}, {"block", p.launch.block}, {"padding", t.padding}};
+        return {{"tile", t.tile}, {"block", p.launch.block}, {"padding", t.padding}, {"vector_width", t.width}};
     }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override;
@@ -104,15 +134,19 @@ public:
 };
 
 /// The element function's parameters and its call for the stages in [first, last): x, then the
-/// arrays (each loaded at `index`), then the scalars.
+/// arrays (element kjit_e of each one's vector), then the scalars; and the vectors to load.
 void element_function(const pipeline& p, std::size_t first, std::size_t last, const std::string& x,
-                      const std::string& index, mu::data& data, const std::string& prefix) {
+                      std::vector<std::string> vectors, mu::data& data, const std::string& prefix) {
     const expr::used_names used = names_of(p, first, last);
     std::vector<std::string> params{"real x"}, args{x};
     for (const auto& a : used.arrays) {
         params.push_back("real " + a);
-        args.push_back("load(" + a + "[" + index + "])");
+        args.push_back("load(kjit_v_" + a + ".e[kjit_e])");
     }
+    add_once(vectors, used.arrays);
+    mu::data loads{mu::data::type::list};
+    for (const auto& a : vectors) loads.push_back(mu::data("array", a));
+    data.set(prefix + "_arrays", loads);
     for (const auto& s : used.scalars) {
         params.push_back("real " + s);
         args.push_back(s);
@@ -148,7 +182,7 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     k.name = p.name + "_transpose";
     k.what = config::describe_stages(p) + ", fused into one kernel";
     for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
-    k.block = {t.tile, t.tile_rows, 1};
+    k.block = {t.tile / t.width, t.tile_rows, 1};
     k.grid = {(p.shape->cols + t.tile - 1) / t.tile, (p.shape->rows + t.tile - 1) / t.tile, 1};
     const std::string& first = p.stages.front().input;
     std::vector<std::string> arrays;
@@ -166,9 +200,11 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     k.bytes_read = static_cast<double>(arrays.size() * static_cast<std::size_t>(p.n) * element);
     k.bytes_written = static_cast<double>(static_cast<std::size_t>(p.n) * element);
 
+    prog.vector_width = t.width;
     mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.type)) + ", tiles of " +
-                                                  std::to_string(t.tile) + " × " + std::to_string(t.tile),
-                                           1, prog.headers);
+                                                  std::to_string(t.tile) + " × " + std::to_string(t.tile) +
+                                                  ", vector width " + std::to_string(t.width),
+                                           t.width, prog.headers);
     data.set("tile", std::to_string(t.tile));
     data.set("tile_rows", std::to_string(t.tile_rows));
     data.set("padding", std::to_string(t.padding));
@@ -177,8 +213,9 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     std::vector<std::string> params;
     for (const auto& a : k.args) params.push_back(a.cuda);
     data.set("kernel_params", codegen::joined(params));
-    element_function(p, 0, at, first.empty() ? "(real)0" : "load(" + first + "[kjit_i])", "kjit_i", data, "before");
-    element_function(p, at + 1, p.stages.size(), "kjit_tile[threadIdx.x][kjit_j]", "kjit_o", data, "after");
+    element_function(p, 0, at, first.empty() ? "(real)0" : "load(kjit_v_" + first + ".e[kjit_e])",
+                     first.empty() ? std::vector<std::string>{} : std::vector<std::string>{first}, data, "before");
+    element_function(p, at + 1, p.stages.size(), "kjit_tile[kjit_lane + kjit_e][kjit_j]", {}, data, "after");
     prog.source = codegen::render(templates, template_file(), data, {k.name});
     prog.kernels.push_back(std::move(k));
     return prog;

@@ -1,0 +1,115 @@
+// The generated CUDA of one variant per template feature, compared with tests/golden/NAME.cu: a
+// change to a template or a family shows as a diff of the source a learner reads. After an intended
+// change, scripts/update-goldens.sh writes them again (review the diff before committing it).
+#include <cstdlib>
+#include <fstream>
+
+#include "helpers.hpp"
+
+using namespace kjit;
+using json = kjit::config::json_value;
+
+namespace {
+
+struct golden_case {
+    const char* name;    ///< tests/golden/NAME.cu
+    const char* config;  ///< configs/CONFIG
+    std::vector<std::pair<std::string, json>> sets;  ///< as --set KEY=VALUE
+};
+
+const std::vector<golden_case>& cases() {
+    static const std::vector<golden_case> all{
+        {"hidden_layer", "hidden_layer.json", {}},
+        {"hidden_layer_separate", "hidden_layer.json", {{"fusion", "separate"}}},
+        {"hidden_layer_f64_exp", "hidden_layer.json", {{"dtype", "float64"}, {"stages[2].formula", "exp"}}},
+        {"hidden_layer_scalar_loop", "hidden_layer.json", {{"launch.vector_width", 1}}},
+        {"hidden_layer_bf16", "hidden_layer.json", {{"dtype", "bfloat16"}}},
+        {"params_named_like_locals", "hidden_layer.json",
+         {{"params", {{"k", 2.0}, {"next", 3.0}, {"first", 1.0}}},
+          {"stages[2]", {{"op", "map"}, {"expr", "x * k + next - first"}}}}},
+        {"softmax", "softmax.json", {}},
+        {"softmax_separate", "softmax.json", {{"fusion", "separate"}}},
+        {"softmax_cluster", "softmax.json", {{"shape", {2, 65536}}}},
+        {"softmax_bf16_row_inputs", "softmax.json", {{"dtype", "bfloat16"}, {"launch.row_cache", "inputs"}}},
+        {"softmax_row_none", "softmax.json", {{"launch.row_cache", "none"}}},
+        {"softmax_row_shared", "softmax.json", {{"launch.row_cache", "shared"}}},
+        {"softmax_row_shared_bf16_odd", "softmax.json",
+         {{"launch.row_cache", "shared"}, {"dtype", "bfloat16"}, {"shape", {3, 33}}}},
+        {"softmax_loop_none", "softmax.json", {{"launch.grid", "resident"}, {"launch.row_cache", "none"}}},
+        {"softmax_loop_values", "softmax.json", {{"launch.grid", "resident"}}},
+        {"softmax_loop_shared", "softmax.json", {{"launch.grid", "resident"}, {"launch.row_cache", "shared"}}},
+        {"softmax_online", "softmax.json", {{"stages[2].formula", "online"}}},
+        {"softmax_online_separate_fast", "softmax.json",
+         {{"stages[2].formula", "online"}, {"fusion", "separate"}, {"compile.fast_math", true}}},
+        {"row_mean", "row_sum.json", {{"stages[0].fn", "mean"}}},
+        {"layernorm", "layernorm.json", {}},
+        {"layernorm_streaming", "layernorm.json", {{"launch.streaming", true}}},
+        {"layernorm_streaming_v8", "layernorm.json", {{"launch.streaming", true}, {"launch.vector_width", 8}}},
+        {"layernorm_streaming_bf16_odd", "layernorm.json",
+         {{"launch.streaming", true}, {"dtype", "bfloat16"}, {"shape", {3, 33}}}},
+        {"layernorm_streaming_shared", "layernorm.json", {{"launch.streaming", true}, {"launch.row_cache", "shared"}}},
+        {"layernorm_min_blocks", "layernorm.json",
+         {{"launch.block", 512}, {"launch.row_cache", "shared"}, {"launch.min_blocks_per_sm", 3}}},
+        {"layernorm_shared_cluster", "layernorm.json",
+         {{"shape", {1024, 32768}}, {"launch.row_cache", "shared"}, {"launch.block", 512}, {"launch.cluster", 2}}},
+        {"transpose", "transpose.json", {}},
+        {"transpose_bf16", "transpose.json", {{"dtype", "bfloat16"}}},
+        {"transpose_maps", "transpose.json",
+         {{"inputs", {{"a", {{"fill", "uniform"}}}, {"b", {{"fill", "normal"}}}}},
+          {"params", {{"scale", 2.0}}},
+          {"stages", json::array({{{"op", "map"}, {"expr", "x * scale + b"}, {"input", "a"}},
+                                  {{"op", "transpose"}},
+                                  {{"op", "activate"}, {"fn", "tanh"}},
+                                  {{"op", "map"}, {"expr", "x - b"}}})}}},
+    };
+    return all;
+}
+
+std::string source_of(const golden_case& c) {
+    auto doc = config::load_document(kjit::testing::config_path(c.config));
+    for (const auto& [key, value] : c.sets) config::set_path(doc.json, key, value, "golden");
+    return family::plan(family::load(doc), codegen::template_set::embedded()).source;
+}
+
+std::filesystem::path golden_path(const golden_case& c) {
+    return std::filesystem::path(KJIT_SOURCE_DIR) / "tests" / "golden" / (std::string(c.name) + ".cu");
+}
+
+}  // namespace
+
+TEST_CASE("golden: every variant's source is its golden file, line for line") {
+    const bool update = std::getenv("KJIT_UPDATE_GOLDENS") != nullptr;
+    for (const auto& c : cases()) {
+        CAPTURE(c.name);
+        const std::string source = source_of(c);
+        if (update) {
+            std::filesystem::create_directories(golden_path(c).parent_path());
+            std::ofstream(golden_path(c), std::ios::binary) << source;
+            continue;
+        }
+        REQUIRE_MESSAGE(std::filesystem::exists(golden_path(c)), "no golden file: run scripts/update-goldens.sh");
+        const std::string golden = fs::read_file(golden_path(c));
+        if (source == golden) continue;
+        // The first line that differs, as a diff would show it.
+        std::istringstream got(source), want(golden);
+        std::string got_line, want_line;
+        for (int line = 1;; ++line) {
+            const bool more_got = static_cast<bool>(std::getline(got, got_line));
+            const bool more_want = static_cast<bool>(std::getline(want, want_line));
+            if (got_line != want_line || more_got != more_want) {
+                FAIL_CHECK("line " << line << " differs:\n  golden:    " << want_line << "\n  generated: " << got_line);
+                break;
+            }
+        }
+    }
+}
+
+TEST_CASE("golden: no generated source has a blank line in a body, or two in a row, or an unrendered tag") {
+    for (const auto& c : cases()) {
+        CAPTURE(c.name);
+        const std::string source = source_of(c);
+        CHECK(source.find("\n\n\n") == std::string::npos);
+        CHECK(source.find("{\n\n") == std::string::npos);
+        CHECK(source.find("{{") == std::string::npos);
+    }
+}
