@@ -63,14 +63,14 @@ TEST_CASE("launch keys belong to a family: another's is named as its, an unknown
 
 TEST_CASE("transpose: auto resolves per element size, once, into the policy's columns") {
     const auto f32 = parsed(transpose_config(4096, 4096));
-    CHECK(family::family_of(f32).policy(f32) == json{{"tile", 64}, {"block", 256}, {"padding", 1}, {"vector_width", 2}});
+    CHECK(family::family_of(f32).policy(f32) == json{{"tile", 64}, {"block", 256}, {"padding", 1}, {"vector_width", 4}});
     const auto bf16 = parsed(transpose_config(4096, 4096, "bfloat16"));
-    CHECK(family::family_of(bf16).policy(bf16) == json{{"tile", 32}, {"block", 128}, {"padding", 1}, {"vector_width", 2}});
+    CHECK(family::family_of(bf16).policy(bf16) == json{{"tile", 64}, {"block", 256}, {"padding", 1}, {"vector_width", 8}});
     const auto f64 = parsed(transpose_config(4096, 4096, "float64"));
     CHECK(family::family_of(f64).policy(f64) == json{{"tile", 32}, {"block", 256}, {"padding", 1}, {"vector_width", 1}});
     // A vector must not straddle rows of the input or of the output: 33 columns take single elements.
     CHECK(parsed(transpose_config(1000, 33)).launch.vector_width == 1);
-    CHECK(config::variant_label(f32) == "fused float32 block=256 vec=2 tile=64 padding=1");
+    CHECK(config::variant_label(f32) == "fused float32 block=256 vec=4 tile=64 padding=1");
 }
 
 TEST_CASE("transpose: what it refuses, each in one line naming the key") {
@@ -119,7 +119,7 @@ TEST_CASE("transpose: one kernel on a 2-D grid of tiles, its arguments in order,
     const auto& k = prog.kernels[0];
     CHECK(k.name == "t_transpose");
     CHECK(k.grid == family::dims{1, 16, 1});   // 36 columns in one tile of 64, 1000 rows in 16
-    CHECK(k.block == family::dims{32, 8, 1});  // 64 / 2 lanes, 256 / 32 rows
+    CHECK(k.block == family::dims{16, 16, 1}); // 64 / 4 lanes, 256 / 16 rows
     std::vector<std::string> order;
     for (const auto& a : k.args) order.push_back(a.cuda);
     CHECK(order == std::vector<std::string>{"const store_t* __restrict__ a", "const store_t* __restrict__ b",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/ops.hpp"
 #include "expr/expr.hpp"
 #include "util/error.hpp"
 
@@ -127,5 +128,18 @@ private:
 /// The expression at `key`, parsed against `names`; a bad one fails at that key with the
 /// expression shown and a caret under the column.
 [[nodiscard]] expr::tree parse_expression(const object_reader& r, const std::string& key, const expr::scope& names);
+
+// stages.cpp
+/// True for a name a user's input or param may not take: one the kernels or CUDA already use.
+[[nodiscard]] bool is_reserved(const std::string& name);
+/// inputs.NAME, read at `path`.
+[[nodiscard]] input_spec read_input(const std::string& name, const json& value, const std::string& path,
+                                    const std::string& source);
+/// Reads stages[index] into trees bound to the pipeline's inputs, scalars and the row values of
+/// earlier reduce stages (`row_names`, to which a reduce adds its own); numbers given to an op
+/// become scalars of `p` named s<index>_<param>.
+[[nodiscard]] stage read_stage(const json& value, std::size_t index, bool last, const std::string& source,
+                               pipeline& p, std::size_t user_params, const op_library& ops,
+                               std::vector<std::string>& row_names);
 
 }  // namespace kjit::config::detail

@@ -86,6 +86,10 @@ stage_chain chain_stages(const config::pipeline& p) {
     return chain;
 }
 
+namespace {
+
+/// The program's device buffers (inputs, intermediate arrays, row values, the output) and the
+/// output's shape, for the chain of `p`.
 void set_buffers(const config::pipeline& p, const stage_chain& chain, program& prog) {
     const std::size_t element = config::element_size(p.type);
     std::vector<buffer>& buffers = prog.buffers;
@@ -100,6 +104,22 @@ void set_buffers(const config::pipeline& p, const stage_chain& chain, program& p
         prog.output_rows = p.shape->rows;
         prog.output_cols = p.shape->cols;
     }
+}
+
+}  // namespace
+
+chain_start start_chain(const config::pipeline& p, std::string_view family) {
+    chain_start start{chain_stages(p), {}, {}};
+    program& prog = start.prog;
+    prog.family = std::string(family);
+    prog.vector_width = p.launch.vector_width;
+    prog.double_scalars = config::computes_in_double(p.type);
+    set_buffers(p, start.chain, prog);
+    start.data = codegen::prologue_data(p, std::string(config::to_string(p.fuse)) + ", " +
+                                               std::string(config::to_string(p.type)) + ", vector width " +
+                                               std::to_string(prog.vector_width),
+                                        prog.vector_width, prog.headers);
+    return start;
 }
 
 void count_bytes(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k) {

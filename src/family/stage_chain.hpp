@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/codegen.hpp"
 #include "config/config.hpp"
 #include "family/program.hpp"
 
@@ -38,9 +39,15 @@ struct stage_chain {
 /// computed, and written, by its max's kernel.
 [[nodiscard]] stage_chain chain_stages(const config::pipeline& p);
 
-/// The program's device buffers (inputs, intermediate arrays, row values, the output) and the
-/// output's shape, for the chain of `p`.
-void set_buffers(const config::pipeline& p, const stage_chain& chain, program& prog);
+/// A chain's program before its kernels are planned, and the template data they share.
+struct chain_start {
+    stage_chain chain;
+    program prog;        ///< family, vector width, scalars' type, buffers, the output's shape
+    codegen::mu::data data;  ///< the prologue's placeholders
+};
+/// The chain of `p` for `family`. Its label names no launch setting ("fused, float32, vector width
+/// 4"), so that a sweep over block sizes compiles one source.
+[[nodiscard]] chain_start start_chain(const config::pipeline& p, std::string_view family);
 
 /// Sets k's bytes_read and bytes_written: its arrays read `passes` times over, its row values
 /// once, what it writes once.

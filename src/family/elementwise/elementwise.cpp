@@ -92,18 +92,7 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
 }
 
 program elementwise::plan(const config::pipeline& p, const codegen::template_set& templates) const {
-    program prog;
-    prog.family = std::string(name());
-    prog.vector_width = p.launch.vector_width;
-    prog.double_scalars = config::computes_in_double(p.type);
-    const stage_chain chain = chain_stages(p);
-    set_buffers(p, chain, prog);
-    // Not variant_label: launch settings must not change an elementwise source, or every block
-    // size in a sweep would be compiled (and cached) again.
-    mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.fuse)) + ", " +
-                                                  std::string(config::to_string(p.type)) + ", vector width " +
-                                                  std::to_string(prog.vector_width),
-                                           prog.vector_width, prog.headers);
+    auto [chain, prog, data] = start_chain(p, name());
     mu::data items{mu::data::type::list};
     std::vector<std::string> names;
     const long long vectors = (p.n + prog.vector_width - 1) / prog.vector_width;  // and the tail

@@ -244,16 +244,7 @@ public:
     }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override {
-        program prog;
-        prog.family = std::string(name());
-        prog.vector_width = p.launch.vector_width;
-        prog.double_scalars = config::computes_in_double(p.type);
-        const stage_chain chain = chain_stages(p);
-        set_buffers(p, chain, prog);
-        mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.fuse)) + ", " +
-                                                      std::string(config::to_string(p.type)) + ", vector width " +
-                                                      std::to_string(prog.vector_width),
-                                               prog.vector_width, prog.headers);
+        auto [chain, prog, data] = start_chain(p, name());
         add_row_data(p, data);
         mu::data items{mu::data::type::list};
         std::vector<std::string> names;

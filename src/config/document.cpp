@@ -1,0 +1,111 @@
+// Config documents: JSON text (comments allowed) with kjit's limits, a file or the embedded default.
+#include <functional>
+#include <set>
+
+#include "config/config.hpp"
+#include "config/reader.hpp"
+#include "util/embedded.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+
+namespace kjit::config {
+
+using json = json_value;
+
+namespace {
+
+/// Where the parser is, for messages about a key: a stack of object keys and array indices.
+class json_path_tracker {
+public:
+    /// The nlohmann parser callback: rejects duplicate keys and nesting deeper than a config
+    /// needs (deep nesting would exhaust the stack later, when the document is copied or printed).
+    bool operator()(int depth, json::parse_event_t event, json& parsed) {
+        switch (event) {
+            case json::parse_event_t::object_start:
+            case json::parse_event_t::array_start:
+                if (depth >= k_max_depth)
+                    throw config_error(m_source, path(), "nested deeper than " + std::to_string(k_max_depth) + " levels");
+                m_frames.push_back({event == json::parse_event_t::array_start, 0, {}, {}});
+                break;
+            case json::parse_event_t::key: {
+                frame& top = m_frames.back();
+                top.key = parsed.get<std::string>();
+                if (!top.keys.insert(top.key).second)
+                    throw config_error(m_source, path(), "duplicate key (JSON would keep only the last)");
+                break;
+            }
+            case json::parse_event_t::object_end:
+            case json::parse_event_t::array_end:
+                m_frames.pop_back();
+                element_done();
+                break;
+            case json::parse_event_t::value: element_done(); break;
+        }
+        return true;
+    }
+    explicit json_path_tracker(const std::string& source) : m_source(source) {}
+
+private:
+    static constexpr int k_max_depth = 64;
+    struct frame {
+        bool array;
+        std::size_t index;
+        std::string key;
+        std::set<std::string> keys;
+    };
+    void element_done() {
+        if (!m_frames.empty() && m_frames.back().array) ++m_frames.back().index;
+    }
+    [[nodiscard]] std::string path() const {
+        std::string text;
+        for (const auto& f : m_frames)
+            text += f.array ? "[" + std::to_string(f.index) + "]" : (text.empty() ? "" : ".") + f.key;
+        return text;
+    }
+    const std::string& m_source;
+    std::vector<frame> m_frames;
+};
+
+}  // namespace
+
+json_value parse_json(std::string_view text, const std::string& source) {
+    json_path_tracker tracker(source);
+    // Comments are allowed: a config is edited by hand, and a note beside a value helps.
+    return json::parse(text, std::ref(tracker), /*allow_exceptions=*/true, /*ignore_comments=*/true);
+}
+
+document parse_document(std::string_view text, std::string source) {
+    try {
+        return {parse_json(text, source), std::move(source)};
+    } catch (const json::parse_error& e) {
+        // e.byte is 1-based and points just past the offending character.
+        const std::size_t offset = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+        const std::size_t line = 1 + static_cast<std::size_t>(
+                                         std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n'));
+        const std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+        const std::size_t column = offset - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+        std::string what = e.what();
+        const auto cut = what.find("syntax error");
+        if (cut != std::string::npos) what = what.substr(cut);
+        throw config_error(source + ":" + std::to_string(line) + ":" + std::to_string(column), "",
+                           "invalid JSON: " + what);
+    } catch (const json::out_of_range& e) {  // a number too large for a double, e.g. 1e400
+        std::string what = e.what();
+        throw config_error(source, "", "invalid JSON: " + what.substr(what.find(']') + 2));
+    }
+}
+
+document load_document(const std::string& path) {
+    if (path.empty())
+        return parse_document(embedded_file("configs/hidden_layer.json"),
+                              "<embedded configs/hidden_layer.json>");
+    std::string text;
+    try {
+        text = fs::read_file(path);
+    } catch (const error& e) {
+        throw error(error_kind::usage, e.what());  // a missing config is a usage error (exit 2)
+    }
+    return parse_document(text, path);
+}
+
+}  // namespace kjit::config

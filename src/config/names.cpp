@@ -1,0 +1,168 @@
+// The names, sizes and labels of a pipeline's parts, and its default tolerance.
+#include <algorithm>
+#include <set>
+
+#include "config/config.hpp"
+#include "expr/expr.hpp"
+
+namespace kjit::config {
+
+tolerance default_tolerance(const pipeline& p) {
+    // rtol: a few ulps of the storage type, for the result's own rounding (float32 ≈ 32 ulps,
+    // float16 ≈ 4, bfloat16 ≈ 4). atol: where a result underflows (below the smallest normal,
+    // or float16's smallest subnormal). rounding: twice the compute type's unit roundoff, times
+    // each element's error scale: what cancellation inside the expression may cost.
+    tolerance tol;
+    switch (p.type) {
+        case dtype::float32: tol = {4e-6, 0x1p-126, 0}; break;
+        case dtype::float64: tol = {1e-13, 0x1p-1022, 0}; break;
+        case dtype::float16: tol = {4e-3, 0x1p-24, 0}; break;
+        case dtype::bfloat16: tol = {3.2e-2, 0x1p-126, 0}; break;
+    }
+    const double unit = computes_in_double(p.type) ? 0x1p-53 : 0x1p-24;
+    tol.rounding = 2 * unit;
+    // A formula's own error beyond rounding, declared in the op file (the seed's tanh cancels
+    // near 0; the tanh-approximated GELU is 4.7e-4 from the true one).
+    for (const auto& s : p.stages) tol.atol = std::max({tol.atol, s.atol, s.atol_ulps * 2 * unit});
+    if (p.compile.fast_math && !computes_in_double(p.type)) {  // tanh.approx.f32: 2^-11 relative
+        tol.rtol = std::max(tol.rtol, 2e-3);
+        tol.atol = std::max(tol.atol, 1e-6);
+    }
+    return tol;
+}
+
+std::string_view to_string(dtype v) {
+    switch (v) {
+        case dtype::float32: return "float32";
+        case dtype::float64: return "float64";
+        case dtype::float16: return "float16";
+        case dtype::bfloat16: return "bfloat16";
+    }
+    return "?";
+}
+const std::vector<int>& known_archs() {
+    // nvrtcGetSupportedArchs of CUDA 13.0 (a test keeps this list equal to it).
+    static const std::vector<int> archs{75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+    return archs;
+}
+
+std::string known_arch_list() {
+    std::string text;
+    for (int arch : known_archs()) text += (text.empty() ? "sm_" : ", sm_") + std::to_string(arch);
+    return text;
+}
+
+std::optional<int> parse_arch(std::string_view text) {
+    if (text.starts_with("sm_")) text.remove_prefix(3);
+    if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string_view::npos)
+        return std::nullopt;
+    const int arch = std::stoi(std::string(text));
+    const auto& archs = known_archs();
+    if (std::find(archs.begin(), archs.end(), arch) == archs.end()) return std::nullopt;
+    return arch;
+}
+
+std::string_view to_string(fusion v) { return v == fusion::fused ? "fused" : "separate"; }
+std::string_view to_string(compile_effort v) {
+    switch (v) {
+        case compile_effort::full: return "default";
+        case compile_effort::min: return "min";
+        case compile_effort::mid: return "mid";
+        case compile_effort::max: return "max";
+    }
+    return "?";
+}
+std::size_t element_size(dtype v) {
+    switch (v) {
+        case dtype::float32: return 4;
+        case dtype::float64: return 8;
+        case dtype::float16:
+        case dtype::bfloat16: return 2;
+    }
+    return 0;
+}
+bool computes_in_double(dtype v) { return v == dtype::float64; }
+
+std::string describe(const stage& s) {
+    if (s.op == "map") return "map(" + expr::to_text(s.kernel) + ")";
+    if (s.reduce != reduction::none) {
+        const std::string of = expr::to_text(s.kernel);
+        return "reduce " + std::string(to_string(s.reduce)) + (of == "x" ? "" : "(" + of + ")") +
+               (s.as.empty() ? "" : " as " + s.as) + (s.formula == "online" ? ", online" : "");
+    }
+    return s.formula.empty() ? s.op : s.op + "=" + s.formula;
+}
+
+std::string describe_stages(const pipeline& p) {
+    std::string text;
+    for (const auto& s : p.stages) text += (text.empty() ? "" : " → ") + describe(s);
+    return text;
+}
+
+const scalar_param* find_scalar(const pipeline& p, std::string_view name) {
+    const auto found =
+        std::find_if(p.scalars.begin(), p.scalars.end(), [&](const scalar_param& s) { return s.name == name; });
+    return found == p.scalars.end() ? nullptr : &*found;
+}
+
+long long elements_of(const pipeline& p, const input_spec& in) { return in.per_column ? p.shape->cols : p.n; }
+
+bool result_per_row(const pipeline& p) { return p.stages.back().reduce != reduction::none; }
+
+long long output_count(const pipeline& p) { return result_per_row(p) ? p.shape->rows : p.n; }
+
+const input_spec* find_input(const pipeline& p, std::string_view name) {
+    const auto found = std::find_if(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; });
+    return found == p.inputs.end() ? nullptr : &*found;
+}
+
+std::string_view to_string(reduction v) {
+    switch (v) {
+        case reduction::none: return "none";
+        case reduction::max: return "max";
+        case reduction::min: return "min";
+        case reduction::sum: return "sum";
+        case reduction::mean: return "mean";
+    }
+    return "none";
+}
+
+std::string_view to_string(launch_spec::row_cache v) {
+    switch (v) {
+        case launch_spec::row_cache::values: return "values";
+        case launch_spec::row_cache::inputs: return "inputs";
+        case launch_spec::row_cache::none: return "none";
+        case launch_spec::row_cache::shared: return "shared";
+    }
+    return "values";
+}
+
+json_value grid_value(const launch_spec& launch) {
+    return launch.grid ? json_value(*launch.grid) : launch.grid_resident ? json_value("resident") : json_value("auto");
+}
+
+std::string variant_label(const pipeline& p) {
+    std::string label = std::string(to_string(p.fuse)) + " " + std::string(to_string(p.type));
+    for (const auto& s : p.stages)
+        if (!s.formula.empty()) label += " " + s.op + "=" + s.formula;
+    label += " block=" + std::to_string(p.launch.block) +
+             " vec=" + std::to_string(p.launch.vector_width);
+    if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
+    if (p.launch.grid_resident) label += " grid=resident";
+    if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
+    if (p.launch.warp_per_row) label += " warp-per-row";
+    if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
+    if (p.launch.min_blocks_per_sm) label += " min-blocks=" + std::to_string(p.launch.min_blocks_per_sm);
+    if (p.launch.streaming) label += " streaming";
+    // A family's own launch keys (a transpose's tile), as its resolve left them.
+    static const std::set<std::string, std::less<>> parsed_here{"block", "vector_width", "grid", "cluster", "row_mapping",
+                                                                "row_cache", "streaming", "min_blocks_per_sm"};
+    for (const auto& [key, value] : p.launch.given.items())
+        if (!parsed_here.count(key)) label += " " + key + "=" + value.dump();
+    if (p.compile.fast_math) label += " fast-math";
+    if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
+    if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
+    return label;
+}
+
+}  // namespace kjit::config

@@ -1,0 +1,269 @@
+// The stages and inputs of a config: each stage resolved into expression trees (a library op, a
+// map, a reduce, or a family's own op), each input's fill rule, and which names a user may give.
+#include <algorithm>
+#include <set>
+
+#include "config/config.hpp"
+#include "config/ops.hpp"
+#include "config/reader.hpp"
+#include "expr/functions.hpp"
+#include "util/error.hpp"
+
+namespace kjit::config::detail {
+
+// Input and param names become kernel parameters beside the kernels' own parameters and types, CUDA's
+// built-ins and the math functions the expressions call: none of those may be shadowed. Every other
+// name the templates use starts with kjit (their locals too), which no user name may.
+bool is_reserved(const std::string& name) {
+    static const std::set<std::string, std::less<>> reserved{
+        // the expression language's flowing value, and the kernels' vocabulary: their types, load
+        // and store, the output and the sizes
+        "x", "real", "store_t", "vec", "load", "store", "out", "n", "rows", "cols",
+        // CUDA built-ins and types
+        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "half", "float2", "float4", "double2",
+        "size_t", "nullptr", "true", "false", "NULL",
+        // C++ keywords
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+        "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+        "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+        "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "float", "for", "friend",
+        "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+        "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires",
+        "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
+        "template", "this", "thread_local", "throw", "try", "typedef", "typeid", "typename", "union", "unsigned",
+        "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+    if (reserved.count(name) || expr::is_cuda_function_name(name) || name.starts_with("__") || name.starts_with("kjit"))
+        return true;
+    // s<digits>_… are the scalars of op stages, tmp<digits> the intermediate arrays.
+    for (const std::string_view prefix : {"s", "tmp"}) {
+        if (!name.starts_with(prefix)) continue;
+        std::size_t i = prefix.size();
+        while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+        if (i > prefix.size() && (i == name.size() || (prefix == "s" && name[i] == '_'))) return true;
+    }
+    return false;
+}
+
+input_spec read_input(const std::string& name, const json& value, const std::string& path,
+                      const std::string& source) {
+    object_reader r(value, path, source, {"fill", "low", "high", "round", "mean", "std", "value", "per"});
+    input_spec in;
+    in.name = name;
+    in.fill = r.choice<fill_kind>("fill", {{"uniform", fill_kind::uniform},
+                                           {"normal", fill_kind::normal},
+                                           {"constant", fill_kind::constant}},
+                                  std::nullopt);
+    auto only_for = [&](std::initializer_list<const char*> keys, const char* fill) {
+        for (const char* key : keys)
+            if (r.find(key)) r.fail(key, std::string("only applies to fill \"") + fill + "\"");
+    };
+    switch (in.fill) {
+        case fill_kind::uniform:
+            in.low = r.number("low", 0.0);
+            in.high = r.number("high", 1.0);
+            if (!(in.low < in.high))
+                r.fail("high", "expected a number greater than low (" + shown(in.low) + "), got " +
+                                   shown(in.high));
+            only_for({"mean", "std", "value"}, "normal/constant");
+            break;
+        case fill_kind::normal:
+            in.mean = r.number("mean", 0.0);
+            in.std = r.number("std", 1.0);
+            if (in.std < 0) r.fail("std", "expected a number ≥ 0, got " + shown(in.std));
+            only_for({"low", "high", "value"}, "uniform/constant");
+            break;
+        case fill_kind::constant:
+            in.value = r.number("value", std::nullopt);
+            only_for({"low", "high", "mean", "std"}, "uniform/normal");
+            break;
+    }
+    in.round = r.choice<rounding>(
+        "round", {{"none", rounding::none}, {"floor", rounding::floor}, {"nearest", rounding::nearest}},
+        rounding::none);
+    in.per_column = r.choice<bool>("per", {{"element", false}, {"column", true}}, false);
+    return in;
+}
+
+namespace {
+
+std::vector<std::string> input_names(const std::vector<input_spec>& inputs) {
+    std::vector<std::string> names;
+    for (const auto& in : inputs) names.push_back(in.name);
+    return names;
+}
+
+std::vector<std::string> op_names(const op_library& ops, bool activations_only) {
+    std::vector<std::string> names;
+    if (!activations_only) names = {"map", "reduce", "activate"};
+    for (const auto& [name, op] : ops)
+        if (!activations_only || op.activation) names.push_back(name);
+    return names;
+}
+
+/// A stage whose op is neither the library's nor map or reduce: a kernel family's own (such as
+/// a transpose), which its family validates; an op no family has is refused there.
+stage read_family_op(const json& value, std::size_t index, const std::string& source, const pipeline& p) {
+    stage s;
+    s.op = value.at("op").get<std::string>();
+    s.family_op = true;
+    s.kernel = s.exact = expr::parse("x", expr::scope{});
+    s.options = value;
+    s.options.erase("op");
+    if (const auto input = s.options.find("input"); input != s.options.end()) {
+        const std::string path = "stages[" + std::to_string(index) + "].input";
+        if (index > 0) throw config_error(source, path, "only stages[0] names an input; later stages read the previous result");
+        if (!input->is_string() || !find_input(p, input->get<std::string>()))
+            throw config_error(source, path, "expected the name of an input (" + quoted_list(input_names(p.inputs)) +
+                                                 ") for the first stage to read, got " + shown(*input));
+        s.input = input->get<std::string>();
+        s.options.erase(input);
+    } else if (index == 0) {
+        throw config_error(source, "stages[0].input", "missing; the first stage must name the input x starts from (one of " +
+                                                          quoted_list(input_names(p.inputs)) + ")");
+    }
+    return s;
+}
+
+}  // namespace
+
+stage read_stage(const json& value, std::size_t index, bool last, const std::string& source, pipeline& p,
+                 std::size_t user_params, const op_library& ops, std::vector<std::string>& row_names) {
+    const std::string path = "stages[" + std::to_string(index) + "]";
+    if (!value.is_object()) throw config_error(source, path, "expected an object, got " + shown(value));
+    const auto names = input_names(p.inputs);
+    std::vector<std::string> param_names;
+    for (std::size_t i = 0; i < user_params; ++i) param_names.push_back(p.scalars[i].name);
+
+    // Which op, and so which keys the stage may have.
+    const auto op_value = value.find("op");
+    if (op_value == value.end() || !op_value->is_string())
+        throw config_error(source, path + ".op",
+                           (op_value == value.end() ? std::string("missing; expected") : "expected") + " one of " +
+                               quoted_list(op_names(ops, false)) +
+                               (op_value == value.end() ? "" : ", got " + shown(*op_value)));
+    stage s;
+    s.op = op_value->get<std::string>();
+    const op_definition* op = nullptr;
+    std::vector<std::string> allowed{"op", "input"};
+    if (s.op == "map") {
+        allowed.push_back("expr");
+    } else if (s.op == "reduce") {
+        allowed.insert(allowed.end(), {"fn", "as", "expr", "formula"});
+    } else if (s.op == "activate") {
+        const auto fn = value.find("fn");
+        const std::string chosen = fn == value.end() ? "tanh" : fn->is_string() ? fn->get<std::string>() : "";
+        const auto found = ops.find(chosen);
+        if (found == ops.end() || !found->second.activation)
+            throw config_error(source, path + ".fn", "expected one of " + quoted_list(op_names(ops, true)) +
+                                                       ", got " + shown(fn == value.end() ? json() : *fn));
+        op = &found->second;
+        allowed.push_back("fn");
+    } else {
+        const auto found = ops.find(s.op);
+        if (found == ops.end()) return read_family_op(value, index, source, p);
+        op = &found->second;
+    }
+    if (op) {
+        s.op = op->name;
+        allowed.push_back("formula");
+        for (const auto& param : op->params) allowed.push_back(param.name);
+    }
+    object_reader r(value, path, source, allowed);
+    const auto input_name = [&](const std::string& key, const std::string& why) {
+        const std::string name = r.string(key, std::nullopt);
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            r.fail(key, "expected the name of an input (" + quoted_list(names) + ")" + why + ", got \"" + name + "\"");
+        return name;
+    };
+
+    if (index == 0 && r.find("input")) {
+        s.input = input_name("input", " for the first stage to read");
+    } else if (index > 0 && r.find("input")) {
+        r.fail("input", "only stages[0] names an input; later stages read the previous result");
+    }
+
+    const expr::scope scope{names, param_names, row_names};
+    if (s.op == "reduce") {
+        if (!p.shape)
+            r.fail("op", "\"reduce\" combines the elements of each row: the config needs \"shape\": [rows, cols] "
+                         "instead of \"n\"");
+        s.reduce = r.choice<reduction>("fn", {{"max", reduction::max}, {"min", reduction::min}, {"sum", reduction::sum},
+                                              {"mean", reduction::mean}},
+                                       std::nullopt);
+        s.kernel = s.exact = r.find("expr") ? parse_expression(r, "expr", scope) : expr::parse("x", scope);
+        if (r.find("formula")) {  // paired with its max, and checked, once every stage is read
+            const bool online = r.choice<bool>("formula", {{"classic", false}, {"online", true}}, std::nullopt);
+            if (online && s.reduce != reduction::sum)
+                r.fail("formula", "\"online\" computes a sum of exp(v - m) in one pass with the max m of v: it is for "
+                                  "fn \"sum\", got \"" + std::string(to_string(s.reduce)) + "\"");
+            s.formula = online ? "online" : "classic";
+        }
+        if (r.find("as")) {
+            s.as = r.string("as", std::nullopt);
+            if (!is_identifier(s.as) || is_reserved(s.as))
+                r.fail("as", "expected a C identifier that is not a reserved name, got \"" + s.as + "\"");
+            const auto taken = [&](const std::vector<std::string>& list) {
+                return std::find(list.begin(), list.end(), s.as) != list.end();
+            };
+            if (taken(names)) r.fail("as", "\"" + s.as + "\" is an input already; a row value needs its own name");
+            if (taken(param_names)) r.fail("as", "\"" + s.as + "\" is a param already; a row value needs its own name");
+            if (taken(row_names))
+                r.fail("as", "\"" + s.as + "\" names an earlier stage's row value already; a row value needs its own name");
+            row_names.push_back(s.as);
+        } else if (!last) {
+            r.fail("as", "missing; a reduce before the last stage must name its row value (e.g. \"as\": \"m\") for "
+                         "later stages to use");
+        }
+    } else if (!op) {
+        s.kernel = s.exact = parse_expression(r, "expr", scope);
+    } else {
+        const op_formula* formula = &op->formulas.front();
+        if (const json* chosen = r.find("formula")) {
+            std::vector<std::string> formula_names;
+            for (const auto& f : op->formulas) formula_names.push_back(f.name);
+            if (formula->name.empty())
+                r.fail("formula", "op \"" + op->name + "\" has one form; there is no formula to choose");
+            const auto found = std::find_if(op->formulas.begin(), op->formulas.end(),
+                                            [&](const op_formula& f) { return *chosen == f.name; });
+            if (found == op->formulas.end())
+                r.fail("formula", "expected one of " + quoted_list(formula_names) + ", got " + shown(*chosen));
+            formula = &*found;
+        }
+        s.formula = formula->name;
+        s.atol = formula->atol;
+        s.atol_ulps = formula->atol_ulps;
+        std::map<std::string, expr::binding> bindings;
+        for (const auto& param : op->params) {
+            const json* given = r.find(param.name);
+            if (param.is_input) {
+                bindings[param.name] = {expr::name_kind::array, input_name(param.name, "")};
+            } else if (given && given->is_string()) {
+                const std::string name = given->get<std::string>();
+                if (std::find(param_names.begin(), param_names.end(), name) == param_names.end())
+                    r.fail(param.name, "expected a number" +
+                                           (param_names.empty() ? std::string()
+                                                                : " or the name of a param (" + quoted_list(param_names) + ")") +
+                                           ", got \"" + name + "\"");
+                bindings[param.name] = {expr::name_kind::scalar, name};
+            } else {
+                const double number = r.number(param.name, param.fallback);
+                if (param.nonzero && number == 0) r.fail(param.name, "expected a nonzero number, got 0");
+                const std::string name = "s" + std::to_string(index) + "_" + param.name;
+                p.scalars.push_back({name, number});
+                bindings[param.name] = {expr::name_kind::scalar, name};
+            }
+        }
+        s.kernel = expr::rebind(formula->tree, bindings);
+        s.exact = expr::rebind(op->exact, bindings);
+    }
+    expr::used_names used;
+    expr::collect_names(s.kernel, used);
+    expr::collect_names(s.exact, used);
+    if (index == 0 && used.flowing && s.input.empty())
+        r.fail("input", "missing; the first stage uses x, so it must name the input x starts from (one of " +
+                            quoted_list(names) + ")");
+    s.kernel_is_exact = expr::to_text(s.kernel) == expr::to_text(s.exact);
+    return s;
+}
+
+}  // namespace kjit::config::detail
