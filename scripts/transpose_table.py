@@ -33,7 +33,9 @@ def main():
     points = {}
     for r in records(args.folder):
         if r["status"] == "PASS":
-            label = f'vec {r["launch_vector_width"]}, tile {r["launch_tile"]}, block {r["launch_block"]}, pad {r["launch_padding"]}'
+            # Records of schema 1.4.0 named the policy's columns launch_<key> before it was released.
+            policy = lambda key: r.get("policy_" + key, r.get("launch_" + key))
+            label = f'vec {policy("vector_width")}, tile {policy("tile")}, block {policy("block")}, pad {policy("padding")}'
             points.setdefault((r["dtype"], r["shape"]), []).append((r["kernel_cold_median_ms"] * 1e3, label))
     print("| dtype | shape | copy µs | x.t().contiguous() | torch.compile | kjit, fastest points |")
     print("|---|---|---|---|---|---|")

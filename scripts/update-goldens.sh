@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --build build --target unit_tests > /dev/null
-KJIT_UPDATE_GOLDENS=1 build/tests/unit_tests -tc='golden: every*' > /dev/null
+KJIT_UPDATE_GOLDENS=1 build/tests/unit_tests -tc='golden: every*,golden: the record*' > /dev/null
 git status --short tests/golden
 git --no-pager diff --stat tests/golden

@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "helpers.hpp"
+#include "report/record.hpp"
+#include "run/runner.hpp"
 
 using namespace kjit;
 using json = kjit::config::json_value;
@@ -102,6 +104,25 @@ TEST_CASE("golden: every variant's source is its golden file, line for line") {
             }
         }
     }
+}
+
+TEST_CASE("golden: the record's columns (schema 1.4.0) are tests/golden/record_columns.txt") {
+    // A real compile record of the transpose: its family's policy, its params, a sweep axis.
+    auto doc = config::load_document(kjit::testing::config_path("transpose.json"));
+    doc.json["params"] = {{"k", 1.0}};
+    const auto point = family::expand_sweep(doc, 0, 1000).front();
+    report::record rec = run::new_record("compile", point.pipeline, "golden");
+    rec.sweep_values = point.values;
+    std::string columns;
+    for (const auto& [name, value] : report::flatten(rec)) columns += name + "\n";
+    const auto path = std::filesystem::path(KJIT_SOURCE_DIR) / "tests" / "golden" / "record_columns.txt";
+    if (std::getenv("KJIT_UPDATE_GOLDENS")) {
+        std::ofstream(path, std::ios::binary) << columns;
+        return;
+    }
+    REQUIRE_MESSAGE(std::filesystem::exists(path), "no golden file: run scripts/update-goldens.sh");
+    CHECK(columns == fs::read_file(path));  // a column added, renamed or moved: bump k_schema_version
+    CHECK(std::string(report::k_schema_version) == "1.4.0");
 }
 
 TEST_CASE("golden: no generated source has a blank line in a body, or two in a row, or an unrendered tag") {

@@ -302,3 +302,44 @@ TEST_CASE("trace: spans nest on their thread, carry their args, and come out as 
     CHECK(thread_names.count("main") == 1);
     CHECK(thread_names.count("worker 1") == 1);
 }
+
+TEST_CASE("a record's policy, params and sweep axes are columns of their own; registers_max is null when unknown") {
+    report::record r = sample_run();
+    r.policy = {{"tile", 64}, {"vector_width", 4}};
+    r.params = {{"k", 2.5}};
+    r.sweep_values = {{"launch.tile", 64}};
+    r.kernels = {{"a"}, {"b"}};
+    r.kernels[0].registers = 30;
+    r.kernels[1].registers = 41;
+    const report::row row = report::rows_of({r}).front();
+    CHECK(row.at("policy_tile") == 64);
+    CHECK(row.at("policy_vector_width") == 4);
+    CHECK(row.at("param_k") == 2.5);
+    CHECK(row.at("sweep_launch.tile") == 64);
+    CHECK(row.at("registers") == "30;41");
+    CHECK(row.at("registers_max") == 41);
+    CHECK(report::rows_of({sample_run()}).front().at("registers_max").is_null());
+}
+
+TEST_CASE("CSV of rows whose columns differ: the header has every column, a missing cell is empty") {
+    report::record a = sample_run(), b = sample_run();
+    a.error = b.error = "";  // no quoted cells: the lines split at every comma
+    b.params = {{"s2_alpha", 0.01}};  // a sweep point whose op has a number the others lack
+    std::vector<std::vector<std::string>> lines;
+    std::istringstream in(report::to_csv(report::rows_of({a, b})));
+    for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> cells{""};
+        for (char c : line) {
+            if (c == ',') cells.emplace_back();
+            else cells.back().push_back(c);
+        }
+        lines.push_back(cells);
+    }
+    REQUIRE(lines.size() == 3);
+    const auto at = std::find(lines[0].begin(), lines[0].end(), "param_s2_alpha") - lines[0].begin();
+    REQUIRE(at < static_cast<long>(lines[0].size()));
+    CHECK(lines[1].size() == lines[0].size());
+    CHECK(lines[2].size() == lines[0].size());
+    CHECK(lines[1][static_cast<std::size_t>(at)].empty());
+    CHECK(lines[2][static_cast<std::size_t>(at)] == "0.01");
+}

@@ -1,5 +1,7 @@
 #include "report/files.hpp"
 
+#include <set>
+
 #include "config/config.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -65,20 +67,21 @@ std::vector<row> read_rows(const std::filesystem::path& path) {
 std::string to_json(const std::vector<row>& rows) { return row(rows).dump(2) + "\n"; }
 
 std::string to_csv(const std::vector<row>& rows) {
+    // Every row's columns, in the order first seen: points of one sweep may differ in their
+    // params (an op's number) or policy columns, and a cell a row lacks is empty.
+    std::vector<std::string> columns;
+    std::set<std::string, std::less<>> seen;
+    for (const auto& r : rows)
+        for (const auto& [column, value] : r.items())
+            if (seen.insert(column).second) columns.push_back(column);
+    if (rows.empty()) return "";
     std::string text;
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        if (r == 0) {
-            bool first = true;
-            for (const auto& [column, value] : rows[r].items()) {
-                text += (first ? "" : ",") + column;
-                first = false;
-            }
-            text += "\n";
-        }
-        bool first = true;
-        for (const auto& [column, value] : rows[r].items()) {
-            text += (first ? "" : ",") + csv_cell(value);
-            first = false;
+    for (std::size_t c = 0; c < columns.size(); ++c) text += (c ? "," : "") + columns[c];
+    text += "\n";
+    for (const auto& r : rows) {
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            const auto cell = r.find(columns[c]);
+            text += (c ? "," : "") + (cell == r.end() ? std::string() : csv_cell(*cell));
         }
         text += "\n";
     }

@@ -95,7 +95,9 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     };
     for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed", "family"})
         columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
-    for (const auto& [key, value] : r.policy.items()) columns.emplace_back("launch_" + key, nlohmann::json(value));
+    for (const auto& [key, value] : r.policy.items()) columns.emplace_back("policy_" + key, nlohmann::json(value));
+    for (const auto& [name, value] : r.params.items()) columns.emplace_back("param_" + name, nlohmann::json(value));
+    for (const auto& [path, value] : r.sweep_values.items()) columns.emplace_back("sweep_" + path, nlohmann::json(value));
     const nlohmann::json shape = r.config.value("shape", nlohmann::json());  // "4096x1024": one CSV cell
     columns.emplace_back("shape", shape.is_array() ? nlohmann::json(shape[0].dump() + "x" + shape[1].dump()) : nlohmann::json());
     columns.insert(columns.end(), {{"kjit_version", r.kjit_version},
@@ -123,13 +125,17 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     columns.emplace_back("overlapped_ms", optional_number(r.overlapped_ms));
 
     std::string names, registers, spills;
+    std::optional<int> most_registers;  // null where no kernel's count is known (not compiled)
     for (const auto& k : r.kernels) {
         const char* sep = names.empty() ? "" : ";";
         names += sep + k.name;
         registers += sep + std::to_string(k.registers);
         spills += sep + std::to_string(k.spill_bytes);
+        if (k.registers >= 0) most_registers = std::max(most_registers.value_or(0), k.registers);
     }
-    columns.insert(columns.end(), {{"kernels", names}, {"registers", registers}, {"spill_bytes", spills},
+    columns.insert(columns.end(), {{"kernels", names}, {"registers", registers},
+                           {"registers_max", most_registers ? nlohmann::json(*most_registers) : nlohmann::json()},
+                           {"spill_bytes", spills},
                            {"launch_grid", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().grid)},
                            {"blocks_per_sm", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().blocks_per_sm)},
                            {"occupancy", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().occupancy)}});

@@ -94,8 +94,12 @@ struct record {
     std::string sweep_point;  ///< "dtype=float64 fusion=separate", empty outside sweeps
     std::optional<std::size_t> sweep_index;
     nlohmann::json config = nlohmann::json::object();  ///< flat config fields: n, dtype, …
-    /// The family's launch policy, resolved: a column launch_<key> each (tile, row_cache, …).
+    /// The family's launch policy, resolved: a column policy_<key> each (tile, row_cache, …).
     nlohmann::ordered_json policy = nlohmann::ordered_json::object();
+    /// Every scalar of the pipeline (params, and the numbers given to ops): a column param_<name> each.
+    nlohmann::ordered_json params = nlohmann::ordered_json::object();
+    /// A sweep point's values by key path: a column sweep_<path> each ("sweep_launch.block").
+    nlohmann::ordered_json sweep_values = nlohmann::ordered_json::object();
 
     std::string kjit_version, nvrtc_version, arch;
     std::string device_name, driver_version;

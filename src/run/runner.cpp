@@ -113,6 +113,7 @@ report::record new_record(const std::string& command, const config::pipeline& p,
                   {"seed", p.seed},
                   {"family", p.family}};
     rec.policy = family::family_of(p).policy(p);
+    for (const auto& s : p.scalars) rec.params[s.name] = s.value;
     return rec;
 }
 

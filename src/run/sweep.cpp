@@ -30,6 +30,7 @@ report::record record_for(const config::sweep_point& point, const std::string& c
     report::record rec = new_record(command, point.pipeline, source);
     rec.sweep_index = point.index;
     rec.sweep_point = point.label;
+    rec.sweep_values = point.values;
     return rec;
 }
 
