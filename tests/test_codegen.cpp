@@ -13,7 +13,6 @@ namespace {
 family::program generate(const config::pipeline& p) {
     return family::plan(p, codegen::template_set::embedded());
 }
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 /// A kernel's buffers by what it does with them, from its arguments: the arrays it reads, the
 /// row values it reads, what it writes first and the row values it writes besides.
