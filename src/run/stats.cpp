@@ -64,8 +64,4 @@ long long grid_size(long long n, int block, int vector_width, std::optional<long
     return std::max(1LL, resident_blocks > 0 ? std::min(one_pass, resident_blocks) : one_pass);
 }
 
-long long row_grid_size(long long rows, int cluster, std::optional<long long> explicit_grid) {
-    return explicit_grid ? std::min(*explicit_grid, rows) : rows * cluster;
-}
-
 }  // namespace kjit::run

@@ -28,8 +28,5 @@ namespace kjit::run {
 /// device at once (`resident_blocks`), beyond which the kernel's grid-stride loop takes over.
 [[nodiscard]] long long grid_size(long long n, int block, int vector_width, std::optional<long long> explicit_grid,
                                   long long resident_blocks);
-/// Blocks to launch for a row kernel: a block, or a cluster of `cluster`, per row; or, when its
-/// blocks loop over the rows, the grid given, at most one block per row.
-[[nodiscard]] long long row_grid_size(long long rows, int cluster, std::optional<long long> explicit_grid);
 
 }  // namespace kjit::run
