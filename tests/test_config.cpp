@@ -335,3 +335,17 @@ TEST_CASE("hostile JSON: deep nesting, huge numbers, huge indices, invalid UTF-8
     // A long identifier is valid, and checking it must not overflow the stack (it once went through std::regex).
     CHECK_NOTHROW((void)kjit::testing::pipeline_with([&](json& j) { j["inputs"][long_name] = {{"fill", "uniform"}}; }));
 }
+
+TEST_CASE("the dtype table: one row per type, found by its type, its name what configs write") {
+    REQUIRE(config::dtype_table().size() == 4);
+    for (const auto& row : config::dtype_table()) {
+        CAPTURE(std::string(row.name));
+        CHECK(&config::info(row.type) == &row);  // rows in the enum's order
+        CHECK(config::to_string(row.type) == row.name);
+        const auto p = kjit::testing::pipeline_with([&](json& j) { j["dtype"] = std::string(row.name); });
+        CHECK(p.type == row.type);
+        CHECK(config::default_tolerance(p).rtol == row.rtol);
+    }
+    CHECK(config::info(config::dtype::float64).double_compute);
+    CHECK(config::element_size(config::dtype::bfloat16) == 2);
+}

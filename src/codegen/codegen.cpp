@@ -95,25 +95,14 @@ std::string render(const template_set& templates, std::string_view file, const m
     return source;
 }
 
-storage_spelling spelling_of(config::dtype type) {
-    switch (type) {
-        case config::dtype::float32: return {"float", "v", "x", nullptr};
-        case config::dtype::float64: return {"double", "v", "x", nullptr};
-        case config::dtype::float16: return {"__half", "__half2float(v)", "__float2half_rn(x)", "cuda_fp16.h"};
-        case config::dtype::bfloat16:
-            return {"__nv_bfloat16", "__bfloat162float(v)", "__float2bfloat16_rn(x)", "cuda_bf16.h"};
-    }
-    return {"float", "v", "x", nullptr};
-}
-
 expr::cuda_style style_of(const config::pipeline& p) {
     return {config::computes_in_double(p.type), p.compile.fast_math};
 }
 
 mu::data prologue_data(const config::pipeline& p, const std::string& label, int vector_width,
                        std::vector<std::string>& headers) {
-    const storage_spelling spelled = spelling_of(p.type);
-    if (spelled.header) headers.push_back(spelled.header);
+    const config::dtype_info& spelled = config::info(p.type);
+    if (!spelled.cuda_header.empty()) headers.emplace_back(spelled.cuda_header);
     mu::data data;
     data.set("name", p.name);
     data.set("label", label);
@@ -121,9 +110,9 @@ mu::data prologue_data(const config::pipeline& p, const std::string& label, int 
     for (const auto& header : headers) listed.push_back(mu::data("header", header));
     data.set("headers", listed);
     data.set("compute", config::computes_in_double(p.type) ? "double" : "float");
-    data.set("storage", spelled.storage);
-    data.set("load", spelled.load);
-    data.set("store", spelled.store);
+    data.set("storage", std::string(spelled.cuda_type));
+    data.set("load", std::string(spelled.cuda_load));
+    data.set("store", std::string(spelled.cuda_store));
     data.set("width", std::to_string(vector_width));
     data.set("vector_bytes", std::to_string(vector_width * config::element_size(p.type)));
     data.set("vectorized", flag(vector_width > 1));

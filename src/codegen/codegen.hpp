@@ -37,15 +37,6 @@ struct template_set {
 [[nodiscard]] std::string render(const template_set& templates, std::string_view file, const mu::data& data,
                                  const std::vector<std::string>& kernels);
 
-/// How a dtype is stored and converted in CUDA, and the header its type needs.
-struct storage_spelling {
-    const char* storage;
-    const char* load;
-    const char* store;
-    const char* header;  ///< nullptr: none needed
-};
-[[nodiscard]] storage_spelling spelling_of(config::dtype type);
-
 /// The placeholders of the shared prologue (kernel_templates/prologue.cu.mustache): the config's
 /// name, `label`, the types, load/store, and the vector of `vector_width` elements. Adds the
 /// dtype's header to `headers`.

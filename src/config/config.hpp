@@ -22,6 +22,26 @@ using json_value = nlohmann::ordered_json;
 
 /// Storage type of every array. float16 and bfloat16 are stored narrow and computed in float.
 enum class dtype { float32, float64, float16, bfloat16 };
+
+/// Everything kjit decides by storage type, in one row per type (dtype_table): adding a type is
+/// a row here and its conversions in reference::typed_array.
+struct dtype_info {
+    dtype type;
+    std::string_view name;  ///< as configs write it
+    std::size_t bytes;
+    bool double_compute;  ///< the arithmetic is done in double (else in float)
+    int precision;        ///< significand bits, for ulps
+    int min_exponent;     ///< of the smallest normal number
+    /// The default tolerance: rtol a few ulps of the storage type (float32 ≈ 32 ulps, float16 and
+    /// bfloat16 ≈ 4); atol where a result underflows (the smallest normal, or float16's
+    /// smallest subnormal).
+    double rtol, atol;
+    /// Its CUDA spelling: the storage type, a load to the compute type (of `v`) and a store from
+    /// it (of `x`), and the toolkit header it needs ("" for none).
+    std::string_view cuda_type, cuda_load, cuda_store, cuda_header;
+};
+[[nodiscard]] const std::vector<dtype_info>& dtype_table();
+[[nodiscard]] const dtype_info& info(dtype v);
 enum class fusion { fused, separate };
 enum class fill_kind { uniform, normal, constant };
 enum class rounding { none, floor, nearest };

@@ -7,18 +7,24 @@
 
 namespace kjit::config {
 
+const std::vector<dtype_info>& dtype_table() {
+    static const std::vector<dtype_info> table{
+        {dtype::float32, "float32", 4, false, 24, -126, 4e-6, 0x1p-126, "float", "v", "x", ""},
+        {dtype::float64, "float64", 8, true, 53, -1022, 1e-13, 0x1p-1022, "double", "v", "x", ""},
+        {dtype::float16, "float16", 2, false, 11, -14, 4e-3, 0x1p-24, "__half", "__half2float(v)", "__float2half_rn(x)",
+         "cuda_fp16.h"},
+        {dtype::bfloat16, "bfloat16", 2, false, 8, -126, 3.2e-2, 0x1p-126, "__nv_bfloat16", "__bfloat162float(v)",
+         "__float2bfloat16_rn(x)", "cuda_bf16.h"},
+    };
+    return table;
+}
+
+const dtype_info& info(dtype v) { return dtype_table()[static_cast<std::size_t>(v)]; }
+
 tolerance default_tolerance(const pipeline& p) {
-    // rtol: a few ulps of the storage type, for the result's own rounding (float32 ≈ 32 ulps,
-    // float16 ≈ 4, bfloat16 ≈ 4). atol: where a result underflows (below the smallest normal,
-    // or float16's smallest subnormal). rounding: twice the compute type's unit roundoff, times
-    // each element's error scale: what cancellation inside the expression may cost.
-    tolerance tol;
-    switch (p.type) {
-        case dtype::float32: tol = {4e-6, 0x1p-126, 0}; break;
-        case dtype::float64: tol = {1e-13, 0x1p-1022, 0}; break;
-        case dtype::float16: tol = {4e-3, 0x1p-24, 0}; break;
-        case dtype::bfloat16: tol = {3.2e-2, 0x1p-126, 0}; break;
-    }
+    // rtol and atol: the storage type's (dtype_info). rounding: twice the compute type's unit
+    // roundoff, times each element's error scale: what cancellation inside the expression may cost.
+    tolerance tol{info(p.type).rtol, info(p.type).atol, 0};
     const double unit = computes_in_double(p.type) ? 0x1p-53 : 0x1p-24;
     tol.rounding = 2 * unit;
     // A formula's own error beyond rounding, declared in the op file (the seed's tanh cancels
@@ -31,15 +37,7 @@ tolerance default_tolerance(const pipeline& p) {
     return tol;
 }
 
-std::string_view to_string(dtype v) {
-    switch (v) {
-        case dtype::float32: return "float32";
-        case dtype::float64: return "float64";
-        case dtype::float16: return "float16";
-        case dtype::bfloat16: return "bfloat16";
-    }
-    return "?";
-}
+std::string_view to_string(dtype v) { return info(v).name; }
 const std::vector<int>& known_archs() {
     // nvrtcGetSupportedArchs of CUDA 13.0 (a test keeps this list equal to it).
     static const std::vector<int> archs{75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
@@ -72,16 +70,8 @@ std::string_view to_string(compile_effort v) {
     }
     return "?";
 }
-std::size_t element_size(dtype v) {
-    switch (v) {
-        case dtype::float32: return 4;
-        case dtype::float64: return 8;
-        case dtype::float16:
-        case dtype::bfloat16: return 2;
-    }
-    return 0;
-}
-bool computes_in_double(dtype v) { return v == dtype::float64; }
+std::size_t element_size(dtype v) { return info(v).bytes; }
+bool computes_in_double(dtype v) { return info(v).double_compute; }
 
 std::string describe(const stage& s) {
     if (s.op == "map") return "map(" + expr::to_text(s.kernel) + ")";

@@ -94,10 +94,9 @@ pipeline from_json(const document& doc) {
     } else {
         p.n = r.integer("n", 1, 1LL << 40, std::nullopt);
     }
-    p.type = r.choice<dtype>("dtype",
-                             {{"float32", dtype::float32}, {"float64", dtype::float64},
-                              {"float16", dtype::float16}, {"bfloat16", dtype::bfloat16}},
-                             dtype::float32);
+    std::vector<std::pair<std::string, dtype>> dtypes;
+    for (const dtype_info& d : dtype_table()) dtypes.emplace_back(d.name, d.type);
+    p.type = r.choice<dtype>("dtype", dtypes, dtype::float32);
 
     const json& inputs = r.require("inputs", "an object of input arrays");
     if (!inputs.is_object() || inputs.empty())

@@ -59,15 +59,7 @@ struct format {
     int precision;
     int min_exponent;
 };
-format format_of(config::dtype type) {
-    switch (type) {
-        case config::dtype::float32: return {24, -126};
-        case config::dtype::float64: return {53, -1022};
-        case config::dtype::float16: return {11, -14};
-        case config::dtype::bfloat16: return {8, -126};
-    }
-    return {53, -1022};
-}
+format format_of(config::dtype type) { return {config::info(type).precision, config::info(type).min_exponent}; }
 
 /// ulp_at with the format looked up: read from the bits, as it runs once per element of a check
 /// (ilogb and ldexp cost more than the rest of the comparison).
