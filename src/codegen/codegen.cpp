@@ -116,6 +116,10 @@ mu::data prologue_data(const config::pipeline& p, const std::string& label, int 
     data.set("width", std::to_string(vector_width));
     data.set("vector_bytes", std::to_string(vector_width * config::element_size(p.type)));
     data.set("vectorized", flag(vector_width > 1));
+    const std::string bytes = std::to_string(vector_width * config::element_size(p.type));
+    data.set("vector_note", vector_width == 1 ? "Each element is its own " + bytes + "-byte load or store"
+                                              : std::to_string(vector_width) + " elements travel together as one " +
+                                                    bytes + "-byte load or store");
     return data;
 }
 

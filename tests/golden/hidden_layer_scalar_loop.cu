@@ -9,7 +9,7 @@ typedef float store_t;
 __device__ __forceinline__ real load(store_t v) { return v; }
 __device__ __forceinline__ store_t store(real x) { return x; }
 
-// 1 elements travel together as one 4-byte load or store.
+// Each element is its own 4-byte load or store.
 struct __align__(4) vec { store_t e[1]; };
 
 // ---- hidden_layer_fused: normalize → weigh → tanh=builtin, fused into one kernel

@@ -8,8 +8,8 @@ typedef __nv_bfloat16 store_t;
 __device__ __forceinline__ real load(store_t v) { return __bfloat162float(v); }
 __device__ __forceinline__ store_t store(real x) { return __float2bfloat16_rn(x); }
 
-// 8 elements travel together as one 16-byte load or store; a row's length
-// is a multiple of 8, so a vector never straddles two rows.
+// 8 elements travel together as one 16-byte load or store; a row's length is a multiple
+// of 8, so a vector never straddles two rows.
 struct __align__(16) vec { store_t e[8]; };
 
 // How a reduce stage adds an element to a thread's partial value, combines two partial values,

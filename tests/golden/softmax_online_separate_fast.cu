@@ -9,8 +9,8 @@ typedef float store_t;
 __device__ __forceinline__ real load(store_t v) { return v; }
 __device__ __forceinline__ store_t store(real x) { return x; }
 
-// 4 elements travel together as one 16-byte load or store; a row's length
-// is a multiple of 4, so a vector never straddles two rows.
+// 4 elements travel together as one 16-byte load or store; a row's length is a multiple
+// of 4, so a vector never straddles two rows.
 struct __align__(16) vec { store_t e[4]; };
 
 // How a reduce stage adds an element to a thread's partial value, combines two partial values,

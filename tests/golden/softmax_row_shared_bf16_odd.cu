@@ -8,8 +8,8 @@ typedef __nv_bfloat16 store_t;
 __device__ __forceinline__ real load(store_t v) { return __bfloat162float(v); }
 __device__ __forceinline__ store_t store(real x) { return __float2bfloat16_rn(x); }
 
-// 1 elements travel together as one 2-byte load or store; a row's length
-// is a multiple of 1, so a vector never straddles two rows.
+// Each element is its own 2-byte load or store; a row's length is a multiple
+// of 1, so a vector never straddles two rows.
 struct __align__(2) vec { store_t e[1]; };
 
 // How a reduce stage adds an element to a thread's partial value, combines two partial values,
