@@ -33,7 +33,8 @@ TEST_CASE("the registry gives every shipped config one family, once, as the conf
     const std::map<std::string, std::string> expected{
         {"hidden_layer.json", "elementwise"}, {"seed_vectorize.json", "elementwise"}, {"softmax.json", "rows"},
         {"layernorm.json", "rows"},          {"row_sum.json", "rows"},               {"transpose.json", "transpose"}};
-    for (const auto& [file, name] : expected) {
+    for (const auto& entry : expected) {
+        const std::string &file = entry.first, &name = entry.second;  // CAPTURE takes no structured binding
         CAPTURE(file);
         const auto p = family::load(config::load_document(kjit::testing::config_path(file)));
         CHECK(p.family == name);

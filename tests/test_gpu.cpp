@@ -77,10 +77,11 @@ TEST_CASE("every shipped config runs on the GPU and verifies") {
 
 TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector width, with maps before and after") {
     session s;
-    for (const auto& [rows, cols] : std::vector<std::pair<int, int>>{{1, 1}, {3, 4097}, {1000, 33}, {12, 1028}, {65, 130}})
+    for (const auto& shape : std::vector<std::pair<int, int>>{{1, 1}, {3, 4097}, {1000, 33}, {12, 1028}, {65, 130}})
         for (const char* dtype : {"float32", "bfloat16", "float64"})
             for (int tile : {16, 32, 64})
                 for (const json& width : {json(1), json("auto")}) {
+                    const int rows = shape.first, cols = shape.second;
                     CAPTURE(rows);
                     CAPTURE(cols);
                     CAPTURE(std::string(dtype));

@@ -34,7 +34,8 @@ using config::detail::quoted_list;
 /// Every key of the launch block must be one of the family's.
 void check_launch_keys(const family& chosen, const config::pipeline& p, const std::string& source) {
     const std::vector<std::string> keys = chosen.launch_keys();
-    for (const auto& [key, value] : p.launch.given.items()) {
+    for (const auto& item : p.launch.given.items()) {
+        const std::string& key = item.key();
         if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
         const auto owner = std::find_if(families().begin(), families().end(), [&](const family* f) {
             const auto theirs = f->launch_keys();
