@@ -12,6 +12,7 @@
 
 #include "config/config.hpp"
 #include "expr/expr.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::codegen {
 
@@ -56,9 +57,7 @@ std::string joined(const std::vector<std::string>& names, Spell spell, const std
     for (const auto& name : names) text += (text.empty() ? "" : separator) + spell(name);
     return text;
 }
-[[nodiscard]] inline std::string joined(const std::vector<std::string>& names) {
-    return joined(names, [](const std::string& s) { return s; });
-}
+[[nodiscard]] inline std::string joined(const std::vector<std::string>& names) { return join(names, ", "); }
 
 /// The copy kernel used to measure the device's bandwidth ceiling.
 [[nodiscard]] std::string copy_probe_source(const template_set& templates);

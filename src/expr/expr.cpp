@@ -6,15 +6,10 @@
 #include <cstdio>
 
 #include "expr/functions.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::expr {
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string text;
-    for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
-    return text;
-}
 
 /// Binding strength for printing: higher binds tighter.
 int precedence(const node& n) {
@@ -102,7 +97,7 @@ private:
         std::vector<std::string> args;
         for (const auto& a : n.args) args.push_back(print(*a));
         const function_info& f = *n.function;
-        if (!m_style) return std::string(f.name) + "(" + joined(args) + ")";
+        if (!m_style) return std::string(f.name) + "(" + join(args, ", ") + ")";
         const bool f64 = m_style->double_precision;
         if (f.name == "clamp") {
             const std::string lo = f64 ? "fmax" : "fmaxf", hi = f64 ? "fmin" : "fminf";
@@ -110,7 +105,7 @@ private:
         }
         std::string_view spelled = f64 ? f.cuda_double : f.cuda_float;
         if (!f64 && m_style->fast_math && !f.cuda_fast.empty()) spelled = f.cuda_fast;
-        return std::string(spelled) + "(" + joined(args) + ")";
+        return std::string(spelled) + "(" + join(args, ", ") + ")";
     }
 
     std::string literal(double value) const {

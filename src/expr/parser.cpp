@@ -5,15 +5,10 @@
 
 #include "expr/expr.hpp"
 #include "expr/functions.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::expr {
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string text;
-    for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
-    return text;
-}
 
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -290,9 +285,9 @@ private:
 
     [[nodiscard]] std::string known_names() const {
         std::string text = "x is the value flowing in";
-        if (!m_scope.arrays.empty()) text += "; " + m_scope.arrays_called + " are " + joined(m_scope.arrays);
-        if (!m_scope.scalars.empty()) text += "; " + m_scope.scalars_called + " are " + joined(m_scope.scalars);
-        if (!m_scope.rows.empty()) text += "; row values (from reduce stages) are " + joined(m_scope.rows);
+        if (!m_scope.arrays.empty()) text += "; " + m_scope.arrays_called + " are " + join(m_scope.arrays, ", ");
+        if (!m_scope.scalars.empty()) text += "; " + m_scope.scalars_called + " are " + join(m_scope.scalars, ", ");
+        if (!m_scope.rows.empty()) text += "; row values (from reduce stages) are " + join(m_scope.rows, ", ");
         return text;
     }
 

@@ -108,8 +108,22 @@ void set_buffers(const config::pipeline& p, const stage_chain& chain, program& p
 
 }  // namespace
 
+void chain_start::add(kernel planned, codegen::mu::data item) {
+    m_items.push_back(item);
+    prog.kernels.push_back(std::move(planned));
+}
+
+program chain_start::finish(const codegen::template_set& templates, std::string_view file) {
+    std::vector<std::string> names;
+    for (const auto& k : prog.kernels) names.push_back(k.name);
+    data.set("kernels", m_items);
+    prog.source = codegen::render(templates, file, data, names);
+    return std::move(prog);
+}
+
 chain_start start_chain(const config::pipeline& p, std::string_view family) {
-    chain_start start{chain_stages(p), {}, {}};
+    chain_start start;
+    start.chain = chain_stages(p);
     program& prog = start.prog;
     prog.family = std::string(family);
     prog.vector_width = p.launch.vector_width;
@@ -120,6 +134,15 @@ chain_start start_chain(const config::pipeline& p, std::string_view family) {
                                                std::to_string(prog.vector_width),
                                         prog.vector_width, prog.headers);
     return start;
+}
+
+kernel kernel_of(const chain_kernel& chained, int block) {
+    kernel k;
+    k.name = chained.name;
+    k.what = chained.what;
+    k.stages = chained.stages;
+    k.block.x = block;
+    return k;
 }
 
 void count_bytes(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k) {

@@ -39,15 +39,27 @@ struct stage_chain {
 /// computed, and written, by its max's kernel.
 [[nodiscard]] stage_chain chain_stages(const config::pipeline& p);
 
-/// A chain's program before its kernels are planned, and the template data they share.
+/// A chain's program as its kernels are planned, and the template data they share.
 struct chain_start {
     stage_chain chain;
-    program prog;        ///< family, vector width, scalars' type, buffers, the output's shape
-    codegen::mu::data data;  ///< the prologue's placeholders
+    program prog;            ///< family, vector width, scalars' type, buffers, the output's shape
+    codegen::mu::data data;  ///< the prologue's placeholders; the family adds its own
+
+    /// A planned kernel and its template data ({{#kernels}}), in launch order.
+    void add(kernel planned, codegen::mu::data item);
+    /// The program, its source rendered from template `file`.
+    [[nodiscard]] program finish(const codegen::template_set& templates, std::string_view file);
+
+private:
+    codegen::mu::data m_items{codegen::mu::data::type::list};
 };
 /// The chain of `p` for `family`. Its label names no launch setting ("fused, float32, vector width
 /// 4"), so that a sweep over block sizes compiles one source.
 [[nodiscard]] chain_start start_chain(const config::pipeline& p, std::string_view family);
+
+/// The program's kernel for `chained`, on blocks of `block` threads: its name, what it computes
+/// and its stages; the family adds its grid, arguments and bytes.
+[[nodiscard]] kernel kernel_of(const chain_kernel& chained, int block);
 
 /// Sets k's bytes_read and bytes_written: its arrays read `passes` times over, its row values
 /// once, what it writes once.

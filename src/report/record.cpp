@@ -1,5 +1,7 @@
 #include "report/record.hpp"
 
+#include "util/strings.hpp"
+
 namespace kjit::report {
 namespace {
 struct phase_names {
@@ -34,11 +36,6 @@ constexpr std::array<phase_names, k_phase_count> k_names{{
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
-std::string join(const std::vector<std::string>& parts, const char* separator) {
-    std::string text;
-    for (const auto& part : parts) text += (text.empty() ? "" : separator) + part;
-    return text;
-}
 }  // namespace
 
 const char* to_string(outcome o) {

@@ -92,16 +92,10 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
 }
 
 program elementwise::plan(const config::pipeline& p, const codegen::template_set& templates) const {
-    auto [chain, prog, data] = start_chain(p, name());
-    mu::data items{mu::data::type::list};
-    std::vector<std::string> names;
-    const long long vectors = (p.n + prog.vector_width - 1) / prog.vector_width;  // and the tail
-    for (const auto& k : chain.kernels) {
-        kernel planned;
-        planned.name = k.name;
-        planned.what = k.what;
-        planned.stages = k.stages;
-        planned.block.x = p.launch.block;
+    chain_start start = start_chain(p, name());
+    const long long vectors = (p.n + p.launch.vector_width - 1) / p.launch.vector_width;  // and the tail
+    for (const auto& k : start.chain.kernels) {
+        kernel planned = kernel_of(k, p.launch.block);
         // A grid-stride loop covers any n: one pass at most, or what the device holds at once.
         if (p.launch.grid) {
             planned.grid.x = *p.launch.grid;
@@ -114,13 +108,10 @@ program elementwise::plan(const config::pipeline& p, const codegen::template_set
         for (const auto& s : k.scalars) planned.args.push_back(scalar_argument(s));
         planned.args.push_back(size_argument("n", p.n));
         count_bytes(p, k, 1, planned);
-        items.push_back(kernel_data(p, k, planned));
-        names.push_back(k.name);
-        prog.kernels.push_back(std::move(planned));
+        mu::data item = kernel_data(p, k, planned);
+        start.add(std::move(planned), std::move(item));
     }
-    data.set("kernels", items);
-    prog.source = codegen::render(templates, template_file(), data, names);
-    return prog;
+    return start.finish(templates, template_file());
 }
 
 }  // namespace

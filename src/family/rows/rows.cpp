@@ -244,16 +244,10 @@ public:
     }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override {
-        auto [chain, prog, data] = start_chain(p, name());
-        add_row_data(p, data);
-        mu::data items{mu::data::type::list};
-        std::vector<std::string> names;
-        for (const auto& k : chain.kernels) {
-            kernel planned;
-            planned.name = k.name;
-            planned.what = k.what;
-            planned.stages = k.stages;
-            planned.block.x = p.launch.block;
+        chain_start start = start_chain(p, name());
+        add_row_data(p, start.data);
+        for (const auto& k : start.chain.kernels) {
+            kernel planned = kernel_of(k, p.launch.block);
             // One block (or cluster) per row; a given grid loops over the rows, and needs no
             // more blocks than rows.
             if (p.launch.grid) {
@@ -265,13 +259,10 @@ public:
             if (!k.first_value.empty()) planned.shared_bytes = rows::shared_bytes(p);
             planned.args = arguments_of(p, k);
             count_bytes(p, k, passes_of(p, k), planned);
-            items.push_back(kernel_data(p, k, planned));
-            names.push_back(k.name);
-            prog.kernels.push_back(std::move(planned));
+            mu::data item = kernel_data(p, k, planned);
+            start.add(std::move(planned), std::move(item));
         }
-        data.set("kernels", items);
-        prog.source = codegen::render(templates, template_file(), data, names);
-        return prog;
+        return start.finish(templates, template_file());
     }
 
     reference::expected_values reference(const pipeline& p, const reference::input_arrays& inputs) const override {
