@@ -5,11 +5,12 @@
 #include "expr/expr.hpp"
 
 namespace kjit::family {
-namespace {
 
 void add_once(std::vector<std::string>& names, const std::string& name) {
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
+
+namespace {
 
 /// Adds stages[index] to kernel k: the arrays and scalars it uses become k's parameters, and
 /// with `rows_in_memory` the row values it uses too (a separate kernel reads them from memory).

@@ -34,6 +34,9 @@ struct stage_chain {
     std::vector<std::string> row_values;   ///< row values passed on in memory (separate only)
 };
 
+/// Appends `name` to `names` unless it is there already (a kernel's parameters, in first use).
+void add_once(std::vector<std::string>& names, const std::string& name);
+
 /// The kernels of `p`. Separate: each map writes an intermediate array that the next kernel
 /// reads, each reduce a row value (x flows past it in the array that holds it); an online sum is
 /// computed, and written, by its max's kernel.

@@ -112,7 +112,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         for (const auto& a : used.arrays) {
             params.push_back("real " + a);
             args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
-            if (std::find(site_arrays.begin(), site_arrays.end(), a) == site_arrays.end()) site_arrays.push_back(a);
+            add_once(site_arrays, a);
         }
         for (const auto& names : {used.rows, used.scalars})
             for (const auto& name : names) {

@@ -54,9 +54,8 @@ expr::used_names names_of(const pipeline& p, std::size_t first, std::size_t last
     return used;
 }
 
-void add_once(std::vector<std::string>& names, const std::vector<std::string>& more) {
-    for (const auto& name : more)
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+void add_each(std::vector<std::string>& names, const std::vector<std::string>& more) {
+    for (const auto& name : more) add_once(names, name);
 }
 
 class transpose final : public family {
@@ -143,7 +142,7 @@ void element_function(const pipeline& p, std::size_t first, std::size_t last, co
         params.push_back("real " + a);
         args.push_back("load(kjit_v_" + a + ".e[kjit_e])");
     }
-    add_once(vectors, used.arrays);
+    add_each(vectors, used.arrays);
     mu::data loads{mu::data::type::list};
     for (const auto& a : vectors) loads.push_back(mu::data("array", a));
     data.set(prefix + "_arrays", loads);
@@ -188,10 +187,10 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     std::vector<std::string> arrays;
     if (!first.empty()) arrays.push_back(first);
     const expr::used_names before = names_of(p, 0, at), after = names_of(p, at + 1, p.stages.size());
-    add_once(arrays, before.arrays);
-    add_once(arrays, after.arrays);
+    add_each(arrays, before.arrays);
+    add_each(arrays, after.arrays);
     std::vector<std::string> scalars = before.scalars;
-    add_once(scalars, after.scalars);
+    add_each(scalars, after.scalars);
     for (const auto& a : arrays) k.args.push_back(array_argument(a, false));
     k.args.push_back(array_argument(k_output_buffer, true));
     for (const auto& s : scalars) k.args.push_back(scalar_argument(s));
