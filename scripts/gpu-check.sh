@@ -215,19 +215,27 @@ PY
         cat "$out/shipped.log" ;;
     transpose)
         "$kjit" sweep configs/transpose.json --quiet --json "$out/transpose.json" > "$out/transpose.log" 2>&1 || status=1
-        echo "== 16-bit types in 16-byte vectors, and without padding" >> "$out/transpose.log"
-        "$kjit" sweep configs/transpose.json --set 'sweep={"shape":[[4096,4096],[8192,8192],[16384,16384]],"dtype":["bfloat16","float16"],"launch.vector_width":[8],"launch.tile":[64],"launch.block":[128,256]}' \
-            --quiet --json "$out/transpose_wide.json" >> "$out/transpose.log" 2>&1 || status=1
-        "$kjit" sweep configs/transpose.json --set launch.padding=0 --quiet --json "$out/transpose_unpadded.json" >> "$out/transpose.log" 2>&1 || status=1
-        odd='"shape":[[1,1],[3,4097],[1000,33],[4097,3],[33,1000],[1,70001],[12,1028],[1000,36]],"dtype":["float32","bfloat16","float16","float64"],"launch.tile":[16,32,64],"launch.vector_width":[1,"auto"],"launch.padding":[0,1]'
-        echo "== odd shapes" >> "$out/transpose.log"
-        "$kjit" sweep configs/transpose.json --set "sweep={$odd}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+        echo "== the tile's layout: padded or swizzled, 16-bit types and floats, vectors of 2-8" >> "$out/transpose.log"
+        "$kjit" sweep configs/transpose.json --set 'sweep={"shape":[[4096,4096],[8192,8192],[16384,16384]],"dtype":["bfloat16","float32"],"launch.layout":["padded","swizzled"],"launch.vector_width":[2,4,8],"launch.tile":[32,64],"launch.block":[128,256]}' \
+            --quiet --json "$out/transpose_layouts.json" >> "$out/transpose.log" 2>&1 || status=1
+        "$kjit" sweep configs/transpose.json --set launch.layout=padded --set launch.padding=0 --quiet --json "$out/transpose_unpadded.json" >> "$out/transpose.log" 2>&1 || status=1
+        odd='"shape":[[1,1],[3,4097],[1000,33],[4097,3],[33,1000],[1,70001],[12,1028],[1000,36]],"dtype":["float32","bfloat16","float16","float64"],"launch.tile":[16,32,64],"launch.vector_width":[1,"auto"]'
+        echo "== odd shapes, both layouts" >> "$out/transpose.log"
+        "$kjit" sweep configs/transpose.json --set "sweep={$odd,\"launch.layout\":[\"padded\",\"swizzled\"]}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
             --json "$out/transpose_odd.json" >> "$out/transpose.log" 2>&1 || status=1
-        echo "== odd shapes, maps before and after the transpose" >> "$out/transpose.log"
-        "$kjit" sweep configs/transpose.json --set "sweep={$odd}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
-            --set 'inputs={"a":{"fill":"uniform","low":-1,"high":1},"b":{"fill":"normal"}}' --set 'params={"alpha_1":2.5}' \
-            --set 'stages=[{"op":"map","expr":"x * alpha_1 + b","input":"a"},{"op":"transpose"},{"op":"activate","fn":"tanh"},{"op":"map","expr":"x - b"}]' \
-            --json "$out/transpose_maps.json" >> "$out/transpose.log" 2>&1 || status=1
+        echo "== odd shapes, maps before and after the transpose (padded), before only and after only (both layouts)" >> "$out/transpose.log"
+        inputs='inputs={"a":{"fill":"uniform","low":-1,"high":1},"b":{"fill":"normal"}}'
+        maps=0
+        for stages in '[{"op":"map","expr":"x * alpha_1 + b","input":"a"},{"op":"transpose"},{"op":"activate","fn":"tanh"},{"op":"map","expr":"x - b"}]' \
+                      '[{"op":"map","expr":"x * alpha_1 + b","input":"a"},{"op":"transpose"}]' \
+                      '[{"op":"transpose","input":"a"},{"op":"activate","fn":"tanh"},{"op":"map","expr":"x * alpha_1 - b"}]'; do
+            layouts='"padded","swizzled"'
+            case $stages in *'"transpose"},{'*) layouts='"padded"' ;; esac
+            "$kjit" sweep configs/transpose.json --set "sweep={$odd,\"launch.layout\":[$layouts]}" --set measure.repeat=3 --set measure.max_ms=5 --quiet \
+                --set "$inputs" --set 'params={"alpha_1":2.5}' --set "stages=$stages" \
+                --json "$out/transpose_maps.json" >> "$out/transpose.log" 2>&1 || status=1
+            gzip -f "$out/transpose_maps.json" && mv "$out/transpose_maps.json.gz" "$out/transpose_maps_$((++maps)).json.gz"
+        done
         (cd bench/peers && python3 transpose_peers.py) > "$out/transpose_peers.jsonl" 2>> "$out/transpose.log" || status=1
         tail -3 "$out/transpose.log" ;;
     rows)

@@ -1,24 +1,30 @@
-// A run::gpu that keeps buffers in host memory and runs "kernels" through a callback, so the
-// runner's phases, argument wiring, poisoning and failure handling are tested with no GPU.
+// A run::gpu that keeps buffers in host memory and runs "kernels" through a callback (usually a
+// plan_executor, which runs them as the program's plan says), so the runner's phases, argument
+// wiring, poisoning and failure handling are tested with no GPU.
 #pragma once
 #include <atomic>
-#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "run/gpu.hpp"
 #include "run/session.hpp"
+#include "plan_executor.hpp"
 #include "util/error.hpp"
 
 namespace kjit::testing {
 
 class fake_gpu final : public run::gpu {
 public:
-    /// Called for each launch with the kernel's name, its buffers (inputs…, output) and arguments.
-    std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, const run::kernel_args&)>
-        on_launch;
+    /// Called for each launch with the kernel's name, the memory of its buffer arguments in order,
+    /// and the launch.
+    using launch_callback =
+        std::function<void(const std::string&, const std::vector<std::vector<unsigned char>*>&, const run::kernel_launch&)>;
+    launch_callback on_launch;
+    launch_callback after_launch;  ///< then this: a test's tampering with the result, or its look at it
     std::function<void(const fake_gpu&)> on_close;  ///< called as the device is destroyed
     std::string fail_call;  ///< a method name: that call throws a driver error
     std::size_t free_bytes = std::size_t{1} << 36;  ///< what free_memory() reports
@@ -87,18 +93,17 @@ public:
         record("fill_bytes");
         std::memset(m_buffers.at(id).data(), value, bytes);
     }
-    void launch(run::kernel_id kernel, const family::dims& grid, const family::dims& block,
-                const run::kernel_args& args) override {
+    void launch(run::kernel_id kernel, const run::kernel_launch& launch) override {
         record("launch");
         ++launches;
-        last_grid = grid.x;
-        last_block = static_cast<int>(block.x);
-        last_grid_dims = grid;
-        last_block_dims = block;
-        last_args = args;
+        last_grid = launch.grid.x;
+        last_block = static_cast<int>(launch.block.x);
+        last_launch = launch;
         std::vector<std::vector<unsigned char>*> buffers;
-        for (auto id : args.buffers) buffers.push_back(&m_buffers.at(id));
-        if (on_launch) on_launch(m_kernels.at(kernel), buffers, args);
+        for (const auto& a : launch.args)
+            if (a.what == run::argument_value::type::buffer) buffers.push_back(&m_buffers.at(a.buffer));
+        if (on_launch) on_launch(m_kernels.at(kernel), buffers, launch);
+        if (after_launch) after_launch(m_kernels.at(kernel), buffers, launch);
     }
     void flush_l2() override { ++flushes; }
     void synchronize() override {}
@@ -127,10 +132,9 @@ public:
     }
 
     std::string loaded_cubin;
-    run::kernel_args last_args;
+    run::kernel_launch last_launch;
     long long last_grid = 0;
     int last_block = 0;
-    family::dims last_grid_dims, last_block_dims;
     int flushes = 0;
     int released = 0;
 
@@ -169,22 +173,5 @@ public:
         return gpu;
     }
 };
-
-/// Runs the hidden layer's generated kernels on the host, by kernel name, as the CUDA would:
-/// an on_launch for float32 pipelines with the default stages. The normalize scale comes from
-/// the launch's scalar argument, as on a GPU.
-inline void hidden_layer_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& buffers,
-                                 const run::kernel_args& args) {
-    const auto f = [](std::vector<unsigned char>* b) { return reinterpret_cast<float*>(b->data()); };
-    float* out = f(buffers.back());
-    const float scale = args.scalars.empty() ? 0.0f : static_cast<float>(args.scalars[0]);
-    for (long long i = 0; i < args.sizes.at(0); ++i) {
-        const float a = f(buffers[0])[i];
-        if (kernel.ends_with("_fused")) out[i] = std::tanh(a / scale * f(buffers[1])[i]);
-        else if (kernel.ends_with("_normalize")) out[i] = a / scale;
-        else if (kernel.ends_with("_weigh")) out[i] = a * f(buffers[1])[i];
-        else if (kernel.ends_with("_tanh")) out[i] = std::tanh(a);
-    }
-}
 
 }  // namespace kjit::testing

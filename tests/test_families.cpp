@@ -57,21 +57,30 @@ TEST_CASE("launch keys belong to a family: another's is named as its, an unknown
     json j = transpose_config(4, 4);
     j["launch"] = {{"row_cache", "shared"}};
     CHECK(failure(j) == "t.json: launch.row_cache: a launch key of rows pipelines (stages with a reduce); this "
-                        "pipeline is transpose, whose keys are \"tile\", \"block\", \"padding\", \"vector_width\"");
+                        "pipeline is transpose, whose keys are \"tile\", \"block\", \"layout\", \"padding\", \"vector_width\"");
     j["launch"] = {{"tyle", 32}};
-    CHECK(failure(j) == "t.json: launch.tyle: unknown key; expected one of \"tile\", \"block\", \"padding\", \"vector_width\"");
+    CHECK(failure(j) ==
+          "t.json: launch.tyle: unknown key; expected one of \"tile\", \"block\", \"layout\", \"padding\", \"vector_width\"");
 }
 
 TEST_CASE("transpose: auto resolves per element size, once, into the policy's columns") {
     const auto f32 = parsed(transpose_config(4096, 4096));
-    CHECK(family::family_of(f32).policy(f32) == json{{"tile", 64}, {"block", 256}, {"padding", 1}, {"vector_width", 4}});
+    CHECK(family::family_of(f32).policy(f32) ==
+          json{{"tile", 64}, {"block", 256}, {"layout", "padded"}, {"padding", 1}, {"vector_width", 4}});
     const auto bf16 = parsed(transpose_config(4096, 4096, "bfloat16"));
-    CHECK(family::family_of(bf16).policy(bf16) == json{{"tile", 64}, {"block", 256}, {"padding", 1}, {"vector_width", 8}});
+    CHECK(family::family_of(bf16).policy(bf16) ==
+          json{{"tile", 64}, {"block", 256}, {"layout", "swizzled"}, {"padding", 0}, {"vector_width", 8}});
     const auto f64 = parsed(transpose_config(4096, 4096, "float64"));
-    CHECK(family::family_of(f64).policy(f64) == json{{"tile", 32}, {"block", 256}, {"padding", 1}, {"vector_width", 1}});
+    CHECK(family::family_of(f64).policy(f64) ==
+          json{{"tile", 32}, {"block", 256}, {"layout", "padded"}, {"padding", 1}, {"vector_width", 1}});
+    // A swizzled tile holds the stored type: with maps on both sides, auto pads instead.
+    json both = transpose_config(4096, 4096, "bfloat16");
+    both["stages"] = json::array({{{"op", "map"}, {"expr", "x * 2"}, {"input", "a"}}, {{"op", "transpose"}}, {{"op", "map"}, {"expr", "x + 1"}}});
+    const auto padded = parsed(both);
+    CHECK(family::family_of(padded).policy(padded)["layout"] == "padded");
     // A vector must not straddle rows of the input or of the output: 33 columns take single elements.
     CHECK(parsed(transpose_config(1000, 33)).launch.vector_width == 1);
-    CHECK(config::variant_label(f32) == "fused float32 block=256 vec=4 tile=64 padding=1");
+    CHECK(config::variant_label(f32) == "fused float32 block=256 vec=4 tile=64 layout=padded padding=1");
 }
 
 TEST_CASE("transpose: what it refuses, each in one line naming the key") {
@@ -101,6 +110,14 @@ TEST_CASE("transpose: what it refuses, each in one line naming the key") {
     CHECK(failure(j).find("t.json: launch.vector_width: 2 elements must divide rows and cols (6 × 33)") == 0);
     j = transpose_config(65535LL * 64 + 1, 1);
     CHECK(failure(j).find("t.json: shape: a transpose's grid has a block row per 64 rows, at most 65535") == 0);
+    j = transpose_config(4, 4);
+    j["launch"] = {{"layout", "swizzled"}, {"padding", 1}};
+    CHECK(failure(j) == "t.json: launch.padding: pads a \"padded\" layout only; this one is swizzled");
+    j["launch"] = {{"layout", "diagonal"}};
+    CHECK(failure(j) == "t.json: launch.layout: expected one of \"padded\", \"swizzled\", got \"diagonal\"");
+    j["launch"] = {{"layout", "swizzled"}};
+    j["stages"] = json::array({{{"op", "map"}, {"expr", "x * 2"}, {"input", "a"}}, {{"op", "transpose"}}, {{"op", "map"}, {"expr", "x + 1"}}});
+    CHECK(failure(j).find("t.json: launch.layout: a swizzled tile holds the stored type") == 0);
     j = transpose_config(4, 4);
     j["inputs"]["w"] = {{"fill", "normal"}, {"per", "column"}};
     CHECK(failure(j).find("t.json: inputs.w.per: \"column\" is for row pipelines") == 0);

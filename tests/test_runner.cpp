@@ -21,9 +21,11 @@ struct fixture {
     jit::disk_cache cache{dir.path()};
     codegen::template_set templates = codegen::template_set::embedded();
     kjit::testing::fake_gpu gpu;
+    bool runs_kernels = true;  ///< false: a device whose kernels do nothing
 
     report::record run(const config::pipeline& p) {
         report::record rec = run::new_record("run", p, "test");
+        if (runs_kernels) gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{p});
         run::run_variant(p, gpu, {templates, &cache, jit::cache_mode::use}, rec);
         return rec;
     }
@@ -40,7 +42,6 @@ config::pipeline small(const std::string& fusion = "fused") {
 
 TEST_CASE("a correct device passes, with every phase recorded") {
     fixture f;
-    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     const auto rec = f.run(small());
     CHECK(rec.status == report::outcome::pass);
     REQUIRE(rec.check.has_value());
@@ -71,6 +72,7 @@ TEST_CASE("a correct device passes, with every phase recorded") {
 
 TEST_CASE("the output is poisoned first: a device that writes nothing fails with NaN") {
     fixture f;
+    f.runs_kernels = false;
     const auto rec = f.run(small());
     CHECK(rec.status == report::outcome::fail);
     CHECK(rec.check->nan_count == 4099);
@@ -83,9 +85,8 @@ TEST_CASE("the output is poisoned first: a device that writes nothing fails with
 
 TEST_CASE("one wrong element fails, named with its inputs") {
     fixture f;
-    f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, const run::kernel_args& n) {
-        kjit::testing::hidden_layer_on_host(k, args, n);
-        floats(args.back())[1234] += 0.01f;
+    f.gpu.after_launch = [](const std::string&, const std::vector<std::vector<unsigned char>*>& buffers, const run::kernel_launch&) {
+        floats(buffers.back())[1234] += 0.01f;
     };
     const auto rec = f.run(small());
     CHECK(rec.status == report::outcome::fail);
@@ -97,9 +98,8 @@ TEST_CASE("one wrong element fails, named with its inputs") {
 TEST_CASE("separate stages: three launches per chain, wired through intermediates") {
     fixture f;
     std::vector<std::string> order;
-    f.gpu.on_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>& args, const run::kernel_args& n) {
+    f.gpu.after_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>&, const run::kernel_launch&) {
         if (order.size() < 3) order.push_back(k);
-        kjit::testing::hidden_layer_on_host(k, args, n);
     };
     const auto rec = f.run(small("separate"));
     CHECK(rec.status == report::outcome::pass);
@@ -111,7 +111,6 @@ TEST_CASE("separate stages: three launches per chain, wired through intermediate
 
 TEST_CASE("a second run is a cache hit: no NVRTC, no PTX → cubin") {
     fixture f;
-    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     (void)f.run(small());
     const auto rec = f.run(small());
     CHECK(rec.cache_status == "hit");
@@ -137,7 +136,6 @@ TEST_CASE("buffers are released when a run fails part-way (a sweep goes on witho
 
 TEST_CASE("a run unloads its module as it ends, also one that failed part-way") {
     fixture f;
-    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     (void)f.run(small());
     CHECK(f.gpu.modules_loaded == 1);
     CHECK(f.gpu.unloaded_modules == std::vector<run::module_id>{0});
@@ -163,7 +161,7 @@ TEST_CASE("an n the machine cannot hold is refused with one clear line before an
 
 TEST_CASE("host data is shared only while the stages agree: a changed op parameter recomputes the reference") {
     fixture f;
-    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
+    f.gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{small()});  // the scale is bound per launch
     run::host_data host;
     report::record first = run::new_record("run", small(), "test");
     run::run_variant(small(), f.gpu, {f.templates, &f.cache, jit::cache_mode::use}, first, {false, &host});
@@ -184,14 +182,12 @@ TEST_CASE("host data is shared only while the stages agree: a changed op paramet
 
 TEST_CASE("cold samples: exactly `repeat` when the device is steady; more until the noise target when it is not") {
     fixture steady;
-    steady.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     const auto calm = steady.run(small());
     CHECK(calm.kernel_cold->count == 5);
     CHECK(calm.kernel_cold_noise == 0.0);
     CHECK(calm.warnings.empty());
 
     fixture noisy;
-    noisy.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     noisy.gpu.jitter = 0.2;  // ±20 %: the median's error after 5 samples is several percent
     auto p = small();
     p.measure.noise = 0.01;
@@ -203,7 +199,6 @@ TEST_CASE("cold samples: exactly `repeat` when the device is steady; more until 
     CHECK(noisy.gpu.flushes == static_cast<int>(settled.kernel_cold->count));
 
     fixture hopeless;
-    hopeless.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     hopeless.gpu.jitter = 0.2;
     p.measure.noise = 1e-9;  // unreachable: the budget stops it
     p.measure.max_ms = 20;
@@ -223,7 +218,6 @@ TEST_CASE("batches are as long as k_batch_ms needs: fewer chains per batch for a
     CHECK(run::chains_per_batch(0.0, 50) == 50);
 
     fixture slow;
-    slow.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     slow.gpu.launch_ms = 0.4;  // 0.4 ms per chain: 3 chains fill a 1 ms batch
     const auto rec = slow.run(small());
     CHECK(rec.kernel_batch->count == run::k_batches);
@@ -234,7 +228,6 @@ TEST_CASE("batches are as long as k_batch_ms needs: fewer chains per batch for a
 
 TEST_CASE("the device's state is read before and after the timed loops; a clock that moved or a power cap warns") {
     fixture f;
-    f.gpu.on_launch = kjit::testing::hidden_layer_on_host;
     report::device_state before, after;
     before.sm_clock_mhz = 1980;
     before.memory_clock_mhz = 2619;
@@ -273,37 +266,6 @@ TEST_CASE("the device's state is read before and after the timed loops; a clock 
 // ---- row kernels
 
 namespace {
-/// The shipped softmax's row kernels run on the host as the plan wires them: buffers in parameter
-/// order (reads, row values read, the one written, the row values also written), rows and cols
-/// from the launch's sizes.
-void softmax_on_host(const std::string& kernel, const std::vector<std::vector<unsigned char>*>& buffers,
-                     const run::kernel_args& args) {
-    const long long rows = args.sizes.at(0), cols = args.sizes.at(1);
-    const auto at = [&](std::size_t b, long long row) { return floats(buffers[b]) + row * cols; };
-    for (long long r = 0; r < rows; ++r) {
-        const float* x = at(0, r);
-        const auto row_max = [&] { return *std::max_element(x, x + cols); };
-        const auto row_sum = [&] { return std::accumulate(x, x + cols, 0.0f); };
-        if (kernel.ends_with("_fused")) {
-            const float m = row_max();
-            float* out = at(1, r);
-            for (long long c = 0; c < cols; ++c) out[c] = std::exp(x[c] - m);
-            const float s = std::accumulate(out, out + cols, 0.0f);
-            for (long long c = 0; c < cols; ++c) out[c] *= 1 / s;
-        } else if (kernel.ends_with("_s0_reduce")) {
-            const float m = floats(buffers[1])[r] = row_max();
-            if (buffers.size() == 3)  // an online sum computed with the max: it writes s too
-                floats(buffers[2])[r] = std::accumulate(x, x + cols, 0.0f, [&](float s, float v) { return s + std::exp(v - m); });
-        } else if (kernel.ends_with("_s1_map")) {
-            for (long long c = 0; c < cols; ++c) at(2, r)[c] = std::exp(x[c] - floats(buffers[1])[r]);
-        } else if (kernel.ends_with("_s2_reduce")) {
-            floats(buffers[1])[r] = row_sum();
-        } else if (kernel.ends_with("_s3_map")) {
-            for (long long c = 0; c < cols; ++c) at(2, r)[c] = x[c] * (1 / floats(buffers[1])[r]);
-        }
-    }
-}
-
 config::pipeline softmax(const std::string& fusion, long long rows = 5) {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
     doc.json["shape"] = {rows, 33};
@@ -315,12 +277,15 @@ config::pipeline softmax(const std::string& fusion, long long rows = 5) {
 
 TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separate verified row by row") {
     fixture f;
-    f.gpu.on_launch = softmax_on_host;
     const auto fused = f.run(softmax("fused"));
     CHECK(fused.status == report::outcome::pass);
     CHECK(f.gpu.last_grid == 5);
     CHECK(f.gpu.last_block == 64);
-    CHECK(f.gpu.last_args.sizes == std::vector<long long>{5, 33});
+    const auto& args = f.gpu.last_launch.args;  // logits, out, rows, cols
+    REQUIRE(args.size() == 4);
+    CHECK(args[2].what == run::argument_value::type::i64);
+    CHECK(args[2].integer == 5);
+    CHECK(args[3].integer == 33);
     CHECK(fused.bytes_moved == 2.0 * 165 * 4);  // one read and one write of the matrix
 
     auto clustered = softmax("fused");
@@ -338,7 +303,6 @@ TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separat
 
 TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a streamed row counts once per pass; a shared one asks for its row of shared memory") {
     fixture f;
-    f.gpu.on_launch = softmax_on_host;
     auto online = softmax("separate");
     online.stages[2].online_with = 0;  // as "formula": "online" pairs them
     const auto separate = f.run(online);
@@ -356,12 +320,11 @@ TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a strea
     auto in_shared = softmax("fused");
     in_shared.launch.cache = config::launch_spec::row_cache::shared;
     CHECK(f.run(in_shared).bytes_moved == 2 * 165 * 4.0);  // read once, into shared memory
-    CHECK(f.gpu.last_args.shared_bytes == 33 * 4);  // a row
+    CHECK(f.gpu.last_launch.shared_bytes == 33 * 4);  // a row
 }
 
 TEST_CASE("row kernels that loop over the rows: grid \"resident\" is SMs × blocks per SM, a given grid as given, at most one block per row") {
     fixture f;  // 4 SMs × 8 resident blocks
-    f.gpu.on_launch = softmax_on_host;
     auto p = softmax("fused", 100);
     p.launch.grid_resident = true;  // set after validation, as the parser would
     CHECK(f.run(p).status == report::outcome::pass);
@@ -378,8 +341,7 @@ TEST_CASE("row kernels that loop over the rows: grid \"resident\" is SMs × bloc
 
 TEST_CASE("row kernels: a wrong element is named by its row and column") {
     fixture f;
-    f.gpu.on_launch = [](const std::string& k, const std::vector<std::vector<unsigned char>*>& b, const run::kernel_args& a) {
-        softmax_on_host(k, b, a);
+    f.gpu.after_launch = [](const std::string&, const std::vector<std::vector<unsigned char>*>& b, const run::kernel_launch&) {
         floats(b.back())[2 * 33 + 7] *= 1.01f;
     };
     const auto rec = f.run(softmax("fused"));
@@ -394,7 +356,7 @@ TEST_CASE("a per-column input is allocated, copied and counted at its own size")
     doc.json["shape"] = {5, 33};
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
     std::vector<std::size_t> sizes;
-    f.gpu.on_launch = [&](const std::string&, const std::vector<std::vector<unsigned char>*>& b, const run::kernel_args&) {
+    f.gpu.after_launch = [&](const std::string&, const std::vector<std::vector<unsigned char>*>& b, const run::kernel_launch&) {
         if (sizes.empty())
             for (const auto* buffer : b) sizes.push_back(buffer->size());
     };
@@ -402,4 +364,61 @@ TEST_CASE("a per-column input is allocated, copied and counted at its own size")
     // activations (165 floats), weight (33, per column), out (165)
     CHECK(sizes == std::vector<std::size_t>{165 * 4, 33 * 4, 165 * 4});
     CHECK(rec.bytes_moved == (165 + 33 + 165) * 4.0);
+}
+
+TEST_CASE("the fake runs any family's program as its plan says: each shipped kind of pipeline verifies") {
+    struct variant {
+        const char* config;
+        json edit;
+    };
+    const std::vector<variant> variants{
+        {"seed_vectorize.json", {{"n", 1001}}},
+        {"bias_gelu.json", {{"n", 1001}, {"fusion", "separate"}}},
+        {"softmax.json", {{"shape", {3, 40}}, {"fusion", "separate"}}},
+        {"layernorm.json", {{"shape", {3, 40}}}},
+        {"row_sum.json", {{"shape", {3, 40}}, {"fusion", "separate"}}},
+        {"transpose.json", {{"shape", {6, 10}}, {"dtype", "bfloat16"}}},
+        {"transpose.json",
+         {{"shape", {6, 10}},
+          {"inputs", {{"a", {{"fill", "uniform"}}}, {"b", {{"fill", "normal"}}}}},
+          {"stages", json::array({{{"op", "map"}, {"expr", "x * 3 + b"}, {"input", "a"}},
+                                  {{"op", "transpose"}},
+                                  {{"op", "map"}, {"expr", "x - b"}}})}}},
+    };
+    for (const auto& v : variants) {
+        CAPTURE(v.config);
+        CAPTURE(v.edit.dump());
+        auto doc = config::load_document(kjit::testing::config_path(v.config));
+        doc.json.erase("sweep");
+        if (doc.json.contains("shape") && v.edit.contains("n")) doc.json.erase("shape");
+        doc.json.merge_patch(v.edit);
+        doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+        fixture f;
+        const auto rec = f.run(family::load(doc));
+        CHECK(rec.status == report::outcome::pass);
+        CHECK(rec.check->nan_count == 0);
+    }
+}
+
+TEST_CASE("a scalar goes to its kernel in the compute type, in the plan's place among the arguments") {
+    fixture f;
+    auto doc = config::load_document(kjit::testing::config_path("leaky_relu_expr.json"));
+    doc.json.erase("sweep");
+    doc.json["n"] = 100;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    for (const char* dtype : {"float32", "float64"}) {
+        CAPTURE(dtype);
+        doc.json["dtype"] = dtype;
+        const auto p = family::load(doc);
+        CHECK(f.run(p).status == report::outcome::pass);
+        const auto& planned = family::plan(p, f.templates).kernels.back().args;
+        const auto& bound = f.gpu.last_launch.args;
+        REQUIRE(bound.size() == planned.size());
+        for (std::size_t i = 0; i < planned.size(); ++i) {
+            using type = run::argument_value::type;
+            if (planned[i].what != family::argument::kind::scalar) continue;
+            CHECK(bound[i].what == (std::string(dtype) == "float64" ? type::f64 : type::f32));
+            CHECK(bound[i].number == config::find_scalar(p, planned[i].name)->value);
+        }
+    }
 }

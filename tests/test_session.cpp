@@ -16,10 +16,12 @@ config::pipeline small() {
     });
 }
 
-std::unique_ptr<kjit::testing::fake_provider> hidden_layer_gpus(int count = 1) {
+/// Fake GPUs that run the kernels of `runs` (pipelines or sweep points) as their plans say.
+template <class Runs>
+std::unique_ptr<kjit::testing::fake_provider> fake_gpus(const Runs& runs, int count = 1) {
     auto gpus = std::make_unique<kjit::testing::fake_provider>();
     gpus->count = count;
-    gpus->setup = [](kjit::testing::fake_gpu& g) { g.on_launch = kjit::testing::hidden_layer_on_host; };
+    gpus->setup = [executor = kjit::testing::plan_executor(runs)](kjit::testing::fake_gpu& g) { g.on_launch = executor; };
     return gpus;
 }
 }  // namespace
@@ -42,7 +44,8 @@ TEST_CASE("session compile: a miss, then a hit; with the cache off nothing is st
 
 TEST_CASE("session run: one record per call, start-up on the first only, each seen as it is made") {
     kjit::testing::temp_dir dir;
-    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
+                   fake_gpus(std::vector<config::pipeline>{small()}));
     std::vector<int> seen;
     const auto records = s.run(small(), "test", {.device = 0, .calls = 3, .copy_ceiling = false},
                                [&](const report::record& r) { seen.push_back(r.call_index.value_or(0)); });
@@ -86,7 +89,7 @@ TEST_CASE("session sweep over two fake GPUs: every point once, in order, start-u
     doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
     doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"fusion", {"fused", "separate"}}};
     const auto points = family::expand_sweep(doc);
-    auto gpus = hidden_layer_gpus(2);
+    auto gpus = fake_gpus(points, 2);
     auto* provider = gpus.get();
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
     int steps = 0;
@@ -133,7 +136,7 @@ TEST_CASE("a sweep makes each distinct set of inputs and reference once, whateve
     // n varies fastest: points in order would change inputs and reference at every step.
     doc.json["sweep"] = {{"launch.block", {64, 128, 256}}, {"n", {1000, 2000}}};
     const auto points = family::expand_sweep(doc);
-    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, fake_gpus(points));
     for (const std::optional<int> host_threads : {std::optional<int>{}, std::optional<int>{0}, std::optional<int>{1}}) {
         CAPTURE(host_threads.value_or(-1));
         const auto result = s.sweep(points, "test", {.host_threads = host_threads});
@@ -157,7 +160,7 @@ TEST_CASE("a sweep group whose host data cannot be made fails its points with th
     doc.json["measure"] = {{"warmup", 0}, {"repeat", 2}};
     doc.json["sweep"] = {{"n", {2000, 1099511627776}}, {"launch.block", {128, 256}}};  // 2^40 is made first
     const auto points = family::expand_sweep(doc);
-    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, fake_gpus(points));
     for (const int host_threads : {0, 1}) {
         CAPTURE(host_threads);
         const auto result = s.sweep(points, "test", {.host_threads = host_threads});
@@ -176,7 +179,8 @@ TEST_CASE("a sweep group whose host data cannot be made fails its points with th
 
 TEST_CASE("session watch: one GPU for every save, host data kept while it fits, a bad edit reported and skipped") {
     kjit::testing::temp_dir dir;
-    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, hidden_layer_gpus());
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
+                   fake_gpus(std::vector<config::pipeline>{small()}));
     auto fast = small();
     fast.compile.fast_math = true;  // another binary, the same inputs and reference
     auto broken = small();

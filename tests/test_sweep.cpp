@@ -112,7 +112,7 @@ TEST_CASE("points spread over two devices: one record each, each on one device, 
             device_open_on_this_thread = true;
             startup.set(report::phase::context, 1.0);
             auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
-            gpu->on_launch = kjit::testing::hidden_layer_on_host;
+            gpu->on_launch = kjit::testing::plan_executor(points);
             gpu->on_close = [&](const kjit::testing::fake_gpu& g) {
                 allocated += static_cast<int>(std::count(g.calls.begin(), g.calls.end(), "allocate"));
                 released += g.released;
@@ -163,13 +163,14 @@ TEST_CASE("a failing point is recorded and the sweep goes on") {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache(dir.path());
     const run::build_context ctx{templates, &cache, jit::cache_mode::use, nullptr};
-    const run::gpu_factory open = [](int index, report::record&) -> std::unique_ptr<run::gpu> {
+    const run::gpu_factory open = [&](int index, report::record&) -> std::unique_ptr<run::gpu> {
         auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
-        gpu->on_launch = kjit::testing::hidden_layer_on_host;
+        gpu->on_launch = kjit::testing::plan_executor(points);
         return gpu;
     };
     const auto records = run::run_points(points, "test", {0}, open, ctx, 1, nullptr);
     REQUIRE(records.size() == 2);
+    INFO(records[0].error);
     CHECK(records[0].status == report::outcome::pass);
     CHECK(records[1].status == report::outcome::error);
     CHECK(records[1].error.find("NVRTC failed") != std::string::npos);
@@ -190,7 +191,7 @@ TEST_CASE("Ctrl-C during a sweep: no further point starts, and what ran is marke
     const run::build_context ctx{templates, &cache, jit::cache_mode::use, nullptr};
     const run::gpu_factory open = [&](int index, report::record&) -> std::unique_ptr<run::gpu> {
         auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
-        gpu->on_launch = kjit::testing::hidden_layer_on_host;
+        gpu->on_launch = kjit::testing::plan_executor(points);
         return gpu;
     };
     int finished = 0;

@@ -148,7 +148,7 @@ std::string variant_label(const pipeline& p) {
     static const std::set<std::string, std::less<>> parsed_here{"block", "vector_width", "grid", "cluster", "row_mapping",
                                                                 "row_cache", "streaming", "min_blocks_per_sm"};
     for (const auto& [key, value] : p.launch.given.items())
-        if (!parsed_here.count(key)) label += " " + key + "=" + value.dump();
+        if (!parsed_here.count(key)) label += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));

@@ -147,29 +147,36 @@ public:
         m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
     }
 
-    void launch(run::kernel_id kernel, const family::dims& grid, const family::dims& block,
-                const run::kernel_args& launch_args) override {
-        // cuLaunchKernel takes a pointer to each argument: keep every value at a stable address.
-        std::vector<CUdeviceptr> pointers;
-        for (auto b : launch_args.buffers) pointers.push_back(pointer(b));
-        std::vector<float> floats;
-        std::vector<double> doubles;
-        for (double s : launch_args.scalars) {
-            if (launch_args.double_scalars) doubles.push_back(s);
-            else floats.push_back(static_cast<float>(s));
+    void launch(run::kernel_id kernel, const run::kernel_launch& launch) override {
+        // cuLaunchKernel takes a pointer to each argument, in parameter order: each value is
+        // converted to its parameter's type in a slot of its own, which stays put while it runs.
+        union slot {
+            CUdeviceptr pointer;
+            float f32;
+            double f64;
+            long long i64;
+        };
+        const std::size_t count = launch.args.size();
+        std::vector<slot> slots(count);
+        std::vector<void*> args(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            const run::argument_value& a = launch.args[i];
+            using type = run::argument_value::type;
+            switch (a.what) {
+                case type::buffer: slots[i].pointer = pointer(a.buffer); break;
+                case type::f32: slots[i].f32 = static_cast<float>(a.number); break;
+                case type::f64: slots[i].f64 = a.number; break;
+                case type::i64: slots[i].i64 = a.integer; break;
+            }
+            args[i] = &slots[i];
         }
-        std::vector<long long> sizes = launch_args.sizes;
-        std::vector<void*> args;
-        for (auto& p : pointers) args.push_back(&p);
-        for (auto& f : floats) args.push_back(&f);
-        for (auto& d : doubles) args.push_back(&d);
-        for (auto& size : sizes) args.push_back(&size);
         auto& k = m_kernels.at(kernel);
-        allow_shared_memory(k, launch_args.shared_bytes);
+        allow_shared_memory(k, launch.shared_bytes);
+        const family::dims &grid = launch.grid, &block = launch.block;
         const auto u = [](long long v) { return static_cast<unsigned>(v); };
         const CUresult launched =
             m_api->cuLaunchKernel(k.function, u(grid.x), u(grid.y), u(grid.z), u(block.x), u(block.y), u(block.z),
-                                  static_cast<unsigned>(launch_args.shared_bytes), m_stream.get(), args.data(), nullptr);
+                                  static_cast<unsigned>(launch.shared_bytes), m_stream.get(), args.data(), nullptr);
         if (launched != CUDA_SUCCESS) {  // the message is built only now
             const auto shown = [](const family::dims& d) {
                 return std::to_string(d.x) + (d.y > 1 || d.z > 1 ? " × " + std::to_string(d.y) : "") +

@@ -45,6 +45,7 @@ struct kernel {
     std::string name;  ///< extern "C", so it needs no name lowering
     std::string what;  ///< "stages[1]: weigh, a kernel of its own" or "normalize → …, fused"
     std::vector<std::size_t> stages;  ///< the stages it computes, in order
+    std::string reads_x;              ///< the buffer x starts from ("": the first stage needs none)
     dims grid, block;
     resident_rule resident = resident_rule::none;  ///< applies to grid.x
     std::size_t shared_bytes = 0;                  ///< dynamic shared memory per block

@@ -142,6 +142,7 @@ kernel kernel_of(const chain_kernel& chained, int block) {
     k.name = chained.name;
     k.what = chained.what;
     k.stages = chained.stages;
+    k.reads_x = chained.first_value;
     k.block.x = block;
     return k;
 }

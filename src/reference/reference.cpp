@@ -79,26 +79,37 @@ constexpr std::size_t k_chunk = 1024;  // elements evaluated together: one tree 
 typed_array::typed_array(config::dtype type, std::size_t count)
     : m_type(type), m_bytes(count * config::element_size(type)) {}
 
-double typed_array::get(std::size_t i) const {
-    switch (m_type) {
-        case config::dtype::float32: return load<float>(m_bytes.data(), i);
-        case config::dtype::float64: return load<double>(m_bytes.data(), i);
-        case config::dtype::float16: return load_half(m_bytes.data(), i);
-        case config::dtype::bfloat16: return bfloat16_to_float(load<std::uint16_t>(m_bytes.data(), i));
-    }
-    return 0;
+namespace {
+
+/// How each storage type's elements are read as double and written from it (rounded to nearest
+/// even), in dtype order: adding a type is a row of config::dtype_table and one here.
+struct conversion {
+    double (*get)(const unsigned char* bytes, std::size_t i);
+    void (*set)(unsigned char* bytes, std::size_t i, double value);
+};
+constexpr conversion k_conversions[] = {
+    {[](const unsigned char* b, std::size_t i) -> double { return load<float>(b, i); },
+     [](unsigned char* b, std::size_t i, double v) { store(b, i, static_cast<float>(v)); }},
+    {[](const unsigned char* b, std::size_t i) { return load<double>(b, i); },
+     [](unsigned char* b, std::size_t i, double v) { store(b, i, v); }},
+    {load_half, store_half},
+    {[](const unsigned char* b, std::size_t i) -> double { return bfloat16_to_float(load<std::uint16_t>(b, i)); },
+     [](unsigned char* b, std::size_t i, double v) { store(b, i, float_to_bfloat16(static_cast<float>(v))); }},
+};
+
+const conversion& conversion_of(config::dtype type) { return k_conversions[static_cast<std::size_t>(type)]; }
+
+}  // namespace
+
+double get_element(config::dtype type, const void* bytes, std::size_t i) {
+    return conversion_of(type).get(static_cast<const unsigned char*>(bytes), i);
+}
+void set_element(config::dtype type, void* bytes, std::size_t i, double value) {
+    conversion_of(type).set(static_cast<unsigned char*>(bytes), i, value);
 }
 
-void typed_array::set(std::size_t i, double value) {
-    switch (m_type) {
-        case config::dtype::float32: store(m_bytes.data(), i, static_cast<float>(value)); break;
-        case config::dtype::float64: store(m_bytes.data(), i, value); break;
-        case config::dtype::float16: store_half(m_bytes.data(), i, value); break;
-        case config::dtype::bfloat16:
-            store(m_bytes.data(), i, float_to_bfloat16(static_cast<float>(value)));
-            break;
-    }
-}
+double typed_array::get(std::size_t i) const { return get_element(m_type, m_bytes.data(), i); }
+void typed_array::set(std::size_t i, double value) { set_element(m_type, m_bytes.data(), i, value); }
 
 namespace {
 

@@ -34,6 +34,11 @@ private:
 
 using input_arrays = std::map<std::string, typed_array>;
 
+/// Element i of an array of `type` at `bytes`, as double; and stored there from a double, rounded
+/// to nearest even. What typed_array does, for memory it does not own.
+[[nodiscard]] double get_element(config::dtype type, const void* bytes, std::size_t i);
+void set_element(config::dtype type, void* bytes, std::size_t i, double value);
+
 /// The reference: each element's exact value, and its error scale — a first-order bound on how
 /// far rounding in the kernel's own formula may move it, in units of the compute type's rounding
 /// (see expr/evaluate.hpp). Large where terms cancel; about |value| times a few elsewhere.

@@ -32,7 +32,9 @@ double measure(gpu& device, const build_context& ctx) {
     const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt,
                                      static_cast<long long>(device.max_active_blocks_per_sm(kernel, k_probe_block, 0)) *
                                          device.device().sm_count);
-    const auto copy = [&] { device.launch(kernel, {grid}, {k_probe_block}, {{in, out}, {}, false, {n4}}); };
+    using type = argument_value::type;
+    const kernel_launch launch{{grid}, {k_probe_block}, 0, {{type::buffer, in}, {type::buffer, out}, {type::i64, 0, 0, n4}}};
+    const auto copy = [&] { device.launch(kernel, launch); };
     for (int i = 0; i < 3; ++i) copy();
     std::vector<double> samples;
     for (int i = 0; i < k_probe_samples; ++i) samples.push_back(device.time_ms(copy));

@@ -32,15 +32,21 @@ using module_id = std::uint32_t;
 using kernel_id = std::uint32_t;
 using buffer_id = std::uint32_t;
 
-/// A launch's arguments in the kernels' parameter order: buffers, then scalars (passed as float,
-/// or as double when `double_scalars`), then the sizes: n for an elementwise kernel, rows and
-/// cols for a row kernel.
-struct kernel_args {
-    std::vector<buffer_id> buffers;
-    std::vector<double> scalars;
-    bool double_scalars = false;
-    std::vector<long long> sizes;
+/// One argument of a launch, typed, in the kernel's parameter order (the program's
+/// family::argument list): a device buffer, a scalar in the compute type (float or double), or
+/// a 64-bit size.
+struct argument_value {
+    enum class type { buffer, f32, f64, i64 } what = type::buffer;
+    buffer_id buffer = 0;
+    double number = 0;      ///< f32 and f64
+    long long integer = 0;  ///< i64
+};
+
+/// A kernel's launch: its shape and its arguments, bound once and launched as often as timing needs.
+struct kernel_launch {
+    family::dims grid, block;
     std::size_t shared_bytes = 0;  ///< dynamic shared memory per block
+    std::vector<argument_value> args;
 };
 
 /// One device, one context and one stream. Calls that enqueue work return at once; copies to the
@@ -72,9 +78,9 @@ public:
     virtual void copy_to_host(void* destination, buffer_id buffer, std::size_t bytes) = 0;
     virtual void fill_bytes(buffer_id buffer, std::uint8_t value, std::size_t bytes) = 0;
 
-    /// Enqueues kernel(args…) on `grid` blocks of `block` threads. The message of a failed
-    /// launch is built only when it fails: back-to-back launches do no host work between them.
-    virtual void launch(kernel_id kernel, const family::dims& grid, const family::dims& block, const kernel_args& args) = 0;
+    /// Enqueues kernel(args…) on launch.grid blocks of launch.block threads. The message of a
+    /// failed launch is built only when it fails: back-to-back launches do no host work between them.
+    virtual void launch(kernel_id kernel, const kernel_launch& launch) = 0;
     /// Enqueues a write over a buffer larger than L2, evicting whatever a kernel left there.
     virtual void flush_l2() = 0;
     virtual void synchronize() = 0;

@@ -322,25 +322,25 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     std::map<std::string, buffer_id> buffers = owned.ids;
     buffers.insert(input_copies.ids.begin(), input_copies.ids.end());
 
-    // Each kernel's arguments, bound once: its buffers, scalars and sizes in its parameter order.
-    std::vector<kernel_args> arguments;
+    // Each kernel's launch, bound once: its shape and its arguments in its parameter order.
+    std::vector<kernel_launch> launches;
     rec.bytes_moved = 0;
-    for (const auto& k : prog.kernels) {
-        kernel_args args;
+    for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
+        const family::kernel& k = prog.kernels[i];
+        kernel_launch launch{grids[i], k.block, k.shared_bytes, {}};
         for (const auto& a : k.args) {
             using kind = family::argument::kind;
-            if (a.what == kind::buffer) args.buffers.push_back(buffers.at(a.name));
-            if (a.what == kind::scalar) args.scalars.push_back(config::find_scalar(p, a.name)->value);
-            if (a.what == kind::size) args.sizes.push_back(a.size);
+            using type = argument_value::type;
+            if (a.what == kind::buffer) launch.args.push_back({type::buffer, buffers.at(a.name), 0, 0});
+            if (a.what == kind::scalar)
+                launch.args.push_back({prog.double_scalars ? type::f64 : type::f32, 0, config::find_scalar(p, a.name)->value, 0});
+            if (a.what == kind::size) launch.args.push_back({type::i64, 0, 0, a.size});
         }
-        args.double_scalars = prog.double_scalars;
-        args.shared_bytes = k.shared_bytes;
-        arguments.push_back(std::move(args));
+        launches.push_back(std::move(launch));
         rec.bytes_moved += k.bytes_read + k.bytes_written;
     }
     auto enqueue_chain = [&] {
-        for (std::size_t i = 0; i < prog.kernels.size(); ++i)
-            device.launch(kernels[i], grids[i], prog.kernels[i].block, arguments[i]);
+        for (std::size_t i = 0; i < prog.kernels.size(); ++i) device.launch(kernels[i], launches[i]);
     };
 
     // All-ones bytes are NaN in float and double: an element no kernel wrote cannot pass the check.

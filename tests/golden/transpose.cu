@@ -14,11 +14,13 @@ struct __align__(16) vec { store_t e[4]; };
 
 // A tile of 64 × 64 elements goes through shared memory: read a row at a time from the
 // input and written a row at a time to the output, so that both sides' warps touch consecutive
-// addresses. Each tile row has 1 element(s) of padding, so that a tile column's elements
-// sit in different banks of shared memory.
+// addresses.
 constexpr int kjit_tile_size = 64;
 constexpr int kjit_width = 4;          // elements a thread moves at once, on both sides
 constexpr int kjit_tile_rows = 16;  // rows of threads in a block, each of kjit_tile_size / kjit_width threads
+
+// Each tile row has 1 element(s) of padding, so that a tile column's elements sit in
+// different banks of shared memory.
 constexpr int kjit_padding = 1;
 
 // ---- transpose_transpose: transpose, fused into one kernel

@@ -13,12 +13,21 @@ struct __align__(16) vec { store_t e[8]; };
 
 // A tile of 64 × 64 elements goes through shared memory: read a row at a time from the
 // input and written a row at a time to the output, so that both sides' warps touch consecutive
-// addresses. Each tile row has 1 element(s) of padding, so that a tile column's elements
-// sit in different banks of shared memory.
+// addresses.
 constexpr int kjit_tile_size = 64;
 constexpr int kjit_width = 8;          // elements a thread moves at once, on both sides
 constexpr int kjit_tile_rows = 32;  // rows of threads in a block, each of kjit_tile_size / kjit_width threads
-constexpr int kjit_padding = 1;
+constexpr int kjit_tile_vectors = kjit_tile_size / kjit_width;  // vectors in a tile row
+
+// The tile holds stored elements, a vector at a time, with no padding: vector v of tile row r
+// sits at v ^ kjit_swizzle(r) in that row. The threads that store one row store different
+// vectors, and the threads that read one column read rows whose swizzles all differ, so each
+// side's accesses fall in different banks of shared memory.
+__device__ __forceinline__ int kjit_swizzle(int row) { return row / kjit_width % kjit_tile_vectors; }
+__device__ __forceinline__ store_t kjit_tile_element(const vec (&tile)[kjit_tile_size][kjit_tile_vectors], int row, int col)
+{
+    return tile[row][(col / kjit_width) ^ kjit_swizzle(row)].e[col % kjit_width];
+}
 
 // ---- transpose_transpose: transpose, fused into one kernel
 // Before the transpose: the stages up to it, at the element's place in the input.
@@ -38,7 +47,7 @@ __device__ __forceinline__ real kjit_transpose_transpose_after(real x)
 // element, rows and cols are multiples of kjit_width, so a vector never straddles two rows.
 extern "C" __global__ __launch_bounds__(kjit_tile_size / kjit_width * kjit_tile_rows) void transpose_transpose(const store_t* __restrict__ a, store_t* __restrict__ out, long long rows, long long cols)
 {
-    __shared__ real kjit_tile[kjit_tile_size][kjit_tile_size + kjit_padding];
+    __shared__ vec kjit_tile[kjit_tile_size][kjit_tile_vectors];
     const long long kjit_col0 = (long long)blockIdx.x * kjit_tile_size;
     const long long kjit_row0 = (long long)blockIdx.y * kjit_tile_size;
     const int kjit_lane = threadIdx.x * kjit_width;  // the thread's first column of the tile
@@ -50,9 +59,7 @@ extern "C" __global__ __launch_bounds__(kjit_tile_size / kjit_width * kjit_tile_
         if (kjit_row < rows && kjit_col < cols) {
             const long long kjit_i = kjit_row * cols + kjit_col;
             const vec kjit_v_a = reinterpret_cast<const vec*>(a)[kjit_i / kjit_width];
-#pragma unroll
-            for (int kjit_e = 0; kjit_e < kjit_width; ++kjit_e)
-                kjit_tile[kjit_j][kjit_lane + kjit_e] = kjit_transpose_transpose_before(load(kjit_v_a.e[kjit_e]));
+            kjit_tile[kjit_j][threadIdx.x ^ kjit_swizzle(kjit_j)] = kjit_v_a;  // no stage before: as loaded
         }
     }
     __syncthreads();
@@ -66,7 +73,7 @@ extern "C" __global__ __launch_bounds__(kjit_tile_size / kjit_width * kjit_tile_
             vec kjit_y;
 #pragma unroll
             for (int kjit_e = 0; kjit_e < kjit_width; ++kjit_e)
-                kjit_y.e[kjit_e] = store(kjit_transpose_transpose_after(kjit_tile[kjit_lane + kjit_e][kjit_j]));
+                kjit_y.e[kjit_e] = kjit_tile_element(kjit_tile, kjit_lane + kjit_e, kjit_j);  // no stage after: as stored
             reinterpret_cast<vec*>(out)[kjit_o / kjit_width] = kjit_y;
         }
     }

@@ -14,21 +14,30 @@ namespace mu = codegen::mu;
 using config::pipeline;
 
 /// The policy where "auto": the fastest point of each element size in configs/transpose.json's
-/// sweeps on the H200 at 4096², 8192² and 16384² (bench/results/2026-12-01-h200-families), padded
-/// by one element: 16-byte vectors of 16-bit types and of floats, single doubles.
+/// sweeps on the H200 at 4096², 8192² and 16384² (bench/results/2026-12-01-h200-families): 16-byte
+/// vectors of 16-bit types and of floats, single doubles; 16-bit types in a swizzled tile where
+/// the stages allow one, the others padded by one element.
 struct auto_policy {
     int tile, vector_width, block;
+    bool swizzled;
 };
 auto_policy auto_policy_for(std::size_t element_bytes) {
-    if (element_bytes == 2) return {64, 8, 256};  // bfloat16: 82–85 % of a same-size copy
-    if (element_bytes == 4) return {64, 4, 256};  // float32: 94–95 %
-    return {32, 1, 256};                          // float64: 93–95 %
+    if (element_bytes == 2) return {64, 8, 256, true};  // bfloat16
+    if (element_bytes == 4) return {64, 4, 256, false};  // float32: 94–95 % of a same-size copy
+    return {32, 1, 256, false};                          // float64: 93–95 %
 }
+
+/// How the tile is laid out in shared memory: rows of compute-type elements padded so that a
+/// column spreads over the banks, or rows of stored vectors placed by an XOR swizzle. A swizzled
+/// tile holds the stored type, so it needs no stage on one side of the transpose: with stages
+/// on both, their intermediate value would be rounded to the storage type in between.
+enum class tile_layout { padded, swizzled };
 
 /// The policy's own keys, kept resolved in launch.given.
 struct tile_policy {
     int tile = 32;      ///< a tile is tile × tile elements
-    int padding = 1;    ///< elements of padding per tile row in shared memory
+    tile_layout layout = tile_layout::padded;
+    int padding = 1;    ///< elements of padding per tile row in shared memory (padded only)
     int width = 1;      ///< elements a thread moves at once (launch.vector_width)
     int tile_rows = 8;  ///< the block's rows of threads, each tile / width threads wide
 };
@@ -36,6 +45,7 @@ struct tile_policy {
 tile_policy policy_of(const pipeline& p) {
     tile_policy t;
     t.tile = p.launch.given.at("tile").get<int>();
+    t.layout = p.launch.given.at("layout") == "swizzled" ? tile_layout::swizzled : tile_layout::padded;
     t.padding = p.launch.given.at("padding").get<int>();
     t.width = p.launch.vector_width;
     t.tile_rows = p.launch.block / (t.tile / t.width);
@@ -72,7 +82,9 @@ public:
                });
     }
 
-    std::vector<std::string> launch_keys() const override { return {"tile", "block", "padding", "vector_width"}; }
+    std::vector<std::string> launch_keys() const override {
+        return {"tile", "block", "layout", "padding", "vector_width"};
+    }
 
     void resolve(pipeline& p, const std::string& source) const override {
         const std::size_t t = transpose_stage(p);
@@ -93,7 +105,17 @@ public:
         const auto_policy fallback = auto_policy_for(config::element_size(p.type));
         const int tile = is_auto("tile") ? fallback.tile : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
         if (tile != 16 && tile != 32 && tile != 64) l.fail("tile", "expected 16, 32, 64 or \"auto\", got " + std::to_string(tile));
-        const int padding = is_auto("padding") ? 1 : static_cast<int>(l.integer("padding", 0, 4, std::nullopt));
+        const bool maps_on_both_sides = t > 0 && t + 1 < p.stages.size();
+        bool swizzled = fallback.swizzled && !maps_on_both_sides;
+        if (!is_auto("layout")) {
+            swizzled = l.choice<tile_layout>("layout", {{"padded", tile_layout::padded}, {"swizzled", tile_layout::swizzled}},
+                                              std::nullopt) == tile_layout::swizzled;
+            if (swizzled && maps_on_both_sides)
+                l.fail("layout", "a swizzled tile holds the stored type, which would round the value between the "
+                                 "stages before and after the transpose: use \"padded\"");
+        }
+        if (swizzled && !is_auto("padding")) l.fail("padding", "pads a \"padded\" layout only; this one is swizzled");
+        const int padding = swizzled ? 0 : is_auto("padding") ? 1 : static_cast<int>(l.integer("padding", 0, 4, std::nullopt));
         // A vector must not straddle two rows of the input or of the output.
         const auto divides = [&](int width) { return p.shape->rows % width == 0 && p.shape->cols % width == 0; };
         int& width = p.launch.vector_width;
@@ -119,12 +141,17 @@ public:
                                                     " rows, at most 65535: expected at most " + std::to_string(65535LL * tile) +
                                                     " rows, got " + std::to_string(p.shape->rows));
         p.launch.given["tile"] = tile;
+        p.launch.given["layout"] = swizzled ? "swizzled" : "padded";
         p.launch.given["padding"] = padding;
     }
 
     config::json_value policy(const pipeline& p) const override {
         const tile_policy t = policy_of(p);
-        return {{"tile", t.tile}, {"block", p.launch.block}, {"padding", t.padding}, {"vector_width", t.width}};
+        return {{"tile", t.tile},
+                {"block", p.launch.block},
+                {"layout", p.launch.given.at("layout")},
+                {"padding", t.padding},
+                {"vector_width", t.width}};
     }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override;
@@ -184,6 +211,7 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     k.block = {t.tile / t.width, t.tile_rows, 1};
     k.grid = {(p.shape->cols + t.tile - 1) / t.tile, (p.shape->rows + t.tile - 1) / t.tile, 1};
     const std::string& first = p.stages.front().input;
+    k.reads_x = first;
     std::vector<std::string> arrays;
     if (!first.empty()) arrays.push_back(first);
     const expr::used_names before = names_of(p, 0, at), after = names_of(p, at + 1, p.stages.size());
@@ -207,6 +235,12 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     data.set("tile", std::to_string(t.tile));
     data.set("tile_rows", std::to_string(t.tile_rows));
     data.set("padding", std::to_string(t.padding));
+    const bool swizzled = t.layout == tile_layout::swizzled;
+    data.set("swizzled", codegen::flag(swizzled));
+    data.set("first", first);
+    // A swizzled tile holds stored values: with no stage on a side, that side copies them as they are.
+    data.set("before_copies", codegen::flag(swizzled && at == 0 && !first.empty()));
+    data.set("after_copies", codegen::flag(swizzled && at + 1 == p.stages.size()));
     data.set("kernel", k.name);
     data.set("what", k.what);
     std::vector<std::string> params;
@@ -214,7 +248,10 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     data.set("kernel_params", codegen::joined(params));
     element_function(p, 0, at, first.empty() ? "(real)0" : "load(kjit_v_" + first + ".e[kjit_e])",
                      first.empty() ? std::vector<std::string>{} : std::vector<std::string>{first}, data, "before");
-    element_function(p, at + 1, p.stages.size(), "kjit_tile[kjit_lane + kjit_e][kjit_j]", {}, data, "after");
+    element_function(p, at + 1, p.stages.size(),
+                     swizzled ? "load(kjit_tile_element(kjit_tile, kjit_lane + kjit_e, kjit_j))"
+                              : "kjit_tile[kjit_lane + kjit_e][kjit_j]",
+                     {}, data, "after");
     prog.source = codegen::render(templates, template_file(), data, {k.name});
     prog.kernels.push_back(std::move(k));
     return prog;
