@@ -216,7 +216,7 @@ PY
     transpose)
         "$kjit" sweep configs/transpose.json --quiet --json "$out/transpose.json" > "$out/transpose.log" 2>&1 || status=1
         echo "== the tile's layout: padded or swizzled, 16-bit types and floats, vectors of 2-8" >> "$out/transpose.log"
-        "$kjit" sweep configs/transpose.json --set 'sweep={"shape":[[4096,4096],[8192,8192],[16384,16384]],"dtype":["bfloat16","float32"],"launch.layout":["padded","swizzled"],"launch.vector_width":[2,4,8],"launch.tile":[32,64],"launch.block":[128,256]}' \
+        "$kjit" sweep configs/transpose.json --set 'sweep={"shape":[[4096,4096],[8192,8192],[16384,16384]],"dtype":["bfloat16","float16","float32"],"launch.layout":["padded","swizzled"],"launch.vector_width":[2,4,8],"launch.tile":[64],"launch.block":[128,256]}' \
             --quiet --json "$out/transpose_layouts.json" >> "$out/transpose.log" 2>&1 || status=1
         "$kjit" sweep configs/transpose.json --set launch.layout=padded --set launch.padding=0 --quiet --json "$out/transpose_unpadded.json" >> "$out/transpose.log" 2>&1 || status=1
         odd='"shape":[[1,1],[3,4097],[1000,33],[4097,3],[33,1000],[1,70001],[12,1028],[1000,36]],"dtype":["float32","bfloat16","float16","float64"],"launch.tile":[16,32,64],"launch.vector_width":[1,"auto"]'

@@ -24,10 +24,6 @@ constexpr int kjit_tile_vectors = kjit_tile_size / kjit_width;  // vectors in a 
 // vectors, and the threads that read one column read rows whose swizzles all differ, so each
 // side's accesses fall in different banks of shared memory.
 __device__ __forceinline__ int kjit_swizzle(int row) { return row / kjit_width % kjit_tile_vectors; }
-__device__ __forceinline__ store_t kjit_tile_element(const vec (&tile)[kjit_tile_size][kjit_tile_vectors], int row, int col)
-{
-    return tile[row][(col / kjit_width) ^ kjit_swizzle(row)].e[col % kjit_width];
-}
 
 // ---- transpose_transpose: transpose, fused into one kernel
 // Before the transpose: the stages up to it, at the element's place in the input.
@@ -70,10 +66,13 @@ extern "C" __global__ __launch_bounds__(kjit_tile_size / kjit_width * kjit_tile_
         const long long kjit_row = kjit_col0 + kjit_j, kjit_col = kjit_row0 + kjit_lane;  // of the output
         if (kjit_row < cols && kjit_col < rows) {
             const long long kjit_o = kjit_row * rows + kjit_col;
+            // The tile rows this thread reads, kjit_lane and the kjit_width - 1 after it, share one
+            // swizzle: the column's element is in the same vector of each.
+            const int kjit_slot = (kjit_j / kjit_width) ^ kjit_swizzle(kjit_lane);
             vec kjit_y;
 #pragma unroll
             for (int kjit_e = 0; kjit_e < kjit_width; ++kjit_e)
-                kjit_y.e[kjit_e] = kjit_tile_element(kjit_tile, kjit_lane + kjit_e, kjit_j);  // no stage after: as stored
+                kjit_y.e[kjit_e] = kjit_tile[kjit_lane + kjit_e][kjit_slot].e[kjit_j % kjit_width];  // as stored
             reinterpret_cast<vec*>(out)[kjit_o / kjit_width] = kjit_y;
         }
     }

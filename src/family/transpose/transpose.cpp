@@ -249,7 +249,7 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     element_function(p, 0, at, first.empty() ? "(real)0" : "load(kjit_v_" + first + ".e[kjit_e])",
                      first.empty() ? std::vector<std::string>{} : std::vector<std::string>{first}, data, "before");
     element_function(p, at + 1, p.stages.size(),
-                     swizzled ? "load(kjit_tile_element(kjit_tile, kjit_lane + kjit_e, kjit_j))"
+                     swizzled ? "load(kjit_tile[kjit_lane + kjit_e][kjit_slot].e[kjit_j % kjit_width])"
                               : "kjit_tile[kjit_lane + kjit_e][kjit_j]",
                      {}, data, "after");
     prog.source = codegen::render(templates, template_file(), data, {k.name});
