@@ -35,7 +35,9 @@ def main():
         if r["status"] == "PASS":
             # Records of schema 1.4.0 named the policy's columns launch_<key> before it was released.
             policy = lambda key: r.get("policy_" + key, r.get("launch_" + key))
-            label = f'vec {policy("vector_width")}, tile {policy("tile")}, block {policy("block")}, pad {policy("padding")}'
+            layout = policy("layout") or "padded"  # no layout column before 2026-12-02: padded
+            label = (f'vec {policy("vector_width")}, tile {policy("tile")}, block {policy("block")}, {layout}' +
+                     (f' {policy("padding")}' if layout == "padded" else ""))
             points.setdefault((r["dtype"], r["shape"]), []).append((r["kernel_cold_median_ms"] * 1e3, label))
     print("| dtype | shape | copy µs | x.t().contiguous() | torch.compile | kjit, fastest points |")
     print("|---|---|---|---|---|---|")

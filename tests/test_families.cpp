@@ -69,7 +69,7 @@ TEST_CASE("transpose: auto resolves per element size, once, into the policy's co
           json{{"tile", 64}, {"block", 256}, {"layout", "padded"}, {"padding", 1}, {"vector_width", 4}});
     const auto bf16 = parsed(transpose_config(4096, 4096, "bfloat16"));
     CHECK(family::family_of(bf16).policy(bf16) ==
-          json{{"tile", 64}, {"block", 256}, {"layout", "swizzled"}, {"padding", 0}, {"vector_width", 8}});
+          json{{"tile", 64}, {"block", 128}, {"layout", "swizzled"}, {"padding", 0}, {"vector_width", 8}});
     const auto f64 = parsed(transpose_config(4096, 4096, "float64"));
     CHECK(family::family_of(f64).policy(f64) ==
           json{{"tile", 32}, {"block", 256}, {"layout", "padded"}, {"padding", 1}, {"vector_width", 1}});

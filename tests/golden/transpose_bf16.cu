@@ -16,7 +16,7 @@ struct __align__(16) vec { store_t e[8]; };
 // addresses.
 constexpr int kjit_tile_size = 64;
 constexpr int kjit_width = 8;          // elements a thread moves at once, on both sides
-constexpr int kjit_tile_rows = 32;  // rows of threads in a block, each of kjit_tile_size / kjit_width threads
+constexpr int kjit_tile_rows = 16;  // rows of threads in a block, each of kjit_tile_size / kjit_width threads
 constexpr int kjit_tile_vectors = kjit_tile_size / kjit_width;  // vectors in a tile row
 
 // The tile holds stored elements, a vector at a time, with no padding: vector v of tile row r
