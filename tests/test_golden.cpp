@@ -1,6 +1,8 @@
 // The generated CUDA of one variant per template feature, compared with tests/golden/NAME.cu: a
 // change to a template or a family shows as a diff of the source a learner reads. After an intended
 // change, scripts/update-goldens.sh writes them again (review the diff before committing it).
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 
@@ -106,7 +108,7 @@ TEST_CASE("golden: every variant's source is its golden file, line for line") {
     }
 }
 
-TEST_CASE("golden: the record's columns (schema 1.4.0) are tests/golden/record_columns.txt") {
+TEST_CASE("golden: the record's columns (schema 1.5.0) are tests/golden/record_columns.txt") {
     // A real compile record of the transpose: its family's policy, its params, a sweep axis.
     auto doc = config::load_document(kjit::testing::config_path("transpose.json"));
     doc.json["params"] = {{"k", 1.0}};
@@ -122,7 +124,7 @@ TEST_CASE("golden: the record's columns (schema 1.4.0) are tests/golden/record_c
     }
     REQUIRE_MESSAGE(std::filesystem::exists(path), "no golden file: run scripts/update-goldens.sh");
     CHECK(columns == fs::read_file(path));  // a column added, renamed or moved: bump k_schema_version
-    CHECK(std::string(report::k_schema_version) == "1.4.0");
+    CHECK(std::string(report::k_schema_version) == "1.5.0");
 }
 
 TEST_CASE("golden: no generated source has a blank line in a body, or two in a row, or an unrendered tag") {
@@ -132,5 +134,37 @@ TEST_CASE("golden: no generated source has a blank line in a body, or two in a r
         CHECK(source.find("\n\n\n") == std::string::npos);
         CHECK(source.find("{\n\n") == std::string::npos);
         CHECK(source.find("{{") == std::string::npos);
+    }
+}
+
+TEST_CASE("golden: every generated line is within 100 columns, and every helper it defines is used") {
+    const auto columns = [](const std::string& line) {  // UTF-8: count code points, not bytes
+        return std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+    };
+    for (const auto& c : cases()) {
+        CAPTURE(c.name);
+        const std::string source = source_of(c);
+        std::istringstream lines(source);
+        std::string line;
+        while (std::getline(lines, line)) {
+            CAPTURE(line);
+            CHECK(columns(line) <= 100);
+        }
+        // Each kjit_ function or struct it defines appears again: called, or named in a template argument.
+        for (const std::string& kind : {std::string("__device__ __forceinline__ "), std::string("struct ")}) {
+            for (std::size_t at = source.find(kind); at != std::string::npos; at = source.find(kind, at + 1)) {
+                const std::size_t name = source.find("kjit_", at);
+                const std::size_t end = source.find_first_of("( {", name);
+                if (name == std::string::npos || source.find('\n', at) < name) continue;  // not a kjit_ name
+                const std::string helper = source.substr(name, end - name);
+                CAPTURE(helper);
+                std::size_t uses = 0;
+                for (std::size_t u = source.find(helper); u != std::string::npos; u = source.find(helper, u + 1)) {
+                    const char after = source[u + helper.size()];
+                    uses += std::isalnum(static_cast<unsigned char>(after)) || after == '_' ? 0 : 1;
+                }
+                CHECK(uses >= 2);
+            }
+        }
     }
 }

@@ -75,31 +75,37 @@ TEST_CASE("every shipped config runs on the GPU and verifies") {
     }
 }
 
-TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector width, with maps before and after") {
+TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector width, with maps on either side or both, padded and swizzled") {
     session s;
+    const json before = {{"op", "map"}, {"expr", "x * k + b"}, {"input", "a"}}, transpose = {{"op", "transpose"}},
+               after = {{"op", "map"}, {"expr", "x - b"}};
+    // Maps on both sides take a padded tile; on one side, a swizzled tile holds the stored values.
+    const std::vector<std::pair<json, const char*>> variants{{json::array({before, transpose, after}), "padded"},
+                                                              {json::array({before, transpose}), "swizzled"},
+                                                              {json::array({{{"op", "transpose"}, {"input", "a"}}, after}), "swizzled"}};
     for (const auto& shape : std::vector<std::pair<int, int>>{{1, 1}, {3, 4097}, {1000, 33}, {12, 1028}, {65, 130}})
         for (const char* dtype : {"float32", "bfloat16", "float64"})
             for (int tile : {16, 32, 64})
-                for (const json& width : {json(1), json("auto")}) {
-                    const int rows = shape.first, cols = shape.second;
-                    CAPTURE(rows);
-                    CAPTURE(cols);
-                    CAPTURE(std::string(dtype));
-                    CAPTURE(tile);
-                    auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/transpose.json");
-                    doc.json.erase("sweep");
-                    doc.json["shape"] = {rows, cols};
-                    doc.json["dtype"] = dtype;
-                    doc.json["launch"] = {{"tile", tile}, {"vector_width", width}};
-                    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
-                    doc.json["inputs"]["b"] = {{"fill", "normal"}};
-                    doc.json["params"] = {{"k", 2.5}};
-                    doc.json["stages"] = json::array({{{"op", "map"}, {"expr", "x * k + b"}, {"input", "a"}},
-                                                      {{"op", "transpose"}},
-                                                      {{"op", "map"}, {"expr", "x - b"}}});
-                    const auto rec = s.run(family::load(doc));
-                    CHECK(rec.status == report::outcome::pass);
-                }
+                for (const json& width : {json(1), json("auto")})
+                    for (const auto& [stages, layout] : variants) {
+                        const int rows = shape.first, cols = shape.second;
+                        CAPTURE(rows);
+                        CAPTURE(cols);
+                        CAPTURE(std::string(dtype));
+                        CAPTURE(tile);
+                        CAPTURE(std::string(layout));
+                        auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/transpose.json");
+                        doc.json.erase("sweep");
+                        doc.json["shape"] = {rows, cols};
+                        doc.json["dtype"] = dtype;
+                        doc.json["launch"] = {{"tile", tile}, {"vector_width", width}, {"layout", layout}};
+                        doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+                        doc.json["inputs"]["b"] = {{"fill", "normal"}};
+                        doc.json["params"] = {{"k", 2.5}};
+                        doc.json["stages"] = stages;
+                        const auto rec = s.run(family::load(doc));
+                        CHECK(rec.status == report::outcome::pass);
+                    }
 }
 
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {

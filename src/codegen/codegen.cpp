@@ -123,6 +123,40 @@ mu::data prologue_data(const config::pipeline& p, const std::string& label, int 
     return data;
 }
 
+std::string wrapped(const std::vector<std::string>& items, const std::string& separator, int indent) {
+    constexpr std::size_t k_inline = 40, k_width = 100;
+    const std::string inline_list = joined(items, [](const std::string& item) { return item; }, separator + " ");
+    if (inline_list.size() <= k_inline) return inline_list;
+    const std::string margin(static_cast<std::size_t>(indent), ' ');
+    std::string list, line = margin;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::string item = items[i] + (i + 1 < items.size() ? separator : "");
+        if (line.size() > margin.size() && line.size() + 1 + item.size() > k_width) {
+            list += "\n" + line;
+            line = margin;
+        }
+        line += (line.size() > margin.size() ? " " : "") + item;
+    }
+    return list + "\n" + line;
+}
+
+std::string heading(const std::string& kernel, const std::string& what) {
+    constexpr std::size_t k_width = 100;
+    std::string text, line = "// ---- " + kernel + ":";
+    std::size_t start = 0;
+    while (start < what.size()) {
+        const std::size_t end = std::min(what.find(' ', start), what.size());
+        const std::string word = what.substr(start, end - start);
+        if (line.size() + 1 + word.size() > k_width && line.size() > 3) {
+            text += line + "\n";
+            line = "//";
+        }
+        line += " " + word;
+        start = end + 1;
+    }
+    return text + line;
+}
+
 std::string copy_probe_source(const template_set& templates) {
     return render(templates, "copy.cu.mustache", mu::data{}, {k_copy_probe_kernel});
 }

@@ -58,6 +58,16 @@ std::string joined(const std::vector<std::string>& names, Spell spell, const std
     return text;
 }
 [[nodiscard]] inline std::string joined(const std::vector<std::string>& names) { return join(names, ", "); }
+/// `items` with `separator` after each but the last ("," or " |"): on one line when short;
+/// otherwise starting on a new line and filling lines of up to 100 columns indented by `indent`,
+/// so that a long list reads at the generated source's width.
+[[nodiscard]] std::string wrapped(const std::vector<std::string>& items, const std::string& separator, int indent);
+/// A kernel's heading comment, "// ---- NAME: WHAT", its words wrapped at 100 columns.
+[[nodiscard]] std::string heading(const std::string& kernel, const std::string& what);
+/// A parameter or argument list to put between parentheses: wrapped(items, ",", indent).
+[[nodiscard]] inline std::string parameter_list(const std::vector<std::string>& items, int indent = 8) {
+    return wrapped(items, ",", indent);
+}
 
 /// The copy kernel used to measure the device's bandwidth ceiling.
 [[nodiscard]] std::string copy_probe_source(const template_set& templates);

@@ -56,25 +56,27 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     // The element function takes each array's element, then the scalars.
     std::vector<std::string> element_inputs = reads;
     element_inputs.insert(element_inputs.end(), k.scalars.begin(), k.scalars.end());
-    const auto element_args = [&](const auto& spell_array) {
+    const auto element_args = [&](const auto& spell_array, int indent) {
         std::vector<std::string> args;
         for (const auto& a : reads) args.push_back(spell_array(a));
         args.insert(args.end(), k.scalars.begin(), k.scalars.end());
-        return codegen::joined(args);
+        return codegen::parameter_list(args, indent);
     };
     std::vector<std::string> params;
     for (const auto& a : planned.args) params.push_back(a.cuda);
     mu::data item;
     item.set("kernel", k.name);
-    item.set("what", k.what);
+    item.set("heading", codegen::heading(k.name, k.what));
+    // One kernel's element function, or each separate stage's (named by its stage).
+    item.set("element_suffix", p.fuse == config::fusion::fused ? std::string() : "_s" + std::to_string(k.stages.front()));
     item.set("first", k.first_value.empty() ? std::string("0") : k.first_value);
-    item.set("element_params", codegen::joined(element_inputs, [](const std::string& a) { return "real " + a; }));
-    item.set("kernel_params", codegen::joined(params));
-    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; }));
-    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }));
-    std::vector<std::string> pointers = reads;
-    pointers.push_back(k_output_buffer);
-    item.set("alignment", codegen::joined(pointers, [](const std::string& a) { return "(unsigned long long)" + a; }, " | "));
+    std::vector<std::string> element_params;
+    for (const auto& a : element_inputs) element_params.push_back("real " + a);
+    item.set("element_params", codegen::parameter_list(element_params));
+    item.set("kernel_params", codegen::parameter_list(params));
+    // Continued lines of a call go 4 columns deeper than the statement.
+    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; }, 20));
+    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }, 12));
     mu::data arrays{mu::data::type::list};
     for (const auto& a : reads) arrays.push_back(mu::data("array", a));
     item.set("arrays", arrays);

@@ -52,7 +52,6 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
 
 /// The template's data for one kernel: its row function's loads, stages and stores.
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned) {
-    const int width = p.launch.vector_width;
     const expr::cuda_style style = codegen::style_of(p);
     const bool row_value_out = k.output == result_kind::row_value;
     std::vector<std::string> kernel_params, kernel_args;
@@ -60,11 +59,31 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         kernel_params.push_back(a.cuda);
         kernel_args.push_back(a.cuda_name);
     }
+    const bool in_shared = planned.shared_bytes > 0;
+    // A block that loops over rows loads the next row into registers while it works on this one.
+    const bool loads_each_pass = !rows::row_in_registers(p);
+    const bool prefetched = rows::rows_loop(p) && !loads_each_pass && !k.first_value.empty();
+    // The row function takes the row, the thread's first vector, the row where it waits (in shared
+    // memory, or loaded), then the kernel's own parameters; each kernel calls it with its own
+    // variables of those names.
+    std::vector<std::string> row_params{"const long long kjit_row_index", "const long long kjit_first"},
+        row_args{"kjit_row_index", "kjit_first"};
+    if (in_shared) {
+        row_params.emplace_back("const vec* kjit_row");
+        row_args.emplace_back("kjit_row");
+    }
+    if (prefetched) {
+        row_params.emplace_back("const vec (&kjit_loaded)[kjit_vectors_per_thread]");
+        row_args.emplace_back("kjit_loaded");
+    }
+    row_params.insert(row_params.end(), kernel_params.begin(), kernel_params.end());
+    row_args.insert(row_args.end(), kernel_args.begin(), kernel_args.end());
     mu::data item;
     item.set("kernel", k.name);
-    item.set("what", k.what);
-    item.set("kernel_params", codegen::joined(kernel_params));
-    item.set("kernel_args", codegen::joined(kernel_args));
+    item.set("heading", codegen::heading(k.name, k.what));
+    item.set("kernel_params", codegen::parameter_list(kernel_params));
+    item.set("row_params", codegen::parameter_list(row_params));
+    item.set("row_args", codegen::parameter_list(row_args, 12));
     if (!k.first_value.empty()) item.set("first", k.first_value);
     mu::data row_inputs{mu::data::type::list};
     for (const auto& r : k.row_reads) row_inputs.push_back(mu::data("row_value", r));
@@ -74,14 +93,13 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     // x[], and each pass loads the row again. In those, each use of x applies the maps before
     // it again. With "shared", the passes load the row from shared memory instead, as "none"
     // does from global memory.
-    const bool loads_each_pass = !rows::row_in_registers(p);
     const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
-    item.set("in_shared", codegen::flag(planned.shared_bytes > 0));
-    // A block that loops over rows loads the next row into registers while it works on this one.
-    item.set("prefetched", codegen::flag(rows::rows_loop(p) && !loads_each_pass && !k.first_value.empty()));
+    item.set("in_shared", codegen::flag(in_shared));
+    item.set("prefetched", codegen::flag(prefetched));
+    // The row's vector loaded in each pass over it, where the row is not kept in registers.
+    item.set("first_in_pass", codegen::flag(loads_each_pass && !k.first_value.empty()));
     const bool maps_at_use = loads_each_pass || keep_inputs;
-    std::string value = !loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])"
-                                                        : "x[kjit_j * " + std::to_string(width) + " + kjit_k]")
+    std::string value = !loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])" : "x[kjit_j * kjit_width + kjit_k]")
                         : k.first_value.empty() ? "(real)0"
                                                 : "load(kjit_in.e[kjit_k])";
     item.set("keeps_inputs", codegen::flag(keep_inputs));
@@ -119,12 +137,13 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
                 params.push_back("real " + name);
                 args.push_back(name);
             }
-        const std::string call = "kjit_" + k.name + "_s" + std::to_string(i) + "(" + codegen::joined(args) + ")";
+        // Each stage's function is in one kernel's code only: its index names it.
+        const std::string call = "kjit_s" + std::to_string(i) + "(" + codegen::parameter_list(args, 16) + ")";
         mu::data step;
         step.set("index", std::to_string(i));
         step.set("what", config::describe(st));
         step.set("code", expr::to_cuda(st.kernel, style));
-        step.set("params", codegen::joined(params));
+        step.set("params", codegen::parameter_list(params));
         step.set("value", call);
         step.set("arrays", vector_loads(site_arrays));
         if (st.reduce == config::reduction::none) {
@@ -179,12 +198,12 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
 
 /// What the whole source is given besides its kernels: the row's shape in registers, the
 /// reductions' spelling, the cache and copy choices.
-void add_row_data(const pipeline& p, mu::data& data) {
+void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     const int width = p.launch.vector_width;
     const long long items = rows::row_items_per_thread(p);
     data.set("block", std::to_string(p.launch.block));
-    data.set("launch_bounds", std::to_string(p.launch.block) +
-                                  (p.launch.min_blocks_per_sm ? ", " + std::to_string(p.launch.min_blocks_per_sm) : std::string()));
+    if (p.launch.min_blocks_per_sm) data.set("min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm));
+    data.set("launch_bounds", p.launch.min_blocks_per_sm ? "kjit_block, kjit_min_blocks_per_sm" : "kjit_block");
     data.set("items", std::to_string(items));
     data.set("vectors_per_thread", std::to_string(items / width));
     data.set("cluster", std::to_string(p.launch.cluster));
@@ -209,8 +228,33 @@ void add_row_data(const pipeline& p, mu::data& data) {
     const int word_bytes = std::min(vector_bytes, 16);
     data.set("word", word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned" : "unsigned short");
     data.set("words", std::to_string(vector_bytes / word_bytes));
-    data.set("online_sums", codegen::flag(std::any_of(p.stages.begin(), p.stages.end(),
-                                                      [](const config::stage& s) { return s.online_with.has_value(); })));
+    // Only the helpers the kernels use: each reduction's struct and shuffle, the row's read and
+    // write helpers.
+    const auto with_online_sum = [&](std::size_t i) {
+        return std::any_of(p.stages.begin(), p.stages.end(), [&](const config::stage& s) { return s.online_with == i; });
+    };
+    bool sum = false, max = false, min = false, online = false;
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        const config::stage& st = p.stages[i];
+        if (st.online_with) continue;  // computed with its max
+        online = online || with_online_sum(i);
+        if (with_online_sum(i)) continue;
+        sum = sum || st.reduce == config::reduction::sum || st.reduce == config::reduction::mean;
+        max = max || st.reduce == config::reduction::max;
+        min = min || st.reduce == config::reduction::min;
+    }
+    data.set("uses_sum", codegen::flag(sum));
+    data.set("uses_max", codegen::flag(max));
+    data.set("uses_min", codegen::flag(min));
+    data.set("online_sums", codegen::flag(online));
+    data.set("classic_reductions", codegen::flag(sum || max || min));
+    const bool reads_row = std::any_of(chain.kernels.begin(), chain.kernels.end(),
+                                       [](const chain_kernel& k) { return !k.first_value.empty(); });
+    const bool copies_through_registers = p.launch.cache == cache::shared && vector_bytes < 4;
+    data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
+    data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
+                 return k.output == result_kind::elements;
+             })));
 }
 
 class row_family final : public family {
@@ -245,7 +289,7 @@ public:
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override {
         chain_start start = start_chain(p, name());
-        add_row_data(p, start.data);
+        add_row_data(p, start.chain, start.data);
         for (const auto& k : start.chain.kernels) {
             kernel planned = kernel_of(k, p.launch.block);
             // One block (or cluster) per row; a given grid loops over the rows, and needs no

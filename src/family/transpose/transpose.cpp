@@ -177,8 +177,8 @@ void element_function(const pipeline& p, std::size_t first, std::size_t last, co
         params.push_back("real " + s);
         args.push_back(s);
     }
-    data.set(prefix + "_params", codegen::joined(params));
-    data.set(prefix + "_args", codegen::joined(args));
+    data.set(prefix + "_params", codegen::parameter_list(params));
+    data.set(prefix + "_args", codegen::parameter_list(args, 20));
     mu::data steps{mu::data::type::list};
     for (std::size_t i = first; i < last; ++i) {
         mu::data step;
@@ -242,10 +242,10 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     data.set("before_copies", codegen::flag(swizzled && at == 0 && !first.empty()));
     data.set("after_copies", codegen::flag(swizzled && at + 1 == p.stages.size()));
     data.set("kernel", k.name);
-    data.set("what", k.what);
+    data.set("heading", codegen::heading(k.name, k.what));
     std::vector<std::string> params;
     for (const auto& a : k.args) params.push_back(a.cuda);
-    data.set("kernel_params", codegen::joined(params));
+    data.set("kernel_params", codegen::parameter_list(params));
     element_function(p, 0, at, first.empty() ? "(real)0" : "load(kjit_v_" + first + ".e[kjit_e])",
                      first.empty() ? std::vector<std::string>{} : std::vector<std::string>{first}, data, "before");
     element_function(p, at + 1, p.stages.size(),
