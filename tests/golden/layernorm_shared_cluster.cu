@@ -215,11 +215,12 @@ void layernorm_fused(
         const store_t* __restrict__ beta, store_t* __restrict__ out, real eps, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x / kjit_cluster;
     const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
-    extern __shared__ vec kjit_row[];
-    kjit_copy_row(kjit_row, activations, kjit_row_index, cols, kjit_first);
+    extern __shared__ vec kjit_rows[];
+    const vec* kjit_row = kjit_rows;
+    kjit_copy_row(kjit_rows, activations, blockIdx.x / kjit_cluster, cols, kjit_first);
     kjit_wait_for_copies<0>();
+    const long long kjit_row_index = blockIdx.x / kjit_cluster;
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, kjit_row, activations, gamma, beta, out, eps, rows, cols);
 }

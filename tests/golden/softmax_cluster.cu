@@ -218,8 +218,8 @@ void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x / kjit_cluster;
     const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
+    const long long kjit_row_index = blockIdx.x / kjit_cluster;
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
 }

@@ -165,9 +165,9 @@ void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_first = threadIdx.x;
     for (long long kjit_row_index = blockIdx.x; kjit_row_index < rows;
          kjit_row_index += gridDim.x) {
+        const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
     }

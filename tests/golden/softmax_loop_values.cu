@@ -214,7 +214,6 @@ void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_first = threadIdx.x;
     // The next row's loads are in flight while this one is worked on.
     vec kjit_next[kjit_vectors_per_thread] = {};
     if (blockIdx.x < rows) kjit_load_row(kjit_next, logits, blockIdx.x, cols);
@@ -228,6 +227,7 @@ void softmax_fused(
         if (kjit_row_index + gridDim.x < rows) {
             kjit_load_row(kjit_next, logits, kjit_row_index + gridDim.x, cols);
         }
+        const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
             kjit_row_index, kjit_first, kjit_loaded, logits, out, rows, cols);
     }
