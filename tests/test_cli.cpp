@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "cli/cli.hpp"
+#include "util/interrupt.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -102,4 +103,36 @@ TEST_CASE("run --watch needs a config file, and takes no --json, --csv or --call
         CHECK(r.status == exit_status::usage);
         CHECK(r.err.find("--calls, --json and --csv do not apply") != std::string::npos);
     }
+}
+
+TEST_CASE("results never overwrite the config or each other; --shard '' is refused; --help lists 130") {
+    kjit::testing::temp_dir dir;
+    const auto config = (dir.path() / "c.json").string(), result = (dir.path() / "r.json").string();
+    std::ofstream(config) << fs::read_file(kjit::testing::config_path("hidden_layer.json"));
+    const std::string before = fs::read_file(config);
+    const auto onto_config = kjit_cli({"compile", config, "--json", config});
+    CHECK(onto_config.status == exit_status::usage);
+    CHECK(onto_config.err.find("which kjit reads") != std::string::npos);
+    CHECK(fs::read_file(config) == before);
+    const auto twice = kjit_cli({"compile", config, "--json", result, "--trace", (dir.path() / "." / "r.json").string()});
+    CHECK(twice.status == exit_status::usage);
+    CHECK_FALSE(std::filesystem::exists(result));
+    const auto shard = kjit_cli({"sweep", "--compile-only", "--shard", ""});
+    CHECK(shard.status == exit_status::usage);
+    CHECK(shard.err == "kjit: --shard: expected K/N, such as 0/4, got ''\n");
+    CHECK(kjit_cli({"--help"}).out.find("130 interrupted") != std::string::npos);
+}
+
+TEST_CASE("a sweep interrupted before any point finished leaves earlier results as they were") {
+    kjit::testing::temp_dir dir;
+    const auto result = (dir.path() / "r.json").string(), table = (dir.path() / "r.csv").string();
+    std::ofstream(result) << "earlier results";
+    std::ofstream(table) << "earlier table";
+    set_interrupted(true);  // as if Ctrl-C came before the first point
+    const auto r = kjit_cli({"sweep", "--compile-only", "--json", result, "--csv", table});
+    set_interrupted(false);
+    CHECK(r.status == exit_status::interrupted);
+    CHECK(r.err.find("no file was written") != std::string::npos);
+    CHECK(fs::read_file(result) == "earlier results");
+    CHECK(fs::read_file(table) == "earlier table");
 }

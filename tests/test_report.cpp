@@ -343,3 +343,34 @@ TEST_CASE("CSV of rows whose columns differ: the header has every column, a miss
     CHECK(lines[1][static_cast<std::size_t>(at)].empty());
     CHECK(lines[2][static_cast<std::size_t>(at)] == "0.01");
 }
+
+TEST_CASE("an atomic write keeps the replaced file's permissions and leaves no temp file") {
+    kjit::testing::temp_dir dir;
+    const auto path = dir.path() / "private.json";
+    fs::write_output(path, "old");
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    fs::write_output(path, "new");
+    CHECK(fs::read_file(path) == "new");
+    CHECK(std::filesystem::status(path).permissions() ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));  // still 0600
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+    CHECK(entries == 1);  // no temp file left beside it
+}
+
+TEST_CASE("outputs are distinct files, and none is a file kjit reads") {
+    kjit::testing::temp_dir dir;
+    const auto config = dir.path() / "c.json", other = dir.path() / "r.json";
+    std::ofstream(config) << "{}";
+    const auto refused = [&](std::vector<std::pair<std::string, std::string>> outputs) {
+        return kjit::testing::error_message([&] { fs::check_distinct_outputs(outputs, {config}); }, error_kind::usage);
+    };
+    CHECK(refused({{"--json", config.string()}}) ==
+          "--json " + config.string() + ": is " + config.string() + ", which kjit reads; results go to a file of their own");
+    const std::string dotted = (dir.path() / "." / "r.json").string();
+    CHECK(refused({{"--json", other.string()}, {"--trace", dotted}}) ==
+          "--json and --trace name the same file " + dotted + ": one would overwrite the other");
+    std::filesystem::create_symlink(config, dir.path() / "link.json");
+    CHECK(refused({{"--csv", (dir.path() / "link.json").string()}}).find("which kjit reads") != std::string::npos);
+    CHECK_NOTHROW(fs::check_distinct_outputs({{"--json", "-"}, {"--csv", "-"}, {"--trace", ""}, {"--json", other.string()}}, {config}));
+}

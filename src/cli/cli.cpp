@@ -42,7 +42,8 @@ void print_overview(std::ostream& out) {
         out << "  " << head << std::string(head.size() < 30 ? 30 - head.size() : 1, ' ') << s.summary << "\n";
     }
     out << "\nCONFIG defaults to the built-in configs/hidden_layer.json (n = 1,000,000, float32, fused, tanh).\n"
-           "exit codes: 0 ok, 1 failure while working (compile error, CUDA error, no GPU, check FAIL), 2 bad usage or config\n";
+           "exit codes: 0 ok, 1 failure while working (compile error, CUDA error, no GPU, check FAIL),\n"
+           "            2 bad usage or config, 130 interrupted (Ctrl-C, SIGTERM)\n";
 }
 
 int parse_arch_option(const std::string& text) {
@@ -158,6 +159,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (args.count("device")) o.device = args["device"].as<int>();
     text("devices", o.devices);
     text("shard", o.shard);
+    if (args.count("shard") && o.shard.empty()) throw error(error_kind::usage, "--shard: expected K/N, such as 0/4, got ''");
     if (args.count("jobs")) o.jobs = args["jobs"].as<int>();
     if (o.jobs < 0 || o.jobs > 1024) throw error(error_kind::usage, "--jobs takes a number of threads in 1..1024");
     if (args.count("host-threads")) o.host_threads = args["host-threads"].as<int>();
@@ -187,8 +189,14 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (!o.json_path.empty()) fs::check_output_path(o.json_path, "--json");
     if (!o.csv_path.empty()) fs::check_output_path(o.csv_path, "--csv");
     if (!o.trace_path.empty()) fs::check_output_path(o.trace_path, "--trace");
-    if (!o.json_path.empty() && o.json_path == o.csv_path && o.json_path != "-")
-        throw error(error_kind::usage, "--json and --csv name the same file " + o.json_path + ": one would overwrite the other");
+    // Each result is a file of its own, and never one kjit reads.
+    std::vector<std::filesystem::path> reads(o.files.begin(), o.files.end());
+    if (!o.config_path.empty()) reads.emplace_back(o.config_path);
+    if (!o.templates_dir.empty()) {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(o.templates_dir, ec)) reads.push_back(entry.path());
+    }
+    fs::check_distinct_outputs({{"--json", o.json_path}, {"--csv", o.csv_path}, {"--trace", o.trace_path}}, reads);
 
     if (o.trace_path.empty()) return run_command(sub.name, o, out, err);
     // The trace is written however the command ends: a failed run's timeline is worth as much.

@@ -33,6 +33,10 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     if (compiled.compiled > 0)
         out << " (their compile times add up to " << units::duration_ms(compiled.serial_ms) << ")";
     out << "; whole sweep " << units::duration_ms(result.wall_ms) << "; " << failed << " failed\n";
+    if (interrupted() && records.empty()) {  // nothing to write: earlier results stay as they were
+        err << "kjit: interrupted before any point finished; no file was written\n";
+        return exit_status::interrupted;
+    }
     write_rows(o, rows);
     if (interrupted()) {
         err << "kjit: interrupted: " << records.size() << " of " << points.size()

@@ -1,13 +1,16 @@
 #include "util/fs.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -44,14 +47,32 @@ temp_directory::~temp_directory() {
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
-    const std::filesystem::path temp = path.string() + ".tmp." + unique_suffix();
+    // The temp file is created, never opened: O_EXCL refuses a name that exists, a planted
+    // symlink included, and its name is unguessable, in the target's own directory (one file
+    // system, so the rename is atomic).
+    std::random_device random;
+    char tag[17];
+    std::snprintf(tag, sizeof tag, "%08x%08x", random(), random());
+    const std::filesystem::path temp =
+        path.parent_path() / ("." + path.filename().string() + ".kjit-" + tag + ".tmp");
     auto fail = [&](const char* what) {
         const std::string reason = std::strerror(errno);
-        std::filesystem::remove(temp);
+        std::error_code ec;
+        std::filesystem::remove(temp, ec);
         throw error(error_kind::io, path.string() + ": " + what + ": " + reason);
     };
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail("cannot create temp file");
+    struct stat replaced {};
+    const bool replaces = ::stat(path.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        const std::string reason = std::strerror(errno);  // nothing of ours to remove
+        throw error(error_kind::io, path.string() + ": cannot create temp file: " + reason);
+    }
+    // A replaced file keeps its permissions (a private 0600 result stays private).
+    if (replaces && ::fchmod(fd, replaced.st_mode & 07777) != 0) {
+        ::close(fd);
+        fail("cannot keep the file's permissions");
+    }
     std::size_t written = 0;
     while (written < bytes.size()) {
         const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -64,6 +85,31 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) fail("cannot flush temp file");
     if (::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename temp file into place");
+}
+
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+    std::error_code ec;
+    if (std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec)) return std::filesystem::equivalent(a, b, ec);
+    const auto resolved = [&](const std::filesystem::path& p) {
+        return std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec).lexically_normal();
+    };
+    return resolved(a) == resolved(b);
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                            const std::vector<std::filesystem::path>& reads) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const auto& [option, path] = outputs[i];
+        if (path.empty() || path == "-") continue;
+        for (std::size_t j = 0; j < i; ++j)
+            if (outputs[j].second != "-" && !outputs[j].second.empty() && same_file(outputs[j].second, path))
+                throw error(error_kind::usage, outputs[j].first + " and " + option + " name the same file " + path +
+                                                   ": one would overwrite the other");
+        for (const auto& read : reads)
+            if (same_file(read, path))
+                throw error(error_kind::usage, option + " " + path + ": is " + read.string() +
+                                                   ", which kjit reads; results go to a file of their own");
+    }
 }
 
 namespace {

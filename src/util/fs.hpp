@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kjit::fs {
 
@@ -10,8 +12,19 @@ namespace kjit::fs {
 [[nodiscard]] std::string read_file(const std::filesystem::path& path);
 
 /// Writes `bytes` to `path` so that readers see the old file or the new one, never a torn one:
-/// a unique temp file in the same directory, fsync'ed, then renamed over `path`.
+/// a temp file with an unguessable name created (O_EXCL | O_NOFOLLOW) in the same directory,
+/// given the replaced file's permissions, fsync'ed, then renamed over `path`.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+/// True when `a` and `b` are one file: the same inode where both exist (links included),
+/// otherwise the same path once resolved.
+[[nodiscard]] bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
+/// Refuses (kjit::error(usage)) output files that are one file under two options, or a file
+/// kjit reads (`reads`: the config, templates, merge inputs). `outputs` are (option, path); an
+/// empty path is an option not given, and "-" is standard output.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                            const std::vector<std::filesystem::path>& reads);
 
 /// Writes a result file the user named: "-" is standard output; an existing device, FIFO or other
 /// non-regular file (/dev/stdout, /dev/full, a pipe) is written in place; a regular file (through
