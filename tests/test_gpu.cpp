@@ -87,13 +87,14 @@ TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector
         for (const char* dtype : {"float32", "bfloat16", "float64"})
             for (int tile : {16, 32, 64})
                 for (const json& width : {json(1), json("auto")})
-                    for (const auto& [stages, layout] : variants) {
+                    for (const auto& variant : variants) {
                         const int rows = shape.first, cols = shape.second;
+                        const std::string layout = variant.second;
                         CAPTURE(rows);
                         CAPTURE(cols);
                         CAPTURE(std::string(dtype));
                         CAPTURE(tile);
-                        CAPTURE(std::string(layout));
+                        CAPTURE(layout);
                         auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/transpose.json");
                         doc.json.erase("sweep");
                         doc.json["shape"] = {rows, cols};
@@ -102,7 +103,7 @@ TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector
                         doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
                         doc.json["inputs"]["b"] = {{"fill", "normal"}};
                         doc.json["params"] = {{"k", 2.5}};
-                        doc.json["stages"] = stages;
+                        doc.json["stages"] = variant.first;
                         const auto rec = s.run(family::load(doc));
                         CHECK(rec.status == report::outcome::pass);
                     }
