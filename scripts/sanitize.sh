@@ -25,6 +25,6 @@ for target in fuzz_config fuzz_set fuzz_expr; do
     [ "$target" = fuzz_config ] && seeds+=(configs)
     echo "== $target: ${seconds} s"
     build-sanitize/fuzz/$target "$scratch" "${seeds[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-        -max_len=8192 -artifact_prefix="$findings/$target-" -print_final_stats=1 2>&1 | tail -n 12
+        -max_len=1048576 -artifact_prefix="$findings/$target-" -print_final_stats=1 2>&1 | tail -n 12
     rm -rf "$scratch"
 done

@@ -331,9 +331,40 @@ TEST_CASE("hostile JSON: deep nesting, huge numbers, huge indices, invalid UTF-8
           std::string::npos);
     CHECK(error_message([] { (void)config::load_document(KJIT_SOURCE_DIR); }, error_kind::usage).find("is a directory") !=
           std::string::npos);
-    const std::string long_name(25000, 'a');
-    // A long identifier is valid, and checking it must not overflow the stack (it once went through std::regex).
-    CHECK_NOTHROW((void)kjit::testing::pipeline_with([&](json& j) { j["inputs"][long_name] = {{"fill", "uniform"}}; }));
+}
+
+TEST_CASE("every string, key and name has a bound, checked where it enters, with a message that stays a line") {
+    // Names become CUDA identifiers: at most 64 characters (a 100,000-character one once reached NVRTC).
+    for (const char* where : {"name", "inputs", "params"}) {
+        CAPTURE(where);
+        const std::string long_name(200, 'a');  // a key may have 256 characters
+        const auto message = error_message([&] {
+            (void)kjit::testing::pipeline_with([&](json& j) {
+                if (std::string(where) == "name") j["name"] = long_name;
+                else if (std::string(where) == "inputs") j["inputs"][long_name] = {{"fill", "uniform"}};
+                else j["params"][long_name] = 1.0;
+            });
+        });
+        CHECK(message.find("expected a C identifier") != std::string::npos);
+        CHECK(message.size() < 400);
+    }
+    CHECK_NOTHROW((void)kjit::testing::pipeline_with([](json& j) { j["name"] = std::string(64, 'a'); }));
+    // A key or string too long for any config is refused as the document is read.
+    const std::string key = "{\"" + std::string(300, 'k') + "\": 1}";
+    CHECK(error_message([&] { (void)config::parse_document(key, "k.json"); }) == "k.json: a key of 300 characters: at most 256");
+    const std::string text = "{\"name\": \"" + std::string(20000, 'v') + "\"}";
+    CHECK(error_message([&] { (void)config::parse_document(text, "s.json"); }) == "s.json: name: a string of 20000 characters: at most 16384");
+    // A --set key path of 40,000 characters (a std::regex over it once overflowed the stack).
+    auto doc = kjit::testing::default_document();
+    const auto set = error_message([&] { config::apply_override(doc, std::string(40000, 'a') + "=1"); });
+    CHECK(set.find("a key path of 40000 characters: at most 256") != std::string::npos);
+    CHECK(set.size() < 200);
+    // An op name is quoted in part.
+    const auto op = error_message([&] {
+        (void)kjit::testing::pipeline_with([](json& j) { j["stages"][2] = {{"op", std::string(100000, 'b')}}; });
+    });
+    CHECK(op.find("stages[2].op: expected one of") != std::string::npos);
+    CHECK(op.size() < 1000);
 }
 
 TEST_CASE("the dtype table: one row per type, found by its type, its name what configs write") {

@@ -374,3 +374,11 @@ TEST_CASE("outputs are distinct files, and none is a file kjit reads") {
     CHECK(refused({{"--csv", (dir.path() / "link.json").string()}}).find("which kjit reads") != std::string::npos);
     CHECK_NOTHROW(fs::check_distinct_outputs({{"--json", "-"}, {"--csv", "-"}, {"--trace", ""}, {"--json", other.string()}}, {config}));
 }
+
+TEST_CASE("merge reads only what a result can be: a record nested 100,000 deep is refused, not followed") {
+    kjit::testing::temp_dir dir;
+    const auto path = dir.path() / "deep.json";
+    std::ofstream(path) << "[{\"schema_version\": \"1.5.0\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}]";
+    CHECK(kjit::testing::error_message([&] { (void)report::read_rows(path); }, error_kind::usage) ==
+          path.string() + ": nested deeper than 16 levels: not a kjit JSON result");
+}

@@ -346,6 +346,18 @@ TEST_CASE("formula \"online\": a sum of exp(v - m) paired with the max m of v; a
     CHECK(failure(scaled) == "t.json: stages[2].formula: \"online\" needs a sum of exp(v - m) where m is the max of v = "
                              "x * eps; this sum is of exp(x - m)");
 
+    // Maps composed before the sum: the check is linear in them, and quotes the summand in part
+    // (24 maps of x + x once took 2 GB: the summand's text doubles with each).
+    json doubling = softmax_config();
+    doubling["stages"][2]["formula"] = "online";
+    const json doubled = {{"op", "map"}, {"expr", "x + x"}};
+    for (int k = 0; k < 40; ++k) doubling["stages"].insert(doubling["stages"].begin() + 1, doubled);
+    const std::string refused = failure(doubling);
+    INFO(refused);
+    CHECK(refused.find("t.json: stages[42].formula: \"online\" needs a sum of exp(v - m)") == 0);
+    CHECK(refused.size() < 1000);
+    CHECK(refused.find("…") != std::string::npos);
+
     json not_sum = softmax_config();
     not_sum["stages"][0]["formula"] = "online";
     CHECK(failure(not_sum).find("t.json: stages[0].formula: \"online\" computes a sum of exp(v - m) in one pass with the "

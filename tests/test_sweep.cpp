@@ -282,3 +282,28 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
     CHECK(kjit::testing::kjit_cli({"merge", config}).status == exit_status::usage);  // not a results file
 }
+
+TEST_CASE("--no-cache and --refresh: a sweep compiles each distinct source once, and its other points share it") {
+    for (const auto mode : {jit::cache_mode::off, jit::cache_mode::refresh}) {
+        CAPTURE(static_cast<int>(mode));
+        const auto points = points_of(k_small_sweep);  // 6 points, 2 sources
+        const auto templates = codegen::template_set::embedded();
+        kjit::testing::temp_dir dir;
+        jit::disk_cache cache(dir.path());
+        run::prebuilt_binaries prebuilt;
+        const run::build_context ctx{templates, &cache, mode, &prebuilt};
+        CHECK(run::compile_points(points, 90, ctx, 2).compiled == 2);
+        const run::gpu_factory open = [&](int index, report::record&) -> std::unique_ptr<run::gpu> {
+            auto gpu = std::make_unique<kjit::testing::fake_gpu>(index);
+            gpu->on_launch = kjit::testing::plan_executor(points);
+            return gpu;
+        };
+        const auto records = run::run_points(points, "test", {0}, open, ctx, 0, nullptr);
+        std::size_t compiled = 0;
+        for (const auto& r : records) {
+            CHECK(r.status == report::outcome::pass);
+            compiled += r.get(report::phase::nvrtc).has_value();
+        }
+        CHECK(compiled == 2);  // the first point of each source reports its compile; no point compiles again
+    }
+}

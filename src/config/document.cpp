@@ -29,6 +29,9 @@ public:
                 break;
             case json::parse_event_t::key: {
                 frame& top = m_frames.back();
+                if (parsed.get_ref<const std::string&>().size() > k_max_key)
+                    throw config_error(m_source, path(), "a key of " + std::to_string(parsed.get_ref<const std::string&>().size()) +
+                                                             " characters: at most " + std::to_string(k_max_key));
                 top.key = parsed.get<std::string>();
                 if (!top.keys.insert(top.key).second)
                     throw config_error(m_source, path(), "duplicate key (JSON would keep only the last)");
@@ -39,7 +42,12 @@ public:
                 m_frames.pop_back();
                 element_done();
                 break;
-            case json::parse_event_t::value: element_done(); break;
+            case json::parse_event_t::value:
+                if (parsed.is_string() && parsed.get_ref<const std::string&>().size() > k_max_string)
+                    throw config_error(m_source, path(), "a string of " + std::to_string(parsed.get_ref<const std::string&>().size()) +
+                                                             " characters: at most " + std::to_string(k_max_string));
+                element_done();
+                break;
         }
         return true;
     }
@@ -47,6 +55,10 @@ public:
 
 private:
     static constexpr int k_max_depth = 64;
+    /// The longest key and string a document may hold: longer than any key path or expression
+    /// needs (an expression is at most expr::k_max_length), short enough that every message
+    /// quoting one stays a line.
+    static constexpr std::size_t k_max_key = 256, k_max_string = expr::k_max_length;
     struct frame {
         bool array;
         std::size_t index;

@@ -1,6 +1,7 @@
 // --set key.path=value: edits the JSON document before validation, so the usual checks and error
 // messages apply to overridden values too.
-#include <regex>
+#include <algorithm>
+#include <cctype>
 #include <variant>
 
 #include "config/config.hpp"
@@ -11,24 +12,39 @@ namespace {
 
 using step = std::variant<std::string, std::size_t>;  // object key or array index
 
+/// A key path, at most this long: a config's keys are short, and a message quotes the path.
+constexpr std::size_t k_max_key_path = 256;
+
 std::vector<step> parse_key_path(std::string_view key_path, const std::string& origin) {
-    static const std::regex token(R"(^(?:\.?([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]))");
+    if (key_path.size() > k_max_key_path)  // quoted in part: the message stays a line
+        throw config_error("--set " + std::string(key_path.substr(0, 40)) + "...", "",
+                           "a key path of " + std::to_string(key_path.size()) + " characters: at most " +
+                               std::to_string(k_max_key_path));
+    const auto fail = [&](const std::string& what) { throw config_error(origin, std::string(key_path), what); };
+    const auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+    const auto is_rest = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
     std::vector<step> steps;
-    std::string rest(key_path);
-    while (!rest.empty()) {
-        std::smatch match;
-        const bool first = steps.empty();
-        if (!std::regex_search(rest, match, token) || (first && rest[0] == '.') ||
-            (!first && match[1].matched && rest[0] != '.'))
-            throw config_error(origin, std::string(key_path),
-                               "expected a key path such as launch.block or stages[2].formula");
-        if (match[1].matched) steps.emplace_back(match[1].str());
-        else if (match[2].length() > 9)  // no config has a list that long
-            throw config_error(origin, std::string(key_path), "list index " + match[2].str() + " is too large");
-        else steps.emplace_back(static_cast<std::size_t>(std::stoul(match[2].str())));
-        rest = match.suffix();
+    std::size_t at = 0;
+    while (at < key_path.size()) {
+        if (key_path[at] == '[') {  // [index]
+            const std::size_t close = key_path.find(']', at);
+            const std::string_view digits = key_path.substr(at + 1, close == std::string_view::npos ? 0 : close - at - 1);
+            if (close == std::string_view::npos || digits.empty() ||
+                !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+                fail("expected a key path such as launch.block or stages[2].formula");
+            if (digits.size() > 9) fail("list index " + std::string(digits) + " is too large");  // no config has a list that long
+            steps.emplace_back(static_cast<std::size_t>(std::stoul(std::string(digits))));
+            at = close + 1;
+            continue;
+        }
+        // A key: first without a dot, after that always after one.
+        if (!steps.empty() && key_path[at++] != '.') fail("expected a key path such as launch.block or stages[2].formula");
+        const std::size_t start = at;
+        if (at >= key_path.size() || !is_start(key_path[at])) fail("expected a key path such as launch.block or stages[2].formula");
+        while (at < key_path.size() && is_rest(key_path[at])) ++at;
+        steps.emplace_back(std::string(key_path.substr(start, at - start)));
     }
-    if (steps.empty()) throw config_error(origin, "", "empty key path");
+    if (steps.empty()) fail("empty key path");
     return steps;
 }
 
@@ -59,7 +75,9 @@ void set_path(json_value& root, std::string_view key_path, json_value value,
 }
 
 void apply_override(document& doc, std::string_view assignment) {
-    const std::string origin = "--set " + std::string(assignment);
+    // Quoted in part in messages: a value may be long.
+    const std::string origin =
+        "--set " + std::string(assignment.substr(0, 80)) + (assignment.size() > 80 ? "..." : "");
     const auto equals = assignment.find('=');
     if (equals == std::string_view::npos || equals == 0)
         throw error(error_kind::usage, origin + ": expected KEY=VALUE, e.g. --set launch.block=128");

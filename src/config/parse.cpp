@@ -12,7 +12,7 @@ namespace kjit::config {
 namespace detail {
 
 bool is_identifier(const std::string& name) {
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+    if (name.empty() || name.size() > k_max_identifier || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
     return std::all_of(name.begin(), name.end(),
                        [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
@@ -53,6 +53,7 @@ using detail::is_identifier;
 using detail::object_reader;
 using detail::parse_expression;
 using detail::quoted_list;
+using detail::k_max_identifier;
 using detail::shown;
 using detail::is_reserved;
 using detail::read_input;
@@ -79,7 +80,8 @@ pipeline from_json(const document& doc) {
     pipeline p;
     p.name = r.string("name", std::nullopt);
     if (!is_identifier(p.name))
-        r.fail("name", "expected a C identifier (it names the kernels), got \"" + p.name + "\"");
+        r.fail("name", "expected a C identifier of at most " + std::to_string(k_max_identifier) +
+                           " characters (it names the kernels), got " + shown(p.name));
     (void)r.string("description", std::string());
     if (const json* shape = r.find("shape")) {
         if (r.find("n")) r.fail("n", "give either \"n\" (1-D) or \"shape\": [rows, cols] (2-D), not both");
@@ -104,7 +106,7 @@ pipeline from_json(const document& doc) {
     for (const auto& [name, spec] : inputs.items()) {
         const std::string path = "inputs." + name;
         if (!is_identifier(name) || is_reserved(name))
-            r.fail_at(path, "expected a C identifier that is not a reserved name, got \"" + name + "\"");
+            r.fail_at(path, "expected a C identifier that is not a reserved name, got " + shown(name));
         p.inputs.push_back(read_input(name, spec, path, src));
     }
 
@@ -115,7 +117,7 @@ pipeline from_json(const document& doc) {
         object_reader numbers(*params, "params", src, keys);
         for (const std::string& name : keys) {
             if (!is_identifier(name) || is_reserved(name))
-                r.fail_at("params." + name, "expected a C identifier that is not a reserved name, got \"" + name + "\"");
+                r.fail_at("params." + name, "expected a C identifier that is not a reserved name, got " + shown(name));
             if (find_input(p, name))
                 r.fail_at("params." + name, "\"" + name + "\" is an input already; a param needs its own name");
             p.scalars.push_back({name, numbers.number(name, std::nullopt)});

@@ -17,6 +17,11 @@ namespace kjit::config::detail {
 
 using json = json_value;
 
+/// Names (a config's, inputs', params', row values') are C identifiers of at most this many
+/// characters: they become CUDA identifiers, and a compiler is not the place to find a limit.
+inline constexpr std::size_t k_max_identifier = 64;
+
+/// A value as JSON, cut to 40 characters: messages quote what they refuse, never all of it.
 inline std::string shown(const json& value) {
     // A string from the command line may not be UTF-8: show it with replacement characters.
     std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);

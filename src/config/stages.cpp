@@ -172,7 +172,7 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
     const auto input_name = [&](const std::string& key, const std::string& why) {
         const std::string name = r.string(key, std::nullopt);
         if (std::find(names.begin(), names.end(), name) == names.end())
-            r.fail(key, "expected the name of an input (" + quoted_list(names) + ")" + why + ", got \"" + name + "\"");
+            r.fail(key, "expected the name of an input (" + quoted_list(names) + ")" + why + ", got " + shown(name));
         return name;
     };
 
@@ -201,7 +201,7 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
         if (r.find("as")) {
             s.as = r.string("as", std::nullopt);
             if (!is_identifier(s.as) || is_reserved(s.as))
-                r.fail("as", "expected a C identifier that is not a reserved name, got \"" + s.as + "\"");
+                r.fail("as", "expected a C identifier that is not a reserved name, got " + shown(s.as));
             const auto taken = [&](const std::vector<std::string>& list) {
                 return std::find(list.begin(), list.end(), s.as) != list.end();
             };
@@ -243,7 +243,7 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
                     r.fail(param.name, "expected a number" +
                                            (param_names.empty() ? std::string()
                                                                 : " or the name of a param (" + quoted_list(param_names) + ")") +
-                                           ", got \"" + name + "\"");
+                                           ", got " + shown(name));
                 bindings[param.name] = {expr::name_kind::scalar, name};
             } else {
                 const double number = r.number(param.name, param.fallback);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "expr/functions.hpp"
@@ -60,9 +61,11 @@ const char* symbol(binary_op op) {
 /// must round in exactly the order the user wrote.
 class printer {
 public:
-    printer(const cuda_style* style) : m_style(style) {}
+    explicit printer(const cuda_style* style, std::size_t max_nodes = SIZE_MAX) : m_style(style), m_budget(max_nodes) {}
 
     std::string print(const node& n) const {
+        if (m_budget == 0) return "…";
+        --m_budget;
         switch (n.kind) {
             case node_kind::number: return literal(n.number);
             case node_kind::name: return n.name;
@@ -88,6 +91,7 @@ public:
 
 private:
     const cuda_style* m_style;  // nullptr: kjit's own text form
+    mutable std::size_t m_budget;  // nodes still to print
 
     std::string wrapped(const node& n, bool parenthesize) const {
         return parenthesize ? "(" + print(n) + ")" : print(n);
@@ -121,6 +125,8 @@ private:
 }  // namespace
 
 std::string to_text(const tree& t) { return printer(nullptr).print(*t); }
+
+std::string to_text(const tree& t, std::size_t max_nodes) { return printer(nullptr, max_nodes).print(*t); }
 
 std::string to_cuda(const tree& t, const cuda_style& style) { return printer(&style).print(*t); }
 

@@ -67,6 +67,9 @@ inline constexpr std::size_t k_max_depth = 200;
 
 /// The expression back as text, with only the parentheses it needs: "x * w + b".
 [[nodiscard]] std::string to_text(const tree& t);
+/// The same, printing at most `max_nodes` nodes and "…" for the rest: a composed tree shares its
+/// subtrees, and its full text can be exponentially longer than the tree.
+[[nodiscard]] std::string to_text(const tree& t, std::size_t max_nodes);
 
 /// How to spell the tree as CUDA: the compute type's functions and literals, fast intrinsics.
 struct cuda_style {
@@ -84,6 +87,8 @@ struct binding {
 [[nodiscard]] tree rebind(const tree& t, const std::map<std::string, binding>& names);
 
 /// The tree with every `x` replaced by `value`: a stage composed after the one that made its x.
+/// `value` is shared, not copied, so composing stage after stage grows the tree linearly (walk
+/// `t`, the later stage, not the composition so far).
 [[nodiscard]] tree substitute_flowing(const tree& t, const tree& value);
 
 /// The arrays, scalars and row values a tree uses, each once, in order of first use.

@@ -26,7 +26,7 @@ using config::detail::quoted_list;
         const config::stage& s = p.stages[i];
         if (s.family_op && std::find(family_ops.begin(), family_ops.end(), s.op) == family_ops.end())
             throw config_error(source, "stages[" + std::to_string(i) + "].op",
-                               "expected one of " + quoted_list(ops) + ", got \"" + s.op + "\"");
+                               "expected one of " + quoted_list(ops) + ", got " + config::detail::shown(s.op));
     }
     throw config_error(source, "stages", "no kernel family computes " + config::describe_stages(p));
 }

@@ -37,7 +37,20 @@ std::vector<row> read_rows(const std::filesystem::path& path) {
     } catch (const error& e) {
         throw error(error_kind::usage, e.what());
     }
-    const row parsed = row::parse(text, nullptr, false);
+    // Records are shallow (a record, its policy, its columns): a deeper document is not one, and
+    // is refused as it is read, before its depth could exhaust the stack.
+    constexpr int k_max_depth = 16;
+    bool too_deep = false;
+    const row parsed = row::parse(
+        text,
+        [&](int depth, row::parse_event_t, row&) {
+            too_deep = too_deep || depth > k_max_depth;
+            return !too_deep;
+        },
+        false);
+    if (too_deep)
+        throw error(error_kind::usage, path.string() + ": nested deeper than " + std::to_string(k_max_depth) +
+                                           " levels: not a kjit JSON result");
     if (!parsed.is_array() || !std::all_of(parsed.begin(), parsed.end(), [](const row& r) {
             return r.is_object() && r.contains("schema_version");
         }))

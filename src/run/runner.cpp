@@ -87,11 +87,18 @@ void prebuilt_binaries::put(jit::build_output build) {
     m_by_key.emplace(build.key, std::move(build));
 }
 
-std::optional<jit::build_output> prebuilt_binaries::take(const std::string& key) {
+std::optional<jit::build_output> prebuilt_binaries::take(const std::string& key, bool share) {
     const std::lock_guard lock(m_mutex);
-    auto found = m_by_key.extract(key);
-    if (found.empty()) return std::nullopt;
-    return std::move(found.mapped());
+    const auto found = m_by_key.find(key);
+    if (found == m_by_key.end()) return std::nullopt;
+    if (!share) {
+        auto build = std::move(found->second);
+        m_by_key.erase(found);
+        return build;
+    }
+    jit::build_output build = found->second;
+    found->second.compiled = false;  // the next variant reuses it: no compile of its own
+    return build;
 }
 
 report::record new_record(const std::string& command, const config::pipeline& p, const std::string& source) {
@@ -135,7 +142,9 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     built.program = timed(rec, phase::codegen, [&] { return family::plan(p, ctx.templates); });
     const jit::compile_request request = compile_request_for(p, built.program, arch);
     std::optional<jit::build_output> ready;
-    if (ctx.prebuilt) ready = ctx.prebuilt->take(jit::cache_key(request));
+    // With the cache off or refreshed, later variants of one source would not find it in the
+    // cache: they share the sweep's build instead of compiling it again.
+    if (ctx.prebuilt) ready = ctx.prebuilt->take(jit::cache_key(request), ctx.mode != jit::cache_mode::use);
     built.binary = ready ? std::move(*ready) : jit::build(request, ctx.cache, ctx.mode, rec.variant);
 
     const auto& b = built.binary;

@@ -20,11 +20,13 @@
 namespace kjit::run {
 
 /// Builds made ahead of the runs (a sweep's parallel compile), by cache key. The first variant
-/// that needs one takes it, so that variant's record reports the compile. Thread-safe.
+/// that needs one takes it, so that variant's record reports the compile; with `share` (the cache
+/// off or refreshed), later variants of the same source get it too, with no compile of their own.
+/// Thread-safe.
 class prebuilt_binaries {
 public:
     void put(jit::build_output build);
-    [[nodiscard]] std::optional<jit::build_output> take(const std::string& key);
+    [[nodiscard]] std::optional<jit::build_output> take(const std::string& key, bool share);
 
 private:
     std::mutex m_mutex;

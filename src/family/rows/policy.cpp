@@ -21,13 +21,19 @@ struct failer {
     }
 };
 
+/// Nodes printed of a composed tree at most, when it is compared or quoted: enough for any
+/// expression a user writes, and a bound on the work for a composition whose text is
+/// exponentially long.
+constexpr std::size_t k_compared_nodes = 1 << 16, k_quoted_nodes = 64;
+
 /// True when `t` is exp(reduced - m), where m names a row value.
 bool is_exp_less_max(const expr::tree& t, const expr::tree& reduced, const std::string& max_name) {
     if (t->kind != expr::node_kind::call || t->function->name != "exp") return false;
     const expr::node& difference = *t->args[0];
     return difference.kind == expr::node_kind::binary && difference.op == expr::binary_op::sub &&
            difference.args[1]->kind == expr::node_kind::name && difference.args[1]->binding == expr::name_kind::row &&
-           difference.args[1]->name == max_name && expr::to_text(difference.args[0]) == expr::to_text(reduced);
+           difference.args[1]->name == max_name &&
+           expr::to_text(difference.args[0], k_compared_nodes) == expr::to_text(reduced, k_compared_nodes);
 }
 
 /// Pairs each "online" sum with the max before it, or fails saying why the pair is not the online
@@ -44,15 +50,17 @@ void pair_online_sums(pipeline& p, const failer& fail) {
             fail(path, "\"online\" computes this sum in one pass with a max: the reduce before it must be "
                             "fn \"max\", with only maps between");
         const config::stage& max = p.stages[after_max - 1];
+        // The maps composed first to last, each substituted into the next (linear in their size).
         const auto summand_of = [&](expr::tree config::stage::*which) {
-            expr::tree summand = sum.*which;
-            for (std::size_t k = i; k-- > after_max;) summand = expr::substitute_flowing(summand, p.stages[k].*which);
-            return summand;
+            expr::tree v;  // x itself, until a map
+            for (std::size_t k = after_max; k < i; ++k) v = v ? expr::substitute_flowing(p.stages[k].*which, v) : p.stages[k].*which;
+            return v ? expr::substitute_flowing(sum.*which, v) : sum.*which;
         };
         const expr::tree summand = summand_of(&config::stage::kernel);
         if (!is_exp_less_max(summand, max.kernel, max.as) || !is_exp_less_max(summand_of(&config::stage::exact), max.exact, max.as))
             fail(path, "\"online\" needs a sum of exp(v - " + max.as + ") where " + max.as + " is the max of v = " +
-                                expr::to_text(max.kernel) + "; this sum is of " + expr::to_text(summand));
+                                expr::to_text(max.kernel, k_quoted_nodes) + "; this sum is of " +
+                                expr::to_text(summand, k_quoted_nodes));
         if (p.fuse == config::fusion::separate && i + 1 == p.stages.size())
             fail(path, "\"online\" with fusion \"separate\" computes the sum in the max's kernel, which writes "
                             "row values; the last stage's sum is the output: use fusion \"fused\", or \"classic\"");
