@@ -382,3 +382,20 @@ TEST_CASE("merge reads only what a result can be: a record nested 100,000 deep i
     CHECK(kjit::testing::error_message([&] { (void)report::read_rows(path); }, error_kind::usage) ==
           path.string() + ": nested deeper than 16 levels: not a kjit JSON result");
 }
+
+TEST_CASE("CSV cells a spreadsheet would run are quoted as text; a merged row's control characters are escaped on the terminal") {
+    std::vector<report::row> rows{report::row{{"sweep_point", "=HYPERLINK(\"x\")"}, {"error", "@SUM(1)"}, {"n", -5},
+                                              {"status", "ok"}, {"variant", "+1"}}};
+    const std::string csv = report::to_csv(rows);
+    CHECK(csv.find("\"'=HYPERLINK(\"\"x\"\")\"") != std::string::npos);
+    CHECK(csv.find("\"'@SUM(1)\"") != std::string::npos);
+    CHECK(csv.find(",-5,") != std::string::npos);  // a number stays a number
+    CHECK(csv.find("\"'+1\"") != std::string::npos);
+    std::ostringstream out;
+    report::print_summary(out, {report::row{{"sweep_point", "a\x1b[2Jb"}, {"status", "FAIL\a"}, {"error", "x\x07y\nsecond"}}});
+    CHECK(out.str().find('\x1b') == std::string::npos);
+    CHECK(out.str().find('\a') == std::string::npos);
+    CHECK(out.str().find("a\\x1b[2Jb") != std::string::npos);
+    CHECK(out.str().find("x\\x07y") != std::string::npos);
+    CHECK(out.str().find("second") == std::string::npos);  // one line per row
+}

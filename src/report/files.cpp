@@ -1,6 +1,7 @@
 #include "report/files.hpp"
 
 #include <set>
+#include <string_view>
 
 #include "config/config.hpp"
 #include "util/error.hpp"
@@ -12,7 +13,11 @@ namespace {
 std::string csv_cell(const row& value) {
     if (value.is_null()) return "";
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+    // Text a spreadsheet would run as a formula (= + - @, or a tab or CR before one) is quoted
+    // and starts with an apostrophe, which spreadsheets show as text; numbers are left alone.
+    const bool formula = value.is_string() && !text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos;
+    if (formula) text.insert(0, "'");
+    if (!formula && text.find_first_of(",\"\n\r") == std::string::npos) return text;
     std::string quoted = "\"";
     for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
     return quoted + "\"";

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "util/strings.hpp"
 #include "util/units.hpp"
 
 namespace kjit::report {
@@ -171,9 +172,10 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
         return number(*r, "kernel_cold_median_ms").value_or(std::numeric_limits<double>::infinity());
     };
     std::stable_sort(sorted.begin(), sorted.end(), [&](auto a, auto b) { return key(a) < key(b); });
+    // Merged rows come from files: their text is shown with its control characters escaped.
     const auto label_of = [](const row& r) {
-        std::string label = r.value("sweep_point", "");
-        return label.empty() ? r.value("variant", "") : label;
+        const std::string label = r.value("sweep_point", "");
+        return printable(label.empty() ? r.value("variant", "") : label);
     };
     std::size_t width = 8;
     for (const auto& r : rows) width = std::max(width, label_of(r).size() + 2);
@@ -181,7 +183,7 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
         << pad("compile", 11) << "status\n";
     bool best_marked = false;
     for (const row* r : sorted) {
-        const std::string status = r->value("status", "");
+        const std::string status = printable(r->value("status", ""));
         const auto cold = number(*r, "kernel_cold_median_ms");
         const bool best = !best_marked && cold && parse_outcome(status) == outcome::pass;
         best_marked = best_marked || best;
@@ -190,11 +192,12 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
         const double compile = number(*r, "nvrtc_ms").value_or(0) + number(*r, "ptx_to_cubin_ms").value_or(0);
         const auto index = r->find("sweep_index");
         const std::string error = r->value("error", "");
+        const std::string first_line = printable(error.substr(0, error.find('\n')));
         out << "  " << pad(best ? "*" : "", 2) << pad(index != r->end() && !index->is_null() ? index->dump() : "-", 5)
             << pad(label_of(*r), width) << pad(cold ? units::duration_ms(*cold) : "-", 13)
             << pad(batch ? units::duration_ms(*batch) : "-", 11) << pad(rate ? fixed(*rate, 0) : "-", 8)
-            << pad(compile > 0 ? units::duration_ms(compile) : r->value("cache", ""), 11) << status
-            << (error.empty() ? "" : ": " + error.substr(0, error.find('\n'))) << "\n";
+            << pad(compile > 0 ? units::duration_ms(compile) : printable(r->value("cache", "")), 11) << status
+            << (error.empty() ? "" : ": " + first_line) << "\n";
     }
 }
 
