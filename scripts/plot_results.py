@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn kjit results (kjit run/sweep/merge --json) into PNGs.
 
-    scripts/plot_results.py RESULTS.json [--out DIR]
+    scripts/plot_results.py RESULTS.json|RESULTS.csv [--out DIR]
 
 Writes, where the data has what they need:
   kernel_time.png     cold median kernel time and effective GB/s per variant (one panel per n)
@@ -13,11 +13,22 @@ Writes, where the data has what they need:
   compare.png         bench/compare.py's results: import, CUDA start-up and first call per tool and state
 """
 import argparse
+import csv
 import json
+import os
 import pathlib
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    # The first python3 on the PATH may be a virtual environment's: the system one may have it.
+    system = "/usr/bin/python3"
+    if sys.executable != system and os.path.exists(system) and not os.environ.get("KJIT_PLOT_REEXEC"):
+        os.environ["KJIT_PLOT_REEXEC"] = "1"
+        os.execv(system, [system, *sys.argv])
+    sys.exit(f"plot_results: {sys.executable} has no matplotlib: install it (Debian: sudo apt-get install "
+             "python3-matplotlib; or: python3 -m pip install matplotlib)")
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
@@ -26,6 +37,10 @@ JIT_PHASES = ["cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"
 HOST_PHASES = ["driver_init_ms", "context_ms", "codegen_ms", "cache_lookup_ms", "nvrtc_ms", "ptx_to_cubin_ms",
                "cache_store_ms", "module_load_ms", "get_function_ms", "alloc_ms", "h2d_ms", "first_launch_ms",
                "d2h_ms"]
+
+
+# One colour per phase, the same in every plot.
+PHASE_COLORS = {phase: plt.cm.tab20.colors[i % 20] for i, phase in enumerate(dict.fromkeys(HOST_PHASES + JIT_PHASES))}
 
 
 def label(row, without=()):
@@ -103,12 +118,12 @@ def stacked(rows, phases, title, path):
     for phase in phases:
         values = [r.get(phase) or 0 for r in rows]
         if any(values):
-            ax.barh(names, values, left=left, label=phase.removesuffix("_ms"))
+            ax.barh(names, values, left=left, label=phase.removesuffix("_ms"), color=PHASE_COLORS[phase])
             left = [a + b for a, b in zip(left, values)]
     ax.set_xlabel("ms (host clock)")
     ax.set_title(title)
     ax.invert_yaxis()
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars, not on them
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -155,12 +170,29 @@ def compare_tools(rows, out):
     ax.set_xlabel("ms")
     ax.set_title(f"first call, n = {n:,}: import, CUDA start-up, first call (compile included)")
     ax.invert_yaxis()
-    ax.legend(loc="lower right")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     path = out / "compare.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def read_results(path):
+    """kjit's --json (a list of records) or --csv (a header and a row per record; empty: null)."""
+    if path.suffix == ".csv":
+        def value(text):
+            if text == "":
+                return None
+            for convert in (int, float):
+                try:
+                    return convert(text)
+                except ValueError:
+                    pass
+            return {"true": True, "false": False}.get(text, text)
+        with open(path, newline="") as f:
+            return [{k: value(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    return json.loads(path.read_text())
 
 
 def main():
@@ -169,8 +201,8 @@ def main():
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("."))
     args = parser.parse_args()
     try:
-        rows = json.loads(args.results.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        rows = read_results(args.results)
+    except (OSError, json.JSONDecodeError, csv.Error, UnicodeDecodeError) as e:
         sys.exit(f"plot_results: {args.results}: {e}")
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "schema_version" in r for r in rows):
         sys.exit(f"plot_results: {args.results}: not kjit results (a list of records)")

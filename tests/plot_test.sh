@@ -12,6 +12,11 @@ rm -rf "$work" && mkdir -p "$work"
 "$python" "$source/scripts/plot_results.py" "$work/results.json" --out "$work/png"
 test -s "$work/png/jit_phases.png"
 test -s "$work/png/startup.png"
+# The same results as CSV.
+"$kjit" merge "$work/results.json" --csv "$work/results.csv" > /dev/null
+rm "$work/png/jit_phases.png"
+"$python" "$source/scripts/plot_results.py" "$work/results.csv" --out "$work/png"
+test -s "$work/png/jit_phases.png"
 if "$python" "$source/scripts/plot_results.py" "$source/configs/hidden_layer.json" --out "$work/png" 2> "$work/err"; then
     echo "expected a refusal"; exit 1
 fi
