@@ -380,3 +380,17 @@ TEST_CASE("the dtype table: one row per type, found by its type, its name what c
     CHECK(config::info(config::dtype::float64).double_compute);
     CHECK(config::element_size(config::dtype::bfloat16) == 2);
 }
+
+TEST_CASE("compile.options: NVRTC options that read or write a file are refused, the others passed on") {
+    for (const char* option : {"-include", "-include/etc/passwd", "--pre-include=x.h", "-I/tmp", "--time=/tmp/t.csv",
+                               "--fdevice-time-trace=/tmp/t.json", "--create-pch=p"}) {
+        CAPTURE(option);
+        const auto message = error_message([&] {
+            (void)kjit::testing::pipeline_with([&](json& j) { j["compile"]["options"] = {"-lineinfo", option}; });
+        });
+        CHECK(message.find("compile.options[1]: ") != std::string::npos);
+        CHECK(message.find("names a file for NVRTC to read or write") != std::string::npos);
+    }
+    const auto p = kjit::testing::pipeline_with([](json& j) { j["compile"]["options"] = {"-lineinfo", "-DKJIT_X=1"}; });
+    CHECK(p.compile.options == std::vector<std::string>{"-lineinfo", "-DKJIT_X=1"});
+}

@@ -200,7 +200,18 @@ pipeline from_json(const document& doc) {
                 if (!(*options)[i].is_string())
                     c.fail_at("compile.options[" + std::to_string(i) + "]",
                               "expected a string, got " + shown((*options)[i]));
-                p.compile.options.push_back((*options)[i].get<std::string>());
+                const std::string option = (*options)[i].get<std::string>();
+                // Options that name a file to read or write: a config must not reach outside
+                // the kernel it describes (NVRTC's log would print what -include read).
+                static constexpr std::string_view k_file_options[] = {
+                    "-include", "--pre-include", "-I", "--include-path", "-time", "--time", "-fdevice-time-trace",
+                    "--fdevice-time-trace", "-pch", "--pch", "-create-pch", "--create-pch", "-use-pch", "--use-pch"};
+                for (const std::string_view refused : k_file_options)
+                    if (option.starts_with(refused))
+                        c.fail_at("compile.options[" + std::to_string(i) + "]",
+                                  shown(option) + " names a file for NVRTC to read or write; kjit passes only options "
+                                                  "that do not (headers come from the CUDA toolkit)");
+                p.compile.options.push_back(option);
             }
         }
     }
