@@ -295,3 +295,27 @@ TEST_CASE("kjit cache verify finds a damaged entry (exit 1); prune removes it; s
     CHECK(stats.out.find("2 entries") != std::string::npos);
     CHECK(stats.out.find("limit 1.00 MiB") != std::string::npos);
 }
+
+TEST_CASE("the cache deletes only its own entries: not through a linked version folder, not a key-named folder of someone else's") {
+    kjit::testing::temp_dir dir, elsewhere;
+    // v1 is a link to a folder outside the cache that holds key-named folders of its own.
+    const auto outside = elsewhere.path() / k_key;
+    std::filesystem::create_directories(outside);
+    std::ofstream(outside / "program.ptx") << "not kjit's";
+    std::filesystem::create_directories(dir.path() / "root");
+    std::filesystem::create_directory_symlink(elsewhere.path(), dir.path() / "root" / "v1");
+    jit::disk_cache linked(dir.path() / "root", 1);  // a one-byte limit: prune would take everything it sees
+    (void)linked.prune(true);
+    (void)linked.clear();
+    CHECK(std::filesystem::exists(outside / "program.ptx"));
+
+    // A key-named folder that holds something kjit never writes, in another version's folder.
+    jit::disk_cache cache(dir.path() / "cache");
+    cache.store(k_key, sample_entry(), false);
+    const auto foreign = dir.path() / "cache" / "v2" / k_key;
+    std::filesystem::create_directories(foreign);
+    std::ofstream(foreign / "notes.txt") << "mine";
+    CHECK(cache.clear() == 1);  // kjit's entry, and only it
+    CHECK(std::filesystem::exists(foreign / "notes.txt"));
+    CHECK(cache.leftovers().empty());  // the entry was renamed away, then deleted
+}

@@ -37,6 +37,31 @@ bool is_version_dir(const std::string& name) {
     return name.size() >= 2 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos;
 }
 
+/// An entry kjit wrote: a real directory (not a link to one) named by a key, holding kjit's files
+/// and nothing else. Only such directories are deleted: a folder that merely has a key's name
+/// stays, whatever holds it.
+bool is_own_entry(const stdfs::directory_entry& item) {
+    std::error_code ec;
+    if (!is_entry_key(item.path().filename().string()) || !stdfs::is_directory(item.symlink_status(ec))) return false;
+    bool any = false;
+    for (const auto& file : stdfs::directory_iterator(item.path(), ec)) {
+        const std::string name = file.path().filename().string();
+        if (name != k_ptx && name != k_cubin && name != k_meta) return false;
+        any = true;
+    }
+    return any && !ec;
+}
+
+/// The entries of a version's directory, or none where that directory is a link: kjit deletes
+/// nothing it reaches through a link out of its own root.
+std::vector<stdfs::directory_entry> own_items(const stdfs::path& dir) {
+    std::error_code ec;
+    std::vector<stdfs::directory_entry> items;
+    if (stdfs::is_symlink(stdfs::symlink_status(dir, ec))) return items;
+    for (const auto& item : stdfs::directory_iterator(dir, ec)) items.push_back(item);
+    return items;
+}
+
 /// Reads a file of an entry; anything but a regular file (a FIFO would block) is a problem.
 std::string read_entry_file(const stdfs::path& path) {
     std::error_code ec;
@@ -195,9 +220,9 @@ void disk_cache::store(const std::string& key, const cache_entry& entry, bool re
 std::vector<entry_summary> disk_cache::scan(bool with_meta) const {
     std::vector<entry_summary> entries;
     std::error_code ec;
-    for (const auto& item : stdfs::directory_iterator(entries_dir(), ec)) {
+    for (const auto& item : own_items(entries_dir())) {
         const std::string name = item.path().filename().string();
-        if (!item.is_directory() || !is_entry_key(name)) continue;
+        if (!is_own_entry(item)) continue;
         entry_summary summary{name, nlohmann::json::object(), directory_bytes(item.path()),
                               stdfs::last_write_time(item.path(), ec)};
         if (with_meta) {
@@ -216,8 +241,7 @@ std::vector<entry_summary> disk_cache::list() const { return scan(true); }
 
 std::vector<std::filesystem::path> disk_cache::leftovers() const {
     std::vector<stdfs::path> found;
-    std::error_code ec;
-    for (const auto& item : stdfs::directory_iterator(entries_dir(), ec))
+    for (const auto& item : own_items(entries_dir()))
         if (is_leftover(item.path().filename().string())) found.push_back(item.path());
     return found;
 }
@@ -272,12 +296,17 @@ std::size_t disk_cache::clear() {
         if (!version.is_directory(ec) || version.is_symlink(ec) || !is_version_dir(version.path().filename().string()))
             continue;
         // Only entries and kjit's own leftovers; the version directory goes only if that empties it.
-        for (const auto& item : stdfs::directory_iterator(version.path(), ec)) {
+        // An entry is renamed away before it is deleted: an interrupted clear leaves a leftover
+        // (which prune removes), never half an entry.
+        for (const auto& item : own_items(version.path())) {
             const std::string name = item.path().filename().string();
-            if (!is_entry_key(name) && !is_leftover(name)) continue;
-            stdfs::remove_all(item.path(), ec);
-            if (ec) throw error(error_kind::io, "cache: cannot remove " + item.path().string() + ": " + ec.message());
-            removed += is_entry_key(name);
+            if (is_own_entry(item)) {
+                remove_entry(item.path(), name);
+                ++removed;
+            } else if (is_leftover(name)) {
+                stdfs::remove_all(item.path(), ec);
+                if (ec) throw error(error_kind::io, "cache: cannot remove " + item.path().string() + ": " + ec.message());
+            }
         }
         stdfs::remove(version.path(), ec);  // fails, harmlessly, if something else is in it
     }
