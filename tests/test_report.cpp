@@ -399,3 +399,15 @@ TEST_CASE("CSV cells a spreadsheet would run are quoted as text; a merged row's 
     CHECK(out.str().find("x\\x07y") != std::string::npos);
     CHECK(out.str().find("second") == std::string::npos);  // one line per row
 }
+
+TEST_CASE("a scratch directory is private, unguessable and gone with its object") {
+    std::filesystem::path seen;
+    {
+        const fs::temp_directory one("kjit-test"), two("kjit-test");
+        seen = one.path();
+        CHECK(one.path() != two.path());
+        CHECK(std::filesystem::status(one.path()).permissions() == std::filesystem::perms::owner_all);  // 0700
+        CHECK(one.path().filename().string().size() == std::string("kjit-test-").size() + 16);
+    }
+    CHECK_FALSE(std::filesystem::exists(seen));
+}

@@ -112,8 +112,9 @@ bool run_nvrtc(const compile_request& request, const std::vector<std::string>& o
 void compile_with_nvrtc(const compile_request& request, compile_result& result) {
     std::vector<std::string> options = request.nvrtc_options();
     result.minimal = std::find(options.begin(), options.end(), "-minimal") != options.end();
-    const std::filesystem::path times =
-        std::filesystem::temp_directory_path() / ("kjit-nvrtc-time-" + fs::unique_suffix() + ".csv");
+    // NVRTC writes its -time report to a file: one in a private directory of this compile's own.
+    const fs::temp_directory scratch("kjit-nvrtc");
+    const std::filesystem::path times = scratch.path() / "time.csv";
     // -no-cache: NVRTC ≥ 12.9 may serve a recompile from the driver's cache (no honest cold time).
     options.insert(options.end(), {"-no-cache", "--ptxas-options=-v", "--time=" + times.string()});
     std::error_code ec;

@@ -36,9 +36,21 @@ std::string unique_suffix() {
            std::to_string(counter++);
 }
 
-temp_directory::temp_directory(const std::string& prefix)
-    : m_path(std::filesystem::temp_directory_path() / (prefix + "-" + unique_suffix())) {
-    std::filesystem::create_directories(m_path);
+std::string random_tag() {
+    static thread_local std::random_device random;
+    char tag[17];
+    std::snprintf(tag, sizeof tag, "%08x%08x", random(), random());
+    return tag;
+}
+
+temp_directory::temp_directory(const std::string& prefix) {
+    // A new directory of this user's only: mkdir fails on a name that exists, a planted one too.
+    for (int attempt = 0;; ++attempt) {
+        m_path = std::filesystem::temp_directory_path() / (prefix + "-" + random_tag());
+        if (::mkdir(m_path.c_str(), 0700) == 0) return;
+        if (errno != EEXIST || attempt == 16)
+            throw error(error_kind::io, m_path.string() + ": cannot create a private directory: " + std::strerror(errno));
+    }
 }
 
 temp_directory::~temp_directory() {
@@ -50,11 +62,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     // The temp file is created, never opened: O_EXCL refuses a name that exists, a planted
     // symlink included, and its name is unguessable, in the target's own directory (one file
     // system, so the rename is atomic).
-    std::random_device random;
-    char tag[17];
-    std::snprintf(tag, sizeof tag, "%08x%08x", random(), random());
     const std::filesystem::path temp =
-        path.parent_path() / ("." + path.filename().string() + ".kjit-" + tag + ".tmp");
+        path.parent_path() / ("." + path.filename().string() + ".kjit-" + random_tag() + ".tmp");
     auto fail = [&](const char* what) {
         const std::string reason = std::strerror(errno);
         std::error_code ec;

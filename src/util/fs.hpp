@@ -38,8 +38,11 @@ void check_output_path(const std::filesystem::path& path, const std::string& opt
 
 /// A name no other thread or process uses at the same time: "<pid>.<thread>.<counter>".
 [[nodiscard]] std::string unique_suffix();
+/// 16 random hex digits: a name nobody can guess, for files in folders others may write.
+[[nodiscard]] std::string random_tag();
 
-/// A fresh directory under the system temp dir, removed (with its contents) with the object.
+/// A fresh private (0700) directory with an unguessable name under the system temp dir, removed
+/// (with its contents) with the object.
 class temp_directory {
 public:
     explicit temp_directory(const std::string& prefix = "kjit");
