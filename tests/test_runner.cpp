@@ -411,7 +411,8 @@ TEST_CASE("a scalar goes to its kernel in the compute type, in the plan's place 
         doc.json["dtype"] = dtype;
         const auto p = family::load(doc);
         CHECK(f.run(p).status == report::outcome::pass);
-        const auto& planned = family::plan(p, f.templates).kernels.back().args;
+        const family::program program = family::plan(p, f.templates);
+        const auto& planned = program.kernels.back().args;
         const auto& bound = f.gpu.last_launch.args;
         REQUIRE(bound.size() == planned.size());
         for (std::size_t i = 0; i < planned.size(); ++i) {
