@@ -91,13 +91,9 @@ std::optional<jit::build_output> prebuilt_binaries::take(const std::string& key,
     const std::lock_guard lock(m_mutex);
     const auto found = m_by_key.find(key);
     if (found == m_by_key.end()) return std::nullopt;
-    if (!share) {
-        auto build = std::move(found->second);
-        m_by_key.erase(found);
-        return build;
-    }
     jit::build_output build = found->second;
-    found->second.compiled = false;  // the next variant reuses it: no compile of its own
+    if (share) found->second.compiled = false;  // the next variant reuses it: no compile of its own
+    else m_by_key.erase(found);
     return build;
 }
 
