@@ -221,7 +221,8 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("shared_rows", codegen::flag(p.launch.cache == cache::shared));
     // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
     const int vector_bytes = width * static_cast<int>(config::element_size(p.type));
-    data.set("copy_async", codegen::flag(vector_bytes >= 4));
+    const bool copy_async = vector_bytes >= 4;
+    data.set("copy_async", codegen::flag(copy_async));
     data.set("streaming", codegen::flag(p.launch.streaming));
     data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");
     // __ldcs and __stcs take a built-in type: a vector is moved as words of up to 16 bytes.
@@ -250,7 +251,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("classic_reductions", codegen::flag(sum || max || min));
     const bool reads_row = std::any_of(chain.kernels.begin(), chain.kernels.end(),
                                        [](const chain_kernel& k) { return !k.first_value.empty(); });
-    const bool copies_through_registers = p.launch.cache == cache::shared && vector_bytes < 4;
+    const bool copies_through_registers = p.launch.cache == cache::shared && !copy_async;
     data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
     data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
                  return k.output == result_kind::elements;
