@@ -231,15 +231,14 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("words", std::to_string(vector_bytes / word_bytes));
     // Only the helpers the kernels use: each reduction's struct and shuffle, the row's read and
     // write helpers.
-    const auto with_online_sum = [&](std::size_t i) {
-        return std::any_of(p.stages.begin(), p.stages.end(), [&](const config::stage& s) { return s.online_with == i; });
-    };
-    bool sum = false, max = false, min = false, online = false;
+    std::vector<bool> has_online_sum(p.stages.size(), false);  // a max computed with its sum
+    for (const auto& st : p.stages)
+        if (st.online_with) has_online_sum[*st.online_with] = true;
+    const bool online = std::find(has_online_sum.begin(), has_online_sum.end(), true) != has_online_sum.end();
+    bool sum = false, max = false, min = false;
     for (std::size_t i = 0; i < p.stages.size(); ++i) {
         const config::stage& st = p.stages[i];
-        if (st.online_with) continue;  // computed with its max
-        online = online || with_online_sum(i);
-        if (with_online_sum(i)) continue;
+        if (st.online_with || has_online_sum[i]) continue;  // the pair uses kjit_online
         sum = sum || st.reduce == config::reduction::sum || st.reduce == config::reduction::mean;
         max = max || st.reduce == config::reduction::max;
         min = min || st.reduce == config::reduction::min;
