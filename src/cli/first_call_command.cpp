@@ -18,7 +18,7 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
     (void)load(o);  // a bad config is reported here, once, before any child starts
     // Ctrl-C reaches the children too; this process then stops after the child it waits for, and
     // unwinding removes its scratch folder (the caches of every state).
-    install_interrupt_handlers();
+    stop_gracefully_on_interrupt();
     const bool have_gpu = cuda::probe_driver().state == cuda::availability::ok;
     const fs::temp_directory scratch("kjit-first-call");
     const auto& root = scratch.path();

@@ -10,7 +10,7 @@
 namespace kjit::cli {
 
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
-    install_interrupt_handlers();  // Ctrl-C: finish the points in flight, write them, exit 130
+    stop_gracefully_on_interrupt();  // Ctrl-C: finish the points in flight, write them, exit 130
     const config::document doc = load_document(o);
     const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
     const auto points = family::expand_sweep(doc, mine.index, mine.count);  // validated before any work

@@ -12,7 +12,7 @@ namespace kjit::cli {
 
 exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err) {
     if (o.config_path.empty()) throw error(error_kind::usage, "run --watch: name the CONFIG file to watch");
-    install_interrupt_handlers();  // Ctrl-C ends the wait for the next save; the loop then returns
+    stop_gracefully_on_interrupt();  // Ctrl-C ends the wait for the next save; the loop then returns
     std::vector<std::filesystem::path> watched{o.config_path};
     if (!o.templates_dir.empty()) watched.emplace_back(o.templates_dir);
     file_watch files(watched);

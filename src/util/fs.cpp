@@ -47,7 +47,10 @@ temp_directory::temp_directory(const std::string& prefix) {
     // A new directory of this user's only: mkdir fails on a name that exists, a planted one too.
     for (int attempt = 0;; ++attempt) {
         m_path = std::filesystem::temp_directory_path() / (prefix + "-" + random_tag());
-        if (::mkdir(m_path.c_str(), 0700) == 0) return;
+        if (::mkdir(m_path.c_str(), 0700) == 0) {
+            m_removed_if_interrupted.emplace(m_path);
+            return;
+        }
         if (errno != EEXIST || attempt == 16)
             throw error(error_kind::io, m_path.string() + ": cannot create a private directory: " + std::strerror(errno));
     }
@@ -77,6 +80,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
         const std::string reason = std::strerror(errno);  // nothing of ours to remove
         throw error(error_kind::io, path.string() + ": cannot create temp file: " + reason);
     }
+    const removed_if_interrupted removed(temp);  // ours now: a signal before the rename removes it
     // A replaced file keeps its permissions (a private 0600 result stays private).
     if (replaces && ::fchmod(fd, replaced.st_mode & 07777) != 0) {
         ::close(fd);

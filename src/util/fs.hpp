@@ -1,10 +1,13 @@
 // File helpers: whole-file reads and atomic (temp + rename) writes. Standard library only.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "util/interrupt.hpp"
 
 namespace kjit::fs {
 
@@ -42,7 +45,7 @@ void check_output_path(const std::filesystem::path& path, const std::string& opt
 [[nodiscard]] std::string random_tag();
 
 /// A fresh private (0700) directory with an unguessable name under the system temp dir, removed
-/// (with its contents) with the object.
+/// (with its contents) with the object, or when a signal ends kjit.
 class temp_directory {
 public:
     explicit temp_directory(const std::string& prefix = "kjit");
@@ -53,6 +56,7 @@ public:
 
 private:
     std::filesystem::path m_path;
+    std::optional<removed_if_interrupted> m_removed_if_interrupted;
 };
 
 }  // namespace kjit::fs
