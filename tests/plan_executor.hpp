@@ -153,8 +153,9 @@ private:
                 std::map<std::string, const double*> at;
                 for (const auto& [name, values] : arrays)
                     at[name] = values.data() + (static_cast<long long>(values.size()) == cols && rows > 1 ? 0 : r * cols);
+                const expr::positions where{r * cols, rows, cols, rows * cols};
                 const expr::chunk in{static_cast<std::size_t>(cols), x.data() + r * cols, zeros.data(), &at,
-                                     &b.scalars, false, &row_values[r]};
+                                     &b.scalars, false, &row_values[r], &where};
                 expr::evaluate(st.kernel, in, next.data() + r * cols, nullptr);
                 if (st.reduce == config::reduction::none) continue;
                 const double* v = next.data() + r * cols;

@@ -1,6 +1,7 @@
 // The stage expression language: parsing and its errors, the printed and CUDA forms, the float64
 // evaluator and its error scale, and a fuzz run that must never crash.
 #include <cmath>
+#include <numbers>
 #include <random>
 
 #include "expr/evaluate.hpp"
@@ -86,15 +87,57 @@ TEST_CASE("CUDA spelling follows the compute type and fast math") {
     CHECK(expr::to_cuda(expr::parse("0.1 + 1e-30", k_names), {false, false}) == "0.1f + 1e-30f");
 }
 
+TEST_CASE("positions and constants: exact integers in CUDA, real where they meet a real value") {
+    expr::scope matrix = k_names;
+    matrix.has_shape = true;
+    const auto cuda = [&](const std::string& e, bool f64 = false) { return expr::to_cuda(expr::parse(e, matrix), {f64, false}); };
+    CHECK(cuda("col > row ? -inf : x * 0.5") == "col > row ? -__int_as_float(0x7f800000) : x * 0.5f");
+    CHECK(cuda("col > row ? -inf : x", true) == "col > row ? -__longlong_as_double(0x7ff0000000000000LL) : x");
+    CHECK(cuda("nan + pi") == "__int_as_float(0x7fffffff) + 3.141592653589793f");
+    CHECK(cuda("1 / row") == "1.0f / (real)row");      // never an integer division
+    CHECK(cuda("row / col") == "(real)row / (real)col");
+    CHECK(cuda("row * cols + col") == "(real)(row * cols + col)");  // exact, then one conversion
+    CHECK(cuda("row - col < 2 ? x : 0") == "(real)(row - col) < 2.0f ? x : 0.0f");
+    CHECK(cuda("i == n ? x : -i") == "i == n ? x : (real)(-i)");
+    CHECK(cuda("i == n - 1 ? x : 0") == "(real)i == (real)n - 1.0f ? x : 0.0f");  // 1 is a real literal
+    CHECK(cuda("exp(-col)") == "expf((real)(-col))");
+    CHECK(cuda("sigmoid(x)") == "1.0f / (1.0f + expf(-x))");
+    CHECK(cuda("sigmoid(x * w)") == "1.0f / (1.0f + expf(-(x * w)))");
+    CHECK(cuda("sigmoid(-x)") == "1.0f / (1.0f + expf(-(-x)))");  // never --x
+    CHECK(expr::to_text(expr::parse("col > row ? -inf : x", matrix)) == "col > row ? -inf : x");
+}
+
+TEST_CASE("positions in float64 by hand: a chunk that starts inside a row of a 3 × 5 matrix") {
+    expr::scope matrix = k_names;
+    matrix.has_shape = true;
+    const std::vector<double> x(4, 0.0), zero(4, 0.0);
+    const expr::positions where{7, 3, 5, 15};  // elements 7..10: (1, 2) (1, 3) (1, 4) (2, 0)
+    const expr::chunk in{4, x.data(), zero.data(), nullptr, nullptr, true, nullptr, &where};
+    const auto values = [&](const std::string& e) {
+        std::vector<double> out(4);
+        expr::evaluate(expr::parse(e, matrix), in, out.data(), nullptr);
+        return out;
+    };
+    CHECK(values("i") == std::vector<double>{7, 8, 9, 10});
+    CHECK(values("row * 10 + col") == std::vector<double>{12, 13, 14, 20});
+    CHECK(values("rows * 100 + cols * 10 + n") == std::vector<double>(4, 365));
+    CHECK(values("col > row ? -inf : row - col") == std::vector<double>{-HUGE_VAL, -HUGE_VAL, -HUGE_VAL, 2});
+    CHECK(std::isnan(values("nan")[0]));
+    CHECK(values("pi")[0] == std::numbers::pi);
+    CHECK(values("sigmoid(0) + clamp(col, 3, 4)") == std::vector<double>{3.5, 3.5, 4.5, 3.5});
+}
+
 TEST_CASE("errors name the column and what was expected") {
     auto [column, what] = parse_failure("x * wieghts + b");
     CHECK(column == 5);
-    CHECK(what == "unknown name 'wieghts'; x is the value flowing in; inputs are w, b; params are alpha");
+    CHECK(what == "unknown name 'wieghts'; x is the value flowing in; i and n are positions; inf, nan and pi "
+                  "constants; inputs are w, b; params are alpha");
     std::tie(column, what) = parse_failure("exp(x, 2)");
     CHECK(column == 1);
     CHECK(what == "exp takes 1 argument, got 2");
     CHECK(parse_failure("clamp(x)").second == "clamp takes 3 arguments, got 1");
-    CHECK(parse_failure("sigmoid(x)").second.rfind("unknown function 'sigmoid'; functions are exp exp2", 0) == 0);
+    CHECK(parse_failure("sigmoidd(x)").second.rfind("unknown function 'sigmoidd'; functions are exp exp2", 0) == 0);
+    CHECK(parse_failure("x * col").second == "'col' needs a \"shape\": [rows, cols]; an array of n elements has positions i and n");
     CHECK(parse_failure("x +").second == "expected a number, a name or '(', got the end");
     CHECK(parse_failure("x + $").first == 5);
     CHECK(parse_failure("(x + 1").second == "expected ')' to close the '(' at column 1, got the end");

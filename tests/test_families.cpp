@@ -195,8 +195,8 @@ TEST_CASE("the rows family's sum depth is its template's order of additions: ite
 }
 
 TEST_CASE("names like ordinary variables are a user's: k, n2, scale, alpha_1, and what the templates once used") {
-    for (const std::string name : {"k", "n2", "scale", "alpha_1", "i", "j", "v", "first", "base", "part", "next",
-                                   "turn", "now", "loaded", "both", "in", "row"}) {
+    for (const std::string name : {"k", "n2", "scale", "alpha_1", "j", "v", "first", "base", "part", "next",
+                                   "turn", "now", "loaded", "both", "in", "rowid"}) {
         CAPTURE(name);
         const auto p = kjit::testing::pipeline_with([&](json& j) {
             j["params"] = {{name, 2.0}};
@@ -204,8 +204,8 @@ TEST_CASE("names like ordinary variables are a user's: k, n2, scale, alpha_1, an
         });
         CHECK(p.scalars.front().name == name);
     }
-    for (const std::string name : {"x", "out", "n", "rows", "cols", "real", "store_t", "load", "kjit_a", "__a",
-                                   "threadIdx", "expf", "float"}) {
+    for (const std::string name : {"x", "i", "row", "col", "inf", "nan", "pi", "out", "n", "rows", "cols", "real",
+                                   "store_t", "load", "kjit_a", "__a", "threadIdx", "expf", "float"}) {
         CAPTURE(name);
         const auto m = error_message([&] {
             (void)kjit::testing::pipeline_with([&](json& j) { j["params"] = {{name, 2.0}}; });

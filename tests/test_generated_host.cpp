@@ -33,6 +33,9 @@ static kjit_index threadIdx, blockIdx, blockDim, gridDim;
 #define __align__(n) alignas(n)
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+#include <cstring>
+inline float __int_as_float(int bits) { float f; std::memcpy(&f, &bits, sizeof f); return f; }
+inline double __longlong_as_double(long long bits) { double d; std::memcpy(&d, &bits, sizeof d); return d; }
 )";
 
 /// main(): reads the inputs, runs every kernel over 3 blocks of 32 threads, writes out.bin.
@@ -55,20 +58,21 @@ std::string host_main(const config::pipeline& p, const family::program& g) {
         m << "    auto buffer_" << name << " = array(n, offset);\n    store_t* " << name << " = buffer_" << name
           << ".data() + offset;\n";
     for (const auto& k : g.kernels) {
-        std::string args;  // in the program's order: buffers, scalars, then n
+        std::vector<std::string> args;  // in the program's order: buffers, scalars, then sizes
         for (const auto& a : k.args) {
-            if (a.what == family::argument::kind::buffer) args += a.name + ", ";
-            if (a.what != family::argument::kind::scalar) continue;
             char text[40];
-            std::snprintf(text, sizeof text, "(real)%.17g, ", config::find_scalar(p, a.name)->value);
-            args += text;
+            if (a.what == family::argument::kind::buffer) args.push_back(a.name);
+            if (a.what == family::argument::kind::size) args.push_back(a.name == "n" ? "n" : std::to_string(a.size));
+            if (a.what != family::argument::kind::scalar) continue;
+            std::snprintf(text, sizeof text, "(real)%.17g", config::find_scalar(p, a.name)->value);
+            args.emplace_back(text);
         }
         m << "    gridDim.x = 3; blockDim.x = 32;\n"
              "    for (unsigned b = 0; b < gridDim.x; ++b)\n"
              "        for (unsigned t = 0; t < blockDim.x; ++t) {\n"
              "            blockIdx.x = b; threadIdx.x = t;\n"
              "            "
-          << k.name << "(" << args << "n);\n        }\n";
+          << k.name << "(" << join(args, ", ") << ");\n        }\n";
     }
     m << "    std::ofstream(dir + \"/out.bin\", std::ios::binary).write((const char*)out, n * sizeof(store_t));\n}\n";
     return m.str();
@@ -157,13 +161,38 @@ TEST_CASE("map expressions, params and every activation formula run as host code
     }
 }
 
-TEST_CASE("params named like the templates' own locals (k, i, first, next) reach the kernel as themselves") {
+TEST_CASE("params named like the templates' own locals (k, j, first, next) reach the kernel as themselves") {
     // Were a template local named k, `x * k` would read the loop's counter instead, and not match.
     for (const char* dtype : {"float32", "float64"})
         check_on_host(kjit::testing::pipeline_with([&](json& j) {
             j["n"] = 517;
             j["dtype"] = dtype;
-            j["params"] = {{"k", 0.5}, {"i", 3.0}, {"first", -1.25}, {"next", 8.0}, {"n2", 2.0}};
-            j["stages"][2] = {{"op", "map"}, {"expr", "x * k + i * first - next / n2"}};
+            j["params"] = {{"k", 0.5}, {"j", 3.0}, {"first", -1.25}, {"next", 8.0}, {"n2", 2.0}};
+            j["stages"][2] = {{"op", "map"}, {"expr", "x * k + j * first - next / n2"}};
         }));
+}
+
+TEST_CASE("positions, constants and sigmoid run as host code at odd sizes and match the reference") {
+    // 517 = 11 × 47: the vector loop, the tail and the unaligned loop each meet rows part-way.
+    // A NaN or -inf that the reference has too passes; any other would count as a NaN or Inf.
+    struct variant {
+        json where;  // "n" or "shape"
+        const char* expr;
+    };
+    const std::vector<variant> variants{
+        {{{"n", 517}}, "x + i * 0.5 - n / 4 + sigmoid(x / 100) * pi"},
+        {{{"n", 517}}, "i == 3 ? nan : i > n - 2 ? -inf : x"},
+        {{{"shape", {11, 47}}}, "col > row ? -inf : x * (row + 1) - col / cols + rows"},
+        {{{"shape", {11, 47}}}, "clamp(x, -row, col) + (row * cols + col == i ? 0 : nan)"},
+    };
+    for (const auto& v : variants) {
+        CAPTURE(v.expr);
+        for (const char* dtype : {"float32", "float64"})
+            check_on_host(kjit::testing::pipeline_with([&](json& j) {
+                j.erase("n");
+                j.update(v.where);
+                j["dtype"] = dtype;
+                j["stages"][2] = {{"op", "map"}, {"expr", v.expr}};
+            }));
+    }
 }

@@ -90,6 +90,25 @@ TEST_CASE("compare: NaN and Inf always fail and are counted") {
     CHECK(*result.first_bad == 1);
 }
 
+TEST_CASE("compare: NaN and ±Inf pass only where the reference has the same value") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    const std::vector<double> ref{nan, -inf, inf, 0.5, nan};
+    auto out = as_float32({nan, -inf, inf, 0.5, nan});
+    auto result = reference::compare(out, exact(ref), {1e-6, 0, 0});
+    CHECK(result.pass);
+    CHECK(result.nonfinite_as_reference == 4);
+    CHECK(result.nan_count == 0);
+    out.set(1, inf);  // the wrong infinity
+    out.set(3, nan);  // NaN where the reference is finite
+    out.set(4, 0.0);  // finite where the reference is NaN
+    result = reference::compare(out, exact(ref), {1, 1, 0});
+    CHECK_FALSE(result.pass);
+    CHECK(result.mismatches == 3);
+    CHECK(result.inf_count == 1);
+    CHECK(result.nan_count == 1);
+    CHECK(*result.first_bad == 1);
+}
+
 TEST_CASE("compare: allclose bounds, max errors and ulps") {
     const std::vector<double> ref{1.0, 1e-3};
     auto out = as_float32({1.0 + 4 * 0x1p-23, 1e-3});  // 4 ulp at 1.0 (float32 ulp above 1 is 2^-23)
@@ -222,6 +241,21 @@ TEST_CASE("softmax by rows: hand-computed rows, a row of one element, each row o
     // 33 equal elements: a row length that is no multiple of a vector width or a block.
     const auto odd = reference_of(rows_of(1, 33, softmax_stages), input_a(std::vector<double>(33, 2.5)));
     for (std::size_t i = 0; i < 33; ++i) CHECK(odd.values[i] == doctest::Approx(1.0 / 33).epsilon(1e-15));
+}
+
+TEST_CASE("a causal mask: masked entries get 0, a fully masked row NaN (as torch.softmax of all -inf)") {
+    json stages = softmax_stages;
+    stages[0].erase("input");
+    const json mask = {{"op", "map"}, {"input", "a"}, {"expr", "col > row || row == 2 ? -inf : x"}};
+    stages.insert(stages.begin(), mask);
+    const auto ref = reference_of(rows_of(3, 3, stages), input_a({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    CHECK(ref.values[0] == 1.0);  // row 0 sees only column 0
+    CHECK(ref.values[1] == 0.0);
+    CHECK(ref.values[2] == 0.0);
+    CHECK(ref.values[3] == doctest::Approx(std::exp(-1.0) / (1 + std::exp(-1.0))).epsilon(1e-15));
+    CHECK(ref.values[4] == doctest::Approx(1 / (1 + std::exp(-1.0))).epsilon(1e-15));
+    CHECK(ref.values[5] == 0.0);
+    for (std::size_t i = 6; i < 9; ++i) CHECK(std::isnan(ref.values[i]));  // row 2: every entry masked
 }
 
 TEST_CASE("layer norm by rows: the mean, the variance by a reduce of an expression, then the map") {

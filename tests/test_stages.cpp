@@ -56,8 +56,8 @@ TEST_CASE("a first map stage that does not use x needs no input") {
 
 TEST_CASE("a bad expression: file, key, message, then the expression with a caret under the column") {
     const auto m = failure(config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * wieghts + b"}}})));
-    CHECK(m == "t.json: stages[0].expr: unknown name 'wieghts'; x is the value flowing in; inputs are a, w, b; "
-               "params are alpha (column 5)\n"
+    CHECK(m == "t.json: stages[0].expr: unknown name 'wieghts'; x is the value flowing in; i and n are positions; "
+               "inf, nan and pi constants; inputs are a, w, b; params are alpha (column 5)\n"
                "    x * wieghts + b\n"
                "        ^");
     const auto arity = failure(config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "exp(x, 2)"}}})));
@@ -171,7 +171,7 @@ TEST_CASE("a config's ops block: errors name the op's key") {
     j["ops"] = {{"tanh", {{"expr", "x"}}}};
     CHECK(failure(j).find("t.json: ops.tanh: op \"tanh\" is built in") == 0);
     j["ops"] = {{"mine", {{"expr", "x + y"}}}};
-    CHECK(failure(j).find("t.json: ops.mine.expr: unknown name 'y'; x is the value flowing in (column 5)") == 0);
+    CHECK(failure(j).find("t.json: ops.mine.expr: unknown name 'y'; x is the value flowing in; i and n are positions") == 0);
     j["ops"] = {{"mine", {{"params", {{"k", {{"kind", "vector"}}}}}, {"expr", "x"}}}};
     CHECK(failure(j).find("ops.mine.params.k.kind: expected one of \"number\", \"input\"") != std::string::npos);
     j["ops"] = {{"mine", {{"expr", "x"}, {"formulas", {{"f", {{"expr", "x"}}}}}}}};

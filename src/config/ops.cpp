@@ -16,8 +16,9 @@ op_param read_param(const std::string& name, const json_value& value, const std:
     object_reader r(value, path, source, {"kind", "default", "nonzero"});
     op_param param;
     param.name = name;
-    if (!is_identifier(name) || name == "x")
-        r.fail_at(path, "expected a parameter name that is an identifier other than x");
+    if (!is_identifier(name) || expr::is_language_name(name))
+        r.fail_at(path, "expected a parameter name that is an identifier and not a name of the expression language "
+                        "(x, i, row, col, rows, cols, n, inf, nan, pi)");
     param.is_input = r.choice<bool>("kind", {{"number", false}, {"input", true}}, std::nullopt);
     if (param.is_input && r.find("default")) r.fail("default", "an input parameter has no default");
     if (r.find("default")) param.fallback = r.number("default", std::nullopt);

@@ -16,9 +16,9 @@ namespace kjit::config::detail {
 // name the templates use starts with kjit (their locals too), which no user name may.
 bool is_reserved(const std::string& name) {
     static const std::set<std::string, std::less<>> reserved{
-        // the expression language's flowing value, and the kernels' vocabulary: their types, load
-        // and store, the output and the sizes
-        "x", "real", "store_t", "vec", "load", "store", "out", "n", "rows", "cols",
+        // the kernels' vocabulary: their types, load and store, the output (the expression
+        // language's own names are below)
+        "real", "store_t", "vec", "load", "store", "out",
         // CUDA built-ins and types
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "half", "float2", "float4", "double2",
         "size_t", "nullptr", "true", "false", "NULL",
@@ -32,7 +32,8 @@ bool is_reserved(const std::string& name) {
         "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch",
         "template", "this", "thread_local", "throw", "try", "typedef", "typeid", "typename", "union", "unsigned",
         "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
-    if (reserved.count(name) || expr::is_cuda_function_name(name) || name.starts_with("__") || name.starts_with("kjit"))
+    if (reserved.count(name) || expr::is_language_name(name) || expr::is_cuda_function_name(name) ||
+        name.starts_with("__") || name.starts_with("kjit"))
         return true;
     // s<digits>_… are the scalars of op stages, tmp<digits> the intermediate arrays.
     for (const std::string_view prefix : {"s", "tmp"}) {
@@ -182,7 +183,8 @@ stage read_stage(const json& value, std::size_t index, bool last, const std::str
         r.fail("input", "only stages[0] names an input; later stages read the previous result");
     }
 
-    const expr::scope scope{names, param_names, row_names};
+    expr::scope scope{names, param_names, row_names};
+    scope.has_shape = p.shape.has_value();
     if (s.op == "reduce") {
         if (!p.shape)
             r.fail("op", "\"reduce\" combines the elements of each row: the config needs \"shape\": [rows, cols] "

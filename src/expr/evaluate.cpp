@@ -18,7 +18,30 @@ struct column {
 
 /// The rounding a constant costs when the kernel holds it in float.
 double constant_scale(double v, bool float_compute) {
-    return float_compute && static_cast<double>(static_cast<float>(v)) != v ? std::fabs(v) : 0.0;
+    return float_compute && std::isfinite(v) && static_cast<double>(static_cast<float>(v)) != v ? std::fabs(v) : 0.0;
+}
+
+/// A position name, looked up once per chunk rather than once per element.
+enum class position_name { i, row, col, rows, cols, n };
+position_name position_of(const std::string& name) {
+    if (name == "i") return position_name::i;
+    if (name == "row") return position_name::row;
+    if (name == "col") return position_name::col;
+    if (name == "rows") return position_name::rows;
+    return name == "cols" ? position_name::cols : position_name::n;
+}
+
+/// Position `which` of element `index` (counted from the array's start).
+double position(position_name which, long long index, const positions& at) {
+    switch (which) {
+        case position_name::i: return static_cast<double>(index);
+        case position_name::row: return static_cast<double>(index / at.cols);
+        case position_name::col: return static_cast<double>(index % at.cols);
+        case position_name::rows: return static_cast<double>(at.rows);
+        case position_name::cols: return static_cast<double>(at.cols);
+        case position_name::n: break;
+    }
+    return static_cast<double>(at.n);
 }
 
 // The error scale s of a result r, in units of one rounding u: |computed − exact| ≲ u·s. Each
@@ -41,6 +64,13 @@ column eval(const node& n, const chunk& in, bool with_scale) {
             } else if (n.binding == name_kind::array) {
                 std::copy_n(in.arrays->at(n.name), count, out.value.begin());
                 std::fill_n(out.scale.begin(), count, 0.0);  // inputs are exact: stored values are the data
+            } else if (n.binding == name_kind::position) {
+                // Exact integers; one rounding where the kernel converts one to float.
+                const position_name which = position_of(n.name);
+                for (std::size_t i = 0; i < count; ++i) {
+                    out.value[i] = position(which, in.at->first + static_cast<long long>(i), *in.at);
+                    out.scale[i] = constant_scale(out.value[i], in.float_compute);
+                }
             } else if (n.binding == name_kind::row) {
                 const row_value& v = in.rows->at(n.name);
                 std::fill_n(out.value.begin(), count, v.value);

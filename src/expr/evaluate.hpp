@@ -16,6 +16,13 @@ struct row_value {
     double scale = 0;
 };
 
+/// Where a chunk's elements are, for the position names: the first one's index in the array, and
+/// the sizes (rows and cols 0 for an array without a shape).
+struct positions {
+    long long first = 0;
+    long long rows = 0, cols = 0, n = 0;
+};
+
 /// Where the names of a tree get their values, for one run of `count` consecutive elements (of
 /// one row, where the tree uses row values).
 struct chunk {
@@ -26,6 +33,7 @@ struct chunk {
     const std::map<std::string, double>* scalars = nullptr;
     bool float_compute = true;  ///< literals and scalars not exact in float add a rounding
     const std::map<std::string, row_value>* rows = nullptr;  ///< the row's values from reduce stages
+    const positions* at = nullptr;  ///< where the elements are
 };
 
 /// Writes `count` values and error scales; either may be nullptr (without scales, no partial

@@ -56,6 +56,24 @@ const char* symbol(binary_op op) {
     return "?";
 }
 
+/// True where the kernel computes a subtree in integers: a position, and sums, differences,
+/// products and choices of them (exact in long long, as in the reference's doubles).
+bool is_integer(const node& n) {
+    switch (n.kind) {
+        case node_kind::name: return n.binding == name_kind::position;
+        case node_kind::negate: return is_integer(*n.args[0]);
+        case node_kind::binary:
+            return (n.op == binary_op::add || n.op == binary_op::sub || n.op == binary_op::mul) &&
+                   is_integer(*n.args[0]) && is_integer(*n.args[1]);
+        case node_kind::conditional: return is_integer(*n.args[1]) && is_integer(*n.args[2]);
+        default: return false;
+    }
+}
+
+bool is_arithmetic(binary_op op) {
+    return op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div;
+}
+
 /// Prints a tree with the parentheses its shape needs and no others. An operand of equal binding
 /// strength on the right keeps its parentheses, so a + (b + c) is not re-associated: the CUDA
 /// must round in exactly the order the user wrote.
@@ -77,17 +95,25 @@ public:
             }
             case node_kind::binary: {
                 const int mine = precedence(n);
-                return wrapped(*n.args[0], precedence(*n.args[0]) < mine) + " " + symbol(n.op) + " " +
-                       wrapped(*n.args[1], precedence(*n.args[1]) <= mine);
+                // Integers stay integers only among themselves: 1 / row is real, row < col exact.
+                const bool real_operands = is_arithmetic(n.op) ? !is_integer(n)
+                                                               : !(is_integer(*n.args[0]) && is_integer(*n.args[1]));
+                return operand(*n.args[0], precedence(*n.args[0]) < mine, real_operands) + " " + symbol(n.op) + " " +
+                       operand(*n.args[1], precedence(*n.args[1]) <= mine, real_operands);
             }
-            case node_kind::conditional:
+            case node_kind::conditional: {
+                const bool real_operands = !is_integer(n);
                 return wrapped(*n.args[0], precedence(*n.args[0]) <= 1) + " ? " +
-                       wrapped(*n.args[1], precedence(*n.args[1]) <= 1) + " : " +
-                       wrapped(*n.args[2], precedence(*n.args[2]) <= 1);
+                       operand(*n.args[1], precedence(*n.args[1]) <= 1, real_operands) + " : " +
+                       operand(*n.args[2], precedence(*n.args[2]) <= 1, real_operands);
+            }
             case node_kind::call: return call(n);
         }
         return {};
     }
+
+    /// `n` as a value of the compute type.
+    std::string real_value(const node& n) const { return operand(n, false, true); }
 
 private:
     const cuda_style* m_style;  // nullptr: kjit's own text form
@@ -97,22 +123,43 @@ private:
         return parenthesize ? "(" + print(n) + ")" : print(n);
     }
 
+    /// An operand, converted to the compute type where `as_real` and it is an integer in CUDA.
+    std::string operand(const node& n, bool parenthesize, bool as_real) const {
+        if (!m_style || !as_real || !is_integer(n)) return wrapped(n, parenthesize);
+        return "(real)" + wrapped(n, precedence(n) < 9);
+    }
+
     std::string call(const node& n) const {
         std::vector<std::string> args;
-        for (const auto& a : n.args) args.push_back(print(*a));
+        for (const auto& a : n.args) args.push_back(m_style ? real_value(*a) : print(*a));
         const function_info& f = *n.function;
         if (!m_style) return std::string(f.name) + "(" + join(args, ", ") + ")";
         const bool f64 = m_style->double_precision;
+        // clamp and sigmoid have no CUDA function of their own.
         if (f.name == "clamp") {
             const std::string lo = f64 ? "fmax" : "fmaxf", hi = f64 ? "fmin" : "fminf";
             return hi + "(" + lo + "(" + args[0] + ", " + args[1] + "), " + args[2] + ")";
         }
-        std::string_view spelled = f64 ? f.cuda_double : f.cuda_float;
-        if (!f64 && m_style->fast_math && !f.cuda_fast.empty()) spelled = f.cuda_fast;
-        return std::string(spelled) + "(" + join(args, ", ") + ")";
+        if (f.name == "sigmoid") {
+            const bool simple = precedence(*n.args[0]) == 9 && !is_integer(*n.args[0]);
+            return literal(1) + " / (" + literal(1) + " + " + spelling(*find_function("exp")) + "(-" +
+                   (simple ? args[0] : "(" + args[0] + ")") + "))";
+        }
+        return spelling(f) + "(" + join(args, ", ") + ")";
+    }
+
+    std::string spelling(const function_info& f) const {
+        if (m_style->double_precision) return std::string(f.cuda_double);
+        return std::string(m_style->fast_math && !f.cuda_fast.empty() ? f.cuda_fast : f.cuda_float);
     }
 
     std::string literal(double value) const {
+        if (m_style && !std::isfinite(value)) {  // inf and nan by their bits: CUDA has no literal for them
+            const bool f64 = m_style->double_precision;
+            const std::string bits = std::isnan(value) ? (f64 ? "0x7fffffffffffffffLL" : "0x7fffffff")
+                                                       : (f64 ? "0x7ff0000000000000LL" : "0x7f800000");
+            return std::string(value < 0 ? "-" : "") + (f64 ? "__longlong_as_double(" : "__int_as_float(") + bits + ")";
+        }
         char text[40];
         const auto end = std::to_chars(text, text + sizeof text, value).ptr;  // shortest round trip
         std::string digits(text, end);
@@ -124,11 +171,17 @@ private:
 
 }  // namespace
 
+bool is_language_name(std::string_view name) {
+    for (const auto position : k_position_names)
+        if (name == position) return true;
+    return name == "x" || name == "inf" || name == "nan" || name == "pi";
+}
+
 std::string to_text(const tree& t) { return printer(nullptr).print(*t); }
 
 std::string to_text(const tree& t, std::size_t max_nodes) { return printer(nullptr, max_nodes).print(*t); }
 
-std::string to_cuda(const tree& t, const cuda_style& style) { return printer(&style).print(*t); }
+std::string to_cuda(const tree& t, const cuda_style& style) { return printer(&style).real_value(*t); }
 
 tree rebind(const tree& t, const std::map<std::string, binding>& names) {
     if (t->kind == node_kind::name) {
@@ -167,6 +220,7 @@ void collect_names(const tree& t, used_names& into) {
             case name_kind::array: add(into.arrays); break;
             case name_kind::scalar: add(into.scalars); break;
             case name_kind::row: add(into.rows); break;
+            case name_kind::position: add(into.positions); break;
         }
     }
     for (const auto& a : t->args) collect_names(a, into);

@@ -1,5 +1,6 @@
 // Stage expressions: kjit's small language (numbers, names, + - * /, comparisons, && || !, ?:,
-// calls from a fixed table), parsed once into a typed tree. The tree is the only way config text
+// calls from a fixed table, the constants inf, nan and pi, and the element's position: i, row,
+// col, rows, cols, n), parsed once into a typed tree. The tree is the only way config text
 // reaches the generated CUDA (to_cuda) and the float64 reference (evaluate.hpp), so nothing a
 // config says is pasted into source. Depends on the standard library only.
 #pragma once
@@ -16,9 +17,17 @@ namespace kjit::expr {
 enum class value_type { real, boolean };
 enum class node_kind { number, name, negate, logical_not, binary, call, conditional };
 enum class binary_op { add, sub, mul, div, lt, le, gt, ge, eq, ne, logical_and, logical_or };
-/// What a name stands for: the value flowing in (`x`), an element of an array, a scalar, or a
-/// row's value that a reduce stage made (one per row, the same for every element of the row).
-enum class name_kind { flowing, array, scalar, row };
+/// What a name stands for: the value flowing in (`x`), an element of an array, a scalar, a
+/// row's value that a reduce stage made (one per row, the same for every element of the row), or
+/// the element's position (k_position_names: integers, exact in the kernel and the reference).
+enum class name_kind { flowing, array, scalar, row, position };
+
+/// The position names: the element's index in the array, its row and column, and the sizes.
+/// The kernels pass them from their own loop variables (no loads); row, col, rows and cols need
+/// a "shape".
+inline constexpr std::string_view k_position_names[] = {"i", "row", "col", "rows", "cols", "n"};
+/// True for a name the language defines: x, a position, a constant (inf, nan, pi).
+[[nodiscard]] bool is_language_name(std::string_view name);
 
 struct function_info;
 
@@ -46,6 +55,7 @@ struct scope {
     std::vector<std::string> rows{};  ///< names earlier reduce stages gave their row values
     std::string arrays_called = "inputs";   ///< how messages name the arrays
     std::string scalars_called = "params";  ///< … and the scalars
+    bool has_shape = false;                 ///< row, col, rows and cols exist
 };
 
 /// A problem in an expression, at a 1-based column. The config layer adds file, key and caret.
@@ -72,6 +82,8 @@ inline constexpr std::size_t k_max_depth = 200;
 [[nodiscard]] std::string to_text(const tree& t, std::size_t max_nodes);
 
 /// How to spell the tree as CUDA: the compute type's functions and literals, fast intrinsics.
+/// Positions are `long long` parameters named as in the language: integer arithmetic and
+/// comparisons of positions stay exact, and a position meets a real value as `(real)row`.
 struct cuda_style {
     bool double_precision = false;  ///< compute in double (float64 storage), else float
     bool fast_math = false;         ///< __expf and friends where CUDA has them
@@ -96,6 +108,7 @@ struct used_names {
     std::vector<std::string> arrays;
     std::vector<std::string> scalars;
     std::vector<std::string> rows;
+    std::vector<std::string> positions;
     bool flowing = false;
 };
 void collect_names(const tree& t, used_names& into);

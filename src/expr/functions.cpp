@@ -62,12 +62,15 @@ double v_max(const double* a) { return std::fmax(a[0], a[1]); }
 double d_max(const double* a, double, int which) { return (which == 0) == (a[0] >= a[1]) ? 1 : 0; }
 double v_fma(const double* a) { return std::fma(a[0], a[1], a[2]); }
 double d_fma(const double* a, double, int which) { return which == 0 ? a[1] : which == 1 ? a[0] : 1; }
+double v_sigmoid(const double* a) { return 1 / (1 + std::exp(-a[0])); }
+double d_sigmoid(const double*, double v, int) { return v * (1 - v); }
 double v_clamp(const double* a) { return std::fmin(std::fmax(a[0], a[1]), a[2]); }
 double d_clamp(const double* a, double v, int which) {
     return which == 0 ? (v == a[0] ? 1 : 0) : (v == a[which] && v != a[0] ? 1 : 0);
 }
 
-// clamp has no CUDA function of its own: to_cuda spells it with fmin/fmax.
+// clamp and sigmoid have no CUDA function of their own: to_cuda spells them with fmin/fmax and
+// with 1 / (1 + exp(-x)) (an exp, an add and a division: 2 + 2 ulps).
 constexpr std::array k_functions{
     function_info{"exp", 1, "expf", "exp", "__expf", 2, v_exp, d_exp},
     function_info{"exp2", 1, "exp2f", "exp2", "", 2, v_exp2, d_exp2},
@@ -95,6 +98,7 @@ constexpr std::array k_functions{
     function_info{"max", 2, "fmaxf", "fmax", "", 0, v_max, d_max},
     function_info{"fma", 3, "fmaf", "fma", "", 0.5, v_fma, d_fma},
     function_info{"clamp", 3, "", "", "", 0, v_clamp, d_clamp},
+    function_info{"sigmoid", 1, "", "", "", 4, v_sigmoid, d_sigmoid},
 };
 
 }  // namespace

@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <numbers>
+#include <optional>
 
 #include "expr/expr.hpp"
 #include "expr/functions.hpp"
@@ -270,6 +273,18 @@ private:
         n.kind = node_kind::name;
         n.column = at;
         n.name = name;
+        if (const auto constant = constant_value(name)) {
+            n.kind = node_kind::number;
+            n.number = *constant;
+            return make(std::move(n));
+        }
+        if (std::find(std::begin(k_position_names), std::end(k_position_names), name) != std::end(k_position_names)) {
+            if (!m_scope.has_shape && name != "i" && name != "n")
+                throw parse_error(at, "'" + name + "' needs a \"shape\": [rows, cols]; an array of n elements has "
+                                                   "positions i and n");
+            n.binding = name_kind::position;
+            return make(std::move(n));
+        }
         if (name == "x") n.binding = name_kind::flowing;
         else if (std::find(m_scope.arrays.begin(), m_scope.arrays.end(), name) != m_scope.arrays.end())
             n.binding = name_kind::array;
@@ -283,8 +298,17 @@ private:
         return make(std::move(n));
     }
 
+    static std::optional<double> constant_value(const std::string& name) {
+        if (name == "inf") return std::numeric_limits<double>::infinity();
+        if (name == "nan") return std::numeric_limits<double>::quiet_NaN();
+        if (name == "pi") return std::numbers::pi;
+        return std::nullopt;
+    }
+
     [[nodiscard]] std::string known_names() const {
-        std::string text = "x is the value flowing in";
+        std::string text = "x is the value flowing in; i";
+        text += m_scope.has_shape ? ", row, col, rows, cols and n are" : " and n are";
+        text += " positions; inf, nan and pi constants";
         if (!m_scope.arrays.empty()) text += "; " + m_scope.arrays_called + " are " + join(m_scope.arrays, ", ");
         if (!m_scope.scalars.empty()) text += "; " + m_scope.scalars_called + " are " + join(m_scope.scalars, ", ");
         if (!m_scope.rows.empty()) text += "; row values (from reduce stages) are " + join(m_scope.rows, ", ");

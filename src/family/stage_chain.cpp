@@ -19,6 +19,7 @@ void add_stage(chain_kernel& k, const config::pipeline& p, std::size_t index, bo
     expr::collect_names(p.stages[index].kernel, used);
     for (const auto& name : used.arrays) add_once(k.reads, name);
     for (const auto& name : used.scalars) add_once(k.scalars, name);
+    for (const auto& name : used.positions) add_once(k.positions, name);
     if (rows_in_memory)
         for (const auto& name : used.rows) add_once(k.row_reads, name);
     k.stages.push_back(index);

@@ -21,6 +21,7 @@ struct chain_kernel {
     std::string writes;                    ///< the output, an intermediate array or a row value
     std::vector<std::string> also_writes;  ///< row values besides `writes`: an online sum with its max
     std::vector<std::string> scalars;
+    std::vector<std::string> positions;  ///< position names its stages use (i, row, col, …)
     /// What `writes` holds: an element per element, or one value per row (of the storage type
     /// for the output, of the compute type for a row value another kernel reads).
     enum class result { elements, row_output, row_value } output = result::elements;

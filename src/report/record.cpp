@@ -180,6 +180,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"max_ulp_error", when_checked(c.max_ulp_error)},
                            {"nan_count", when_checked(c.nan_count)},
                            {"inf_count", when_checked(c.inf_count)},
+                           {"nonfinite_as_reference", when_checked(c.nonfinite_as_reference)},
                            {"mismatches", when_checked(c.mismatches)},
                            {"rtol", when_checked(c.rtol)},
                            {"atol", when_checked(c.atol)},

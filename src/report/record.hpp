@@ -66,7 +66,7 @@ struct kernel_row {
 
 struct check_row {
     bool pass = false;
-    std::size_t mismatches = 0, nan_count = 0, inf_count = 0;
+    std::size_t mismatches = 0, nan_count = 0, inf_count = 0, nonfinite_as_reference = 0;
     double max_abs_error = 0, max_rel_error = 0, max_ulp_error = 0;
     double rtol = 0, atol = 0;
     double rounding = 0;    ///< allowed error per unit of the reference's error scale

@@ -131,7 +131,8 @@ void print_record(std::ostream& out, const record& r) {
         const auto& c = *r.check;
         out << "\n  check    " << (c.pass ? "PASS" : "FAIL") << "  max abs " << sci(c.max_abs_error) << ", max rel "
             << sci(c.max_rel_error) << ", max " << sci(c.max_ulp_error) << " ulp, NaN " << c.nan_count << ", Inf "
-            << c.inf_count << ", outside tolerance " << c.mismatches << "  (|out − ref| ≤ atol " << sci(c.atol)
+            << c.inf_count << (c.nonfinite_as_reference ? ", NaN/Inf as the reference " + std::to_string(c.nonfinite_as_reference) : "")
+            << ", outside tolerance " << c.mismatches << "  (|out − ref| ≤ atol " << sci(c.atol)
             << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
         if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
     }

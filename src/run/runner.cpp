@@ -385,8 +385,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     const config::tolerance tol = p.tol.value_or(config::default_tolerance(p));
     const auto result = timed(rec, phase::verify, [&] { return reference::compare(out, expected, tol); });
     report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,
-                            result.max_abs_error, result.max_rel_error, result.max_ulp_error, tol.rtol, tol.atol,
-                            tol.rounding, {}};
+                            result.nonfinite_as_reference, result.max_abs_error, result.max_rel_error,
+                            result.max_ulp_error, tol.rtol, tol.atol, tol.rounding, {}};
     if (result.first_bad)
         check.first_bad = describe_element(prog, *result.first_bad, inputs, out, expected.values[*result.first_bad],
                                            expected.scales[*result.first_bad], tol);

@@ -48,13 +48,15 @@ struct kjit_online {
         return {max, a_sum + b_sum};
     }
     // A vector of n elements at once: the sum rescaled once at most, then an exp per element
-    // (an element at a time would rescale at every new max, and branch).
+    // (an element at a time would rescale at every new max, and branch). While every element
+    // so far is -inf (masked), the max is -inf and the sum stays 0: exp(-inf - -inf) is NaN.
     template <int n>
     __device__ static value add(value a, const real (&v)[n])
     {
         real max = a.max;
 #pragma unroll
         for (int k = 0; k < n; ++k) max = fmaxf(max, v[k]);
+        if (max == -__int_as_float(0x7f800000)) return a;
         real sum = a.max == max ? a.sum : a.sum * __expf(a.max - max);
 #pragma unroll
         for (int k = 0; k < n; ++k) sum += __expf(v[k] - max);

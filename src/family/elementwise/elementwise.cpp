@@ -50,16 +50,26 @@ public:
     config::json_value reference_key(const config::pipeline&) const override { return nullptr; }
 };
 
+/// Position `name` of the element at `index`: a matrix's row and column from its index; the
+/// sizes are the kernel's parameters of the same names.
+std::string position_argument(const std::string& name, const std::string& index) {
+    const std::string operand = index.find(' ') == std::string::npos ? index : "(" + index + ")";
+    if (name == "i") return index;
+    if (name == "row") return operand + " / cols";
+    if (name == "col") return operand + " % cols";
+    return name;
+}
+
 /// The template's data for one kernel: its element function and its loops.
 mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const kernel& planned) {
     const auto& reads = k.reads;
-    // The element function takes each array's element, then the scalars.
-    std::vector<std::string> element_inputs = reads;
-    element_inputs.insert(element_inputs.end(), k.scalars.begin(), k.scalars.end());
-    const auto element_args = [&](const auto& spell_array, int indent) {
+    // The element function takes each array's element, the scalars, then the positions it uses,
+    // from the loop's index.
+    const auto element_args = [&](const auto& spell_array, const std::string& index, int indent) {
         std::vector<std::string> args;
         for (const auto& a : reads) args.push_back(spell_array(a));
         args.insert(args.end(), k.scalars.begin(), k.scalars.end());
+        for (const auto& name : k.positions) args.push_back(position_argument(name, index));
         return codegen::parameter_list(args, indent);
     };
     std::vector<std::string> params;
@@ -71,12 +81,15 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     item.set("element_suffix", p.fuse == config::fusion::fused ? std::string() : "_s" + std::to_string(k.stages.front()));
     item.set("first", k.first_value.empty() ? std::string("0") : k.first_value);
     std::vector<std::string> element_params;
-    for (const auto& a : element_inputs) element_params.push_back("real " + a);
+    for (const auto& a : reads) element_params.push_back("real " + a);
+    for (const auto& a : k.scalars) element_params.push_back("real " + a);
+    for (const auto& a : k.positions) element_params.push_back("long long " + a);
     item.set("element_params", codegen::parameter_list(element_params));
     item.set("kernel_params", codegen::parameter_list(params));
     // Continued lines of a call go 4 columns deeper than the statement.
-    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; }, 20));
-    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }, 12));
+    item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; },
+                                         "kjit_v * kjit_width + kjit_k", 20));
+    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }, "kjit_i", 12));
     mu::data arrays{mu::data::type::list};
     for (const auto& a : reads) arrays.push_back(mu::data("array", a));
     item.set("arrays", arrays);
@@ -109,6 +122,11 @@ program elementwise::plan(const config::pipeline& p, const codegen::template_set
         planned.args.push_back(array_argument(k.writes, true, k_output_buffer));  // the template writes `out`
         for (const auto& s : k.scalars) planned.args.push_back(scalar_argument(s));
         planned.args.push_back(size_argument("n", p.n));
+        // A matrix's sizes, where a stage uses a position of it.
+        if (std::any_of(k.positions.begin(), k.positions.end(), [](const std::string& name) { return name != "i" && name != "n"; })) {
+            planned.args.push_back(size_argument("rows", p.shape->rows));
+            planned.args.push_back(size_argument("cols", p.shape->cols));
+        }
         count_bytes(p, k, 1, planned);
         mu::data item = kernel_data(p, k, planned);
         start.add(std::move(planned), std::move(item));

@@ -50,6 +50,16 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
     return args;
 }
 
+/// Position `name` of the element a row function's loops are at: its row, and its column from
+/// the vector and the element in it; rows and cols are the kernel's parameters.
+std::string position_argument(const std::string& name) {
+    if (name == "i") return "kjit_base + kjit_v * kjit_width + kjit_k";
+    if (name == "row") return "kjit_row_index";
+    if (name == "col") return "kjit_v * kjit_width + kjit_k";
+    if (name == "n") return "rows * cols";
+    return name;
+}
+
 /// The template's data for one kernel: its row function's loads, stages and stores.
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned) {
     const expr::cuda_style style = codegen::style_of(p);
@@ -124,7 +134,8 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         if (st.online_with) continue;  // computed with its max
         expr::used_names used;
         expr::collect_names(st.kernel, used);
-        // The element function takes x, each array's element, the row values, then the scalars.
+        // The element function takes x, each array's element, the row values, the scalars, then the
+        // positions it uses.
         std::vector<std::string> params{"real x"}, args{value};
         std::vector<std::string> site_arrays = value_arrays;
         for (const auto& a : used.arrays) {
@@ -137,6 +148,10 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
                 params.push_back("real " + name);
                 args.push_back(name);
             }
+        for (const auto& name : used.positions) {
+            params.push_back("long long " + name);
+            args.push_back(position_argument(name));
+        }
         // Each stage's function is in one kernel's code only: its index names it.
         const std::string call = "kjit_s" + std::to_string(i) + "(" + codegen::parameter_list(args, 16) + ")";
         mu::data step;

@@ -97,6 +97,14 @@ public:
         if (p.fuse == config::fusion::separate)
             throw config_error(source, "fusion", "a transpose runs its maps in its own kernel: \"separate\" is not offered for it");
         refuse_per_column_inputs(p, source);
+        for (std::size_t i = 0; i < p.stages.size(); ++i) {
+            expr::used_names used;
+            expr::collect_names(p.stages[i].kernel, used);
+            if (!used.positions.empty())
+                throw config_error(source, "stages[" + std::to_string(i) + "]",
+                                   "uses '" + used.positions.front() + "': positions are not offered around a transpose, "
+                                   "where an element has one before it and another after");
+        }
         config::detail::object_reader l(p.launch.given, "launch", source, launch_keys());
         const auto is_auto = [&](const char* key) {
             const auto* value = l.find(key);
