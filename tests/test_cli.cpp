@@ -96,13 +96,20 @@ TEST_CASE("run --watch needs a config file, and takes no --json, --csv or --call
     CHECK(bare.status == exit_status::usage);
     CHECK(bare.err.find("name the CONFIG file to watch") != std::string::npos);
     const std::string config = std::string(KJIT_SOURCE_DIR) + "/configs/hidden_layer.json";
-    for (const auto& extra : std::vector<std::vector<std::string>>{{"--json", "x.json"}, {"--calls", "2"}}) {
+    for (const auto& extra : std::vector<std::vector<std::string>>{{"--json", "x.json"}, {"--calls", "2"}, {"--save", "d"}}) {
         std::vector<std::string> args{"run", "--watch", config};
         args.insert(args.end(), extra.begin(), extra.end());
         const auto r = kjit_cli(args);
         CHECK(r.status == exit_status::usage);
-        CHECK(r.err.find("--calls, --json and --csv do not apply") != std::string::npos);
+        CHECK(r.err.find("--calls, --json, --csv and --save do not apply") != std::string::npos);
     }
+    // --save names a folder; --save-reference goes with it.
+    const auto alone = kjit_cli({"run", config, "--save-reference"});
+    CHECK(alone.status == exit_status::usage);
+    CHECK(alone.err.find("--save-reference goes with --save DIR") != std::string::npos);
+    const auto file = kjit_cli({"run", config, "--save", config});
+    CHECK(file.status == exit_status::usage);
+    CHECK(file.err.find("is a file; expected a folder") != std::string::npos);
 }
 
 TEST_CASE("results never overwrite the config or each other; --shard '' is refused; --help lists 130") {

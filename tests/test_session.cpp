@@ -4,6 +4,7 @@
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
 #include "run/session.hpp"
+#include "util/npy.hpp"
 
 using namespace kjit;
 using json = kjit::config::json_value;
@@ -208,4 +209,56 @@ TEST_CASE("session watch: one GPU for every save, host data kept while it fits, 
     CHECK(records[1].cache_status == "miss");
     CHECK(records[2].cache_status == "hit");  // back to the first variant: no compile
     CHECK_FALSE(records[2].get(report::phase::nvrtc).has_value());
+}
+
+TEST_CASE("session run --save: the checked output and its reference as .npy, shaped as the result") {
+    kjit::testing::temp_dir dir;
+    const auto p = kjit::testing::pipeline_with([](json& j) {
+        j.erase("n");
+        j["shape"] = {20, 50};
+        j["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    });
+    run::session s({"", (dir.path() / "cache").string(), std::nullopt, jit::cache_mode::use},
+                   fake_gpus(std::vector<config::pipeline>{p}));
+    const run::save_request save{(dir.path() / "saved").string(), true};
+    const auto records = s.run(p, "test", {.device = 0, .calls = 2, .copy_ceiling = false, .save = save});
+    REQUIRE(records[0].saved.size() == 2);  // the first call's: output and reference
+    CHECK(records[1].saved.empty());
+    const std::string stem = (dir.path() / "saved" / "hidden_layer.fused_float32_tanh=builtin_block=256_vec=4").string();
+    CHECK(records[0].saved == std::vector<std::string>{stem + ".npy", stem + ".reference.npy"});
+    const auto out = npy::read_header(stem + ".npy"), ref = npy::read_header(stem + ".reference.npy");
+    CHECK(out.type->name == "float32");
+    CHECK(ref.type->name == "float64");
+    CHECK(out.shape == std::vector<long long>{20, 50});
+    const std::string values = npy::read_data(stem + ".npy", out), expected = npy::read_data(stem + ".reference.npy", ref);
+    const auto* v = reinterpret_cast<const unsigned char*>(values.data());
+    const auto* e = reinterpret_cast<const unsigned char*>(expected.data());
+    for (std::size_t i = 0; i < 1000; ++i) CHECK(out.type->get(v, i) == doctest::Approx(ref.type->get(e, i)).epsilon(1e-5));
+}
+
+TEST_CASE("measure.transfers per_call: each kernel's arrays copied in before it and its result out after, timed apart") {
+    for (const char* fusion : {"separate", "fused"}) {
+        CAPTURE(fusion);
+        const auto p = kjit::testing::pipeline_with([&](json& j) {
+            j["n"] = 1000;
+            j["fusion"] = fusion;
+            j["measure"] = {{"warmup", 1}, {"repeat", 4}, {"transfers", "per_call"}};
+        });
+        kjit::testing::temp_dir dir;
+        run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
+                       fake_gpus(std::vector<config::pipeline>{p}));
+        const auto rec = s.run(p, "test", {.device = 0, .calls = 1, .copy_ceiling = false}).front();
+        CHECK(rec.status == report::outcome::pass);
+        REQUIRE(rec.per_call.has_value());
+        // The seed's three @vectorize calls: greyscales in, normalized out; normalized and weights
+        // in, weighted out; weighted in, result out. Fused: the two inputs in, the result out.
+        CHECK(rec.per_call->copies == (std::string(fusion) == "separate" ? 7 : 3));
+        CHECK(rec.per_call->bytes == rec.per_call->copies * 4000.0);
+        CHECK(rec.per_call->total.count == 4);
+        CHECK(rec.per_call->total.median >= rec.per_call->kernels.median);
+    }
+    // Without it, nothing of the kind is measured.
+    kjit::testing::temp_dir dir;
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, fake_gpus(std::vector<config::pipeline>{small()}));
+    CHECK_FALSE(s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false}).front().per_call);
 }

@@ -96,6 +96,11 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             cxxopts::value<int>(), "N")(
             "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
     }
+    if (std::string(sub.name) == "run" || std::string(sub.name) == "sweep") {
+        parser.add_options()("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
+                             cxxopts::value<std::string>(), "DIR")(
+            "save-reference", "with --save: the float64 reference too, as <…>.reference.npy");
+    }
     if (std::string(sub.name) == "emit") {
         parser.add_options()("ptx", "compile with NVRTC and print the PTX instead of the source")(
             "arch", "with --ptx: compile for sm_XX (default the config's, or sm_90)", cxxopts::value<std::string>(),
@@ -170,9 +175,15 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     o.ptx = args.count("ptx") > 0;
     o.compile_only = args.count("compile-only") > 0;
     o.skip_ceiling = args.count("skip-ceiling") > 0;
+    text("save", o.save.dir);
+    o.save.reference = args.count("save-reference") > 0;
+    if (o.save.reference && o.save.dir.empty()) throw error(error_kind::usage, "--save-reference goes with --save DIR");
+    if (!o.save.dir.empty() && std::filesystem::exists(o.save.dir) && !std::filesystem::is_directory(o.save.dir))
+        throw error(error_kind::usage, "--save " + o.save.dir + ": is a file; expected a folder (created if missing)");
     o.watch = args.count("watch") > 0;
-    if (o.watch && (args.count("calls") || !o.json_path.empty() || !o.csv_path.empty()))
-        throw error(error_kind::usage, "run --watch prints each result as it comes: --calls, --json and --csv do not apply");
+    if (o.watch && (args.count("calls") || !o.json_path.empty() || !o.csv_path.empty() || !o.save.dir.empty()))
+        throw error(error_kind::usage,
+                    "run --watch prints each result as it comes: --calls, --json, --csv and --save do not apply");
     if (args.count("calls")) o.calls = args["calls"].as<int>();
     if (args.count("repeat")) o.repeat = args["repeat"].as<int>();
     if (args.count("load")) {

@@ -95,7 +95,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     const auto cfg = load(o);
     run::session s = session_for(o);
     bool failed = false;
-    const run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling};
+    const run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling, o.save};
     auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
         if (rec.call_index.value_or(1) > 1) out << "\n";
         failed = !print_result(rec, out, err) || failed;

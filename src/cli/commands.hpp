@@ -40,6 +40,7 @@ struct options {
     int calls = 1;              ///< run: call the variant this many times in one process
     bool skip_ceiling = false;  ///< run: do not measure the copy ceiling
     bool watch = false;         ///< run: run again at every save of the config (or templates)
+    run::save_request save;     ///< run, sweep: --save DIR, --save-reference
     int repeat = 5;             ///< first-call: child processes per state
     bool ptx = false;           ///< emit: print the PTX instead of the CUDA source
 };

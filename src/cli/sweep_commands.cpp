@@ -17,7 +17,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
 
     run::session s = session_for(o);
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
-    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads},
+    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save},
                                 [&](const report::record& r) { bar.step(r.sweep_point); });
     bar.finish();
     finish(s, err);

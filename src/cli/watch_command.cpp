@@ -15,6 +15,13 @@ exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err) {
     stop_gracefully_on_interrupt();  // Ctrl-C ends the wait for the next save; the loop then returns
     std::vector<std::filesystem::path> watched{o.config_path};
     if (!o.templates_dir.empty()) watched.emplace_back(o.templates_dir);
+    // The config's input files too: a saved .npy is a new run (its content is part of the inputs'
+    // key). Those a later edit of the config names are read, but not watched.
+    try {
+        for (const auto& in : load(o).pipeline.inputs)
+            if (in.fill == config::fill_kind::file) watched.push_back(in.path);
+    } catch (const error&) {  // a bad config is reported by the first run below
+    }
     file_watch files(watched);
     run::session s = session_for(o);
 
@@ -44,7 +51,7 @@ exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err) {
         }
     };
     std::optional<report::record> previous;
-    const run::run_request request{o.device, 1, o.load_ptx, !o.skip_ceiling};
+    const run::run_request request{o.device, 1, o.load_ptx, !o.skip_ceiling, {}};
     s.watch(request, next, [&](const report::record& rec) {
         // From the save (the file's own time) to the result, before any printing.
         const std::optional<double> latency_ms =

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "expr/expr.hpp"
+#include "util/npy.hpp"
 
 namespace kjit::config {
 
@@ -43,7 +44,7 @@ struct dtype_info {
 [[nodiscard]] const std::vector<dtype_info>& dtype_table();
 [[nodiscard]] const dtype_info& info(dtype v);
 enum class fusion { fused, separate };
-enum class fill_kind { uniform, normal, constant };
+enum class fill_kind { uniform, normal, constant, file };
 enum class rounding { none, floor, nearest };
 
 /// How one input array is filled on the host (deterministic from the config's seed).
@@ -57,6 +58,11 @@ struct input_spec {
     /// "per": "column": one value per column (cols elements, the same for every row), such as a
     /// norm's weight and bias; otherwise one per element.
     bool per_column = false;
+    /// fill "file": the file (a relative "path" is relative to the config's folder), and what
+    /// its .npy header says (or, with "format", its raw element type and count). The data is
+    /// read, and converted to the pipeline's dtype, when a run needs it.
+    std::filesystem::path path;
+    npy::layout file;
 };
 
 /// A scalar kernel argument: an entry of the "params" block, or a number given to an op ("s0_scale"
@@ -171,6 +177,10 @@ struct measure_spec {
     int repeat = 50;
     double noise = 0.005;
     double max_ms = 500;
+    /// "transfers": "per_call": also time calls that copy their arrays in from the host and the
+    /// result back, as @vectorize on NumPy arrays does (run/per_call.hpp); "once" (the default):
+    /// the arrays stay on the device.
+    bool per_call_transfers = false;
 };
 
 /// Per element: |out − ref| ≤ atol + rtol·|ref| + rounding·scale, where scale is the reference's

@@ -70,6 +70,47 @@ std::optional<int> read_arch(const object_reader& r) {
     return arch;
 }
 
+std::string shape_text(const std::vector<long long>& shape) {
+    std::string text;
+    for (long long extent : shape) text += (text.empty() ? "" : " × ") + std::to_string(extent);
+    return text;
+}
+
+/// A config with neither "n" nor "shape" takes them from its first file input's .npy shape.
+void size_from_file(const object_reader& r, pipeline& p) {
+    const auto from_file = std::find_if(p.inputs.begin(), p.inputs.end(), [](const input_spec& in) {
+        return in.fill == fill_kind::file && !in.per_column;
+    });
+    if (from_file == p.inputs.end()) {
+        (void)r.integer("n", 1, 1LL << 40, std::nullopt);  // the usual "missing" error
+        return;
+    }
+    const auto& shape = from_file->file.shape;
+    if (shape.size() > 2)
+        r.fail_at("inputs." + from_file->name + ".path", from_file->path.string() + " has " + std::to_string(shape.size()) +
+                                                             " dimensions; give \"n\" or \"shape\" for it");
+    if (shape.size() == 2) p.shape = row_shape{shape[0], shape[1]};
+    p.n = from_file->file.count();
+}
+
+/// Every file holds as many elements as its input needs: n (or a shape's rows and cols), or cols
+/// for one value per column.
+void check_file_sizes(const object_reader& r, const pipeline& p) {
+    for (const auto& in : p.inputs) {
+        if (in.fill != fill_kind::file || (in.per_column && !p.shape)) continue;  // the family refuses the latter
+        const long long needed = elements_of(p, in);
+        const auto& shape = in.file.shape;
+        const bool matrix_differs = !in.per_column && p.shape && shape.size() == 2 &&
+                                    (shape[0] != p.shape->rows || shape[1] != p.shape->cols);
+        if (in.file.count() == needed && !matrix_differs) continue;
+        const std::string wanted = in.per_column ? std::to_string(needed) + " (one per column)"
+                                   : p.shape     ? shape_text({p.shape->rows, p.shape->cols}) + " (the shape)"
+                                                 : std::to_string(needed) + " (n)";
+        r.fail_at("inputs." + in.name + ".path", in.path.string() + ": holds " + shape_text(shape) + " " +
+                                                     std::string(in.file.type->name) + " elements; the pipeline needs " + wanted);
+    }
+}
+
 }  // namespace
 
 pipeline from_json(const document& doc) {
@@ -93,7 +134,7 @@ pipeline from_json(const document& doc) {
             r.fail("shape", "expected at most 2^40 elements in all, got " + shown(*shape));
         p.shape = given;
         p.n = given.rows * given.cols;
-    } else {
+    } else if (r.find("n")) {
         p.n = r.integer("n", 1, 1LL << 40, std::nullopt);
     }
     std::vector<std::pair<std::string, dtype>> dtypes;
@@ -109,6 +150,8 @@ pipeline from_json(const document& doc) {
             r.fail_at(path, "expected a C identifier that is not a reserved name, got " + shown(name));
         p.inputs.push_back(read_input(name, spec, path, src));
     }
+    if (p.n == 0) size_from_file(r, p);
+    check_file_sizes(r, p);
 
     if (const json* params = r.find("params")) {
         if (!params->is_object()) r.fail("params", "expected an object of named numbers, got " + shown(*params));
@@ -217,7 +260,8 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* measure = r.find("measure")) {
-        object_reader m(*measure, "measure", src, {"warmup", "repeat", "noise", "max_ms"});
+        object_reader m(*measure, "measure", src, {"warmup", "repeat", "noise", "max_ms", "transfers"});
+        p.measure.per_call_transfers = m.choice<bool>("transfers", {{"once", false}, {"per_call", true}}, false);
         p.measure.warmup = static_cast<int>(m.integer("warmup", 0, 10000, 3));
         p.measure.repeat = static_cast<int>(m.integer("repeat", 1, 100000, 50));
         p.measure.noise = m.number("noise", p.measure.noise);

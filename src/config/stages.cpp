@@ -45,14 +45,41 @@ bool is_reserved(const std::string& name) {
     return false;
 }
 
+namespace {
+
+/// fill "file": the file's path, resolved against the config's folder, and its header (or raw
+/// layout) checked now, so that emit and compile report a bad file too.
+void read_file_input(const object_reader& r, const std::string& source, input_spec& in) {
+    for (const char* key : {"low", "high", "mean", "std", "value", "round"})
+        if (r.find(key)) r.fail(key, "does not apply to fill \"file\": the file holds the values");
+    const std::filesystem::path given = r.string("path", std::nullopt);
+    if (given.empty()) r.fail("path", "expected the path of an .npy or raw file, got \"\"");
+    const std::filesystem::path config_file(source);
+    in.path = given.is_absolute() || !std::filesystem::is_regular_file(config_file) ? given : config_file.parent_path() / given;
+    const npy::element_type* raw = nullptr;
+    if (r.find("format")) {
+        const std::string format = r.string("format", std::nullopt);
+        raw = npy::find_type(format);
+        if (!raw) r.fail("format", "expected the raw file's element type, one of " + npy::type_names() + ", got " + shown(format));
+    }
+    try {
+        in.file = raw ? npy::raw_layout(in.path, *raw) : npy::read_header(in.path);
+    } catch (const error& e) {
+        r.fail("path", e.what());
+    }
+}
+
+}  // namespace
+
 input_spec read_input(const std::string& name, const json& value, const std::string& path,
                       const std::string& source) {
-    object_reader r(value, path, source, {"fill", "low", "high", "round", "mean", "std", "value", "per"});
+    object_reader r(value, path, source, {"fill", "low", "high", "round", "mean", "std", "value", "per", "path", "format"});
     input_spec in;
     in.name = name;
     in.fill = r.choice<fill_kind>("fill", {{"uniform", fill_kind::uniform},
                                            {"normal", fill_kind::normal},
-                                           {"constant", fill_kind::constant}},
+                                           {"constant", fill_kind::constant},
+                                           {"file", fill_kind::file}},
                                   std::nullopt);
     auto only_for = [&](std::initializer_list<const char*> keys, const char* fill) {
         for (const char* key : keys)
@@ -77,7 +104,9 @@ input_spec read_input(const std::string& name, const json& value, const std::str
             in.value = r.number("value", std::nullopt);
             only_for({"low", "high", "mean", "std"}, "uniform/normal");
             break;
+        case fill_kind::file: read_file_input(r, source, in); break;
     }
+    if (in.fill != fill_kind::file) only_for({"path", "format"}, "file");
     in.round = r.choice<rounding>(
         "round", {{"none", rounding::none}, {"floor", rounding::floor}, {"nearest", rounding::nearest}},
         rounding::none);

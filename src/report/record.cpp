@@ -150,6 +150,12 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     stats("batch", r.kernel_batch);
     stats("graph", r.kernel_graph);
     columns.emplace_back("kernel_cold_noise", optional_number(r.kernel_cold_noise));
+    const auto& call = r.per_call;
+    columns.emplace_back("per_call_copies", call ? nlohmann::json(call->copies) : nlohmann::json());
+    columns.emplace_back("per_call_bytes", call ? nlohmann::json(call->bytes) : nlohmann::json());
+    for (const auto& [part, field] : {std::pair{"h2d", &report::per_call_times::h2d}, {"kernels", &report::per_call_times::kernels},
+                                      {"d2h", &report::per_call_times::d2h}, {"total", &report::per_call_times::total}})
+        columns.emplace_back(std::string("per_call_") + part + "_median_ms", call ? nlohmann::json(((*call).*field).median) : nlohmann::json());
     for (const auto& [when, state] : {std::pair{"before", &r.state_before}, std::pair{"after", &r.state_after}}) {
         const auto whole = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
         const std::string suffix = std::string("_") + when;
@@ -189,6 +195,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"status", to_string(r.status)},
                            {"partial", r.partial},
                            {"warnings", join(r.warnings, "; ")},
+                           {"saved", join(r.saved, "; ")},
                            {"error", r.error}});
     return columns;
 }

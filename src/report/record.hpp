@@ -13,7 +13,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.5.0";
+inline constexpr const char* k_schema_version = "1.6.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
@@ -50,6 +50,14 @@ inline constexpr std::size_t k_phase_count = static_cast<std::size_t>(phase::cou
 struct sample_stats {
     std::size_t count = 0;
     double median = 0, min = 0, max = 0, mean = 0, stdev = 0;
+};
+
+/// measure.transfers "per_call": one call as @vectorize on NumPy arrays makes it, on the host
+/// clock (run/per_call.hpp): copies in, kernels to completion, copies out, and all of it.
+struct per_call_times {
+    sample_stats h2d, kernels, d2h, total;
+    int copies = 0;    ///< host↔device copies per call
+    double bytes = 0;  ///< copied per call
 };
 
 struct kernel_row {
@@ -125,7 +133,9 @@ struct record {
     /// to this much more than the time they took.
     std::optional<double> overlapped_ms;
     std::vector<kernel_row> kernels;
+    std::vector<std::string> saved;  ///< .npy files written by --save
 
+    std::optional<per_call_times> per_call;    ///< measure.transfers "per_call" only
     std::optional<sample_stats> kernel_cold;   ///< per launch of the chain, L2 flushed before each
     std::optional<sample_stats> kernel_batch;  ///< back-to-back chains, total / count, per batch
     std::optional<sample_stats> kernel_graph;  ///< the same chains replayed from one CUDA graph, per chain

@@ -108,6 +108,14 @@ void print_record(std::ostream& out, const record& r) {
         line("cold: L2 flushed, one chain", r.kernel_cold);
         line("batch: back-to-back, per chain", r.kernel_batch);
         line("graph: one CUDA graph, per chain", r.kernel_graph);
+        if (r.per_call) {
+            out << "  " << pad("per call, copies included", 34) << "(measure.transfers \"per_call\": host clock; "
+                << r.per_call->copies << " copies, " << units::bytes(r.per_call->bytes) << ")\n";
+            line("  copies in (pageable)", r.per_call->h2d);
+            line("  kernels, to completion", r.per_call->kernels);
+            line("  copies out", r.per_call->d2h);
+            line("  the whole call", r.per_call->total);
+        }
         if (r.kernel_cold_noise)
             out << "  cold median ± " << fixed(100 * *r.kernel_cold_noise, 2)
                 << " % (its relative standard error, from the spread of " << r.kernel_cold->count << " samples)\n";
@@ -136,6 +144,7 @@ void print_record(std::ostream& out, const record& r) {
             << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
         if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
     }
+    for (const auto& file : r.saved) out << "  saved    " << file << "\n";
     if (!r.state_before.empty() || !r.state_after.empty()) out << "\n  device   " << describe_states(r.state_before, r.state_after) << "\n";
     for (const auto& warning : r.warnings) out << "  warning  " << warning << "\n";
     if (!r.error.empty()) out << "\n  error    " << r.error << "\n";

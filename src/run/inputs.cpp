@@ -1,9 +1,17 @@
 #include "run/inputs.hpp"
 
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numbers>
 #include <random>
+#include <tuple>
 
+#include <nlohmann/json.hpp>
+
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
 #include "util/parallel.hpp"
 
 namespace kjit::run {
@@ -26,6 +34,7 @@ double draw(const config::input_spec& in, std::mt19937_64& rng) {
             break;
         }
         case config::fill_kind::constant: value = in.value; break;
+        case config::fill_kind::file: break;  // read, not drawn
     }
     switch (in.round) {
         case config::rounding::none: return value;
@@ -35,12 +44,37 @@ double draw(const config::input_spec& in, std::mt19937_64& rng) {
     return value;
 }
 
+/// A file's values in the pipeline's dtype: each element widened to double (exact), then rounded
+/// once to the dtype.
+reference::typed_array read_file_input(const config::pipeline& p, const config::input_spec& in) {
+    const std::string data = npy::read_data(in.path, in.file);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+    const auto n = static_cast<std::size_t>(in.file.count());
+    reference::typed_array array(p.type, n);
+    parallel_ranges(n, [&](std::size_t first, std::size_t last) {
+        for (std::size_t i = first; i < last; ++i) array.set(i, in.file.type->get(bytes, i));
+    });
+    return array;
+}
+
+/// Whether every value of `from` is one of `to`: its significand fits, and for floats its
+/// exponent range too.
+bool converts_exactly(const npy::element_type& from, config::dtype to) {
+    const config::dtype_info& target = config::info(to);
+    if (from.precision > target.precision) return false;
+    return !from.is_float || from.min_exponent >= target.min_exponent;
+}
+
 }  // namespace
 
 reference::input_arrays make_inputs(const config::pipeline& p) {
     reference::input_arrays arrays;
     for (std::size_t index = 0; index < p.inputs.size(); ++index) {
         const auto& in = p.inputs[index];
+        if (in.fill == config::fill_kind::file) {
+            arrays.emplace(in.name, read_file_input(p, in));
+            continue;
+        }
         const auto n = static_cast<std::size_t>(config::elements_of(p, in));
         reference::typed_array array(p.type, n);
         const std::size_t chunks = (n + k_chunk - 1) / k_chunk;
@@ -56,6 +90,51 @@ reference::input_arrays make_inputs(const config::pipeline& p) {
         arrays.emplace(in.name, std::move(array));
     }
     return arrays;
+}
+
+std::string inputs_key(const config::pipeline& p) {
+    nlohmann::json key = {{"n", p.n}, {"dtype", config::to_string(p.type)}, {"seed", p.seed}};
+    if (p.shape) key["shape"] = {p.shape->rows, p.shape->cols};
+    for (const auto& in : p.inputs)
+        key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
+                                 static_cast<int>(in.round), in.per_column,
+                                 in.fill == config::fill_kind::file ? file_fingerprint(in) : std::string()});
+    return key.dump();
+}
+
+std::string file_fingerprint(const config::input_spec& in) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(in.path, ec);
+    const auto modified = std::filesystem::last_write_time(in.path, ec).time_since_epoch().count();
+    using stamp = std::tuple<std::string, std::uintmax_t, long long>;
+    static std::mutex mutex;
+    static std::map<stamp, std::string> hashes;  // a sweep asks once per point
+    const stamp key{in.path.string(), size, static_cast<long long>(modified)};
+    const std::lock_guard lock(mutex);
+    auto found = hashes.find(key);
+    if (found == hashes.end()) {
+        std::string content;
+        try {
+            content = fs::read_file(in.path);
+        } catch (const error&) {  // reported, naming the file, when the run reads it
+        }
+        found = hashes.emplace(key, xxh3_128_hex(content)).first;
+    }
+    return in.path.string() + "@" + found->second;
+}
+
+std::string describe_file_inputs(const config::pipeline& p) {
+    std::string text;
+    for (const auto& in : p.inputs) {
+        if (in.fill != config::fill_kind::file) continue;
+        std::string shape;
+        for (long long extent : in.file.shape) shape += (shape.empty() ? "" : " × ") + std::to_string(extent);
+        const std::string_view from = in.file.type->name, to = config::to_string(p.type);
+        text += (text.empty() ? "" : "; ") + in.name + " ← " + in.path.filename().string() + " (" + std::string(from) +
+                " " + shape + " → " + std::string(to) + ", " +
+                (from == to ? "as stored" : converts_exactly(*in.file.type, p.type) ? "exact" : "rounded to nearest even") + ")";
+    }
+    return text;
 }
 
 }  // namespace kjit::run

@@ -13,6 +13,7 @@
 #include "reference/reference.hpp"
 #include "report/trace.hpp"
 #include "run/inputs.hpp"
+#include "run/per_call.hpp"
 #include "run/stats.hpp"
 #include "run/timed.hpp"
 #include "util/error.hpp"
@@ -114,7 +115,8 @@ report::record new_record(const std::string& command, const config::pipeline& p,
                   {"grid", config::grid_value(p.launch)},
                   {"fast_math", p.compile.fast_math},
                   {"seed", p.seed},
-                  {"family", p.family}};
+                  {"family", p.family},
+                  {"input_files", describe_file_inputs(p)}};
     rec.policy = family::family_of(p).policy(p);
     for (const auto& s : p.scalars) rec.params[s.name] = s.value;
     return rec;
@@ -219,15 +221,6 @@ family::dims grid_on_device(const family::kernel& k, long long resident) {
 }
 
 }  // namespace
-
-std::string inputs_key(const config::pipeline& p) {
-    nlohmann::json key = {{"n", p.n}, {"dtype", config::to_string(p.type)}, {"seed", p.seed}};
-    if (p.shape) key["shape"] = {p.shape->rows, p.shape->cols};
-    for (const auto& in : p.inputs)
-        key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
-                                 static_cast<int>(in.round), in.per_column});
-    return key.dump();
-}
 
 std::string reference_key(const config::pipeline& p) {
     nlohmann::json key = {{"fusion", config::to_string(p.fuse)}, {"family", p.family},
@@ -392,8 +385,10 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
                                            expected.scales[*result.first_bad], tol);
     rec.check = check;
     rec.status = result.pass ? report::outcome::pass : report::outcome::fail;
+    if (options.save) rec.saved = save_result(*options.save, p, prog, rec.sweep_index, out, expected);
 
     measure_kernel(device, enqueue_chain, p.measure, rec);
+    if (p.measure.per_call_transfers) measure_per_call(device, prog, kernels, launches, buffers, inputs, p.measure, rec);
 }
 
 }  // namespace kjit::run

@@ -15,7 +15,9 @@
 #include "reference/reference.hpp"
 #include "report/record.hpp"
 #include "run/gpu.hpp"
+#include "run/inputs.hpp"
 #include "run/measure.hpp"
+#include "run/save.hpp"
 
 namespace kjit::run {
 
@@ -60,8 +62,6 @@ struct built_variant {
 [[nodiscard]] built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx,
                                           report::record& rec);
 
-/// What a run's inputs depend on: n, dtype, seed and the fill rules.
-[[nodiscard]] std::string inputs_key(const config::pipeline& p);
 /// What its reference depends on beyond the inputs, read from the stage model: the exact trees,
 /// the formulas' trees (they give the error scale), the scalars, the fusion (separate stages
 /// round intermediates, which the error scale counts), and what its family adds (the order of
@@ -134,6 +134,8 @@ struct run_options {
     /// Keep the inputs' device copies in `reuse` for the next call on the same GPU (its h2d and
     /// the inputs' alloc are then not repeated).
     bool keep_inputs_on_device = false;
+    /// Save the checked output (and the reference) as .npy files (kjit run --save).
+    const save_request* save = nullptr;
 };
 
 /// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the

@@ -92,7 +92,8 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         report::record rec = new_record("run", p, source);
         if (request.calls > 1) rec.call_index = call;
         const build_context ctx = context(call == 1 ? &early_binary : nullptr);
-        run_variant(p, *device, ctx, rec, {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr});
+        const save_request* save = call == 1 && !request.save.dir.empty() ? &request.save : nullptr;
+        run_variant(p, *device, ctx, rec, {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr, .save = save});
         if (call == 1) {  // start-up and the early work are paid once per process
             for (std::size_t i = 0; i < report::k_phase_count; ++i)
                 for (const auto* from : {&startup, &early})
@@ -166,7 +167,8 @@ sweep_result session::sweep(const std::vector<config::sweep_point>& points, cons
     const std::size_t host_threads = request.host_threads ? static_cast<std::size_t>(*request.host_threads)
                                                           : default_host_threads(devices.size());
     const std::shared_future<compile_summary> builds = compiled.share();
-    result.records = run_points(points, source, devices, open, ctx, host_threads, step, [&] { builds.wait(); });
+    result.records = run_points(points, source, devices, open, ctx, host_threads, step, [&] { builds.wait(); },
+                                request.save.dir.empty() ? nullptr : &request.save);
     result.compiled = builds.get();
     result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -16,6 +16,7 @@
 #include "jit/jit.hpp"
 #include "report/record.hpp"
 #include "run/gpu.hpp"
+#include "run/save.hpp"
 #include "run/sweep.hpp"
 #include "util/error.hpp"
 
@@ -51,6 +52,7 @@ struct run_request {
     int calls = 1;             ///< records, one per call, in one process
     bool load_ptx = false;     ///< load PTX (driver JIT) instead of the cubin
     bool copy_ceiling = true;  ///< measure the device's copy bandwidth (once per device and driver)
+    save_request save = {};    ///< --save: the first call's output as .npy (no folder: nothing saved)
 };
 
 /// One pipeline for session::watch to run: the config as it is after a save.
@@ -67,6 +69,7 @@ struct sweep_request {
     /// Threads making the next group's inputs and reference ahead; 0 = in line on the GPU worker;
     /// nullopt = run::default_host_threads.
     std::optional<int> host_threads = std::nullopt;
+    save_request save = {};  ///< --save: each point's output as .npy (no folder: nothing saved)
 };
 
 struct sweep_result {

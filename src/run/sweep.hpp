@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "report/record.hpp"
 #include "run/runner.hpp"
+#include "run/save.hpp"
 
 namespace kjit::run {
 
@@ -52,13 +53,14 @@ using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record
 /// (compile-only). Inputs and references are made one group ahead on `host_threads` threads
 /// (0: by each worker, in line, between its points). `builds_ready` (if set) is waited for before
 /// the first point, once the devices are open: a sweep compiles while the driver starts. `step`
-/// is called after each point. Records come back in point order; a point that failed has outcome
-/// fail or error and the message.
+/// is called after each point; with `save`, each point's checked output is saved (run::save_result).
+/// Records come back in point order; a point that failed has outcome fail or error and the message.
 [[nodiscard]] std::vector<report::record> run_points(const std::vector<config::sweep_point>& points,
                                                      const std::string& source, const std::vector<int>& devices,
                                                      const gpu_factory& open, const build_context& ctx,
                                                      std::size_t host_threads,
                                                      const std::function<void(const report::record&)>& step,
-                                                     const std::function<void()>& builds_ready = {});
+                                                     const std::function<void()>& builds_ready = {},
+                                                     const save_request* save = nullptr);
 
 }  // namespace kjit::run
