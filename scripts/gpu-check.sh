@@ -35,6 +35,15 @@
 #               and RMS norm at the issue's shapes, and the same
 #               operations in PyTorch and Triton (bench/peers/row_peers.py); summed by
 #               scripts/rows_table.py
+#   causal      configs/causal_softmax.json verified at odd shapes (rows 1, 3, 1000 × cols 1, 33,
+#               4097) in float32 and bfloat16, classic and online sums, each row cache; then its
+#               shipped shapes beside configs/softmax.json at the same shapes (3 rounds, alternated)
+#               and the masked softmax of PyTorch (eager, compile) and Triton (bench/peers/row_peers.py);
+#               summed by scripts/causal_table.py
+#   data        a hidden layer on a greyscale image made, saved and reloaded with NumPy (.npy),
+#               saved back with --save --save-reference and compared in NumPy
+#   seed        configs/seed_vectorize.json's sweep (the accepted answers' changes, with per-call
+#               copies and without), kjit first-call on it, and bench/compare.py at n = 10^6
 set -uo pipefail
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
@@ -283,6 +292,63 @@ PY
         python3 scripts/rows_table.py "$out" >> "$out/rows.log" 2>&1 || status=1
         gzip -9 "$out"/rows_*.json  # the records: a tenth of the size, and rows_table.py reads them so
         grep -E "^(==|[0-9]+ points)" "$out/rows.log"; tail -40 "$out/rows.log" ;;
+    causal)
+        shapes='[1,1],[1,33],[1,4097],[3,1],[3,33],[3,4097],[1000,1],[1000,33],[1000,4097]'
+        echo "== odd shapes: causal_softmax" >> "$out/causal.log"
+        "$kjit" sweep configs/causal_softmax.json \
+            --set "sweep={\"shape\":[$shapes],\"dtype\":[\"float32\",\"bfloat16\"],\"stages[3].formula\":[\"classic\",\"online\"],\"launch.row_cache\":[\"values\",\"none\",\"shared\"]}" \
+            --set measure.repeat=3 --set measure.max_ms=5 --quiet --json "$out/causal_odd.json" >> "$out/causal.log" 2>&1 || status=1
+        same_shapes='sweep={"shape":[[4096,4096],[32768,1024]],"dtype":["float32","bfloat16"]}'
+        for round in 1 2 3; do
+            for cfg in causal_softmax softmax; do
+                echo "== $cfg, round $round" >> "$out/causal.log"
+                "$kjit" sweep "configs/$cfg.json" --set "$same_shapes" --quiet \
+                    --json "$out/causal_${cfg}_$round.json" >> "$out/causal.log" 2>&1 || status=1
+            done
+        done
+        python3 bench/peers/row_peers.py --ops softmax,causal_softmax --shapes 4096x4096,32768x1024 \
+            > "$out/causal_peers.jsonl" 2>> "$out/causal.log" || status=1
+        python3 scripts/causal_table.py "$out" >> "$out/causal.log" 2>&1 || status=1
+        grep -E "^(==|[0-9]+ points)" "$out/causal.log"; tail -24 "$out/causal.log" ;;
+    data)
+        mkdir -p "$out/data"
+        python3 - "$out/data" <<'PY' > "$out/data.log" 2>&1 || status=1
+import sys, numpy as np
+d = sys.argv[1]
+# A greyscale image: rings and a gradient, with sensor noise, rounded to 8 bits.
+y, x = np.mgrid[0:1080, 0:1920]
+image = 127.5 + 90 * np.sin(np.hypot(x - 960, y - 540) / 40) * np.exp(-np.hypot(x - 960, y - 540) / 900) + (x - 960) / 30
+image += np.random.default_rng(7).normal(0, 6, image.shape)
+np.save(f"{d}/greyscales.npy", np.clip(np.rint(image), 0, 255).astype(np.uint8))
+np.save(f"{d}/weights.npy", np.random.default_rng(8).normal(0.5, 0.1, image.shape).astype(np.float32))
+PY
+        cat > "$out/data/hidden_layer_image.json" <<'JSON'
+{"name": "hidden_layer_image",
+ "inputs": {"greyscales": {"fill": "file", "path": "greyscales.npy"},
+            "weights": {"fill": "file", "path": "weights.npy"}},
+ "stages": [{"op": "normalize", "input": "greyscales", "scale": 255}, {"op": "weigh", "by": "weights"},
+            {"op": "activate", "fn": "tanh"}]}
+JSON
+        "$kjit" run "$out/data/hidden_layer_image.json" --save "$out/data/saved" --save-reference \
+            --json "$out/data/run.json" >> "$out/data.log" 2>&1 || status=1
+        python3 - "$out/data" <<'PY' >> "$out/data.log" 2>&1 || status=1
+import glob, sys, numpy as np
+d = sys.argv[1]
+g = np.load(f"{d}/greyscales.npy").astype(np.float64)
+w = np.load(f"{d}/weights.npy").astype(np.float64)
+out = np.load(glob.glob(f"{d}/saved/*[0-9].npy")[0])
+ref = np.load(glob.glob(f"{d}/saved/*.reference.npy")[0])
+mine = np.tanh(g / 255 * w)
+print("numpy: kjit's output", out.dtype, out.shape, "max |out - numpy float64| =", np.abs(out - mine).max(),
+      "; kjit's reference vs numpy: max", np.abs(ref - mine).max())
+PY
+        rm -f "$out"/data/*.npy; tail -30 "$out/data.log" ;;
+    seed)
+        "$kjit" sweep configs/seed_vectorize.json --quiet --json "$out/seed_sweep.json" > "$out/seed.log" 2>&1 || status=1
+        "$kjit" run configs/seed_vectorize.json --set measure.transfers=per_call >> "$out/seed.log" 2>&1 || status=1
+        "$kjit" first-call configs/seed_vectorize.json --repeat 5 --json "$out/seed_first_call.json" >> "$out/seed.log" 2>&1 || status=1
+        python3 bench/compare.py --kjit "$kjit" --n 1000000 --out "$out" > "$out/compare.log" 2>&1 || status=1
+        tail -60 "$out/seed.log"; tail -32 "$out/compare.log" ;;
     *) echo "unknown part $part"; exit 2 ;;
     esac
 done

@@ -11,6 +11,12 @@ Tools per op:
              unfused_eager (max, exp(x - max), sum, divide: four kernels, as written by hand)
   layernorm: torch_eager (F.layer_norm without affine), torch_compile
   rmsnorm:   torch_eager (F.rms_norm without weight), torch_compile
+  causal_softmax (x * 0.125, entries with col > row masked to -inf, then softmax, as
+             configs/causal_softmax.json): torch_eager (torch.softmax(x.masked_fill(mask, -inf)),
+             the boolean mask made once, outside the timing), torch_compile (the same function),
+             triton_row (the one-block-per-row kernel masking by its offsets: no mask in memory)
+
+    --ops softmax,causal_softmax   only these ops (default: all)
 """
 import argparse
 import json
@@ -39,13 +45,46 @@ if triton is not None:
         y = e / tl.sum(e, axis=0)
         tl.store(out_ptr + row * cols + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
-    def triton_softmax(x):
+    @triton.jit
+    def causal_softmax_rows(out_ptr, in_ptr, cols, scale, BLOCK: tl.constexpr):
+        # As softmax_rows, with x * scale and every column after the row's own index masked.
+        row = tl.program_id(0).to(tl.int64)
+        offsets = tl.arange(0, BLOCK)
+        mask = offsets < cols
+        x = tl.load(in_ptr + row * cols + offsets, mask=mask, other=-float("inf")).to(tl.float32) * scale
+        x = tl.where(offsets > row, -float("inf"), x)
+        e = tl.exp(x - tl.max(x, axis=0))
+        y = e / tl.sum(e, axis=0)
+        tl.store(out_ptr + row * cols + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+    def launch_rows(kernel, x, *scalars):
         rows, cols = x.shape
         out = torch.empty_like(x)
         block = triton.next_power_of_2(cols)
         warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
-        softmax_rows[(rows,)](out, x, cols, BLOCK=block, num_warps=warps)
+        kernel[(rows,)](out, x, cols, *scalars, BLOCK=block, num_warps=warps)
         return out
+
+    def triton_softmax(x):
+        return launch_rows(softmax_rows, x)
+
+    def triton_causal_softmax(x):
+        return launch_rows(causal_softmax_rows, x, CAUSAL_SCALE)
+
+
+CAUSAL_SCALE = 0.125
+causal_masks = {}  # (rows, cols) → the boolean mask, made once per shape as a user would
+
+
+def causal_mask(x):
+    shape = tuple(x.shape)
+    if shape not in causal_masks:
+        causal_masks[shape] = torch.ones(shape, dtype=torch.bool, device=x.device).triu(1)
+    return causal_masks[shape]
+
+
+def masked_softmax(x, mask):
+    return torch.softmax((x * CAUSAL_SCALE).masked_fill(mask, -float("inf")), dim=1)
 
 
 def unfused_softmax(x):
@@ -77,6 +116,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--shapes", default="4096x4096,32768x1024,1024x32768")
     parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--ops", default="softmax,layernorm,rmsnorm,causal_softmax")
     args = parser.parse_args()
     compiled = {}
 
@@ -100,9 +140,17 @@ def main():
             "torch_eager": lambda x: F.rms_norm(x, (x.shape[1],), eps=1e-6),
             "torch_compile": lambda x: compile_once("rmsnorm", lambda t: F.rms_norm(t, (t.shape[1],), eps=1e-6))(x),
         },
+        "causal_softmax": {
+            "torch_eager": lambda x: masked_softmax(x, causal_mask(x)),
+            "torch_compile": lambda x: compile_once("causal_softmax", masked_softmax)(x, causal_mask(x)),
+        },
     }
+    tools = {op: by_tool for op, by_tool in tools.items() if op in args.ops.split(",")}
     if triton is not None:
-        tools["softmax"]["triton_row"] = triton_softmax
+        if "softmax" in tools:
+            tools["softmax"]["triton_row"] = triton_softmax
+        if "causal_softmax" in tools:
+            tools["causal_softmax"]["triton_row"] = triton_causal_softmax
     else:
         print("triton is not installed: no triton_row figures", file=sys.stderr)
     for shape in args.shapes.split(","):

@@ -69,6 +69,7 @@ std::string describe_states(const device_state& before, const device_state& afte
 void print_record(std::ostream& out, const record& r) {
     out << "kjit " << r.command << " · " << r.name << " (" << r.config_source << ")\n";
     out << "  variant  " << r.variant << "\n";
+    if (const std::string files = r.config.value("input_files", ""); !files.empty()) out << "  inputs   " << files << "\n";
     if (!r.device_name.empty())
         out << "  device   " << r.device_name << " [" << r.device_index << "], driver " << r.driver_version << "\n";
     out << "  compile  " << r.arch << ", NVRTC " << r.nvrtc_version
