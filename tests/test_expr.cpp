@@ -105,6 +105,11 @@ TEST_CASE("positions and constants: exact integers in CUDA, real where they meet
     CHECK(cuda("sigmoid(x * w)") == "1.0f / (1.0f + expf(-(x * w)))");
     CHECK(cuda("sigmoid(-x)") == "1.0f / (1.0f + expf(-(-x)))");  // never --x
     CHECK(expr::to_text(expr::parse("col > row ? -inf : x", matrix)) == "col > row ? -inf : x");
+    // int positions: compared as they are, widened before arithmetic (row * cols may pass 2^31).
+    const auto narrow = [&](const std::string& e) { return expr::to_cuda(expr::parse(e, matrix), {false, false, true}); };
+    CHECK(narrow("col > row ? -inf : x") == "col > row ? -__int_as_float(0x7f800000) : x");
+    CHECK(narrow("row * cols + col == i ? x : 0") == "(long long)row * (long long)cols + (long long)col == i ? x : 0.0f");
+    CHECK(narrow("x * row") == "x * (real)row");
 }
 
 TEST_CASE("positions in float64 by hand: a chunk that starts inside a row of a 3 × 5 matrix") {

@@ -1,5 +1,7 @@
 #include "codegen/codegen.hpp"
 
+#include <limits>
+
 #include <algorithm>
 
 #include "util/embedded.hpp"
@@ -96,7 +98,8 @@ std::string render(const template_set& templates, std::string_view file, const m
 }
 
 expr::cuda_style style_of(const config::pipeline& p) {
-    return {config::computes_in_double(p.type), p.compile.fast_math};
+    // Every position is below n (or is n): int when n fits, for 32-bit masks.
+    return {config::computes_in_double(p.type), p.compile.fast_math, p.n <= std::numeric_limits<int>::max()};
 }
 
 mu::data prologue_data(const config::pipeline& p, const std::string& label, int vector_width,

@@ -98,8 +98,9 @@ public:
                 // Integers stay integers only among themselves: 1 / row is real, row < col exact.
                 const bool real_operands = is_arithmetic(n.op) ? !is_integer(n)
                                                                : !(is_integer(*n.args[0]) && is_integer(*n.args[1]));
-                return operand(*n.args[0], precedence(*n.args[0]) < mine, real_operands) + " " + symbol(n.op) + " " +
-                       operand(*n.args[1], precedence(*n.args[1]) <= mine, real_operands);
+                const bool widen = is_arithmetic(n.op) && !real_operands;
+                return operand(*n.args[0], precedence(*n.args[0]) < mine, real_operands, widen) + " " + symbol(n.op) +
+                       " " + operand(*n.args[1], precedence(*n.args[1]) <= mine, real_operands, widen);
             }
             case node_kind::conditional: {
                 const bool real_operands = !is_integer(n);
@@ -123,10 +124,13 @@ private:
         return parenthesize ? "(" + print(n) + ")" : print(n);
     }
 
-    /// An operand, converted to the compute type where `as_real` and it is an integer in CUDA.
-    std::string operand(const node& n, bool parenthesize, bool as_real) const {
-        if (!m_style || !as_real || !is_integer(n)) return wrapped(n, parenthesize);
-        return "(real)" + wrapped(n, precedence(n) < 9);
+    /// An operand, converted to the compute type where `as_real` and it is an integer in CUDA;
+    /// else, with `widen` (integer arithmetic), an int position widened first.
+    std::string operand(const node& n, bool parenthesize, bool as_real, bool widen = false) const {
+        if (!m_style || !is_integer(n)) return wrapped(n, parenthesize);
+        if (as_real) return "(real)" + wrapped(n, precedence(n) < 9);
+        if (widen && m_style->int_positions && n.kind == node_kind::name) return "(long long)" + n.name;
+        return wrapped(n, parenthesize);
     }
 
     std::string call(const node& n) const {

@@ -82,12 +82,18 @@ inline constexpr std::size_t k_max_depth = 200;
 [[nodiscard]] std::string to_text(const tree& t, std::size_t max_nodes);
 
 /// How to spell the tree as CUDA: the compute type's functions and literals, fast intrinsics.
-/// Positions are `long long` parameters named as in the language: integer arithmetic and
-/// comparisons of positions stay exact, and a position meets a real value as `(real)row`.
+/// Positions are parameters named as in the language: integer arithmetic and comparisons of
+/// positions stay exact, and a position meets a real value as `(real)row`.
 struct cuda_style {
     bool double_precision = false;  ///< compute in double (float64 storage), else float
     bool fast_math = false;         ///< __expf and friends where CUDA has them
+    /// Positions are `int` (every one fits): a mask's `col > row` is one 32-bit compare, and
+    /// arithmetic on them is widened to long long first (`(long long)row * cols`), so it cannot
+    /// overflow. Otherwise they are `long long`.
+    bool int_positions = false;
 };
+/// The CUDA type of positions in `style`: "int" or "long long".
+[[nodiscard]] inline const char* position_type(const cuda_style& style) { return style.int_positions ? "int" : "long long"; }
 [[nodiscard]] std::string to_cuda(const tree& t, const cuda_style& style);
 
 /// A name's new meaning when an op's expression is instantiated in a stage.

@@ -112,8 +112,7 @@ __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 // ---- causal_softmax_fused: map(col > row ? -inf : x * scale) → reduce max as m → map(exp(x -
 // m)) → reduce sum as s, online → map(x * (1 / s)), fused into one kernel
 // stages[0]: map(col > row ? -inf : x * scale)
-__device__ __forceinline__ real kjit_s0(
-        real x, real scale, long long col, long long row)
+__device__ __forceinline__ real kjit_s0(real x, real scale, int col, int row)
 {
     return col > row ? -__int_as_float(0x7f800000) : x * scale;
 }
@@ -155,7 +154,8 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             kjit_vector[kjit_k] = kjit_s1(
                 kjit_s0(
-                load(kjit_in.e[kjit_k]), scale, kjit_v * kjit_width + kjit_k, kjit_row_index));
+                load(kjit_in.e[kjit_k]), scale, (int)(kjit_v * kjit_width + kjit_k),
+                (int)kjit_row_index));
         }
         kjit_part_1 = kjit_online::add(kjit_part_1, kjit_vector);
     }
@@ -172,7 +172,8 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
             kjit_y.e[kjit_k] = store(kjit_s4(
                 kjit_s2(
                 kjit_s0(
-                load(kjit_in.e[kjit_k]), scale, kjit_v * kjit_width + kjit_k, kjit_row_index),
+                load(kjit_in.e[kjit_k]), scale, (int)(kjit_v * kjit_width + kjit_k),
+                (int)kjit_row_index),
                 m),
                 s));
         }

@@ -18,8 +18,7 @@ enum : int { kjit_width = 4 };  // elements in a vector (an enum: a name that ta
 
 // ---- softmax_fused: map(col > row ? -inf : x * (i + 1)), fused into one kernel
 // One element: each stage's expression, in order; x carries the value from stage to stage.
-__device__ __forceinline__ real kjit_element(
-        real logits, long long col, long long row, long long i)
+__device__ __forceinline__ real kjit_element(real logits, int col, int row, int i)
 {
     real x = logits;
     // stages[0]: map(col > row ? -inf : x * (i + 1))
@@ -48,8 +47,9 @@ extern "C" __global__ void softmax_fused(
 #pragma unroll
             for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
                 kjit_y.e[kjit_k] = store(kjit_element(
-                    load(kjit_v_logits.e[kjit_k]), (kjit_v * kjit_width + kjit_k) % cols,
-                    (kjit_v * kjit_width + kjit_k) / cols, kjit_v * kjit_width + kjit_k));
+                    load(kjit_v_logits.e[kjit_k]), (int)((kjit_v * kjit_width + kjit_k) % cols),
+                    (int)((kjit_v * kjit_width + kjit_k) / cols),
+                    (int)(kjit_v * kjit_width + kjit_k)));
             }
             reinterpret_cast<vec*>(out)[kjit_v] = kjit_y;
         }
@@ -60,7 +60,7 @@ extern "C" __global__ void softmax_fused(
 #pragma unroll 1
     for (long long kjit_i = kjit_done + kjit_first; kjit_i < n; kjit_i += kjit_stride) {
         out[kjit_i] = store(kjit_element(
-            load(logits[kjit_i]), kjit_i % cols, kjit_i / cols, kjit_i));
+            load(logits[kjit_i]), (int)(kjit_i % cols), (int)(kjit_i / cols), (int)kjit_i));
     }
 }
 

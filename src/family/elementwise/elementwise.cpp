@@ -51,17 +51,20 @@ public:
 };
 
 /// Position `name` of the element at `index`: a matrix's row and column from its index; the
-/// sizes are the kernel's parameters of the same names.
-std::string position_argument(const std::string& name, const std::string& index) {
-    const std::string operand = index.find(' ') == std::string::npos ? index : "(" + index + ")";
-    if (name == "i") return index;
-    if (name == "row") return operand + " / cols";
-    if (name == "col") return operand + " % cols";
-    return name;
+/// sizes are the kernel's parameters of the same names. Narrowed to int where the style says
+/// every position fits.
+std::string position_argument(const std::string& name, const std::string& index, const expr::cuda_style& style) {
+    const auto parenthesized = [](const std::string& e) { return e.find(' ') == std::string::npos ? e : "(" + e + ")"; };
+    const std::string value = name == "i"     ? index
+                              : name == "row" ? parenthesized(index) + " / cols"
+                              : name == "col" ? parenthesized(index) + " % cols"
+                                              : name;
+    return style.int_positions ? "(int)" + parenthesized(value) : value;
 }
 
 /// The template's data for one kernel: its element function and its loops.
 mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const kernel& planned) {
+    const expr::cuda_style style = codegen::style_of(p);
     const auto& reads = k.reads;
     // The element function takes each array's element, the scalars, then the positions it uses,
     // from the loop's index.
@@ -69,7 +72,7 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
         std::vector<std::string> args;
         for (const auto& a : reads) args.push_back(spell_array(a));
         args.insert(args.end(), k.scalars.begin(), k.scalars.end());
-        for (const auto& name : k.positions) args.push_back(position_argument(name, index));
+        for (const auto& name : k.positions) args.push_back(position_argument(name, index, style));
         return codegen::parameter_list(args, indent);
     };
     std::vector<std::string> params;
@@ -83,7 +86,7 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     std::vector<std::string> element_params;
     for (const auto& a : reads) element_params.push_back("real " + a);
     for (const auto& a : k.scalars) element_params.push_back("real " + a);
-    for (const auto& a : k.positions) element_params.push_back("long long " + a);
+    for (const auto& a : k.positions) element_params.push_back(std::string(expr::position_type(style)) + " " + a);
     item.set("element_params", codegen::parameter_list(element_params));
     item.set("kernel_params", codegen::parameter_list(params));
     // Continued lines of a call go 4 columns deeper than the statement.
@@ -94,7 +97,6 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     for (const auto& a : reads) arrays.push_back(mu::data("array", a));
     item.set("arrays", arrays);
     mu::data steps{mu::data::type::list};
-    const expr::cuda_style style = codegen::style_of(p);
     for (std::size_t i : k.stages) {
         mu::data step;
         step.set("index", std::to_string(i));
