@@ -40,6 +40,8 @@
 #               shipped shapes beside configs/softmax.json at the same shapes (3 rounds, alternated)
 #               and the masked softmax of PyTorch (eager, compile) and Triton (bench/peers/row_peers.py);
 #               summed by scripts/causal_table.py
+#   mask-cost   what the causal softmax's first map costs where it is not free (bfloat16, short
+#               rows): x, x * scale, the mask alone, both; at blocks of 64, 128 and 256
 #   data        a hidden layer on a greyscale image made, saved and reloaded with NumPy (.npy),
 #               saved back with --save --save-reference and compared in NumPy
 #   seed        configs/seed_vectorize.json's sweep (the accepted answers' changes, with per-call
@@ -310,6 +312,13 @@ PY
             > "$out/causal_peers.jsonl" 2>> "$out/causal.log" || status=1
         python3 scripts/causal_table.py "$out" >> "$out/causal.log" 2>&1 || status=1
         grep -E "^(==|[0-9]+ points)" "$out/causal.log"; tail -24 "$out/causal.log" ;;
+    mask-cost)
+        maps='["x","x * scale","col > row ? -inf : x","col > row ? -inf : x * scale"]'
+        for round in 1 2 3; do
+            "$kjit" sweep configs/causal_softmax.json --set "sweep={\"shape\":[[32768,1024],[4096,4096]],\"dtype\":[\"bfloat16\"],\"stages[0].expr\":$maps,\"launch.block\":[64,128,256]}" \
+                --quiet --json "$out/mask_cost_$round.json" >> "$out/mask_cost.log" 2>&1 || status=1
+        done
+        tail -28 "$out/mask_cost.log" ;;
     data)
         mkdir -p "$out/data"
         python3 - "$out/data" <<'PY' > "$out/data.log" 2>&1 || status=1
@@ -342,7 +351,7 @@ mine = np.tanh(g / 255 * w)
 print("numpy: kjit's output", out.dtype, out.shape, "max |out - numpy float64| =", np.abs(out - mine).max(),
       "; kjit's reference vs numpy: max", np.abs(ref - mine).max())
 PY
-        rm -f "$out"/data/*.npy; tail -30 "$out/data.log" ;;
+        rm -rf "$out"/data/*.npy "$out"/data/saved; tail -30 "$out/data.log" ;;
     seed)
         "$kjit" sweep configs/seed_vectorize.json --quiet --json "$out/seed_sweep.json" > "$out/seed.log" 2>&1 || status=1
         "$kjit" run configs/seed_vectorize.json --set measure.transfers=per_call >> "$out/seed.log" 2>&1 || status=1
