@@ -9,23 +9,31 @@ causal_peers.jsonl (bench/peers/row_peers.py). Prints per shape and dtype: kjit'
 unmasked cold medians (median over rounds), their ratio, and the peers' masked softmax.
 """
 import collections
+import gzip
 import json
 import pathlib
 import statistics
 import sys
 
 
+def records(path):
+    """A kjit --json file, or the same gzipped (as committed under bench/results)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
-    odd = json.loads((out / "causal_odd.json").read_text())
+    odd = records(next(out.glob("causal_odd.json*")))
     passed = sum(r["status"] == "PASS" for r in odd)
     print(f"odd shapes: {passed} of {len(odd)} points PASS")
     for r in odd:
         if r["status"] != "PASS":
             print(f"  not PASS: {r['sweep_point']}: {r['status']} {r.get('first_bad') or r.get('error', '')}")
     kjit = collections.defaultdict(list)  # (config, shape, dtype) → cold medians, one per round
-    for path in sorted(out.glob("causal_*_[0-9].json")):
-        for r in json.loads(path.read_text()):
+    for path in sorted(out.glob("causal_*_[0-9].json*")):
+        for r in records(path):
             if r["status"] == "PASS":
                 kjit[(r["name"], r["shape"], r["dtype"])].append(r["kernel_cold_median_ms"])
     peers = collections.defaultdict(dict)  # (op, shape, dtype) → tool → median ms
