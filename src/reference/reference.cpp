@@ -10,23 +10,12 @@
 #include <numeric>
 
 #include "expr/evaluate.hpp"
+#include "util/bytes.hpp"
 #include "util/half.hpp"
 #include "util/parallel.hpp"
 
 namespace kjit::reference {
 namespace {
-
-template <class T>
-T load(const unsigned char* bytes, std::size_t i) {
-    T value;
-    std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
-    return value;
-}
-
-template <class T>
-void store(unsigned char* bytes, std::size_t i, T value) {
-    std::memcpy(bytes + i * sizeof(T), &value, sizeof(T));
-}
 
 /// Precision (significand bits) and smallest normal exponent of each storage type.
 struct format {
@@ -62,14 +51,14 @@ struct conversion {
     void (*set)(unsigned char* bytes, std::size_t i, double value);
 };
 constexpr conversion k_conversions[] = {
-    {[](const unsigned char* b, std::size_t i) -> double { return load<float>(b, i); },
-     [](unsigned char* b, std::size_t i, double v) { store(b, i, static_cast<float>(v)); }},
-    {[](const unsigned char* b, std::size_t i) { return load<double>(b, i); },
-     [](unsigned char* b, std::size_t i, double v) { store(b, i, v); }},
-    {[](const unsigned char* b, std::size_t i) { return float16_to_double(load<std::uint16_t>(b, i)); },
-     [](unsigned char* b, std::size_t i, double v) { store(b, i, double_to_float16(v)); }},
-    {[](const unsigned char* b, std::size_t i) -> double { return bfloat16_to_float(load<std::uint16_t>(b, i)); },
-     [](unsigned char* b, std::size_t i, double v) { store(b, i, float_to_bfloat16(static_cast<float>(v))); }},
+    {[](const unsigned char* b, std::size_t i) -> double { return load_element<float>(b, i); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, static_cast<float>(v)); }},
+    {[](const unsigned char* b, std::size_t i) { return load_element<double>(b, i); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, v); }},
+    {[](const unsigned char* b, std::size_t i) { return float16_to_double(load_element<std::uint16_t>(b, i)); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, double_to_float16(v)); }},
+    {[](const unsigned char* b, std::size_t i) -> double { return bfloat16_to_float(load_element<std::uint16_t>(b, i)); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, float_to_bfloat16(static_cast<float>(v))); }},
 };
 
 const conversion& conversion_of(config::dtype type) { return k_conversions[static_cast<std::size_t>(type)]; }

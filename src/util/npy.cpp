@@ -4,6 +4,7 @@
 #include <fstream>
 #include <limits>
 
+#include "util/bytes.hpp"
 #include "util/error.hpp"
 #include "util/half.hpp"
 
@@ -63,17 +64,11 @@ std::vector<long long> parse_shape(const std::filesystem::path& path, const std:
 }
 
 template <class T>
-T load(const unsigned char* data, std::size_t i) {
-    T value;
-    std::memcpy(&value, data + i * sizeof(T), sizeof(T));
-    return value;
-}
-template <class T>
 double get(const unsigned char* data, std::size_t i) {
-    return static_cast<double>(load<T>(data, i));
+    return static_cast<double>(load_element<T>(data, i));
 }
-double get_float16(const unsigned char* data, std::size_t i) { return float16_to_double(load<std::uint16_t>(data, i)); }
-double get_bfloat16(const unsigned char* data, std::size_t i) { return bfloat16_to_float(load<std::uint16_t>(data, i)); }
+double get_float16(const unsigned char* data, std::size_t i) { return float16_to_double(load_element<std::uint16_t>(data, i)); }
+double get_bfloat16(const unsigned char* data, std::size_t i) { return bfloat16_to_float(load_element<std::uint16_t>(data, i)); }
 
 }  // namespace
 
