@@ -175,6 +175,11 @@ private:
 
 }  // namespace
 
+std::string position_argument(const std::string& value, const cuda_style& style) {
+    if (!style.int_positions) return value;
+    return value.find(' ') == std::string::npos ? "(int)" + value : "(int)(" + value + ")";
+}
+
 bool is_language_name(std::string_view name) {
     for (const auto position : k_position_names)
         if (name == position) return true;

@@ -94,6 +94,9 @@ struct cuda_style {
 };
 /// The CUDA type of positions in `style`: "int" or "long long".
 [[nodiscard]] inline const char* position_type(const cuda_style& style) { return style.int_positions ? "int" : "long long"; }
+/// A position computed at a call site (`value`, a long long expression of the kernel's loop
+/// variables) as an argument of the position type: "(int)(kjit_v * kjit_width + kjit_k)".
+[[nodiscard]] std::string position_argument(const std::string& value, const cuda_style& style);
 [[nodiscard]] std::string to_cuda(const tree& t, const cuda_style& style);
 
 /// A name's new meaning when an op's expression is instantiated in a stage.

@@ -51,15 +51,13 @@ public:
 };
 
 /// Position `name` of the element at `index`: a matrix's row and column from its index; the
-/// sizes are the kernel's parameters of the same names. Narrowed to int where the style says
-/// every position fits.
-std::string position_argument(const std::string& name, const std::string& index, const expr::cuda_style& style) {
-    const auto parenthesized = [](const std::string& e) { return e.find(' ') == std::string::npos ? e : "(" + e + ")"; };
-    const std::string value = name == "i"     ? index
-                              : name == "row" ? parenthesized(index) + " / cols"
-                              : name == "col" ? parenthesized(index) + " % cols"
-                                              : name;
-    return style.int_positions ? "(int)" + parenthesized(value) : value;
+/// sizes are the kernel's parameters of the same names.
+std::string position_value(const std::string& name, const std::string& index) {
+    const std::string operand = index.find(' ') == std::string::npos ? index : "(" + index + ")";
+    if (name == "i") return index;
+    if (name == "row") return operand + " / cols";
+    if (name == "col") return operand + " % cols";
+    return name;
 }
 
 /// The template's data for one kernel: its element function and its loops.
@@ -72,7 +70,7 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
         std::vector<std::string> args;
         for (const auto& a : reads) args.push_back(spell_array(a));
         args.insert(args.end(), k.scalars.begin(), k.scalars.end());
-        for (const auto& name : k.positions) args.push_back(position_argument(name, index, style));
+        for (const auto& name : k.positions) args.push_back(expr::position_argument(position_value(name, index), style));
         return codegen::parameter_list(args, indent);
     };
     std::vector<std::string> params;

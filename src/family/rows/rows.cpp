@@ -51,16 +51,13 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
 }
 
 /// Position `name` of the element a row function's loops are at: its row, and its column from
-/// the vector and the element in it; rows and cols are the kernel's parameters. Narrowed to int
-/// where the style says every position fits.
-std::string position_argument(const std::string& name, const expr::cuda_style& style) {
-    const std::string value = name == "i"     ? "kjit_base + kjit_v * kjit_width + kjit_k"
-                              : name == "row" ? "kjit_row_index"
-                              : name == "col" ? "kjit_v * kjit_width + kjit_k"
-                              : name == "n"   ? "rows * cols"
-                                              : name;
-    if (!style.int_positions) return value;
-    return value.find(' ') == std::string::npos ? "(int)" + value : "(int)(" + value + ")";
+/// the vector and the element in it; rows and cols are the kernel's parameters.
+std::string position_value(const std::string& name) {
+    if (name == "i") return "kjit_base + kjit_v * kjit_width + kjit_k";
+    if (name == "row") return "kjit_row_index";
+    if (name == "col") return "kjit_v * kjit_width + kjit_k";
+    if (name == "n") return "rows * cols";
+    return name;
 }
 
 /// The template's data for one kernel: its row function's loads, stages and stores.
@@ -153,7 +150,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             }
         for (const auto& name : used.positions) {
             params.push_back(std::string(expr::position_type(style)) + " " + name);
-            args.push_back(position_argument(name, style));
+            args.push_back(expr::position_argument(position_value(name), style));
         }
         // Each stage's function is in one kernel's code only: its index names it.
         const std::string call = "kjit_s" + std::to_string(i) + "(" + codegen::parameter_list(args, 16) + ")";
