@@ -262,3 +262,39 @@ TEST_CASE("measure.transfers per_call: each kernel's arrays copied in before it 
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, fake_gpus(std::vector<config::pipeline>{small()}));
     CHECK_FALSE(s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false}).front().per_call);
 }
+
+TEST_CASE("session watch: an input file saved again is read again, and one left alone is not") {
+    kjit::testing::temp_dir dir;
+    const auto file = dir.path() / "a.npy";
+    const auto save = [&](float value) {
+        const std::vector<float> values(1000, value);
+        fs::write_file_atomic(file, npy::encode(*npy::find_type("float32"), {1000},
+                                                {reinterpret_cast<const char*>(values.data()), 4000}));
+    };
+    save(2);
+    auto doc = kjit::testing::default_document();
+    doc.json["n"] = 1000;
+    doc.json["inputs"]["greyscales"] = {{"fill", "file"}, {"path", file.string()}};
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    const auto p = family::load(doc);
+    run::session s({"", (dir.path() / "cache").string(), std::nullopt, jit::cache_mode::use},
+                   fake_gpus(std::vector<config::pipeline>{p}));
+    int served = 0;
+    std::vector<report::record> records;
+    s.watch({.device = 0, .copy_ceiling = false},
+            [&]() -> std::optional<run::watch_step> {
+                if (served == 3) return std::nullopt;
+                if (served++ == 1) {  // the file saved with new values (and a later time, as an editor's save)
+                    const auto before = std::filesystem::last_write_time(file);
+                    save(7);
+                    std::filesystem::last_write_time(file, before + std::chrono::seconds(1));
+                }
+                return run::watch_step{p, "test", false};
+            },
+            [&](const report::record& r) { records.push_back(r); }, [](const error& e) { FAIL(e.what()); });
+    REQUIRE(records.size() == 3);
+    for (const auto& r : records) CHECK(r.status == report::outcome::pass);  // checked against the values read
+    CHECK(records[1].get(report::phase::host_inputs).has_value());  // the saved file, read again
+    CHECK(records[1].get(report::phase::host_reference).has_value());
+    CHECK_FALSE(records[2].get(report::phase::host_inputs).has_value());  // unchanged: kept
+}
