@@ -42,6 +42,8 @@
 #               summed by scripts/causal_table.py
 #   mask-cost   what the causal softmax's first map costs where it is not free (bfloat16, short
 #               rows): x, x * scale, the mask alone, both; at blocks of 64, 128 and 256
+#   mask-launch the causal and the unmasked softmax in bfloat16 over launches (row mapping, vector
+#               width, row cache, streaming), 2 rounds: is there a launch where the mask is free?
 #   data        a hidden layer on a greyscale image made, saved and reloaded with NumPy (.npy),
 #               saved back with --save --save-reference and compared in NumPy
 #   seed        configs/seed_vectorize.json's sweep (the accepted answers' changes, with per-call
@@ -319,6 +321,15 @@ PY
                 --quiet --json "$out/mask_cost_$round.json" >> "$out/mask_cost.log" 2>&1 || status=1
         done
         tail -28 "$out/mask_cost.log" ;;
+    mask-launch)
+        space='"shape":[[32768,1024],[4096,4096]],"dtype":["bfloat16"],"launch.row_mapping":["block","warp"],"launch.vector_width":[4,8],"launch.row_cache":["values","inputs"],"launch.streaming":[false,true]'
+        for round in 1 2; do
+            for cfg in causal_softmax softmax; do
+                "$kjit" sweep "configs/$cfg.json" --set "sweep={$space}" --quiet \
+                    --json "$out/mask_launch_${cfg}_$round.json" >> "$out/mask_launch.log" 2>&1 || status=1
+            done
+        done
+        grep -E "points|FAIL|error" "$out/mask_launch.log" | tail -8 ;;
     data)
         mkdir -p "$out/data"
         python3 - "$out/data" <<'PY' > "$out/data.log" 2>&1 || status=1
