@@ -120,6 +120,18 @@ TEST_CASE("summary marks the fastest passing variant") {
     const std::string marked = text.substr(star, text.find('\n', star) - star);
     CHECK(marked.find("fused float32") != std::string::npos);
     CHECK(marked.find("failed one") == std::string::npos);
+    CHECK(text.find("per call") == std::string::npos);  // no point measured calls with copies
+}
+
+TEST_CASE("summary: a per-call column (copies included) where a point measured calls") {
+    auto with_copies = sample_run();
+    with_copies.per_call = report::per_call_times{run::summarize({1.5}), run::summarize({0.02}), run::summarize({0.9}),
+                                                  run::summarize({2.84}), 7, 2.8e7};
+    std::ostringstream out;
+    report::print_summary(out, report::rows_of({with_copies, sample_run()}));
+    const std::string text = out.str();
+    CHECK(text.find("per call") != std::string::npos);
+    CHECK(text.find("2.84 ms") != std::string::npos);
 }
 
 TEST_CASE("units are chosen per value") {

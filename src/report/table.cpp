@@ -190,8 +190,10 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
     };
     std::size_t width = 8;
     for (const auto& r : rows) width = std::max(width, label_of(r).size() + 2);
+    // A column of whole calls with their copies where some point measured them (measure.transfers).
+    const bool calls = std::any_of(rows.begin(), rows.end(), [&](const row& r) { return number(r, "per_call_total_median_ms"); });
     out << "    " << pad("#", 5) << pad("point", width) << pad("cold median", 13) << pad("batch", 11) << pad("GB/s", 8)
-        << pad("compile", 11) << "status\n";
+        << (calls ? pad("per call", 11) : "") << pad("compile", 11) << "status\n";
     bool best_marked = false;
     for (const row* r : sorted) {
         const std::string status = printable(r->value("status", ""));
@@ -200,6 +202,7 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
         best_marked = best_marked || best;
         const auto batch = number(*r, "kernel_batch_median_ms");
         const auto rate = number(*r, "effective_gbps");
+        const auto call = number(*r, "per_call_total_median_ms");
         const double compile = number(*r, "nvrtc_ms").value_or(0) + number(*r, "ptx_to_cubin_ms").value_or(0);
         const auto index = r->find("sweep_index");
         const std::string error = r->value("error", "");
@@ -207,7 +210,7 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
         out << "  " << pad(best ? "*" : "", 2) << pad(index != r->end() && !index->is_null() ? index->dump() : "-", 5)
             << pad(label_of(*r), width) << pad(cold ? units::duration_ms(*cold) : "-", 13)
             << pad(batch ? units::duration_ms(*batch) : "-", 11) << pad(rate ? fixed(*rate, 0) : "-", 8)
-            << pad(compile > 0 ? units::duration_ms(compile) : printable(r->value("cache", "")), 11) << status
+            << (calls ? pad(call ? units::duration_ms(*call) : "-", 11) : "") << pad(compile > 0 ? units::duration_ms(compile) : printable(r->value("cache", "")), 11) << status
             << (error.empty() ? "" : ": " + first_line) << "\n";
     }
 }
