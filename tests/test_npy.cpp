@@ -112,6 +112,8 @@ open('longer.npy', 'wb').write(raw + b'\0\0\0\0')
 open('not_npy.npy', 'wb').write(b'hello world, not an array')
 open('version9.npy', 'wb').write(raw[:6] + b'\x09' + raw[7:])
 open('odd.raw', 'wb').write(b'\0' * 7)
+huge = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }\n"
+open('huge.npy', 'wb').write(b'\x93NUMPY\x01\x00' + len(huge).to_bytes(2, 'little') + huge)
 os.mkdir('folder.npy')
 )") == 0);
     struct bad {
@@ -131,6 +133,7 @@ os.mkdir('folder.npy')
         {"big.npy", {}, "big-endian data (>f4)"},
         {"complex.npy", {}, "element type '<c8' is not supported"},
         {"odd.raw", {{"format", "float32"}}, "7 bytes is not a whole number of float32 elements"},
+        {"huge.npy", {}, "holds more than 2^40 elements"},
         {"good.npy", {{"format", "float128"}}, "expected the raw file's element type, one of float16"},
         {"good.npy", {{"low", 0}}, "does not apply to fill \"file\""},
     };

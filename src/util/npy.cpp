@@ -147,6 +147,11 @@ layout read_header(const std::filesystem::path& path) {
     if (shape.empty() || shape.front() != '(') fail(path, "the .npy shape " + shape + " is not a tuple");
     at.shape = parse_shape(path, shape);
     if (at.shape.empty()) at.shape = {1};  // a 0-d array: one element
+    long long elements = 1;  // counted without overflow: kjit's bound on n, whatever the header says
+    for (const long long extent : at.shape) {
+        if (extent > 0 && elements > (1LL << 40) / extent) fail(path, "its .npy shape " + shape + " holds more than 2^40 elements");
+        elements *= extent;
+    }
     const auto bytes = static_cast<std::uint64_t>(at.count()) * at.type->bytes;
     if (size - at.data_offset < bytes)
         fail(path, "truncated: its header says " + std::to_string(at.count()) + " elements (" + std::to_string(bytes) +
