@@ -545,7 +545,8 @@ TEST_CASE("Ctrl-C or SIGTERM inside NVRTC or ptxas: exit 130 with a message, no 
     doc["stages"] = json::array({{{"op", "map"}, {"input", "greyscales"}, {"expr", terms}}});
     const auto config = dir.path() / "slow.json";
     fs::write_file_atomic(config, doc.dump());
-    for (const auto& [signal_number, delay_ms] : {std::pair{SIGINT, 500}, std::pair{SIGTERM, 2500}}) {
+    for (const auto& signal_and_delay : {std::pair{SIGINT, 500}, std::pair{SIGTERM, 2500}}) {
+        const int signal_number = signal_and_delay.first, delay_ms = signal_and_delay.second;  // (clang 14 captures no bindings)
         CAPTURE(signal_number);
         const auto scratch = dir.path() / ("tmp" + std::to_string(signal_number));
         std::filesystem::create_directory(scratch);
