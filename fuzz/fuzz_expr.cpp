@@ -14,7 +14,7 @@ using namespace kjit;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    static const expr::scope names{{"w", "b"}, {"alpha"}, {"m"}, "inputs", "params"};
+    static const expr::scope names{{"w", "b"}, {"alpha"}, {"m"}, "inputs", "params", true};  // with a shape
     expr::tree tree;
     try {
         tree = expr::parse(text, names);
@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string printed = expr::to_text(tree);
     if (expr::to_text(expr::parse(printed, names)) != printed) std::abort();
     for (const bool dbl : {false, true})
-        for (const bool fast : {false, true}) (void)expr::to_cuda(tree, {dbl, fast});
+        for (const bool fast : {false, true})
+            for (const bool int_positions : {false, true}) (void)expr::to_cuda(tree, {dbl, fast, int_positions});
 
     constexpr std::size_t count = 4;
     const double x[count] = {0.0, -1.5, 3e38, NAN}, zero[count] = {};
@@ -33,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::map<std::string, const double*> arrays{{"w", w}, {"b", b}};
     const std::map<std::string, double> scalars{{"alpha", 0.01}};
     const std::map<std::string, expr::row_value> rows{{"m", {2.5, 1.0}}};
+    const expr::positions where{5, 3, 3, 9};  // elements 5..8 of a 3 × 3 matrix
     double values[count], scales[count];
-    expr::evaluate(tree, {count, x, zero, &arrays, &scalars, true, &rows}, values, scales);
+    expr::evaluate(tree, {count, x, zero, &arrays, &scalars, true, &rows, &where}, values, scales);
     return 0;
 }
