@@ -70,12 +70,6 @@ std::optional<int> read_arch(const object_reader& r) {
     return arch;
 }
 
-std::string shape_text(const std::vector<long long>& shape) {
-    std::string text;
-    for (long long extent : shape) text += (text.empty() ? "" : " × ") + std::to_string(extent);
-    return text;
-}
-
 /// A config with neither "n" nor "shape" takes them from its first file input's .npy shape.
 void size_from_file(const object_reader& r, pipeline& p) {
     const auto from_file = std::find_if(p.inputs.begin(), p.inputs.end(), [](const input_spec& in) {
@@ -104,9 +98,9 @@ void check_file_sizes(const object_reader& r, const pipeline& p) {
                                     (shape[0] != p.shape->rows || shape[1] != p.shape->cols);
         if (in.file.count() == needed && !matrix_differs) continue;
         const std::string wanted = in.per_column ? std::to_string(needed) + " (one per column)"
-                                   : p.shape     ? shape_text({p.shape->rows, p.shape->cols}) + " (the shape)"
+                                   : p.shape     ? npy::shape_text({p.shape->rows, p.shape->cols}) + " (the shape)"
                                                  : std::to_string(needed) + " (n)";
-        r.fail_at("inputs." + in.name + ".path", in.path.string() + ": holds " + shape_text(shape) + " " +
+        r.fail_at("inputs." + in.name + ".path", in.path.string() + ": holds " + npy::shape_text(shape) + " " +
                                                      std::string(in.file.type->name) + " elements; the pipeline needs " + wanted);
     }
 }

@@ -127,11 +127,9 @@ std::string describe_file_inputs(const config::pipeline& p) {
     std::string text;
     for (const auto& in : p.inputs) {
         if (in.fill != config::fill_kind::file) continue;
-        std::string shape;
-        for (long long extent : in.file.shape) shape += (shape.empty() ? "" : " × ") + std::to_string(extent);
         const std::string_view from = in.file.type->name, to = config::to_string(p.type);
         text += (text.empty() ? "" : "; ") + in.name + " ← " + in.path.filename().string() + " (" + std::string(from) +
-                " " + shape + " → " + std::string(to) + ", " +
+                " " + npy::shape_text(in.file.shape) + " → " + std::string(to) + ", " +
                 (from == to ? "as stored" : converts_exactly(*in.file.type, p.type) ? "exact" : "rounded to nearest even") + ")";
     }
     return text;

@@ -102,6 +102,12 @@ std::string type_names() {
     return names;
 }
 
+std::string shape_text(const std::vector<long long>& shape) {
+    std::string text;
+    for (const long long extent : shape) text += (text.empty() ? "" : " × ") + std::to_string(extent);
+    return text;
+}
+
 long long layout::count() const {
     long long n = 1;
     for (long long extent : shape) n *= extent;

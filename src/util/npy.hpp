@@ -50,6 +50,9 @@ struct layout {
 /// The file's data (data_offset onwards), checked against `at` again (the file may have changed
 /// since its header was read). Throws kjit::error(config) naming the file.
 [[nodiscard]] std::string read_data(const std::filesystem::path& path, const layout& at);
+/// A shape as messages and reports write it: "1080 × 1920".
+[[nodiscard]] std::string shape_text(const std::vector<long long>& shape);
+
 /// An .npy file (version 1.0) of `type` and `shape` around `data`, for fs::write_file_atomic.
 [[nodiscard]] std::string encode(const element_type& type, const std::vector<long long>& shape, std::string_view data);
 
