@@ -33,6 +33,8 @@ public:
     /// time_ms varies by up to ± this fraction, deterministically, as a real device's samples do.
     double jitter = 0;
     double launch_ms = 0.001;  ///< device time of one launch
+    /// Device time of `launch` instead, where set: a landscape for a tuner to search.
+    std::function<double(const run::kernel_launch&)> launch_time;
     int timings = 0;  ///< time_ms calls
     std::vector<std::string> calls;
     int launches = 0;
@@ -96,6 +98,7 @@ public:
     void launch(run::kernel_id kernel, const run::kernel_launch& launch) override {
         record("launch");
         ++launches;
+        m_launched_ms += launch_time ? launch_time(launch) : launch_ms;
         last_grid = launch.grid.x;
         last_block = static_cast<int>(launch.block.x);
         last_launch = launch;
@@ -108,12 +111,12 @@ public:
     void flush_l2() override { ++flushes; }
     void synchronize() override {}
     double time_ms(const std::function<void()>& enqueue) override {
-        const int before = launches;
+        m_launched_ms = 0;
         enqueue();
         m_noise_state = m_noise_state * 6364136223846793005ULL + 1442695040888963407ULL;
         const double unit = static_cast<double>(m_noise_state >> 11) * 0x1p-53 * 2 - 1;  // in [-1, 1)
         ++timings;
-        return launch_ms * (launches - before) * (1 + jitter * unit);
+        return m_launched_ms * (1 + jitter * unit);
     }
 
     struct fake_graph final : graph {
@@ -147,6 +150,7 @@ private:
     run::device_info m_info;
     std::size_t m_states_read = 0;
     std::uint64_t m_noise_state = 1;
+    double m_launched_ms = 0;  ///< device time of the launches since time_ms began
     std::vector<std::string> m_kernels;
     std::vector<std::vector<unsigned char>> m_buffers;
 };

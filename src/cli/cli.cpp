@@ -27,6 +27,7 @@ constexpr subcommand k_subcommands[] = {
     {"compile", "[CONFIG]", "generate and compile (no GPU needed); report compile phases", true, true, true, false},
     {"emit", "[CONFIG]", "print the generated CUDA source (--ptx: the PTX it compiles to)", true, false, false, false},
     {"sweep", "[CONFIG]", "run every point of the config's sweep block; one row each", true, true, true, false},
+    {"tune", "[CONFIG]", "search the config's tune space (or its family's) for the fastest launch", true, true, true, true},
     {"first-call", "[CONFIG]", "fresh processes in several start states: what a first call costs", true, false, true,
      false},
     {"merge", "FILE.json...", "join sweep results (e.g. shards) into one table", false, false, true, false},
@@ -113,6 +114,20 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             cxxopts::value<int>()->default_value("1"), "N")("skip-ceiling", "do not measure the copy ceiling")(
             "watch", "keep the GPU open and run again each time CONFIG (or a --templates file) is saved; Ctrl-C ends");
     }
+    if (std::string(sub.name) == "tune") {
+        parser.add_options()("strategy", "exhaustive, random, anneal, genetic, local, or auto (exhaustive up to 64 points, else anneal)",
+                             cxxopts::value<std::string>()->default_value("auto"), "NAME")(
+            "budget", "measure at most N points (default: all for exhaustive, else 15 % of the space, at least 16)",
+            cxxopts::value<std::size_t>(), "N")("seconds", "start no batch of points after S seconds", cxxopts::value<double>(), "S")(
+            "stop-at", "stop once a point runs at PCT % of its roofline (the copy ceiling at its bytes)",
+            cxxopts::value<double>(), "PCT")("seed", "the strategy's random seed", cxxopts::value<std::uint64_t>()->default_value("1"), "K")(
+            "replay", "search recorded results (kjit tune --json of an exhaustive tune) instead of the GPU",
+            cxxopts::value<std::string>(), "FILE")(
+            "seeds", "with --replay: run the strategy with seeds K, K+1, … and report the median",
+            cxxopts::value<int>()->default_value("1"), "N")(
+            "write-best", "write the config with the best point's values to FILE", cxxopts::value<std::string>(), "FILE")(
+            "jobs", "compile threads (default: one per core)", cxxopts::value<int>(), "N")("quiet", "no progress lines");
+    }
     if (std::string(sub.name) == "first-call") {
         parser.add_options()("repeat", "child processes per start state",
                              cxxopts::value<int>()->default_value("5"), "K");
@@ -186,6 +201,23 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
                     "run --watch prints each result as it comes: --calls, --json, --csv and --save do not apply");
     if (args.count("calls")) o.calls = args["calls"].as<int>();
     if (args.count("repeat")) o.repeat = args["repeat"].as<int>();
+    if (std::string(sub.name) == "tune") {
+        o.tune.strategy = args["strategy"].as<std::string>();
+        if (args.count("budget")) o.tune.budget = args["budget"].as<std::size_t>();
+        if (args.count("seconds")) o.tune.seconds = args["seconds"].as<double>();
+        if (args.count("stop-at")) {
+            const double percent = args["stop-at"].as<double>();
+            if (!(percent > 0 && percent <= 100)) throw error(error_kind::usage, "--stop-at takes a percentage in (0, 100]");
+            o.tune.roofline_target = percent / 100;
+        }
+        o.tune.seed = args["seed"].as<std::uint64_t>();
+        o.tune.jobs = o.jobs;
+        text("replay", o.replay_path);
+        text("write-best", o.write_best_path);
+        o.seeds = args["seeds"].as<int>();
+        if (o.seeds < 1 || o.seeds > 1000) throw error(error_kind::usage, "--seeds takes a number in 1..1000");
+        if (o.seeds > 1 && o.replay_path.empty()) throw error(error_kind::usage, "--seeds goes with --replay");
+    }
     if (args.count("load")) {
         const std::string load = args["load"].as<std::string>();
         if (load != "cubin" && load != "ptx") throw error(error_kind::usage, "--load " + load + ": expected cubin or ptx");
@@ -200,14 +232,17 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (!o.json_path.empty()) fs::check_output_path(o.json_path, "--json");
     if (!o.csv_path.empty()) fs::check_output_path(o.csv_path, "--csv");
     if (!o.trace_path.empty()) fs::check_output_path(o.trace_path, "--trace");
+    if (!o.write_best_path.empty()) fs::check_output_path(o.write_best_path, "--write-best");
     // Each result is a file of its own, and never one kjit reads.
     std::vector<std::filesystem::path> reads(o.files.begin(), o.files.end());
     if (!o.config_path.empty()) reads.emplace_back(o.config_path);
+    if (!o.replay_path.empty()) reads.emplace_back(o.replay_path);
     if (!o.templates_dir.empty()) {
         std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(o.templates_dir, ec)) reads.push_back(entry.path());
     }
-    fs::check_distinct_outputs({{"--json", o.json_path}, {"--csv", o.csv_path}, {"--trace", o.trace_path}}, reads);
+    fs::check_distinct_outputs(
+        {{"--json", o.json_path}, {"--csv", o.csv_path}, {"--trace", o.trace_path}, {"--write-best", o.write_best_path}}, reads);
 
     if (o.trace_path.empty()) return run_command(sub.name, o, out, err);
     // The trace is written however the command ends: a failed run's timeline is worth as much.
@@ -236,6 +271,7 @@ exit_status run_command(const std::string& name, const options& o, std::ostream&
     if (name == "sweep") return cmd_sweep(o, out, err);
     if (name == "merge") return cmd_merge(o, out, err);
     if (name == "first-call") return cmd_first_call(o, out, err);
+    if (name == "tune") return cmd_tune(o, out, err);
     if (name == "devices") return cmd_devices(out);
     return cmd_cache(o, out, err);
 }

@@ -92,10 +92,12 @@ exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) 
 }
 
 exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
-    const auto cfg = load(o);
+    config::document doc = load_document(o);
     run::session s = session_for(o);
+    run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling, o.save};
+    if (tune::wants_tuned_launch(doc)) doc = tune::with_tuned_launch(s, doc, o.device, request.tuned_launch);
+    const loaded_config cfg{family::load(doc), doc.source};
     bool failed = false;
-    const run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling, o.save};
     auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
         if (rec.call_index.value_or(1) > 1) out << "\n";
         failed = !print_result(rec, out, err) || failed;

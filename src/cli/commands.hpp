@@ -1,5 +1,6 @@
 // One handler per subcommand, over options already parsed, and what they share. Internal to the
-// CLI: commands.cpp (emit, compile, run, devices, cache), sweep_commands.cpp, first_call_command.cpp.
+// CLI: commands.cpp (emit, compile, run, devices, cache), sweep_commands.cpp, first_call_command.cpp,
+// tune_command.cpp.
 #pragma once
 #include <optional>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include "jit/jit.hpp"
 #include "report/record.hpp"
 #include "run/session.hpp"
+#include "tune/tuner.hpp"
 #include "util/error.hpp"
 
 namespace kjit::cli {
@@ -43,6 +45,10 @@ struct options {
     run::save_request save;     ///< run, sweep: --save DIR, --save-reference
     int repeat = 5;             ///< first-call: child processes per state
     bool ptx = false;           ///< emit: print the PTX instead of the CUDA source
+    tune::tune_options tune;    ///< tune: strategy, budget, seed, …
+    std::string replay_path;      ///< tune --replay: recorded results instead of the GPU
+    std::string write_best_path;  ///< tune --write-best: the config with the best point
+    int seeds = 1;                ///< tune --replay: seeds to run
 };
 
 struct loaded_config {
@@ -79,5 +85,6 @@ exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& err);
+exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err);
 
 }  // namespace kjit::cli

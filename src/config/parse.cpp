@@ -111,7 +111,7 @@ pipeline from_json(const document& doc) {
     const std::string& src = doc.source;
     object_reader r(doc.json, "", src,
                     {"name", "n", "shape", "dtype", "inputs", "params", "ops", "stages", "fusion", "launch",
-                     "compile", "measure", "tolerance", "seed", "sweep", "description"});
+                     "compile", "measure", "tolerance", "seed", "sweep", "tune", "description"});
     pipeline p;
     p.name = r.string("name", std::nullopt);
     if (!is_identifier(p.name))
@@ -177,7 +177,10 @@ pipeline from_json(const document& doc) {
                               fusion::fused);
 
     if (const json* launch = r.find("launch")) {
-        if (!launch->is_object()) r.fail("launch", "expected an object, got " + shown(*launch));
+        if (*launch == "tuned")
+            r.fail("launch", "\"tuned\" is the best point of a `kjit tune` on the GPU it ran on: `kjit run` looks it up "
+                             "there; elsewhere give the launch as an object");
+        if (!launch->is_object()) r.fail("launch", "expected an object or \"tuned\", got " + shown(*launch));
         std::vector<std::string> given;  // which keys belong to the family is the family's to say
         for (const auto& item : launch->items()) given.push_back(item.key());
         object_reader l(*launch, "launch", src, given);

@@ -32,6 +32,9 @@ public:
     /// Validates what is its own in `p` and resolves every "auto" into p.launch, once. Throws
     /// kjit::error(config) naming `source` and the key path.
     virtual void resolve(config::pipeline& p, const std::string& source) const = 0;
+    /// The launch space `kjit tune` searches when a config has no "tune" block, in that block's
+    /// form (tune/space.hpp): {"axes": {…}, "paired": […]}.
+    [[nodiscard]] virtual config::json_value tune_space(const config::pipeline& p) const = 0;
     /// The policy as record columns: every launch choice, resolved.
     [[nodiscard]] virtual config::json_value policy(const config::pipeline& p) const = 0;
     /// The kernels of `p` (resolved) and their source.

@@ -113,6 +113,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"nvrtc_front_end_ms", optional_number(r.nvrtc_front_end_ms)},
                            {"nvrtc_optimizer_ms", optional_number(r.nvrtc_optimizer_ms)},
                            {"module_image", r.module_image},
+                           {"tuned_launch", r.tuned_launch},
                            {"call_index", r.call_index ? nlohmann::json(*r.call_index) : nlohmann::json()},
                            {"first_call_state", r.first_call_state},
                            {"process_wall_ms", optional_number(r.process_wall_ms)},

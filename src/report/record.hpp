@@ -13,7 +13,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.6.0";
+inline constexpr const char* k_schema_version = "1.7.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
@@ -100,6 +100,7 @@ struct record {
     std::string name;
     std::string variant;  ///< config::variant_label
     std::string sweep_point;  ///< "dtype=float64 fusion=separate", empty outside sweeps
+    std::string tuned_launch;  ///< launch "tuned": the tune whose best point it is (tune/tuner.hpp)
     std::optional<std::size_t> sweep_index;
     nlohmann::json config = nlohmann::json::object();  ///< flat config fields: n, dtype, …
     /// The family's launch policy, resolved: a column policy_<key> each (tile, row_cache, …).

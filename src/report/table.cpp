@@ -12,11 +12,7 @@
 namespace kjit::report {
 namespace {
 
-std::string fixed(double value, int digits) {
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
+using units::fixed;
 
 std::string sci(double value) {
     char text[48];
@@ -69,6 +65,7 @@ std::string describe_states(const device_state& before, const device_state& afte
 void print_record(std::ostream& out, const record& r) {
     out << "kjit " << r.command << " · " << r.name << " (" << r.config_source << ")\n";
     out << "  variant  " << r.variant << "\n";
+    if (!r.tuned_launch.empty()) out << "  launch   " << r.tuned_launch << "\n";
     if (const std::string files = r.config.value("input_files", ""); !files.empty()) out << "  inputs   " << files << "\n";
     if (!r.device_name.empty())
         out << "  device   " << r.device_name << " [" << r.device_index << "], driver " << r.driver_version << "\n";

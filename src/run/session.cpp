@@ -34,6 +34,15 @@ void session::require_gpu(const std::string& without_one) {
     if (!why.empty()) throw error(error_kind::driver, "no GPU to run on (" + why + "); " + without_one + " works without one");
 }
 
+device_info session::device(int index) {
+    require_gpu("`kjit compile`");
+    const auto known = m_gpus->devices();
+    if (index < 0 || static_cast<std::size_t>(index) >= known.size())
+        throw error(error_kind::usage, "--device " + std::to_string(index) + ": there are " +
+                                           std::to_string(known.size()) + " GPU(s)");
+    return known[static_cast<std::size_t>(index)];
+}
+
 namespace {
 /// The process's time before the first phase, where kjit's main set the marks: spawn → main
 /// (when a parent passed the spawn time) and main → now.
@@ -60,11 +69,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
                                          const std::function<void(const report::record&)>& done) {
     report::record startup;
     record_process_start(startup);
-    require_gpu("`kjit compile`");
-    const auto known = m_gpus->devices();
-    if (request.device < 0 || static_cast<std::size_t>(request.device) >= known.size())
-        throw error(error_kind::usage, "--device " + std::to_string(request.device) + ": there are " +
-                                           std::to_string(known.size()) + " GPU(s)");
+    const device_info chosen = device(request.device);
     // The compile (or cache lookup) and the host data need no GPU: they run on another thread while
     // the driver creates the context, the longest wait of a first call. Their phases are recorded
     // as they were; overlapped_ms says how much of them the wait hid.
@@ -74,7 +79,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
     const auto early_start = trace::clock::now();
     auto early_work = std::async(std::launch::async, [&] {
         trace::name_thread("host work");
-        const auto arch = p.compile.arch.value_or(known[static_cast<std::size_t>(request.device)].arch);
+        const auto arch = p.compile.arch.value_or(chosen.arch);
         early_binary.put(build_variant(p, arch, context(), early).binary);
         host = make_host_data(p, early);
         return trace::clock::now();
@@ -91,6 +96,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
     for (int call = 1; call <= request.calls; ++call) {
         report::record rec = new_record("run", p, source);
         if (request.calls > 1) rec.call_index = call;
+        rec.tuned_launch = request.tuned_launch;
         const build_context ctx = context(call == 1 ? &early_binary : nullptr);
         const save_request* save = call == 1 && !request.save.dir.empty() ? &request.save : nullptr;
         run_variant(p, *device, ctx, rec, {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr, .save = save});

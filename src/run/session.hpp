@@ -53,6 +53,7 @@ struct run_request {
     bool load_ptx = false;     ///< load PTX (driver JIT) instead of the cubin
     bool copy_ceiling = true;  ///< measure the device's copy bandwidth (once per device and driver)
     save_request save = {};    ///< --save: the first call's output as .npy (no folder: nothing saved)
+    std::string tuned_launch = {};  ///< launch "tuned": where its launch came from (record::tuned_launch)
 };
 
 /// One pipeline for session::watch to run: the config as it is after a save.
@@ -109,6 +110,10 @@ public:
     [[nodiscard]] std::optional<std::string> finish();
 
     [[nodiscard]] jit::disk_cache& cache() { return m_cache; }
+    [[nodiscard]] const codegen::template_set& templates() const { return m_templates; }
+    /// What device `index` is; throws kjit::error(driver) when there is no GPU, (usage) when
+    /// there is no such device.
+    [[nodiscard]] device_info device(int index);
 
 private:
     [[nodiscard]] build_context context(prebuilt_binaries* prebuilt = nullptr);

@@ -35,6 +35,12 @@ std::string duration_ms(double ms) {
     return three_digits(ms * 1e6, "ns");
 }
 
+std::string fixed(double value, int digits) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
 std::string bytes(double count) {
     static const char* const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     if (std::fabs(count) < 1024) return std::to_string(static_cast<long long>(count)) + " B";

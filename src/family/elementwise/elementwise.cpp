@@ -30,6 +30,14 @@ public:
 
     std::vector<std::string> launch_keys() const override { return {"block", "vector_width", "grid"}; }
 
+    /// Block, vector width (a width the dtype cannot take is refused, so not measured) and grid.
+    config::json_value tune_space(const config::pipeline&) const override {
+        return {{"axes",
+                 {{"launch.block", {128, 256, 512, 1024}},
+                  {"launch.vector_width", {1, 2, 4, 8}},
+                  {"launch.grid", {"auto", "resident"}}}}};
+    }
+
     void resolve(config::pipeline& p, const std::string& source) const override {
         refuse_per_column_inputs(p, source);
         if (p.launch.block_auto) p.launch.block = k_default_block;

@@ -290,6 +290,18 @@ public:
 
     void resolve(pipeline& p, const std::string& source) const override { rows::resolve_policy(p, source); }
 
+    /// One warp or a block per row, where the row waits between passes, how many blocks share it,
+    /// and whether its loads evict first: the choices the H200 sweeps found to matter.
+    config::json_value tune_space(const pipeline&) const override {
+        return {{"axes",
+                 {{"launch.row_cache", {"values", "inputs", "none", "shared"}},
+                  {"launch.cluster", {1, 2, 4, 8}},
+                  {"launch.streaming", {false, true}}}},
+                {"paired",
+                 {{{"launch.row_mapping", {"warp", "block", "block", "block", "block", "block"}},
+                   {"launch.block", {32, 64, 128, 256, 512, 1024}}}}}};
+    }
+
     config::json_value policy(const pipeline& p) const override {
         return {{"block", p.launch.block},
                 {"vector_width", p.launch.vector_width},

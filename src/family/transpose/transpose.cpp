@@ -153,6 +153,14 @@ public:
         p.launch.given["padding"] = padding;
     }
 
+    /// Tile, its layout, and the threads that move it (a block the tile cannot take is refused).
+    config::json_value tune_space(const pipeline&) const override {
+        return {{"axes",
+                 {{"launch.tile", {16, 32, 64}},
+                  {"launch.layout", {"padded", "swizzled"}},
+                  {"launch.block", {64, 128, 256, 512, 1024}}}}};
+    }
+
     config::json_value policy(const pipeline& p) const override {
         const tile_policy t = policy_of(p);
         return {{"tile", t.tile},

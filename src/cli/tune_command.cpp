@@ -1,0 +1,81 @@
+// kjit tune: on the GPU, or replayed from recorded results over several seeds.
+#include <algorithm>
+
+#include "cli/commands.hpp"
+#include "report/files.hpp"
+#include "report/progress.hpp"
+#include "tune/summary.hpp"
+#include "util/fs.hpp"
+#include "util/interrupt.hpp"
+#include "util/units.hpp"
+
+namespace kjit::cli {
+namespace {
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// --replay: the strategy over seeds K… on recorded results, beside random search at the same budget.
+exit_status replay_command(const options& o, const config::document& doc, std::ostream& out) {
+    const auto recorded = report::read_rows(o.replay_path);
+    std::vector<double> found, random_found, to_99;
+    tune::tune_result last;
+    for (int k = 0; k < o.seeds; ++k) {
+        tune::tune_options chosen = o.tune;
+        chosen.seed = o.tune.seed + static_cast<std::uint64_t>(k);
+        last = tune::replay(doc, recorded, chosen);
+        const auto near = tune::nearness_of(last);
+        if (!near) throw error(error_kind::usage, "--replay " + o.replay_path + ": the recording lacks allowed points of the space; record an exhaustive tune");
+        found.push_back(near->best_fraction);
+        to_99.push_back(near->to_99 ? static_cast<double>(*near->to_99) : INFINITY);
+        chosen.strategy = "random";
+        chosen.budget = last.budget ? last.budget : last.allowed_points;
+        random_found.push_back(tune::nearness_of(tune::replay(doc, recorded, chosen))->best_fraction);
+    }
+    tune::print_summary(out, last);
+    out << "\nreplayed " << o.seeds << " seed(s) from " << o.tune.seed << ": median best " << units::fixed(100 * median(found), 1)
+        << " % of the exhaustive best in " << last.points.size() << " of " << last.allowed_points << " points ("
+        << units::fixed(100.0 * static_cast<double>(last.points.size()) / static_cast<double>(last.allowed_points), 1)
+        << " %); 99 % at evaluation " << (std::isinf(median(to_99)) ? std::string("never") : units::fixed(median(to_99), 0))
+        << " (median); random search at the same budget: " << units::fixed(100 * median(random_found), 1) << " %\n";
+    write_rows(o, tune::rows_of(last));
+    return exit_status::ok;
+}
+
+}  // namespace
+
+exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err) {
+    const config::document doc = load_document(o);
+    if (!o.replay_path.empty()) return replay_command(o, doc, out);
+    stop_gracefully_on_interrupt();  // Ctrl-C: the points in flight finish and are kept; exit 130
+    run::session s = session_for(o);
+    std::optional<double> best;
+    const auto result = tune::tune(s, doc, o.tune, [&](const tune::tuned_point& p) {
+        if (o.quiet || !p.result.ms || (best && *p.result.ms >= *best)) return;
+        best = p.result.ms;
+        err << "kjit: tune: #" << p.evaluation << " " << units::duration_ms(*best) << "  " << tune::label_of(p.values)
+            << (p.from == "database" ? "  (database)" : "") << "\n";
+    });
+    finish(s, err);
+    tune::print_summary(out, result);
+    write_rows(o, tune::rows_of(result));
+    const auto winner = std::min_element(result.points.begin(), result.points.end(), [](const auto& a, const auto& b) {
+        return a.result.ms.value_or(INFINITY) < b.result.ms.value_or(INFINITY);
+    });
+    if (!o.write_best_path.empty() && winner != result.points.end() && winner->result.ms) {
+        config::document written = tune::with_values(config::load_document(o.config_path), winner->values);
+        fs::write_output(o.write_best_path, written.json.dump(2) + "\n");
+        out << "  written   " << o.write_best_path << ": the config with the best point's values\n";
+    }
+    if (interrupted()) {
+        err << "kjit: interrupted: " << result.points.size() << " points measured; they are in the tuning database, "
+            << "and the same command resumes\n";
+        return exit_status::interrupted;
+    }
+    return exit_status::ok;
+}
+
+}  // namespace kjit::cli

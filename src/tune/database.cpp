@@ -1,0 +1,105 @@
+#include "tune/database.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include "jit/compiler.hpp"
+#include "jit/disk_cache.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kjit::tune {
+namespace {
+
+using config::json_value;
+
+/// The entry's own format: a file of another format is not read.
+constexpr int k_database_format = 1;
+
+json_value optional_number(const std::optional<double>& value) { return value ? json_value(*value) : json_value(nullptr); }
+
+std::optional<double> number_or_null(const json_value& value) {
+    return value.is_number() ? std::optional<double>(value.get<double>()) : std::nullopt;
+}
+
+}  // namespace
+
+json_value key_of(const config::document& doc, const run::device_info& device, const codegen::template_set& templates) {
+    json_value config = doc.json;
+    for (const char* away : {"launch", "tune", "sweep", "measure", "name", "description", "tolerance", "seed"})
+        config.erase(away);
+    field_hasher kernels;
+    kernels.add(KJIT_VERSION).add(std::to_string(jit::disk_cache::k_format_version));
+    for (const auto& [file, text] : templates.files) kernels.add(file).add(text);
+    return {{"config", config},
+            {"device", device.name},
+            {"arch", device.arch},
+            {"driver", device.driver_version},
+            {"nvrtc", jit::built_nvrtc_version()},
+            {"kernels", kernels.hex_digest()}};
+}
+
+database::database(const std::filesystem::path& cache_root, json_value key)
+    : m_file(cache_root / "tune" / (xxh3_128_hex(key.dump()) + ".json")), m_key(std::move(key)) {
+    std::error_code ec;
+    if (!std::filesystem::exists(m_file, ec)) return;
+    try {
+        const json_value stored = json_value::parse(fs::read_file(m_file));
+        if (stored.value("format", 0) != k_database_format || stored.at("key") != m_key)
+            throw std::runtime_error("another format or key");
+        for (const auto& p : stored.at("points"))
+            m_points.push_back({p.at("values"), number_or_null(p.at("ms")), number_or_null(p.at("roofline")),
+                                p.at("status").get<std::string>(), p.value("message", ""), p.value("measured", "")});
+    } catch (const std::exception& e) {
+        m_points.clear();
+        m_warning = "the tuning database " + m_file.string() + " could not be read (" + e.what() +
+                    "); its points are measured again and the file replaced";
+    }
+}
+
+const stored_point* database::find(const json_value& values) const {
+    for (const auto& p : m_points)
+        if (p.values == values) return &p;
+    return nullptr;
+}
+
+void database::add(stored_point point) {
+    for (auto& p : m_points)
+        if (p.values == point.values) {
+            p = std::move(point);
+            return;
+        }
+    m_points.push_back(std::move(point));
+}
+
+void database::save() const {
+    json_value points = json_value::array();
+    for (const auto& p : m_points)
+        points.push_back({{"values", p.values},
+                          {"ms", optional_number(p.ms)},
+                          {"roofline", optional_number(p.roofline)},
+                          {"status", p.status},
+                          {"message", p.message},
+                          {"measured", p.measured}});
+    std::filesystem::create_directories(m_file.parent_path());
+    fs::write_file_atomic(m_file, json_value{{"format", k_database_format}, {"key", m_key}, {"points", points}}.dump(1) + "\n");
+}
+
+const stored_point* database::best() const {
+    const stored_point* found = nullptr;
+    for (const auto& p : m_points)
+        if (p.ms && p.status == "PASS" && (!found || *p.ms < *found->ms)) found = &p;
+    return found;
+}
+
+std::string utc_now() {
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm parts{};
+    gmtime_r(&now, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+}  // namespace kjit::tune

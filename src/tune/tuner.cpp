@@ -1,0 +1,254 @@
+#include "tune/tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "family/family.hpp"
+#include "tune/database.hpp"
+#include "util/error.hpp"
+#include "util/units.hpp"
+
+namespace kjit::tune {
+namespace {
+
+using config::json_value;
+
+/// The config a tune varies: without its own block and any sweep.
+config::document base_of(const config::document& doc) {
+    config::document base = doc;
+    if (base.json.is_object()) {
+        base.json.erase("tune");
+        base.json.erase("sweep");
+    }
+    return base;
+}
+
+/// The space of `doc`: its block, else its family's.
+space space_of(const config::document& base, const config::document& doc) {
+    const config::pipeline p = family::load(base);  // a mistake outside the space is reported once, plainly
+    return parse_space(doc, family::family_of(p).tune_space(p));
+}
+
+/// `base` with a point's values set, validated by its family; nullopt when refused.
+std::optional<config::sweep_point> point_of(const config::document& base, const json_value& values, std::size_t index) {
+    config::document variant = with_values(base, values);
+    variant.source = base.source + ": tune point (" + label_of(values) + ")";
+    try {
+        return config::sweep_point{index, label_of(values), values, family::load(variant)};
+    } catch (const error& e) {
+        if (e.kind() != error_kind::config) throw;
+        return std::nullopt;
+    }
+}
+
+/// The search with the bookkeeping both tune and replay do: allowed points counted, each point
+/// reported as measured, the exhaustive best where every allowed point is known.
+tune_result search_space(const space& sp, const tune_options& o, const std::function<bool(std::size_t)>& allowed,
+                         const std::function<std::vector<tuned_point>(const std::vector<std::size_t>&)>& measure,
+                         const std::function<std::optional<double>(std::size_t)>& known_ms) {
+    tune_result r;
+    r.space_points = sp.size();
+    std::vector<std::size_t> allowed_points;
+    for (std::size_t index = 0; index < sp.size(); ++index)
+        if (allowed(index)) allowed_points.push_back(index);
+    r.allowed_points = allowed_points.size();
+    std::tie(r.strategy, r.budget) = strategy_for(o, r.allowed_points);
+
+    const auto start = std::chrono::steady_clock::now();
+    problem p{sp.dims(), [&](std::size_t index) { return std::binary_search(allowed_points.begin(), allowed_points.end(), index); },
+              [&](const std::vector<std::size_t>& batch) {
+                  std::vector<measurement> results;
+                  for (auto& point : measure(batch)) {
+                      results.push_back(point.result);
+                      point.evaluation = r.points.size() + 1;
+                      r.points.push_back(std::move(point));
+                  }
+                  return results;
+              }};
+    r.stopped = search(r.strategy, p, {r.budget, o.seconds, o.roofline_target}, o.seed).stopped;
+    r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    std::optional<double> best = INFINITY;
+    for (const std::size_t index : allowed_points) {
+        const auto ms = known_ms(index);
+        if (!ms) {  // a point not measured yet: no exhaustive best
+            best.reset();
+            break;
+        }
+        best = std::min(*best, *ms);
+    }
+    if (best && std::isfinite(*best)) r.exhaustive_best_ms = best;
+    return r;
+}
+
+measurement measurement_of(const report::record& rec) {
+    if (rec.status != report::outcome::pass || !rec.kernel_cold) return {};
+    std::optional<double> roofline;
+    if (const auto rate = rec.effective_bytes_per_s(); rate && rec.copy_ceiling_bytes_per_s)
+        roofline = *rate / *rec.copy_ceiling_bytes_per_s;
+    return {rec.kernel_cold->median, roofline};
+}
+
+}  // namespace
+
+std::pair<std::string, std::size_t> strategy_for(const tune_options& o, std::size_t allowed) {
+    constexpr std::size_t k_small_space = 64;
+    std::string strategy = o.strategy;
+    if (strategy == "auto") strategy = allowed <= k_small_space ? "exhaustive" : "anneal";
+    std::size_t budget = o.budget;
+    if (budget == 0 && strategy != "exhaustive") budget = std::min(allowed, std::max<std::size_t>(16, allowed * 15 / 100));
+    return {strategy, budget};
+}
+
+tune_result tune(run::session& s, const config::document& doc, const tune_options& o,
+                 const std::function<void(const tuned_point&)>& step) {
+    const config::document base = base_of(doc);
+    const space sp = space_of(base, doc);
+    const run::device_info device = s.device(o.device);
+    database db(s.cache().root(), key_of(base, device, s.templates()));
+
+    std::map<std::size_t, std::optional<config::sweep_point>> points;  // each point loaded once
+    const auto point_at = [&](std::size_t index) -> const std::optional<config::sweep_point>& {
+        auto it = points.find(index);
+        if (it == points.end()) it = points.emplace(index, point_of(base, sp.values_of(index), index)).first;
+        return it->second;
+    };
+    const auto stored = [&](std::size_t index) { return db.find(sp.values_of(index)); };
+
+    tune_result r = search_space(
+        sp, o, [&](std::size_t index) { return sp.allowed(index) && point_at(index).has_value(); },
+        [&](const std::vector<std::size_t>& batch) {
+            std::vector<tuned_point> measured(batch.size());
+            std::vector<config::sweep_point> to_run;
+            std::vector<std::size_t> slot;  // where each point run goes in `measured`
+            for (std::size_t k = 0; k < batch.size(); ++k) {
+                measured[k].values = sp.values_of(batch[k]);
+                if (const stored_point* known = stored(batch[k])) {
+                    measured[k].result = {known->ms, known->roofline};
+                    measured[k].status = known->status;
+                    measured[k].message = known->message;
+                    measured[k].from = "database";
+                } else {
+                    to_run.push_back(*point_at(batch[k]));
+                    slot.push_back(k);
+                }
+            }
+            std::size_t finished = batch.size() - to_run.size();
+            if (!to_run.empty()) {
+                run::sweep_request request;
+                request.devices = std::to_string(o.device);
+                request.jobs = o.jobs;
+                const auto result = s.sweep(to_run, base.source, request);
+                for (std::size_t k = 0; k < result.records.size(); ++k) {
+                    const report::record& rec = result.records[k];
+                    tuned_point& point = measured[slot[k]];
+                    point.result = measurement_of(rec);
+                    point.status = report::to_string(rec.status);
+                    point.message = rec.error;
+                    point.from = "measured";
+                    db.add({point.values, point.result.ms, point.result.roofline, point.status, point.message, utc_now()});
+                }
+                db.save();
+                finished += result.records.size();
+            }
+            // Interrupted: only what finished, in order, goes back (the search then stops).
+            std::vector<tuned_point> done;
+            for (std::size_t k = 0; k < measured.size() && done.size() < finished; ++k)
+                if (!measured[k].from.empty()) done.push_back(measured[k]);
+            for (const auto& point : done)
+                if (step) step(point);
+            return done;
+        },
+        [&](std::size_t index) -> std::optional<double> {
+            const stored_point* known = stored(index);
+            if (!known) return std::nullopt;
+            return known->ms.value_or(INFINITY);
+        });
+    r.database_file = db.file().string();
+    r.device = device.name;
+    return r;
+}
+
+tune_result replay(const config::document& doc, const std::vector<report::row>& recorded, const tune_options& o) {
+    const config::document base = base_of(doc);
+    const space sp = space_of(base, doc);
+    std::map<std::string, measurement> times;  // the point's values as JSON text → what it took
+    for (const auto& row : recorded) {
+        if (!row.contains("values") || !row.contains("ms")) continue;
+        const json_value& ms = row["ms"];
+        times[row["values"].dump()] = {ms.is_number() ? std::optional<double>(ms.get<double>()) : std::nullopt,
+                                       row.contains("roofline") && row["roofline"].is_number()
+                                           ? std::optional<double>(row["roofline"].get<double>())
+                                           : std::nullopt};
+    }
+    const auto find = [&](std::size_t index) {
+        const auto it = times.find(sp.values_of(index).dump());
+        return it == times.end() ? nullptr : &it->second;
+    };
+    tune_result r = search_space(
+        sp, o, [&](std::size_t index) { return sp.allowed(index) && find(index) != nullptr; },
+        [&](const std::vector<std::size_t>& batch) {
+            std::vector<tuned_point> measured;
+            for (const std::size_t index : batch) {
+                const measurement* m = find(index);
+                measured.push_back({0, sp.values_of(index), *m, m->ms ? "PASS" : "FAIL", "", "replay"});
+            }
+            return measured;
+        },
+        [&](std::size_t index) -> std::optional<double> { return find(index)->ms.value_or(INFINITY); });
+    r.device = "replay";
+    return r;
+}
+
+std::vector<report::row> rows_of(const tune_result& r) {
+    std::vector<report::row> rows;
+    std::optional<double> best;
+    for (const auto& p : r.points) {
+        if (p.result.ms && (!best || *p.result.ms < *best)) best = p.result.ms;
+        const auto number = [](const std::optional<double>& v) { return v ? report::row(*v) : report::row(nullptr); };
+        rows.push_back({{"evaluation", p.evaluation},
+                        {"point", label_of(p.values)},
+                        {"values", p.values},
+                        {"ms", number(p.result.ms)},
+                        {"roofline", number(p.result.roofline)},
+                        {"status", p.status},
+                        {"message", p.message},
+                        {"from", p.from},
+                        {"best_ms", number(best)},
+                        {"exhaustive_best_ms", number(r.exhaustive_best_ms)},
+                        {"strategy", r.strategy},
+                        {"device", r.device}});
+    }
+    return rows;
+}
+
+bool wants_tuned_launch(const config::document& doc) {
+    return doc.json.is_object() && doc.json.contains("launch") && doc.json["launch"] == "tuned";
+}
+
+config::document with_tuned_launch(run::session& s, const config::document& doc, int device, std::string& note) {
+    const run::device_info info = s.device(device);
+    const database db(s.cache().root(), key_of(doc, info, s.templates()));
+    const stored_point* best = db.best();
+    if (best == nullptr)
+        throw config_error(doc.source, "launch",
+                           "\"tuned\" takes the best point of a tune of this config on this GPU (" + info.name +
+                               ", sm_" + std::to_string(info.arch) + "), and the tuning database has none: run "
+                               "`kjit tune` on this config first");
+    config::document tuned = doc;
+    tuned.json["launch"] = json_value::object();
+    tuned = with_values(tuned, best->values);
+    note = "launch tuned " + best->measured + " on " + info.name + " (" + units::duration_ms(*best->ms) + " then; " +
+           label_of(best->values) + ")";
+    return tuned;
+}
+
+config::document with_values(const config::document& doc, const json_value& values) {
+    config::document result = doc;
+    for (const auto& [path, value] : values.items()) config::set_path(result.json, path, value, doc.source + ": tune." + path);
+    return result;
+}
+
+}  // namespace kjit::tune

@@ -1,0 +1,79 @@
+// kjit tune: a strategy (strategy.hpp) searching a config's space (space.hpp) on a GPU through a
+// session, every point verified, what each point took kept in the tuning database
+// (database.hpp); the same search replayed from recorded results with no GPU; and the database's
+// best point applied to a config (launch: "tuned", --write-best).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "report/record.hpp"
+#include "run/session.hpp"
+#include "tune/space.hpp"
+#include "tune/strategy.hpp"
+
+namespace kjit::tune {
+
+struct tune_options {
+    std::string strategy = "auto";  ///< auto: exhaustive for a small space, else anneal
+    std::size_t budget = 0;         ///< evaluations; 0: all for exhaustive, else 15 % of the space (at least 16)
+    std::optional<double> seconds;
+    std::optional<double> roofline_target;  ///< 0..1
+    std::uint64_t seed = 1;
+    int device = 0;
+    int jobs = 0;
+};
+
+/// The strategy and budget `o` asks for on a space of `allowed` points: "auto" and budget 0 made
+/// concrete.
+[[nodiscard]] std::pair<std::string, std::size_t> strategy_for(const tune_options& o, std::size_t allowed);
+
+/// One measured point.
+struct tuned_point {
+    std::size_t evaluation = 0;  ///< 1, 2, … in the order measured
+    config::json_value values;
+    measurement result;
+    std::string status;   ///< PASS, FAIL, error
+    std::string message;  ///< why it failed
+    std::string from;     ///< "measured", "database" (measured by an earlier tune), "replay"
+};
+
+struct tune_result {
+    std::string strategy;
+    std::size_t budget = 0;
+    std::size_t space_points = 0;  ///< constraints aside
+    std::size_t allowed_points = 0;
+    std::vector<tuned_point> points;  ///< in the order measured
+    stop_reason stopped = stop_reason::done;
+    double wall_ms = 0;
+    /// The best of every allowed point, where all were measured (by this tune, an earlier one or
+    /// the recording replayed): how near each evaluation came is measured against it.
+    std::optional<double> exhaustive_best_ms;
+    std::string database_file;  ///< empty for a replay
+    std::string device;
+};
+
+/// Tunes `doc` on the session's GPU. `step` sees each point as it is measured.
+[[nodiscard]] tune_result tune(run::session& s, const config::document& doc, const tune_options& o,
+                               const std::function<void(const tuned_point&)>& step = {});
+
+/// The same search on recorded results (kjit tune --json rows): no GPU, no compile. A point the
+/// recording lacks counts as not allowed.
+[[nodiscard]] tune_result replay(const config::document& doc, const std::vector<report::row>& recorded, const tune_options& o);
+
+/// The rows kjit tune --json writes: one per measured point, with the best time so far.
+[[nodiscard]] std::vector<report::row> rows_of(const tune_result& r);
+
+/// True when `doc` says launch: "tuned".
+[[nodiscard]] bool wants_tuned_launch(const config::document& doc);
+/// `doc` with its launch replaced by the best stored point's values for the session's device
+/// `device`; `note` says which entry ("tuned 2026-12-02T10:11:12Z on NVIDIA H200: 38.0 µs").
+/// Throws kjit::error(config) at "launch" when the database has none.
+[[nodiscard]] config::document with_tuned_launch(run::session& s, const config::document& doc, int device, std::string& note);
+/// `doc` with the values of `best` applied (kjit tune --write-best): the launch block as found.
+[[nodiscard]] config::document with_values(const config::document& doc, const config::json_value& values);
+
+}  // namespace kjit::tune

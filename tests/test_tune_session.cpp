@@ -1,0 +1,117 @@
+// kjit tune on fake GPUs whose launch time depends on the block: the search measures through a
+// session, remembers every point in the tuning database (a second tune spends no GPU time, a
+// longer one measures only what is new), and launch "tuned" takes the best. Needs NVRTC.
+#include "fake_gpu.hpp"
+#include "helpers.hpp"
+#include "run/session.hpp"
+#include "tune/tuner.hpp"
+
+using namespace kjit;
+using json = kjit::config::json_value;
+
+namespace {
+
+config::document softmax_tune() {
+    config::document doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/softmax.json");
+    doc.json["shape"] = {8, 256};
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    doc.json["tune"] = {{"axes", {{"launch.block", {64, 128, 256}}, {"launch.streaming", {false, true}}}}};
+    return doc;
+}
+
+/// Fake GPUs on which a block of 128 threads runs twice as fast as any other.
+std::unique_ptr<kjit::testing::fake_provider> block_sensitive_gpus(const config::document& doc) {
+    auto gpus = std::make_unique<kjit::testing::fake_provider>();
+    gpus->setup = [executor = kjit::testing::plan_executor(std::vector<config::pipeline>{family::load(doc)})](
+                      kjit::testing::fake_gpu& g) {
+        g.on_launch = executor;
+        g.launch_time = [](const run::kernel_launch& l) { return l.block.x == 128 ? 0.001 : 0.002; };
+    };
+    return gpus;
+}
+
+}  // namespace
+
+TEST_CASE("tune on a session: every point verified and stored; a second tune measures nothing") {
+    kjit::testing::temp_dir dir;
+    const config::document doc = softmax_tune();
+    config::document base = doc;
+    base.json.erase("tune");
+    auto gpus = block_sensitive_gpus(base);
+    auto* provider = gpus.get();
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+
+    tune::tune_options o;
+    o.strategy = "random";
+    o.budget = 3;
+    const auto first = tune::tune(s, doc, o);
+    CHECK(first.points.size() == 3);
+    CHECK(first.allowed_points == 6);
+    CHECK_FALSE(first.exhaustive_best_ms);  // half the space is unknown yet
+    for (const auto& p : first.points) {
+        CHECK(p.from == "measured");
+        CHECK(p.status == "PASS");
+    }
+
+    // Exhaustive after it: the three known points come from the database, three are measured.
+    o.strategy = "exhaustive";
+    o.budget = 0;
+    const auto all = tune::tune(s, doc, o);
+    REQUIRE(all.points.size() == 6);
+    int measured = 0;
+    for (const auto& p : all.points) measured += p.from == "measured";
+    CHECK(measured == 3);
+    REQUIRE(all.exhaustive_best_ms);
+    const auto best = std::min_element(all.points.begin(), all.points.end(),
+                                       [](const auto& a, const auto& b) { return *a.result.ms < *b.result.ms; });
+    CHECK(best->values["launch.block"] == 128);
+    CHECK(*best->result.ms == *all.exhaustive_best_ms);
+
+    // Again: nothing measured, no GPU opened.
+    const int opened = provider->opened;
+    const auto again = tune::tune(s, doc, o);
+    CHECK(again.points.size() == 6);
+    for (const auto& p : again.points) CHECK(p.from == "database");
+    CHECK(provider->opened == opened);
+    CHECK(again.exhaustive_best_ms == all.exhaustive_best_ms);
+
+    // launch "tuned": the best point's values, and a note naming the device and the date.
+    config::document tuned = base;
+    tuned.json["launch"] = "tuned";
+    REQUIRE(tune::wants_tuned_launch(tuned));
+    std::string note;
+    const config::document resolved = tune::with_tuned_launch(s, tuned, 0, note);
+    CHECK(resolved.json["launch"]["block"] == 128);
+    CHECK(note.find("on Fake GPU") != std::string::npos);
+    CHECK(note.find("launch.block=128") != std::string::npos);
+    CHECK(family::load(resolved).launch.block == 128);
+
+    // A config the database has nothing for says so, at "launch".
+    tuned.json["shape"] = {16, 256};
+    const std::string message = kjit::testing::error_message([&] { (void)tune::with_tuned_launch(s, tuned, 0, note); });
+    CHECK(message.find("launch: \"tuned\" takes the best point of a tune of this config on this GPU (Fake GPU") !=
+          std::string::npos);
+}
+
+TEST_CASE("tune replay: the same search on recorded rows, with no GPU") {
+    kjit::testing::temp_dir dir;
+    const config::document doc = softmax_tune();
+    config::document base = doc;
+    base.json.erase("tune");
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, block_sensitive_gpus(base));
+    tune::tune_options o;
+    o.strategy = "exhaustive";
+    const auto recorded = tune::rows_of(tune::tune(s, doc, o));
+    REQUIRE(recorded.size() == 6);
+    CHECK(recorded.back()["best_ms"] == recorded.back()["exhaustive_best_ms"]);
+
+    o.strategy = "local";
+    const auto replayed = tune::replay(doc, recorded, o);
+    CHECK(replayed.allowed_points == 6);
+    CHECK(replayed.exhaustive_best_ms);
+    for (const auto& p : replayed.points) CHECK(p.from == "replay");
+    // A recording without some points: those are not allowed.
+    auto fewer = recorded;
+    fewer.erase(fewer.begin());
+    CHECK(tune::replay(doc, fewer, o).allowed_points == 5);
+}
