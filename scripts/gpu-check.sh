@@ -48,6 +48,13 @@
 #               saved back with --save --save-reference and compared in NumPy
 #   seed        configs/seed_vectorize.json's sweep (the accepted answers' changes, with per-call
 #               copies and without), kjit first-call on it, and bench/compare.py at n = 10^6
+#   tune        configs/tune_softmax.json and tune_layernorm.json tuned exhaustively; the first again
+#               (all from the tuning database), and launch "tuned" against --write-best's config,
+#               alternated, 3 rounds; then every strategy replayed on both (5 seeds)
+#   tune-table  issue 25's table: softmax, layer norm (float32, bfloat16) and RMS norm (bfloat16) at
+#               4096², 32768 × 1024 and 1024 × 32768, and softmax float32 at 1 × 2^20, 777 × 3001 and
+#               200000 × 8: the family's launch space exhaustively and the default launch beside it;
+#               TABLE_SPECS="softmax:float32 …" picks the ops; summed by scripts/tune_table.py
 set -uo pipefail
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
@@ -363,6 +370,42 @@ print("numpy: kjit's output", out.dtype, out.shape, "max |out - numpy float64| =
       "; kjit's reference vs numpy: max", np.abs(ref - mine).max())
 PY
         rm -rf "$out"/data/*.npy "$out"/data/saved; tail -30 "$out/data.log" ;;
+    tune)
+        for cfg in tune_softmax tune_layernorm; do
+            "$kjit" tune "configs/$cfg.json" --strategy exhaustive --quiet --json "$out/tune_$cfg.json" > "$out/tune_$cfg.log" 2>&1 || status=1
+        done
+        start=$EPOCHREALTIME
+        "$kjit" tune configs/tune_softmax.json --strategy exhaustive --quiet --write-best /tmp/best_softmax.json > "$out/tune_again.log" 2>&1 || status=1
+        echo "== a second tune: process wall $(awk "BEGIN { print $EPOCHREALTIME - $start }") s" >> "$out/tune_again.log"
+        for round in 1 2 3; do
+            "$kjit" run configs/tune_softmax.json --set launch=tuned --skip-ceiling > /tmp/tuned.log 2>&1 || status=1
+            grep -E "launch |cold:" /tmp/tuned.log | sed "s/^/tuned $round: /" >> "$out/tune_tuned.log"
+            "$kjit" run /tmp/best_softmax.json --skip-ceiling > /tmp/best.log 2>&1 || status=1
+            grep -E "cold:" /tmp/best.log | sed "s/^/written $round: /" >> "$out/tune_tuned.log"
+        done
+        for cfg in tune_softmax tune_layernorm; do
+            for strategy in anneal genetic local random; do
+                echo "== $cfg $strategy" >> "$out/tune_replay.log"
+                "$kjit" tune "configs/$cfg.json" --replay "$out/tune_$cfg.json" --strategy $strategy --seeds 5 | tail -1 >> "$out/tune_replay.log" 2>&1 || status=1
+            done
+        done
+        tail -4 "$out/tune_again.log"; cat "$out/tune_tuned.log" "$out/tune_replay.log" ;;
+    tune-table)
+        mkdir -p "$out/table"
+        cells=()
+        for spec in ${TABLE_SPECS:-softmax:float32 softmax:bfloat16 layernorm:float32 layernorm:bfloat16 rmsnorm:bfloat16}; do
+            for shape in 4096,4096 32768,1024 1024,32768; do cells+=("$spec:$shape"); done
+        done
+        [ -z "${TABLE_SPECS:-}" ] || [ "${TABLE_UNTUNED:-}" = 1 ] && for shape in 1,1048576 777,3001 200000,8; do cells+=("softmax:float32:$shape"); done
+        for cell in "${cells[@]}"; do
+            IFS=: read -r cfg dtype shape <<< "$cell"
+            label=${cfg}_${dtype}_${shape/,/x}
+            "$kjit" tune "configs/$cfg.json" --set dtype=$dtype --set "shape=[$shape]" --strategy exhaustive --quiet \
+                --json "$out/table/$label.tune.json" > "$out/table/$label.log" 2>&1 || status=1
+            "$kjit" run "configs/$cfg.json" --set dtype=$dtype --set "shape=[$shape]" --skip-ceiling \
+                --json "$out/table/$label.default.json" >> "$out/table/$label.log" 2>&1 || status=1
+        done
+        python3 scripts/tune_table.py "$out/table" | tee "$out/tune_table.md" ;;
     seed)
         "$kjit" sweep configs/seed_vectorize.json --quiet --json "$out/seed_sweep.json" > "$out/seed.log" 2>&1 || status=1
         "$kjit" run configs/seed_vectorize.json --set measure.transfers=per_call >> "$out/seed.log" 2>&1 || status=1
