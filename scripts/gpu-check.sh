@@ -55,6 +55,9 @@
 #               4096², 32768 × 1024 and 1024 × 32768, and softmax float32 at 1 × 2^20, 777 × 3001 and
 #               200000 × 8: the family's launch space exhaustively and the default launch beside it;
 #               TABLE_SPECS="softmax:float32 …" picks the ops; summed by scripts/tune_table.py
+#   tune-auto   the default launch against the best point of each cell's exhaustive tune
+#               (bench/results/2026-12-02-h200-tune/table), alternated, 2 rounds; softmax at
+#               1 × 2^20 tuned exhaustively first (before the rule, "auto" refused that row)
 set -uo pipefail
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
@@ -406,6 +409,24 @@ PY
                 --json "$out/table/$label.default.json" >> "$out/table/$label.log" 2>&1 || status=1
         done
         python3 scripts/tune_table.py "$out/table" | tee "$out/tune_table.md" ;;
+    tune-auto)
+        mkdir -p "$out/auto"
+        "$kjit" tune configs/softmax.json --set "shape=[1,1048576]" --strategy exhaustive --quiet \
+            --json "$out/auto/softmax_float32_1x1048576.tune.json" > "$out/auto/tune_1x1048576.log" 2>&1 || status=1
+        gzip -kf "$out/auto/softmax_float32_1x1048576.tune.json"
+        for tuned in bench/results/2026-12-02-h200-tune/table/*.tune.json.gz "$out/auto/softmax_float32_1x1048576.tune.json.gz"; do
+            label=$(basename "$tuned" .tune.json.gz)
+            IFS=_ read -r cfg dtype shape <<< "$label"
+            mapfile -t best < <(python3 scripts/tune_table.py --best-sets "$tuned")
+            for round in 1 2; do
+                for which in default best; do
+                    extra=(); [ $which = best ] && extra=("${best[@]}")
+                    "$kjit" run "configs/$cfg.json" --set dtype=$dtype --set "shape=[${shape/x/,}]" "${extra[@]}" --skip-ceiling \
+                        --json "$out/auto/$label.$which.$round.json" > /dev/null 2>> "$out/auto/errors.log" || status=1
+                done
+            done
+        done
+        python3 scripts/tune_table.py --auto "$out/auto" | tee "$out/tune_auto.md" ;;
     seed)
         "$kjit" sweep configs/seed_vectorize.json --quiet --json "$out/seed_sweep.json" > "$out/seed.log" 2>&1 || status=1
         "$kjit" run configs/seed_vectorize.json --set measure.transfers=per_call >> "$out/seed.log" 2>&1 || status=1

@@ -185,11 +185,12 @@ TEST_CASE("transpose's reference at odd shapes: a permutation of the input, noth
 TEST_CASE("the rows family's sum depth is its template's order of additions: items, two butterflies, the cluster") {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
     auto p = family::load(doc);
-    // 4096 columns, vectors of 4, blocks of 128: 32 items a thread, then 5 + 5 levels, cluster 1.
-    CHECK(family::rows::row_items_per_thread(p) == 32);
-    CHECK(family::rows::sum_depths(p).depth == 32 + 2 * family::rows::k_warp_levels);
-    CHECK(family::family_of(p).reference_key(p) == json{{"sum_depth", 42}});
-    doc.json["shape"] = {2, 65536};  // a cluster of 2 blocks of 1024
+    // 4096 columns, vectors of 4, blocks of 256: 16 items a thread, then 5 + 5 levels, cluster 1.
+    CHECK(family::rows::row_items_per_thread(p) == 16);
+    CHECK(family::rows::sum_depths(p).depth == 16 + 2 * family::rows::k_warp_levels);
+    CHECK(family::family_of(p).reference_key(p) == json{{"sum_depth", 26}});
+    doc.json["shape"] = {2, 65536};  // in registers: a cluster of 2 blocks of 1024
+    doc.json["launch"]["row_cache"] = "values";
     p = family::load(doc);
     CHECK(family::rows::sum_depths(p).depth == 32 + 10 + 1);
 }

@@ -260,7 +260,7 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
 
     json long_rows = softmax_config();
     long_rows["shape"] = {2, 4097};
-    long_rows["launch"] = {{"block", 64}, {"cluster", 1}};
+    long_rows["launch"] = {{"block", 64}, {"cluster", 1}, {"row_cache", "values"}};
     CHECK(failure(long_rows) == "t.json: shape: a row of 4097 elements is longer than a row kernel holds: 64 threads × 1 "
                                 "blocks × 32 elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or "
                                 "read it from memory in each pass with launch.row_cache \"none\"");
@@ -398,7 +398,7 @@ TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" mak
     CHECK(failure(j) == "t.json: launch.grid: expected a number of blocks, \"auto\" or \"resident\", got \"all\"");
     // A row in registers that takes a cluster cannot loop; in shared memory, two rows must fit.
     j["shape"] = {2, 65536};
-    j["launch"] = {{"grid", "resident"}};
+    j["launch"] = {{"grid", "resident"}, {"row_cache", "values"}};
     CHECK(failure(j) == "t.json: launch.grid: a grid that loops over the rows runs each row on one block, and this one "
                         "takes a cluster of 2 (65536 elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
     j["launch"]["row_cache"] = "none";
@@ -419,6 +419,7 @@ TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" mak
 TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only row kernels, only sm_90 and newer") {
     json j = softmax_config();
     j["shape"] = {2, 131072};
+    j["launch"] = {{"row_cache", "values"}};  // "auto" would put this row in shared memory
     const auto p = parsed(j);
     CHECK(p.launch.block == 1024);
     CHECK(p.launch.cluster == 4);  // float32 × 4 per vector: 32 elements a thread
@@ -496,4 +497,35 @@ TEST_CASE("an input \"per\": \"column\" has a row's worth of values; only row pi
     json elementwise = config_with(json::array({{{"op", "map"}, {"input", "a"}, {"expr", "x * w"}}}));
     elementwise["inputs"]["w"]["per"] = "column";
     CHECK(failure(elementwise).find("t.json: inputs.w.per: \"column\" is for row pipelines") == 0);
+}
+
+TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) for every row length") {
+    const auto policy = [](long long cols, const char* dtype, json launch = json::object()) {
+        json j = softmax_config();
+        j["shape"] = {3, cols};
+        j["dtype"] = dtype;
+        j["launch"] = launch;
+        const auto p = parsed(j);
+        return std::string(config::to_string(p.launch.cache)) + " " + std::to_string(p.launch.block) +
+               (p.launch.streaming ? " streaming" : "") + (p.launch.cluster > 1 ? " cluster" : "");
+    };
+    // In registers at 16 elements a thread, in the smallest block that holds the row so.
+    CHECK(policy(8, "float32") == "values 64");
+    CHECK(policy(1024, "float32") == "values 64");
+    CHECK(policy(3001, "float32") == "values 256");
+    CHECK(policy(4096, "bfloat16") == "values 256");
+    CHECK(policy(16384, "float32") == "values 1024");
+    // Longer: in shared memory, 128 bytes of it a thread, streamed.
+    CHECK(policy(32768, "bfloat16") == "shared 512 streaming");
+    CHECK(policy(32768, "float32") == "shared 1024 streaming");
+    // Longer than shared memory holds: read again in each pass, any length.
+    CHECK(policy(1 << 20, "float32") == "none 1024 streaming");
+    CHECK(policy(3000001, "bfloat16") == "none 1024 streaming");
+    // What the launch block gives is kept; the rest still follows the rule.
+    CHECK(policy(32768, "bfloat16", {{"streaming", false}}) == "shared 512");
+    CHECK(policy(32768, "bfloat16", {{"row_cache", "auto"}, {"streaming", "auto"}}) == "shared 512 streaming");
+    CHECK(policy(32768, "bfloat16", {{"block", 256}}) == "shared 256 streaming");
+    CHECK(policy(4096, "float32", {{"block", 128}}) == "values 128");
+    CHECK(policy(32768, "bfloat16", {{"row_cache", "values"}}) == "values 1024 cluster");
+    CHECK(policy(32768, "float32", {{"grid", "resident"}}) == "none 1024 streaming");  // two rows do not fit
 }

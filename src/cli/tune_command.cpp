@@ -18,9 +18,21 @@ double median(std::vector<double> values) {
     return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+/// The rows of `kjit tune --json`.
+std::vector<report::row> read_recording(const std::string& path) {
+    try {
+        const report::row rows = report::row::parse(fs::read_file(path));
+        if (!rows.is_array() || rows.empty() || !rows[0].contains("values"))
+            throw error(error_kind::usage, "--replay " + path + ": expected the rows of `kjit tune --json`");
+        return {rows.begin(), rows.end()};
+    } catch (const report::row::exception& e) {
+        throw error(error_kind::usage, "--replay " + path + ": not JSON (" + e.what() + ")");
+    }
+}
+
 /// --replay: the strategy over seeds K… on recorded results, beside random search at the same budget.
 exit_status replay_command(const options& o, const config::document& doc, std::ostream& out) {
-    const auto recorded = report::read_rows(o.replay_path);
+    const auto recorded = read_recording(o.replay_path);
     std::vector<double> found, random_found, to_99;
     tune::tune_result last;
     for (int k = 0; k < o.seeds; ++k) {

@@ -188,9 +188,11 @@ pipeline from_json(const document& doc) {
         p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
         using cache = launch_spec::row_cache;
         p.launch.cache = l.choice<cache>(
-            "row_cache", {{"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}, {"shared", cache::shared}},
-            cache::values);
-        p.launch.streaming = l.boolean("streaming", false);
+            "row_cache",
+            {{"auto", cache::values}, {"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}, {"shared", cache::shared}},
+            cache::values);  // "auto" (or absent): the row family chooses (src/family/rows/policy.cpp)
+        if (const json* streaming = l.find("streaming"); !(streaming && streaming->is_string() && *streaming == "auto"))
+            p.launch.streaming = l.boolean("streaming", false);
         if (const json* least = l.find("min_blocks_per_sm"); least && !(least->is_string() && *least == "auto"))
             p.launch.min_blocks_per_sm = static_cast<int>(l.integer("min_blocks_per_sm", 1, 32, std::nullopt));
         if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {

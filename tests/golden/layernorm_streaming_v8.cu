@@ -20,10 +20,10 @@ struct __align__(32) vec {
 // an enum so that they take no storage.
 enum : int {
     kjit_width = 8,      // elements in a vector
-    kjit_block = 128,      // threads in a block
+    kjit_block = 256,      // threads in a block
     kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
-    kjit_vectors_per_thread = 4,  // of a row, at most
+    kjit_row_stride = 256,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_vectors_per_thread = 2,  // of a row, at most
     kjit_words = 2,  // a vector moves as this many words (kjit_word) with __ldcs and __stcs
 };
 typedef uint4 kjit_word;  // __ldcs and __stcs take a built-in type
@@ -125,7 +125,7 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
 {
     const long long kjit_base = kjit_row_index * cols;  // the row's first element
     const long long kjit_vectors = cols / kjit_width;
-    // The thread's 32 elements stay in x[]: the row is read from memory once however many
+    // The thread's 16 elements stay in x[]: the row is read from memory once however many
     // stages use it.
     real x[kjit_vectors_per_thread * kjit_width];
 #pragma unroll

@@ -20,10 +20,10 @@ struct __align__(16) vec {
 // an enum so that they take no storage.
 enum : int {
     kjit_width = 4,      // elements in a vector
-    kjit_block = 128,      // threads in a block
+    kjit_block = 256,      // threads in a block
     kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
-    kjit_vectors_per_thread = 8,  // of a row, at most
+    kjit_row_stride = 256,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_vectors_per_thread = 4,  // of a row, at most
 };
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
@@ -121,7 +121,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 {
     const long long kjit_base = kjit_row_index * cols;  // the row's first element
     const long long kjit_vectors = cols / kjit_width;
-    // The thread's 32 elements stay in x[]: the row is read from memory once however many
+    // The thread's 16 elements stay in x[]: the row is read from memory once however many
     // stages use it.
     real x[kjit_vectors_per_thread * kjit_width];
 #pragma unroll

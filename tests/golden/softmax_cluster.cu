@@ -21,10 +21,12 @@ struct __align__(16) vec {
 enum : int {
     kjit_width = 4,      // elements in a vector
     kjit_block = 1024,      // threads in a block
-    kjit_cluster = 2,  // blocks that share a row
-    kjit_row_stride = 2048,  // a thread's vectors of a row are this far apart: block × cluster
-    kjit_vectors_per_thread = 8,  // of a row, at most
+    kjit_cluster = 1,  // blocks that share a row
+    kjit_row_stride = 1024,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_vectors_per_thread = 16,  // of a row, at most
+    kjit_words = 1,  // a vector moves as this many words (kjit_word) with __ldcs and __stcs
 };
+typedef uint4 kjit_word;  // __ldcs and __stcs take a built-in type
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.
@@ -72,37 +74,21 @@ __device__ __forceinline__ typename Op::value kjit_block_reduce(typename Op::val
     return v;
 }
 
-// A row is spread over a cluster of kjit_cluster blocks (sm_90 and newer). Each block's value
-// goes into its shared memory; every block then reads all of them through distributed shared
-// memory, in rank order, so that every block gets the same row value.
+// One block holds the row: its value is the row's.
 template <class Op>
 __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value v)
 {
-    __shared__ typename Op::value block_value;
-    v = kjit_block_reduce<Op>(v);
-    if (threadIdx.x == 0) block_value = v;
-    __cluster_barrier_arrive();
-    __cluster_barrier_wait();
-    v = Op::start();
-    for (unsigned rank = 0; rank < kjit_cluster; ++rank) {
-        const void* other = __cluster_map_shared_rank((void*)&block_value, rank);
-        v = Op::combine(v, *(const typename Op::value*)other);
-    }
-    // No block may write block_value again (or exit) while others read it.
-    __cluster_barrier_arrive();
-    __cluster_barrier_wait();
-    return v;
+    return kjit_block_reduce<Op>(v);
 }
 
-// A vector of the row read from global memory: each is read once.
-__device__ __forceinline__ vec kjit_read_once(const vec* at)
-{
-    return *at;
-}
-// A vector of the result written to global memory, once.
+// A vector of the result written to global memory, once. Evict-first too
+// (st.global.cs).
 __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 {
-    *at = v;
+#pragma unroll
+    for (int i = 0; i < kjit_words; ++i) {
+        __stcs(reinterpret_cast<kjit_word*>(at) + i, reinterpret_cast<const kjit_word*>(&v)[i]);
+    }
 }
 
 // ---- softmax_fused: reduce max as m → map(exp(x - m)) → reduce sum as s → map(x * (1 / s)),
@@ -136,90 +122,56 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 {
     const long long kjit_base = kjit_row_index * cols;  // the row's first element
     const long long kjit_vectors = cols / kjit_width;
-    // The thread's 32 elements stay in x[]: the row is read from memory once however many
-    // stages use it.
-    real x[kjit_vectors_per_thread * kjit_width];
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
-        const vec kjit_in = kjit_read_once(
-            reinterpret_cast<const vec*>(logits + kjit_base) + kjit_v);
-#pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            x[kjit_j * kjit_width + kjit_k] = load(kjit_in.e[kjit_k]);
-        }
-    }
+    // No copy of the row is kept: each pass over it (a reduce, the store) reads it from memory
+    // again, mostly from L2, and applies the maps before each use of x.
     // stages[0]: reduce max as m
     // Each thread combines its elements in order, then the block.
     kjit_max::value kjit_part_0 = kjit_max::start();
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
+#pragma unroll 4
+    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
+        const vec kjit_in = reinterpret_cast<const vec*>(
+            logits + kjit_base)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            const real kjit_value = kjit_s0(x[kjit_j * kjit_width + kjit_k]);
+            const real kjit_value = kjit_s0(load(kjit_in.e[kjit_k]));
             kjit_part_0 = kjit_max::add(kjit_part_0, kjit_value);
         }
     }
     const real m = kjit_row_reduce<kjit_max>(kjit_part_0);
-    // stages[1]: map(exp(x - m))
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
-#pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            x[kjit_j * kjit_width + kjit_k] = kjit_s1(x[kjit_j * kjit_width + kjit_k], m);
-        }
-    }
     // stages[2]: reduce sum as s
     // Each thread combines its elements in order, then the block.
     kjit_sum::value kjit_part_2 = kjit_sum::start();
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
+#pragma unroll 4
+    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
+        const vec kjit_in = reinterpret_cast<const vec*>(
+            logits + kjit_base)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            const real kjit_value = kjit_s2(x[kjit_j * kjit_width + kjit_k]);
+            const real kjit_value = kjit_s2(kjit_s1(load(kjit_in.e[kjit_k]), m));
             kjit_part_2 = kjit_sum::add(kjit_part_2, kjit_value);
         }
     }
     const real s = kjit_row_reduce<kjit_sum>(kjit_part_2);
-    // stages[3]: map(x * (1 / s))
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
-#pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            x[kjit_j * kjit_width + kjit_k] = kjit_s3(x[kjit_j * kjit_width + kjit_k], s);
-        }
-    }
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
+#pragma unroll 4
+    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
+        const vec kjit_in = reinterpret_cast<const vec*>(
+            logits + kjit_base)[kjit_v];
         vec kjit_y;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            kjit_y.e[kjit_k] = store(x[kjit_j * kjit_width + kjit_k]);
+            kjit_y.e[kjit_k] = store(kjit_s3(kjit_s1(load(kjit_in.e[kjit_k]), m), s));
         }
         kjit_write_once(reinterpret_cast<vec*>(out + kjit_base) + kjit_v, kjit_y);
     }
 }
 
-// One cluster of kjit_cluster blocks per row: thread t of block b handles vectors
-// b·kjit_block + t and every kjit_row_stride-th after it.
-extern "C" __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block)
+// One block per row.
+extern "C" __global__ __launch_bounds__(kjit_block)
 void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
-    const long long kjit_row_index = blockIdx.x / kjit_cluster;
+    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
 }

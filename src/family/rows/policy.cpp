@@ -68,6 +68,46 @@ void pair_online_sums(pipeline& p, const failer& fail) {
     }
 }
 
+/// True when the launch block leaves `key` to the family: absent or "auto".
+bool is_auto(const pipeline& p, const char* key) {
+    const auto it = p.launch.given.find(key);
+    return it == p.launch.given.end() || (it->is_string() && *it == "auto");
+}
+
+/// The row cache, its streaming and the block where "auto", by the rule measured on the H200 over
+/// the exhaustive launch spaces of softmax, layer norm and RMS norm (docs/tuning.md): a row that a
+/// block holds in registers at k_auto_row_items elements a thread stays there, in the smallest
+/// such block; a longer row goes to shared memory where it fits, streamed, with 128 bytes of it
+/// per thread; a row longer still is read again from memory in each pass, in blocks of 1024.
+void choose_row_cache(pipeline& p) {
+    using cache = config::launch_spec::row_cache;
+    if (!is_auto(p, "row_cache") || p.launch.warp_per_row) return;
+    const long long cols = p.shape->cols, width = p.launch.vector_width;
+    const auto items_at = [&](long long block) { return (cols / width + block - 1) / block * width; };
+    const long long held = p.launch.block_auto ? 1024 : p.launch.block;
+    if (items_at(held) <= (p.launch.block_auto ? k_auto_row_items : k_max_row_items)) {
+        if (p.launch.block_auto) {
+            int block = 64;
+            while (items_at(block) > k_auto_row_items) block *= 2;
+            p.launch.block = block;
+            p.launch.block_auto = false;
+        }
+        return;  // "values"
+    }
+    p.launch.cache = p.compile.arch.value_or(90) >= 80 ? cache::shared : cache::none;
+    if (p.launch.block_auto) {
+        int block = 64;
+        while (block < 1024 && block * k_auto_shared_bytes_per_thread < row_bytes(p)) block *= 2;
+        p.launch.block = block;
+        p.launch.block_auto = false;
+    }
+    if (p.launch.cache == cache::shared && (shared_bytes(p) > k_max_shared_row_bytes || !is_auto(p, "cluster"))) {
+        p.launch.cache = cache::none;
+        if (is_auto(p, "block")) p.launch.block = 1024;
+    }
+    if (is_auto(p, "streaming")) p.launch.streaming = true;
+}
+
 /// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
 /// row before clusters, smaller blocks first. Many small blocks per SM overlap one row's loads
 /// with another's reductions and stores, and each thread's loads are all in flight at once: on
@@ -196,6 +236,7 @@ reference::row_sums sum_depths(const pipeline& p) {
 void resolve_policy(pipeline& p, const std::string& source) {
     const failer fail{source};
     p.launch.vector_width = row_vector_width(p);
+    choose_row_cache(p);
     choose_row_launch(p, fail);
     pair_online_sums(p, fail);
 }
