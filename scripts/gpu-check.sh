@@ -414,7 +414,7 @@ PY
         "$kjit" tune configs/softmax.json --set "shape=[1,1048576]" --strategy exhaustive --quiet \
             --json "$out/auto/softmax_float32_1x1048576.tune.json" > "$out/auto/tune_1x1048576.log" 2>&1 || status=1
         gzip -kf "$out/auto/softmax_float32_1x1048576.tune.json"
-        for tuned in bench/results/2026-12-02-h200-tune/table/*.tune.json.gz "$out/auto/softmax_float32_1x1048576.tune.json.gz"; do
+        for tuned in bench/results/2026-12-02-h200-tune/table/${AUTO_CELLS:-*}.tune.json.gz "$out/auto/softmax_float32_1x1048576.tune.json.gz"; do
             label=$(basename "$tuned" .tune.json.gz)
             IFS=_ read -r cfg dtype shape <<< "$label"
             mapfile -t best < <(python3 scripts/tune_table.py --best-sets "$tuned")

@@ -518,14 +518,14 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     // Longer: in shared memory, 128 bytes of it a thread, streamed.
     CHECK(policy(32768, "bfloat16") == "shared 512 streaming");
     CHECK(policy(32768, "float32") == "shared 1024 streaming");
-    // Longer than shared memory holds: read again in each pass, any length.
-    CHECK(policy(1 << 20, "float32") == "none 1024 streaming");
-    CHECK(policy(3000001, "bfloat16") == "none 1024 streaming");
+    // Longer than shared memory holds: read again in each pass, any length, by a cluster of 8 blocks.
+    CHECK(policy(1 << 20, "float32") == "none 1024 streaming cluster");
+    CHECK(policy(3000001, "bfloat16") == "none 1024 streaming cluster");
     // What the launch block gives is kept; the rest still follows the rule.
     CHECK(policy(32768, "bfloat16", {{"streaming", false}}) == "shared 512");
     CHECK(policy(32768, "bfloat16", {{"row_cache", "auto"}, {"streaming", "auto"}}) == "shared 512 streaming");
     CHECK(policy(32768, "bfloat16", {{"block", 256}}) == "shared 256 streaming");
     CHECK(policy(4096, "float32", {{"block", 128}}) == "values 128");
-    CHECK(policy(32768, "bfloat16", {{"row_cache", "values"}}) == "values 1024 cluster");
+    CHECK(policy(65536, "bfloat16", {{"row_cache", "values"}}) == "values 1024 cluster");
     CHECK(policy(32768, "float32", {{"grid", "resident"}}) == "none 1024 streaming");  // two rows do not fit
 }

