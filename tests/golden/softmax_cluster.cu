@@ -21,9 +21,9 @@ struct __align__(16) vec {
 enum : int {
     kjit_width = 4,      // elements in a vector
     kjit_block = 1024,      // threads in a block
-    kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 1024,  // a thread's vectors of a row are this far apart: block × cluster
-    kjit_vectors_per_thread = 16,  // of a row, at most
+    kjit_cluster = 8,  // blocks that share a row
+    kjit_row_stride = 8192,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_vectors_per_thread = 2,  // of a row, at most
     kjit_words = 1,  // a vector moves as this many words (kjit_word) with __ldcs and __stcs
 };
 typedef uint4 kjit_word;  // __ldcs and __stcs take a built-in type
@@ -74,11 +74,26 @@ __device__ __forceinline__ typename Op::value kjit_block_reduce(typename Op::val
     return v;
 }
 
-// One block holds the row: its value is the row's.
+// A row is spread over a cluster of kjit_cluster blocks (sm_90 and newer). Each block's value
+// goes into its shared memory; every block then reads all of them through distributed shared
+// memory, in rank order, so that every block gets the same row value.
 template <class Op>
 __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value v)
 {
-    return kjit_block_reduce<Op>(v);
+    __shared__ typename Op::value block_value;
+    v = kjit_block_reduce<Op>(v);
+    if (threadIdx.x == 0) block_value = v;
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+    v = Op::start();
+    for (unsigned rank = 0; rank < kjit_cluster; ++rank) {
+        const void* other = __cluster_map_shared_rank((void*)&block_value, rank);
+        v = Op::combine(v, *(const typename Op::value*)other);
+    }
+    // No block may write block_value again (or exit) while others read it.
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+    return v;
 }
 
 // A vector of the result written to global memory, once. Evict-first too
@@ -165,13 +180,15 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
     }
 }
 
-// One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block)
+// One cluster of kjit_cluster blocks per row: thread t of block b handles vectors
+// b·kjit_block + t and every kjit_row_stride-th after it.
+extern "C" __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block)
 void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
+    const long long kjit_row_index = blockIdx.x / kjit_cluster;
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
 }
