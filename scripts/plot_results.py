@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn kjit results (kjit run/sweep/merge --json) into PNGs.
 
-    scripts/plot_results.py RESULTS.json|RESULTS.csv [--out DIR]
+    scripts/plot_results.py RESULTS.json|RESULTS.csv ... [--out DIR]
 
 Writes, where the data has what they need:
   kernel_time.png     cold median kernel time and effective GB/s per variant (one panel per n)
@@ -11,6 +11,8 @@ Writes, where the data has what they need:
   compile_tradeoff.png  compile time (NVRTC + ptxas) against cold kernel time, a point per variant
                       (configs/sweep_compile_effort.json: what faster compiles cost at run time)
   compare.png         bench/compare.py's results: import, CUDA start-up and first call per tool and state
+  tune_progress.png   kjit tune --json (one file per search, --replay's too): the best time so far
+                      against evaluations, a line per file, beside the exhaustive best and 95 % / 99 % of it
 """
 import argparse
 import csv
@@ -178,6 +180,30 @@ def compare_tools(rows, out):
     return path
 
 
+def tune_progress(searches, out):
+    """Each search's best so far against its evaluations (kjit tune --json rows)."""
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    best = None
+    for name, rows in searches:
+        rows = sorted(rows, key=lambda r: r["evaluation"])
+        ax.step([r["evaluation"] for r in rows], [r["best_ms"] * 1000 if r["best_ms"] else None for r in rows],
+                where="post", label=f"{rows[0]['strategy']} ({name})")
+        best = next((r["exhaustive_best_ms"] for r in rows if r.get("exhaustive_best_ms")), best)
+    if best:
+        for fraction, style in ((1.0, "-"), (0.99, "--"), (0.95, ":")):
+            ax.axhline(best * 1000 / fraction, color="k", linestyle=style, linewidth=0.8,
+                       label="exhaustive best" if fraction == 1 else f"{fraction:.0%} of it")
+    ax.set_xlabel("evaluations (points measured)")
+    ax.set_ylabel("best cold kernel time so far (µs)")
+    ax.set_title("kjit tune: the search's progress")
+    ax.legend()
+    fig.tight_layout()
+    path = out / "tune_progress.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def read_results(path):
     """kjit's --json (a list of records) or --csv (a header and a row per record; empty: null)."""
     if path.suffix == ".csv":
@@ -197,16 +223,26 @@ def read_results(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", type=pathlib.Path)
+    parser.add_argument("results", type=pathlib.Path, nargs="+")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("."))
     args = parser.parse_args()
-    try:
-        rows = read_results(args.results)
-    except (OSError, json.JSONDecodeError, csv.Error, UnicodeDecodeError) as e:
-        sys.exit(f"plot_results: {args.results}: {e}")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "schema_version" in r for r in rows):
-        sys.exit(f"plot_results: {args.results}: not kjit results (a list of records)")
+    files = []
+    for path in args.results:
+        try:
+            rows = read_results(path)
+        except (OSError, json.JSONDecodeError, csv.Error, UnicodeDecodeError) as e:
+            sys.exit(f"plot_results: {path}: {e}")
+        is_tune = isinstance(rows, list) and rows and all(isinstance(r, dict) and "best_ms" in r for r in rows)
+        if not is_tune and (not isinstance(rows, list) or not all(isinstance(r, dict) and "schema_version" in r for r in rows)):
+            sys.exit(f"plot_results: {path}: not kjit results (a list of records, or kjit tune's rows)")
+        files.append((path, rows, is_tune))
     args.out.mkdir(parents=True, exist_ok=True)
+    if all(is_tune for _, _, is_tune in files):
+        made = [tune_progress([(path.stem, rows) for path, rows, _ in files], args.out)]
+        for path in made:
+            print(path)
+        return
+    rows = [r for _, file_rows, is_tune in files if not is_tune for r in file_rows]
     if any("tool" in r for r in rows):  # bench/compare.py
         made = [compare_tools(rows, args.out)]
     else:

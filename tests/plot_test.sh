@@ -30,4 +30,14 @@ test -s "$work/png/rows.png"
 # With launch.streaming in the sweeps: the table of each op with and without it.
 "$python" "$source/scripts/rows_table.py" "$source/bench/results/2026-12-01-h200-streaming/call1" > "$work/streaming.txt"
 grep -qE "^  layernorm  1024x32768   float32   off   87\.1 \( 79\.4\)  on   83\.1 \( 83\.3\)" "$work/streaming.txt"
+# kjit tune --replay on the H200's exhaustive softmax tune: its summary, and the progress plot of
+# two strategies beside the exhaustive best.
+tuned="$source/bench/results/2026-12-02-h200-tune/tune_softmax.exhaustive.json"
+for strategy in anneal random; do
+    "$kjit" tune "$source/configs/tune_softmax.json" --replay "$tuned" --strategy $strategy --json "$work/$strategy.json" > "$work/$strategy.txt"
+done
+grep -q "^  reached   100 % of the exhaustive best (38.5 µs)" "$work/anneal.txt"
+grep -q "^  space     384 points, 320 allowed" "$work/anneal.txt"
+"$python" "$source/scripts/plot_results.py" "$work/anneal.json" "$work/random.json" --out "$work/png"
+test -s "$work/png/tune_progress.png"
 echo "plot test passed"
