@@ -55,6 +55,9 @@
 #               4096², 32768 × 1024 and 1024 × 32768, and softmax float32 at 1 × 2^20, 777 × 3001 and
 #               200000 × 8: the family's launch space exhaustively and the default launch beside it;
 #               TABLE_SPECS="softmax:float32 …" picks the ops; summed by scripts/tune_table.py
+#   causal-tuned  configs/causal_softmax.json and softmax.json, bfloat16, 32768 × 1024, each tuned
+#               over the row family's launch space, then default and "tuned" launches of both,
+#               alternated, 3 rounds: what the mask costs at each one's best launch
 #   tune-auto   the default launch against the best point of each cell's exhaustive tune
 #               (bench/results/2026-12-02-h200-tune/table), alternated, 2 rounds; softmax at
 #               1 × 2^20 tuned exhaustively first (before the rule, "auto" refused that row)
@@ -409,6 +412,22 @@ PY
                 --json "$out/table/$label.default.json" >> "$out/table/$label.log" 2>&1 || status=1
         done
         python3 scripts/tune_table.py "$out/table" | tee "$out/tune_table.md" ;;
+    causal-tuned)
+        cell=(--set dtype=bfloat16 --set "shape=[32768,1024]")
+        for cfg in causal_softmax softmax; do
+            "$kjit" tune "configs/$cfg.json" "${cell[@]}" --strategy exhaustive --quiet --json "$out/causal_tune_$cfg.json" \
+                > "$out/causal_tune_$cfg.log" 2>&1 || status=1
+        done
+        for round in 1 2 3; do
+            for cfg in causal_softmax softmax; do
+                for launch in default tuned; do
+                    extra=(); [ $launch = tuned ] && extra=(--set launch=tuned)
+                    "$kjit" run "configs/$cfg.json" "${cell[@]}" "${extra[@]}" --skip-ceiling > /tmp/one.log 2>&1 || status=1
+                    echo "$cfg $launch $round $(grep -E 'cold:' /tmp/one.log | awk '{print $6, $7}') $(grep -E '^  launch ' /tmp/one.log | cut -c1-160)" >> "$out/causal_tuned.log"
+                done
+            done
+        done
+        cat "$out/causal_tuned.log"; grep -h "^  best" "$out"/causal_tune_*.log ;;
     tune-auto)
         mkdir -p "$out/auto"
         "$kjit" tune configs/softmax.json --set "shape=[1,1048576]" --strategy exhaustive --quiet \
