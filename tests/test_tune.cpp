@@ -42,10 +42,10 @@ struct landscape {
     tune::problem problem() {
         return {dims, [](std::size_t index) { return index % 7 != 3; },  // a few points refused
                 [this](const std::vector<std::size_t>& batch) {
-                    std::vector<tune::measurement> results;
+                    std::vector<std::optional<tune::measurement>> results;
                     for (const std::size_t index : batch) {
                         measured_twice += !seen.insert(index).second;
-                        results.push_back({time(index)});
+                        results.push_back(tune::measurement{time(index)});
                     }
                     return results;
                 }};
@@ -164,24 +164,27 @@ TEST_CASE("tune strategies: the roofline target and a cut-short measure stop the
     const auto measure = p.measure;
     p.measure = [&](const std::vector<std::size_t>& batch) {
         auto results = measure(batch);
-        for (std::size_t k = 0; k < batch.size(); ++k) results[k].roofline = l.exhaustive_best() / results[k].ms.value();
+        for (auto& m : results) m->roofline = l.exhaustive_best() / m->ms.value();
         return results;
     };
     const auto r = tune::search("random", p, {.roofline_target = 0.999}, 1);
     CHECK(r.stopped == tune::stop_reason::roofline);
     CHECK(r.evaluations.size() < 20);  // of 21 allowed: it stopped at the batch with the best point
 
-    // A measure that returns fewer points than asked (Ctrl-C in a sweep) ends the search there.
+    // A measure that leaves points out (Ctrl-C in a sweep) ends the search there, keeping the rest.
     tune::problem cut = l.problem();
-    std::size_t asked = 0;
+    std::vector<std::size_t> asked;
     cut.measure = [&](const std::vector<std::size_t>& batch) {
-        asked += batch.size();
-        return std::vector<tune::measurement>(batch.size() / 2, tune::measurement{1.0});
+        asked = batch;
+        std::vector<std::optional<tune::measurement>> results(batch.size());
+        for (std::size_t k = 0; k < batch.size(); k += 2) results[k] = tune::measurement{1.0};
+        return results;
     };
     const auto short_run = tune::search("random", cut, {}, 1);
     CHECK(short_run.stopped == tune::stop_reason::interrupted);
-    CHECK(asked > 1);
-    CHECK(short_run.evaluations.size() == asked / 2);
+    REQUIRE(asked.size() > 2);
+    REQUIRE(short_run.evaluations.size() == (asked.size() + 1) / 2);
+    CHECK(short_run.evaluations[1].index == asked[2]);
 }
 
 TEST_CASE("tune evaluations_to_reach: the first within the fraction") {

@@ -5,6 +5,7 @@
 #include "helpers.hpp"
 #include "run/session.hpp"
 #include "tune/tuner.hpp"
+#include "util/interrupt.hpp"
 
 using namespace kjit;
 using json = kjit::config::json_value;
@@ -114,4 +115,35 @@ TEST_CASE("tune replay: the same search on recorded rows, with no GPU") {
     auto fewer = recorded;
     fewer.erase(fewer.begin());
     CHECK(tune::replay(doc, fewer, o).allowed_points == 5);
+}
+
+TEST_CASE("tune interrupted: the points that finished are kept, and the same tune resumes from them") {
+    kjit::testing::temp_dir dir;
+    const config::document doc = softmax_tune();
+    config::document base = doc;
+    base.json.erase("tune");
+    auto gpus = block_sensitive_gpus(base);
+    const auto setup = gpus->setup;
+    gpus->setup = [setup](kjit::testing::fake_gpu& g) {
+        setup(g);
+        g.after_launch = [](const std::string&, const auto&, const run::kernel_launch&) { kjit::set_interrupted(true); };
+    };
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    tune::tune_options o;
+    o.strategy = "exhaustive";
+    const auto cut = tune::tune(s, doc, o);
+    kjit::set_interrupted(false);
+    CHECK(cut.stopped == tune::stop_reason::interrupted);
+    REQUIRE_FALSE(cut.points.empty());  // the point in flight finished
+    CHECK(cut.points.size() < 6);
+    CHECK_FALSE(cut.exhaustive_best_ms);
+
+    run::session again({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, block_sensitive_gpus(base));
+    const auto resumed = tune::tune(again, doc, o);
+    CHECK(resumed.stopped == tune::stop_reason::done);
+    REQUIRE(resumed.points.size() == 6);
+    std::size_t from_database = 0;
+    for (const auto& p : resumed.points) from_database += p.from == "database";
+    CHECK(from_database == cut.points.size());
+    CHECK(resumed.exhaustive_best_ms);
 }

@@ -54,15 +54,18 @@ public:
         if (m_limits.evaluations > 0)
             fresh.resize(std::min(fresh.size(), m_limits.evaluations - m_result.evaluations.size()));
         if (fresh.empty()) return;
-        const std::vector<measurement> results = m_problem.measure(fresh);
-        for (std::size_t k = 0; k < fresh.size() && k < results.size(); ++k) {
-            m_time[fresh[k]] = results[k].ms.value_or(INFINITY);
-            m_result.evaluations.push_back({fresh[k], results[k]});
-            if (m_limits.roofline_target && results[k].ms && results[k].roofline &&
-                *results[k].roofline >= *m_limits.roofline_target)
+        const std::vector<std::optional<measurement>> results = m_problem.measure(fresh);
+        for (std::size_t k = 0; k < fresh.size(); ++k) {
+            if (k >= results.size() || !results[k]) {  // the measure was cut short
+                stop(stop_reason::interrupted);
+                continue;
+            }
+            const measurement& m = *results[k];
+            m_time[fresh[k]] = m.ms.value_or(INFINITY);
+            m_result.evaluations.push_back({fresh[k], m});
+            if (m_limits.roofline_target && m.ms && m.roofline && *m.roofline >= *m_limits.roofline_target)
                 stop(stop_reason::roofline);
         }
-        if (results.size() < fresh.size()) stop(stop_reason::interrupted);  // the measure was cut short
         if (m_limits.evaluations > 0 && m_result.evaluations.size() >= m_limits.evaluations) stop(stop_reason::budget);
     }
 

@@ -28,8 +28,9 @@ struct problem {
     /// False for a point that cannot be run (a constraint or the family refuses it): it is never
     /// measured and costs no evaluation.
     std::function<bool(std::size_t index)> allowed;
-    /// Measures the points of a batch (compiled together, run one after another), in order.
-    std::function<std::vector<measurement>(const std::vector<std::size_t>& indices)> measure;
+    /// Measures the points of a batch (compiled together, run one after another): a result for
+    /// each, in order; nullopt for a point not measured because the run was interrupted.
+    std::function<std::vector<std::optional<measurement>>(const std::vector<std::size_t>& indices)> measure;
 };
 
 struct limits {

@@ -46,7 +46,7 @@ std::optional<config::sweep_point> point_of(const config::document& base, const 
 /// The search with the bookkeeping both tune and replay do: allowed points counted, each point
 /// reported as measured, the exhaustive best where every allowed point is known.
 tune_result search_space(const space& sp, const tune_options& o, const std::function<bool(std::size_t)>& allowed,
-                         const std::function<std::vector<tuned_point>(const std::vector<std::size_t>&)>& measure,
+                         const std::function<std::vector<std::optional<tuned_point>>(const std::vector<std::size_t>&)>& measure,
                          const std::function<std::optional<double>(std::size_t)>& known_ms) {
     tune_result r;
     r.space_points = sp.size();
@@ -59,11 +59,15 @@ tune_result search_space(const space& sp, const tune_options& o, const std::func
     const auto start = std::chrono::steady_clock::now();
     problem p{sp.dims(), [&](std::size_t index) { return std::binary_search(allowed_points.begin(), allowed_points.end(), index); },
               [&](const std::vector<std::size_t>& batch) {
-                  std::vector<measurement> results;
+                  std::vector<std::optional<measurement>> results;
                   for (auto& point : measure(batch)) {
-                      results.push_back(point.result);
-                      point.evaluation = r.points.size() + 1;
-                      r.points.push_back(std::move(point));
+                      if (!point) {
+                          results.emplace_back();
+                          continue;
+                      }
+                      results.push_back(point->result);
+                      point->evaluation = r.points.size() + 1;
+                      r.points.push_back(std::move(*point));
                   }
                   return results;
               }};
@@ -122,7 +126,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
         [&](const std::vector<std::size_t>& batch) {
             std::vector<tuned_point> measured(batch.size());
             std::vector<config::sweep_point> to_run;
-            std::vector<std::size_t> slot;  // where each point run goes in `measured`
+            std::map<std::size_t, std::size_t> slot;  // a point's index in the space → its place in `measured`
             for (std::size_t k = 0; k < batch.size(); ++k) {
                 measured[k].values = sp.values_of(batch[k]);
                 if (const stored_point* known = stored(batch[k])) {
@@ -132,18 +136,16 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
                     measured[k].from = "database";
                 } else {
                     to_run.push_back(*point_at(batch[k]));
-                    slot.push_back(k);
+                    slot[batch[k]] = k;
                 }
             }
-            std::size_t finished = batch.size() - to_run.size();
             if (!to_run.empty()) {
                 run::sweep_request request;
                 request.devices = std::to_string(o.device);
                 request.jobs = o.jobs;
                 const auto result = s.sweep(to_run, base.source, request);
-                for (std::size_t k = 0; k < result.records.size(); ++k) {
-                    const report::record& rec = result.records[k];
-                    tuned_point& point = measured[slot[k]];
+                for (const report::record& rec : result.records) {  // interrupted: only the points that finished
+                    tuned_point& point = measured[slot.at(rec.sweep_index.value())];
                     point.result = measurement_of(rec);
                     point.status = report::to_string(rec.status);
                     point.message = rec.error;
@@ -151,14 +153,17 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
                     db.add({point.values, point.result.ms, point.result.roofline, point.status, point.message, utc_now()});
                 }
                 db.save();
-                finished += result.records.size();
             }
-            // Interrupted: only what finished, in order, goes back (the search then stops).
-            std::vector<tuned_point> done;
-            for (std::size_t k = 0; k < measured.size() && done.size() < finished; ++k)
-                if (!measured[k].from.empty()) done.push_back(measured[k]);
-            for (const auto& point : done)
+            // Interrupted: a point that did not finish goes back as nullopt (the search then stops).
+            std::vector<std::optional<tuned_point>> done;
+            for (const auto& point : measured) {
+                if (point.from.empty()) {
+                    done.emplace_back();
+                    continue;
+                }
                 if (step) step(point);
+                done.push_back(point);
+            }
             return done;
         },
         [&](std::size_t index) -> std::optional<double> {
@@ -190,10 +195,10 @@ tune_result replay(const config::document& doc, const std::vector<report::row>& 
     tune_result r = search_space(
         sp, o, [&](std::size_t index) { return sp.allowed(index) && find(index) != nullptr; },
         [&](const std::vector<std::size_t>& batch) {
-            std::vector<tuned_point> measured;
+            std::vector<std::optional<tuned_point>> measured;
             for (const std::size_t index : batch) {
                 const measurement* m = find(index);
-                measured.push_back({0, sp.values_of(index), *m, m->ms ? "PASS" : "FAIL", "", "replay"});
+                measured.push_back(tuned_point{0, sp.values_of(index), *m, m->ms ? "PASS" : "FAIL", "", "replay"});
             }
             return measured;
         },
