@@ -78,7 +78,7 @@ exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err) {
         return a.result.ms.value_or(INFINITY) < b.result.ms.value_or(INFINITY);
     });
     if (!o.write_best_path.empty() && winner != result.points.end() && winner->result.ms) {
-        config::document written = tune::with_values(config::load_document(o.config_path), winner->values);
+        const config::document written = tune::with_values(doc, winner->values);  // --set included
         fs::write_output(o.write_best_path, written.json.dump(2) + "\n");
         out << "  written   " << o.write_best_path << ": the config with the best point's values\n";
     }
