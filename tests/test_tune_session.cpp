@@ -147,3 +147,41 @@ TEST_CASE("tune interrupted: the points that finished are kept, and the same tun
     CHECK(from_database == cut.points.size());
     CHECK(resumed.exhaustive_best_ms);
 }
+
+TEST_CASE("tune: a point that fails its check is recorded and skipped, never the best") {
+    kjit::testing::temp_dir dir;
+    const config::document doc = softmax_tune();
+    config::document base = doc;
+    base.json.erase("tune");
+    auto gpus = block_sensitive_gpus(base);
+    const auto setup = gpus->setup;
+    gpus->setup = [setup](kjit::testing::fake_gpu& g) {
+        setup(g);
+        // Blocks of 128, the fastest, write a wrong result: their points FAIL.
+        g.after_launch = [](const std::string&, const std::vector<std::vector<unsigned char>*>& buffers,
+                            const run::kernel_launch& l) {
+            if (l.block.x == 128) std::fill(buffers.back()->begin(), buffers.back()->end(), static_cast<unsigned char>(0x7f));
+        };
+    };
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    tune::tune_options o;
+    o.strategy = "exhaustive";
+    const auto r = tune::tune(s, doc, o);
+    REQUIRE(r.points.size() == 6);
+    int failed = 0;
+    for (const auto& p : r.points) {
+        CAPTURE(tune::label_of(p.values));
+        const bool wrong = p.values["launch.block"] == 128;
+        CHECK(p.status == (wrong ? "FAIL" : "PASS"));
+        CHECK(p.result.ms.has_value() == !wrong);
+        failed += wrong;
+    }
+    CHECK(failed == 2);
+    // The best is a point that passed: a block of 64 or 256 (each 2 µs a launch).
+    const auto rows = tune::rows_of(r);
+    CHECK(rows.back()["best_ms"] == rows.back()["exhaustive_best_ms"]);
+    config::document tuned = base;
+    tuned.json["launch"] = "tuned";
+    std::string note;
+    CHECK(tune::with_tuned_launch(s, tuned, 0, note).json["launch"]["block"] != 128);
+}
