@@ -208,11 +208,15 @@ TEST_CASE("tune database: keyed by what decides the answer, written atomically, 
     relaunched.json["measure"] = {{"repeat", 3}};
     relaunched.json["name"] = "other";
     relaunched.json["tune"] = {{"axes", {{"launch.block", {64}}}}};
+    relaunched.json["inputs"]["greyscales"] = {{"fill", "constant"}, {"value", 3}};  // other values, same kernels
     CHECK(tune::key_of(relaunched, device, templates) == key);
     // Part of it: the dtype, the size, the device, its driver, the kernels.
     config::document wider = doc;
     wider.json["dtype"] = "float64";
     CHECK(tune::key_of(wider, device, templates) != key);
+    config::document per_column = doc;
+    per_column.json["inputs"]["weights"]["per"] = "column";
+    CHECK(tune::key_of(per_column, device, templates) != key);
     config::document longer = doc;
     longer.json["n"] = 2000000;
     CHECK(tune::key_of(longer, device, templates) != key);

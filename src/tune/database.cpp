@@ -29,6 +29,11 @@ json_value key_of(const config::document& doc, const run::device_info& device, c
     json_value config = doc.json;
     for (const char* away : {"launch", "tune", "sweep", "measure", "name", "description", "tolerance", "seed"})
         config.erase(away);
+    // Of an input, only its shape ("per": a value per row or column) reaches the kernels; its
+    // values (the fill, a file) do not decide which launch is fastest.
+    if (config.contains("inputs") && config["inputs"].is_object())
+        for (auto& [name, input] : config["inputs"].items())
+            if (input.is_object()) input = input.contains("per") ? json_value{{"per", input["per"]}} : json_value::object();
     field_hasher kernels;
     kernels.add(KJIT_VERSION).add(std::to_string(jit::disk_cache::k_format_version));
     for (const auto& [file, text] : templates.files) kernels.add(file).add(text);

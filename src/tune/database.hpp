@@ -1,8 +1,8 @@
 // The tuning database: what each measured point of a tune took, stored in the cache directory
 // (CACHE/tune/<key hash>.json), one file per key. The key is what decides the answer — the config
-// without its launch, measure and tune blocks and names, the device and its architecture, the
-// driver, NVRTC and kjit's kernels — so a second tune of the same config measures nothing again, an
-// interrupted one resumes, and `launch: "tuned"` finds the best point.
+// without its launch, measure and tune blocks, names and input values, the device and its
+// architecture, the driver, NVRTC and kjit's kernels — so a second tune of the same config
+// measures nothing again, an interrupted one resumes, and `launch: "tuned"` finds the best point.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -16,7 +16,8 @@
 namespace kjit::tune {
 
 /// The key of a tune of `doc` on `device`: the config's JSON less "launch", "tune", "sweep",
-/// "measure", "name", "description", "tolerance" and "seed", and the versions that change kernels.
+/// "measure", "name", "description", "tolerance", "seed" and its inputs' values (their "per"
+/// stays), and the versions that change kernels.
 [[nodiscard]] config::json_value key_of(const config::document& doc, const run::device_info& device,
                                         const codegen::template_set& templates);
 
