@@ -624,3 +624,24 @@ TEST_CASE("kjit compile exit codes: 0, 1 for a compile error, 2 for a bad config
     CHECK(run_kjit({"compile", "--set", "launch.block=33"}, log) == 2);
     CHECK(run_kjit({"compile", "--cache-dir", cache_dir, "--templates", "/nonexistent"}, log) == 2);
 }
+
+TEST_CASE("kjit tune on the command line: usage and config mistakes exit 2 with one line; a replay needs no GPU") {
+    kjit::testing::temp_dir dir;
+    const std::string log = (dir.path() / "log").string();
+    const std::string softmax = kjit::testing::config_path("tune_softmax.json");
+    const std::string recorded = std::string(KJIT_SOURCE_DIR) + "/bench/results/2026-12-02-h200-tune/tune_softmax.exhaustive.json";
+    CHECK(run_kjit({"tune", softmax, "--seeds", "2"}, log) == 2);
+    CHECK(fs::read_file(log) == "kjit: --seeds goes with --replay\n");
+    CHECK(run_kjit({"tune", softmax, "--stop-at", "0"}, log) == 2);
+    CHECK(fs::read_file(log) == "kjit: --stop-at takes a percentage in (0, 100]\n");
+    CHECK(run_kjit({"tune", softmax, "--replay", recorded, "--strategy", "bayes"}, log) == 2);
+    CHECK(fs::read_file(log).find("--strategy: expected one of exhaustive, random, anneal, genetic, local") != std::string::npos);
+    CHECK(run_kjit({"tune", softmax, "--replay", softmax}, log) == 2);  // a config is not a recording
+    CHECK(fs::read_file(log).find("expected the rows of `kjit tune --json`") != std::string::npos);
+    CHECK(run_kjit({"tune", softmax, "--set", "tune.constraints=[\"block <\"]"}, log) == 2);
+    CHECK(fs::read_file(log).find("tune.constraints[0]: column") != std::string::npos);
+    const std::string out = (dir.path() / "best.json").string();
+    CHECK(run_kjit({"tune", softmax, "--replay", recorded, "--strategy", "local", "--seeds", "3", "--json", out}, log) == 0);
+    CHECK(fs::read_file(log).find("median best 100.0 % of the exhaustive best") != std::string::npos);
+    CHECK(report::row::parse(fs::read_file(out)).size() == 48);  // 15 % of 320 allowed points
+}

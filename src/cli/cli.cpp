@@ -212,6 +212,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         }
         o.tune.seed = args["seed"].as<std::uint64_t>();
         o.tune.jobs = o.jobs;
+        o.tune.device = o.device;
         text("replay", o.replay_path);
         text("write-best", o.write_best_path);
         o.seeds = args["seeds"].as<int>();
