@@ -3,7 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "report/files.hpp"
-#include "report/progress.hpp"
+#include "run/stats.hpp"
 #include "tune/summary.hpp"
 #include "util/fs.hpp"
 #include "util/interrupt.hpp"
@@ -12,11 +12,7 @@
 namespace kjit::cli {
 namespace {
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
+double median(std::vector<double> values) { return run::summarize(std::move(values)).median; }
 
 /// The rows of `kjit tune --json`.
 std::vector<report::row> read_recording(const std::string& path) {
