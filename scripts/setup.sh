@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev
-          python3-matplotlib python3-numpy)
+          python3-matplotlib python3-numpy python3-venv)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -16,7 +16,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" > /dev/null
 fi
 [ -x /usr/local/cuda/bin/nvcc ] || [ -d /usr/local/cuda/include ] || { echo "setup: the CUDA toolkit is expected in /usr/local/cuda" >&2; exit 1; }
-cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda ${KJIT_WERROR:+-DKJIT_WERROR=$KJIT_WERROR} > /dev/null
+python=()
+if [ "${1:-}" = "--test" ]; then
+    # The Python package's tests: its build requirements (pinned in pyproject.toml), pandas and
+    # pytest from PyPI, in a virtual environment inside the build folder.
+    [ -x build/py/bin/python ] || python3 -m venv build/py
+    requires=$(build/py/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+    build/py/bin/pip install -q $requires pandas pytest
+    python=(-DKJIT_PYTHON=ON "-DPython_EXECUTABLE=$PWD/build/py/bin/python")
+fi
+cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda ${KJIT_WERROR:+-DKJIT_WERROR=$KJIT_WERROR} "${python[@]}" > /dev/null
 # Only what is run: the tests take minutes to build on a small machine.
 if [ "${1:-}" = "--test" ]; then cmake --build build; else cmake --build build --target kjit; fi
 if [ "${1:-}" = "--test" ]; then
