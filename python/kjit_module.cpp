@@ -49,7 +49,8 @@ public:
     std::string run(const std::string& config, const std::vector<std::string>& sets) {
         const config::document doc = document_of(config, sets);
         nb::gil_scoped_release unlocked;  // the GPU work needs no Python
-        return rows_json(m_session.run(family::load(doc), doc.source, {.device = m_device}));
+        // The device stays open in the session: the next run pays no CUDA start-up, this one no teardown.
+        return rows_json(m_session.run(family::load(doc), doc.source, {.device = m_device, .keep_device = true}));
     }
     std::string sweep(const std::string& config, const std::vector<std::string>& sets, bool compile_only) {
         const config::document doc = document_of(config, sets);

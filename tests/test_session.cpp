@@ -298,3 +298,29 @@ TEST_CASE("session watch: an input file saved again is read again, and one left 
     CHECK(records[1].get(report::phase::host_reference).has_value());
     CHECK_FALSE(records[2].get(report::phase::host_inputs).has_value());  // unchanged: kept
 }
+
+TEST_CASE("session run with keep_device: the next run on that device pays no start-up, and none a teardown") {
+    kjit::testing::temp_dir dir;
+    auto gpus = fake_gpus(std::vector<config::pipeline>{small()});
+    auto* provider = gpus.get();
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    const run::run_request keep{.device = 0, .calls = 1, .copy_ceiling = false, .keep_device = true};
+    const auto first = s.run(small(), "test", keep);
+    const auto second = s.run(small(), "test", keep);
+    CHECK(provider->opened == 1);
+    REQUIRE(first.size() == 1);
+    REQUIRE(second.size() == 1);
+    CHECK(first[0].get(report::phase::context) == 50);
+    CHECK_FALSE(second[0].get(report::phase::context));
+    CHECK_FALSE(second[0].get(report::phase::driver_init));
+    for (const auto* r : {&first[0], &second[0]}) {
+        CHECK(r->status == report::outcome::pass);
+        CHECK_FALSE(r->get(report::phase::teardown));
+    }
+    // Without it, as `kjit run` does: this run takes the kept device, then closes it and says what that cost.
+    const auto last = s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false});
+    CHECK(provider->opened == 1);
+    CHECK(last[0].get(report::phase::teardown).has_value());
+    (void)s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false});
+    CHECK(provider->opened == 2);
+}

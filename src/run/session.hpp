@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,9 @@ struct run_request {
     bool copy_ceiling = true;  ///< measure the device's copy bandwidth (once per device and driver)
     save_request save = {};    ///< --save: the first call's output as .npy (no folder: nothing saved)
     std::string tuned_launch = {};  ///< launch "tuned": where its launch came from (record::tuned_launch)
+    /// Leave the device open in the session, so that the next run on it pays no CUDA start-up
+    /// and this one no teardown (Python keeps it; `kjit run` closes it and shows the teardown).
+    bool keep_device = false;
 };
 
 /// One pipeline for session::watch to run: the config as it is after a save.
@@ -124,6 +128,7 @@ private:
     jit::disk_cache m_cache;
     jit::cache_mode m_mode;
     std::unique_ptr<gpu_provider> m_gpus;
+    std::map<int, std::unique_ptr<gpu>> m_kept;  ///< devices left open by run_request::keep_device (closed first)
 };
 
 }  // namespace kjit::run
