@@ -20,12 +20,15 @@ config::document softmax_tune() {
     return doc;
 }
 
-/// Fake GPUs on which a block of 128 threads runs twice as fast as any other.
-std::unique_ptr<kjit::testing::fake_provider> block_sensitive_gpus(const config::document& doc) {
+/// Fake GPUs on which a block of 128 threads runs twice as fast as any other; `after` (if set)
+/// sees each launch after it ran: a test's tampering.
+std::unique_ptr<kjit::testing::fake_provider> block_sensitive_gpus(const config::document& doc,
+                                                                   kjit::testing::fake_gpu::launch_callback after = {}) {
     auto gpus = std::make_unique<kjit::testing::fake_provider>();
-    gpus->setup = [executor = kjit::testing::plan_executor(std::vector<config::pipeline>{family::load(doc)})](
-                      kjit::testing::fake_gpu& g) {
+    gpus->setup = [executor = kjit::testing::plan_executor(std::vector<config::pipeline>{family::load(doc)}),
+                   after](kjit::testing::fake_gpu& g) {
         g.on_launch = executor;
+        g.after_launch = after;
         g.launch_time = [](const run::kernel_launch& l) { return l.block.x == 128 ? 0.001 : 0.002; };
     };
     return gpus;
@@ -122,13 +125,11 @@ TEST_CASE("tune interrupted: the points that finished are kept, and the same tun
     const config::document doc = softmax_tune();
     config::document base = doc;
     base.json.erase("tune");
-    auto gpus = block_sensitive_gpus(base);
-    const auto setup = gpus->setup;
-    gpus->setup = [setup](kjit::testing::fake_gpu& g) {
-        setup(g);
-        g.after_launch = [](const std::string&, const auto&, const run::kernel_launch&) { kjit::set_interrupted(true); };
-    };
-    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    // Ctrl-C as the first launch runs: the point in flight finishes, no other starts.
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
+                   block_sensitive_gpus(base, [](const std::string&, const auto&, const run::kernel_launch&) {
+                       kjit::set_interrupted(true);
+                   }));
     tune::tune_options o;
     o.strategy = "exhaustive";
     const auto cut = tune::tune(s, doc, o);
@@ -153,17 +154,13 @@ TEST_CASE("tune: a point that fails its check is recorded and skipped, never the
     const config::document doc = softmax_tune();
     config::document base = doc;
     base.json.erase("tune");
-    auto gpus = block_sensitive_gpus(base);
-    const auto setup = gpus->setup;
-    gpus->setup = [setup](kjit::testing::fake_gpu& g) {
-        setup(g);
-        // Blocks of 128, the fastest, write a wrong result: their points FAIL.
-        g.after_launch = [](const std::string&, const std::vector<std::vector<unsigned char>*>& buffers,
-                            const run::kernel_launch& l) {
-            if (l.block.x == 128) std::fill(buffers.back()->begin(), buffers.back()->end(), static_cast<unsigned char>(0x7f));
-        };
-    };
-    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    // Blocks of 128, the fastest, write a wrong result: their points FAIL.
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
+                   block_sensitive_gpus(base, [](const std::string&, const std::vector<std::vector<unsigned char>*>& buffers,
+                                                 const run::kernel_launch& l) {
+                       if (l.block.x == 128)
+                           std::fill(buffers.back()->begin(), buffers.back()->end(), static_cast<unsigned char>(0x7f));
+                   }));
     tune::tune_options o;
     o.strategy = "exhaustive";
     const auto r = tune::tune(s, doc, o);
