@@ -478,7 +478,7 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     j["launch"]["block"] = 64;
     CHECK(failure(j) == "t.json: launch.block: row_mapping \"warp\" runs each row on one warp: block is 32, got 64");
     j["launch"] = {{"row_mapping", "thread"}};
-    CHECK(failure(j) == "t.json: launch.row_mapping: expected one of \"block\", \"warp\", got \"thread\"");
+    CHECK(failure(j) == "t.json: launch.row_mapping: expected one of \"auto\", \"block\", \"warp\", got \"thread\"");
 }
 
 TEST_CASE("an input \"per\": \"column\" has a row's worth of values; only row pipelines, never x's start") {
@@ -528,4 +528,28 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     CHECK(policy(4096, "float32", {{"block", 128}}) == "values 128");
     CHECK(policy(65536, "bfloat16", {{"row_cache", "values"}}) == "values 1024 cluster");
     CHECK(policy(32768, "float32", {{"grid", "resident"}}) == "none 1024 streaming");  // two rows do not fit
+}
+
+TEST_CASE("\"auto\" for a pipeline that computes from positions: 32 elements a thread, a warp per row where it holds one") {
+    const auto policy = [](long long cols, const char* dtype, json launch = json::object()) {
+        json j = softmax_config();
+        const json mask = {{"op", "map"}, {"input", "a"}, {"expr", "col > row ? -inf : x"}};
+        j["stages"].insert(j["stages"].begin(), mask);
+        j["stages"][1].erase("input");
+        j["shape"] = {3, cols};
+        j["dtype"] = dtype;
+        j["launch"] = launch;
+        const auto p = parsed(j);
+        return std::string(p.launch.warp_per_row ? "warp " : "") + std::string(config::to_string(p.launch.cache)) + " " +
+               std::to_string(p.launch.block) + (p.launch.streaming ? " streaming" : "");
+    };
+    CHECK(policy(1024, "bfloat16") == "warp values 32");  // 16 items a thread unmasked, in blocks of 64
+    CHECK(policy(1024, "float32") == "warp values 32");
+    CHECK(policy(4096, "bfloat16") == "values 128");  // a warp would take 128 a thread; unmasked: blocks of 256
+    CHECK(policy(4096, "float32") == "values 128");
+    CHECK(policy(32768, "bfloat16") == "shared 512 streaming");  // not in registers: as unmasked
+    // A launch that names the mapping, the block or the cluster keeps it.
+    CHECK(policy(1024, "bfloat16", {{"row_mapping", "block"}}) == "values 64");  // no block is smaller
+    CHECK(policy(1024, "bfloat16", {{"row_mapping", "auto"}}) == "warp values 32");
+    CHECK(policy(1024, "bfloat16", {{"block", 64}}) == "values 64");
 }

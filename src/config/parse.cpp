@@ -185,7 +185,8 @@ pipeline from_json(const document& doc) {
         for (const auto& item : launch->items()) given.push_back(item.key());
         object_reader l(*launch, "launch", src, given);
         p.launch.given = *launch;
-        p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"block", false}, {"warp", true}}, false);
+        // "auto" (or absent): a block per row, unless the row family chooses a warp (src/family/rows/policy.cpp)
+        p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"auto", false}, {"block", false}, {"warp", true}}, false);
         using cache = launch_spec::row_cache;
         p.launch.cache = l.choice<cache>(
             "row_cache",

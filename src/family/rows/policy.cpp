@@ -74,12 +74,23 @@ bool is_auto(const pipeline& p, const char* key) {
     return it == p.launch.given.end() || (it->is_string() && *it == "auto");
 }
 
-/// The row cache, its streaming and the block where "auto", by the rule measured on the H200 over
-/// the exhaustive launch spaces of softmax, layer norm and RMS norm (docs/tuning.md): a row that a
-/// block holds in registers at k_auto_row_items elements a thread stays there, in the smallest
-/// such block; a longer row goes to shared memory where it fits, streamed, with 128 bytes of it
-/// per thread; a row longer still is read again from memory in each pass by a cluster of 8 blocks of
-/// 1024 (one row of 2^20: 5.4 times faster than one block).
+/// True when a stage computes from the element's position (a mask such as `col > row`).
+bool uses_positions(const pipeline& p) {
+    expr::used_names used;
+    for (const auto& s : p.stages)
+        if (s.kernel) expr::collect_names(s.kernel, used);
+    return !used.positions.empty();
+}
+
+/// The row cache, its streaming, the block and the row mapping where "auto", by the rule measured
+/// on the H200 over the exhaustive launch spaces of softmax, layer norm and RMS norm
+/// (docs/tuning.md): a row that a block holds in registers at k_auto_row_items elements a thread
+/// stays there, in the smallest such block; a longer row goes to shared memory where it fits,
+/// streamed, with 128 bytes of it per thread; a row longer still is read again from memory in each
+/// pass by a cluster of 8 blocks of 1024 (one row of 2^20: 5.4 times faster than one block).
+/// A pipeline that computes from positions does work per element that a copy does not (the
+/// causal mask's compare and select): where its row stays in registers it takes
+/// k_positional_row_items elements a thread, on one warp per row where a warp holds the row so.
 void choose_row_cache(pipeline& p) {
     using cache = config::launch_spec::row_cache;
     if (!is_auto(p, "row_cache") || p.launch.warp_per_row) return;
@@ -88,8 +99,15 @@ void choose_row_cache(pipeline& p) {
     const long long held = p.launch.block_auto ? 1024 : p.launch.block;
     if (items_at(held) <= (p.launch.block_auto ? k_auto_row_items : k_max_row_items)) {
         if (p.launch.block_auto) {
+            const bool positional = uses_positions(p);
+            if (positional && is_auto(p, "row_mapping") && p.launch.cluster_auto && !rows_loop(p) &&
+                items_at(32) <= k_positional_row_items) {
+                p.launch.warp_per_row = true;
+                return;  // "values", on a warp per row
+            }
+            const int items = positional ? k_positional_row_items : k_auto_row_items;
             int block = 64;
-            while (items_at(block) > k_auto_row_items) block *= 2;
+            while (items_at(block) > items) block *= 2;
             p.launch.block = block;
             p.launch.block_auto = false;
         }
