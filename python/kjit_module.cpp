@@ -2,17 +2,25 @@
 // (a config as a path or JSON, records as JSON), so that python/kjit/__init__.py owns everything
 // Pythonic (dicts, DataFrames, exceptions) and no logic is written twice. A kjit::error crosses as
 // _kjit.KjitError(kind, message); the package turns it into ConfigError or Error.
+#include <csignal>
+
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+
+#include <nlohmann/json.hpp>
 
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
 #include "family/family.hpp"
 #include "report/files.hpp"
+#include "run/callable.hpp"
 #include "run/session.hpp"
 #include "util/error.hpp"
+#include "util/interrupt.hpp"
 
 namespace nb = nanobind;
 using namespace kjit;
@@ -33,6 +41,149 @@ config::document document_of(const std::string& config, const std::vector<std::s
 
 std::string rows_json(const std::vector<report::record>& records) { return report::to_json(report::rows_of(records)); }
 
+/// While alive, Ctrl-C (SIGINT) asks kjit's work to stop after what is in flight, as `kjit sweep`
+/// does, instead of going to Python's handler, which cannot run while the GIL is released.
+class graceful_interrupt {
+public:
+    graceful_interrupt() {
+        set_interrupted(false);
+        struct sigaction ask{};
+        ask.sa_handler = [](int) { set_interrupted(true); };  // an atomic store: safe in a handler
+        sigemptyset(&ask.sa_mask);
+        sigaction(SIGINT, &ask, &m_python);
+    }
+    ~graceful_interrupt() { sigaction(SIGINT, &m_python, nullptr); }
+    graceful_interrupt(const graceful_interrupt&) = delete;
+    graceful_interrupt& operator=(const graceful_interrupt&) = delete;
+
+private:
+    struct sigaction m_python{};
+};
+
+/// kjit's name for a DLPack element type ("bfloat16"), or numpy's ("int64") for one it has none for.
+std::string_view dtype_name(nb::dlpack::dtype t) {
+    using code = nb::dlpack::dtype_code;
+    static const std::pair<std::pair<code, int>, std::string_view> names[] = {
+        {{code::Float, 32}, "float32"}, {{code::Float, 64}, "float64"}, {{code::Float, 16}, "float16"},
+        {{code::Bfloat, 16}, "bfloat16"}, {{code::Int, 8}, "int8"}, {{code::Int, 16}, "int16"},
+        {{code::Int, 32}, "int32"}, {{code::Int, 64}, "int64"}, {{code::UInt, 8}, "uint8"},
+        {{code::UInt, 16}, "uint16"}, {{code::UInt, 32}, "uint32"}, {{code::UInt, 64}, "uint64"},
+        {{code::Bool, 8}, "bool"}};
+    for (const auto& [key, name] : names)
+        if (static_cast<uint8_t>(key.first) == t.code && key.second == t.bits && t.lanes == 1) return name;
+    return "an element type kjit has no name for";
+}
+
+/// The same for a __cuda_array_interface__ typestr ("<f4").
+std::string_view typestr_name(const std::string& typestr) {
+    static const std::pair<std::string_view, std::string_view> names[] = {
+        {"f4", "float32"}, {"f8", "float64"}, {"f2", "float16"}, {"i1", "int8"}, {"i2", "int16"}, {"i4", "int32"},
+        {"i8", "int64"}, {"u1", "uint8"}, {"u2", "uint16"}, {"u4", "uint32"}, {"u8", "uint64"}, {"b1", "bool"}};
+    for (const auto& [code, name] : names)
+        if (typestr.size() == 3 && typestr.substr(1) == code) return name;
+    return "an element type kjit has no name for";
+}
+
+/// C order with no gaps: each stride is the product of the extents after it (extents of 1 aside).
+bool c_contiguous(std::size_t ndim, const int64_t* shape, const int64_t* strides, int64_t item_bytes) {
+    int64_t expected = item_bytes;
+    for (std::size_t i = ndim; i-- > 0;) {
+        if (shape[i] != 1 && strides[i] != expected) return false;
+        expected *= shape[i];
+    }
+    return true;
+}
+
+/// __cuda_array_interface__ does not say which device an array is on: it is taken to be on the kernel's.
+constexpr int k_unsaid_device = -2;
+
+/// A caller's array through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba),
+/// or kjit::error(usage) naming it.
+void describe(nb::handle object, const std::string& name, run::caller_array& into) {
+    nb::ndarray<> a;
+    if (nb::try_cast(object, a, false)) {
+        into.address = reinterpret_cast<std::uintptr_t>(a.data_handle()) + a.byte_offset();
+        into.dtype = dtype_name(a.dtype());
+        into.shape.assign(a.shape_ptr(), a.shape_ptr() + a.ndim());
+        into.contiguous = a.stride_ptr() == nullptr || c_contiguous(a.ndim(), a.shape_ptr(), a.stride_ptr(), 1);
+        into.device = a.device_type() == nb::device::cuda::value ? a.device_id() : -1;
+        return;
+    }
+    if (nb::hasattr(object, "__cuda_array_interface__")) {
+        const nb::dict cai = nb::cast<nb::dict>(object.attr("__cuda_array_interface__"));
+        into.address = nb::cast<std::uintptr_t>(nb::cast<nb::tuple>(cai["data"])[0]);
+        const std::string typestr = nb::cast<std::string>(cai["typestr"]);
+        into.dtype = typestr_name(typestr);
+        into.shape.clear();
+        for (nb::handle extent : nb::cast<nb::tuple>(cai["shape"])) into.shape.push_back(nb::cast<long long>(extent));
+        const nb::object strides = cai.contains("strides") ? nb::borrow(cai["strides"]) : nb::none();
+        std::vector<int64_t> given;
+        if (!strides.is_none())
+            for (nb::handle stride : nb::cast<nb::tuple>(strides)) given.push_back(nb::cast<int64_t>(stride));
+        const std::vector<int64_t> shape(into.shape.begin(), into.shape.end());
+        into.contiguous = strides.is_none() ||
+                          c_contiguous(shape.size(), shape.data(), given.data(), std::stoll(typestr.substr(2)));
+        into.device = k_unsaid_device;
+        return;
+    }
+    throw error(error_kind::usage, name + ": expected a device array (DLPack or __cuda_array_interface__), got " +
+                                       nb::cast<std::string>(nb::str(object.type().attr("__name__"))));
+}
+
+/// kjit's kernels for one config, loaded on the session's GPU and called on the caller's arrays.
+class python_kernel {
+public:
+    python_kernel(std::unique_ptr<run::callable> kernels, std::string record)
+        : m_kernels(std::move(kernels)), m_record(std::move(record)), m_arrays(m_kernels->parameters().size()) {}
+
+    void call(const nb::dict& arrays, std::uintptr_t stream) { (*m_kernels)(described(arrays), stream); }
+    std::string verify(const nb::dict& arrays, std::uintptr_t stream) {
+        const report::check_row check = m_kernels->verify(described(arrays), stream);
+        return nlohmann::json{{"pass", check.pass}, {"mismatches", check.mismatches}, {"nan_count", check.nan_count},
+                              {"inf_count", check.inf_count}, {"max_abs_error", check.max_abs_error},
+                              {"max_rel_error", check.max_rel_error}, {"max_ulp_error", check.max_ulp_error},
+                              {"rtol", check.rtol}, {"atol", check.atol}, {"first_bad", check.first_bad}}
+            .dump();
+    }
+    std::vector<nb::tuple> parameters() const {
+        std::vector<nb::tuple> list;
+        for (const auto& p : m_kernels->parameters())
+            list.push_back(nb::make_tuple(p.name, p.shape, p.written));
+        return list;
+    }
+    std::string dtype() const { return std::string(config::info(m_kernels->pipeline().type).name); }
+    const std::string& record() const { return m_record; }
+
+private:
+    /// The arrays by parameter, in its order; a missing or unknown name is a usage error.
+    std::span<const run::caller_array> described(const nb::dict& arrays) {
+        const auto& parameters = m_kernels->parameters();
+        const auto names = [&] {
+            std::string list;
+            for (const auto& p : parameters) list += (list.empty() ? "" : ", ") + p.name;
+            return list;
+        };
+        for (std::size_t i = 0; i < parameters.size(); ++i) {
+            const char* name = parameters[i].name.c_str();
+            if (!arrays.contains(name))
+                throw error(error_kind::usage, "missing " + parameters[i].name + ": the kernels take " + names());
+            describe(arrays[name], parameters[i].name, m_arrays[i]);
+            if (m_arrays[i].device == k_unsaid_device) m_arrays[i].device = m_kernels->device_index();
+        }
+        if (arrays.size() != parameters.size())
+            for (const auto& [key, value] : arrays) {
+                const std::string given = nb::cast<std::string>(nb::str(key));
+                if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == given; }))
+                    throw error(error_kind::usage, "unknown array " + given + ": the kernels take " + names());
+            }
+        return m_arrays;
+    }
+
+    std::unique_ptr<run::callable> m_kernels;
+    std::string m_record;
+    std::vector<run::caller_array> m_arrays;  ///< reused by every call
+};
+
 /// One kjit session: templates, the bounded cache, and the GPUs, opened only when a run needs one.
 class python_session {
 public:
@@ -52,14 +203,39 @@ public:
         // The device stays open in the session: the next run pays no CUDA start-up, this one no teardown.
         return rows_json(m_session.run(family::load(doc), doc.source, {.device = m_device, .keep_device = true}));
     }
-    std::string sweep(const std::string& config, const std::vector<std::string>& sets, bool compile_only) {
+    python_kernel kernel(const std::string& config, const std::vector<std::string>& sets) {
+        const config::document doc = document_of(config, sets);
+        const config::pipeline p = family::load(doc);
+        report::record rec = run::new_record("kernel", p, doc.source);
+        auto kernels = m_session.load(p, m_device, rec);
+        return python_kernel(std::move(kernels), rows_json({rec}));
+    }
+    /// The points' records as JSON, and whether Ctrl-C stopped the sweep (after the points in
+    /// flight; the records are those that finished). `progress(done, total)` sees each point.
+    std::pair<std::string, bool> sweep(const std::string& config, const std::vector<std::string>& sets,
+                                       bool compile_only, const std::optional<nb::callable>& progress) {
         const config::document doc = document_of(config, sets);
         const auto points = family::expand_sweep(doc);
-        nb::gil_scoped_release unlocked;
         run::sweep_request request;
         request.devices = std::to_string(m_device);
         request.compile_only = compile_only;
-        return rows_json(m_session.sweep(points, doc.source, request).records);
+        std::size_t done = 0;
+        const auto step = [&](const report::record&) {
+            if (!progress) return;
+            nb::gil_scoped_acquire locked;
+            try {
+                (*progress)(++done, points.size());
+            } catch (nb::python_error& e) {  // a broken progress bar does not stop the sweep
+                e.discard_as_unraisable("kjit sweep progress");
+            }
+        };
+        const graceful_interrupt ctrl_c;
+        run::sweep_result result;
+        {
+            nb::gil_scoped_release unlocked;
+            result = m_session.sweep(points, doc.source, request, step);
+        }
+        return {rows_json(result.records), interrupted()};
     }
 
 private:
@@ -102,5 +278,13 @@ NB_MODULE(_kjit, m) {
         .def("emit", &python_session::emit)
         .def("compile", &python_session::compile)
         .def("run", &python_session::run)
-        .def("sweep", &python_session::sweep);
+        .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
+             nb::arg("progress").none())
+        .def("kernel", &python_session::kernel);
+    nb::class_<python_kernel>(m, "Kernel")
+        .def("call", &python_kernel::call)
+        .def("verify", &python_kernel::verify)
+        .def_prop_ro("parameters", &python_kernel::parameters)
+        .def_prop_ro("dtype", &python_kernel::dtype)
+        .def_prop_ro("record", &python_kernel::record);
 }

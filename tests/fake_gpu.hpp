@@ -103,11 +103,28 @@ public:
         last_block = static_cast<int>(launch.block.x);
         last_launch = launch;
         std::vector<std::vector<unsigned char>*> buffers;
-        for (const auto& a : launch.args)
+        for (const auto& a : launch.args) {
             if (a.what == run::argument_value::type::buffer) buffers.push_back(&m_buffers.at(a.buffer));
+            if (a.what == run::argument_value::type::address) buffers.push_back(caller_memory(a.address));
+        }
         if (on_launch) on_launch(m_kernels.at(kernel), buffers, launch);
         if (after_launch) after_launch(m_kernels.at(kernel), buffers, launch);
     }
+    /// The caller's "device memory" here is a host vector: an address is address_of(vector).
+    static std::uintptr_t address_of(std::vector<unsigned char>& memory) { return reinterpret_cast<std::uintptr_t>(&memory); }
+    static std::vector<unsigned char>* caller_memory(std::uintptr_t address) {
+        return reinterpret_cast<std::vector<unsigned char>*>(address);
+    }
+    void launch_on(std::uintptr_t stream, run::kernel_id kernel, const run::kernel_launch& launch) override {
+        streams.push_back(stream);
+        this->launch(kernel, launch);
+    }
+    void copy_from_address(void* destination, std::uintptr_t address, std::size_t bytes, std::uintptr_t stream) override {
+        record("copy_from_address");
+        streams.push_back(stream);
+        std::memcpy(destination, caller_memory(address)->data(), bytes);
+    }
+    std::vector<std::uintptr_t> streams;  ///< the caller's streams that launch_on and copy_from_address were given
     void flush_l2() override { ++flushes; }
     void synchronize() override {}
     double time_ms(const std::function<void()>& enqueue) override {

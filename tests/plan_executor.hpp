@@ -49,7 +49,9 @@ public:
                                       : a.what == family::argument::kind::size   ? type::i64
                                       : m_program.double_scalars                 ? type::f64
                                                                                  : type::f32;
-                same = launch.args[i].what == expected &&
+                // The caller's memory (a callable's) is as good as a buffer of kjit's own.
+                const type given = launch.args[i].what == type::address ? type::buffer : launch.args[i].what;
+                same = given == expected &&
                        (expected != type::buffer || buffers.at(next_buffer++)->size() == buffer_bytes(a.name)) &&
                        (expected != type::i64 || launch.args[i].integer == a.size);
             }
@@ -89,7 +91,7 @@ private:
             using type = run::argument_value::type;
             switch (a.what) {
                 case family::argument::kind::buffer:
-                    if (v.what != type::buffer) throw std::logic_error(a.name + ": expected a buffer");
+                    if (v.what != type::buffer && v.what != type::address) throw std::logic_error(a.name + ": expected a buffer");
                     b.buffers[a.name] = buffers.at(next_buffer++);
                     if (a.written) b.written.push_back(&a);
                     break;

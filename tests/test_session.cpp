@@ -313,6 +313,11 @@ TEST_CASE("session run with keep_device: the next run on that device pays no sta
     CHECK(first[0].get(report::phase::context) == 50);
     CHECK_FALSE(second[0].get(report::phase::context));
     CHECK_FALSE(second[0].get(report::phase::driver_init));
+    // Nor inputs, reference or their copy to the device: kept with the device, as they are unchanged.
+    CHECK(first[0].get(report::phase::host_inputs).has_value());
+    CHECK(first[0].get(report::phase::h2d).has_value());
+    for (const auto kept : {report::phase::host_inputs, report::phase::host_reference, report::phase::h2d})
+        CHECK_FALSE(second[0].get(kept).has_value());
     for (const auto* r : {&first[0], &second[0]}) {
         CHECK(r->status == report::outcome::pass);
         CHECK_FALSE(r->get(report::phase::teardown));
@@ -321,6 +326,7 @@ TEST_CASE("session run with keep_device: the next run on that device pays no sta
     const auto last = s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false});
     CHECK(provider->opened == 1);
     CHECK(last[0].get(report::phase::teardown).has_value());
+    CHECK(last[0].get(report::phase::host_inputs).has_value());
     (void)s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false});
     CHECK(provider->opened == 2);
 }

@@ -6,12 +6,18 @@
     r = s.compile("configs/softmax.json", set={"dtype": "bfloat16"})
     r.phases                                              # phase -> ms
     df = s.sweep("configs/sweep_softmax.json", compile_only=True)   # a pandas.DataFrame
+    k = s.kernel("configs/hidden_layer.json")             # kjit's kernels, on your arrays
+    k(greyscales=a, weights=b, out=c)                     # PyTorch, CuPy, JAX, Numba device arrays
 
 A config is a path, a JSON string or a dict; `set` maps key paths to values as --set does.
 Mistakes in a config or an argument raise ConfigError (the command exits 2 for them); failures
 while working (a compile error, no GPU, a failed check) raise Error (exit 1).
 """
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 
 from . import _kjit
 
@@ -26,8 +32,9 @@ class Error(Exception):
         self.kind = kind
 
 
-class ConfigError(Error):
-    """A mistake in a config, a `set` value or an argument: the line the command would print."""
+class ConfigError(Error, ValueError):
+    """A mistake in a config, a `set` value or an argument (an array of the wrong dtype or
+    shape): the line the command would print."""
 
 
 def _raised(error):
@@ -80,12 +87,117 @@ _CHECK_COLUMNS = ("status", "max_abs_error", "max_rel_error", "max_ulp_error", "
                   "rtol", "atol", "first_bad")
 
 
+def _stream_handle(stream):
+    """A CUstream as an integer, from an int, a torch.cuda.Stream, a cupy Stream or an object with
+    __cuda_stream__."""
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return stream.__cuda_stream__()[1]
+    for attribute in ("cuda_stream", "ptr"):  # PyTorch, CuPy
+        if isinstance(getattr(stream, attribute, None), int):
+            return getattr(stream, attribute)
+    raise ConfigError(f"stream: expected an int (a CUstream), a torch.cuda.Stream or a cupy Stream, got {stream!r}",
+                      "usage")
+
+
+class Kernel:
+    """kjit's kernels for one config, built (or taken from the cache) and loaded on the session's
+    GPU, to call on your own device arrays: no copy, nothing allocated per call.
+
+        k = s.kernel("configs/hidden_layer.json", set={"n": x.numel()})
+        k(greyscales=x, weights=w, out=y)                # enqueued; returns at once
+        k.verify(greyscales=x, weights=w, out=y)         # one call, checked in float64
+
+    Arrays are taken through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba): each
+    must have the config's dtype, its size ([rows, cols] for a row pipeline), be contiguous and
+    on the session's device, or ConfigError names it. The kernels run on `stream` (an int, a
+    torch.cuda.Stream or a cupy Stream); by default on the legacy default stream, which is
+    PyTorch's and CuPy's own default. Calls share their temporaries: one stream at a time.
+    """
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+        self.record = json.loads(kernel.record)[0]
+        self.dtype = kernel.dtype
+        #: (name, shape, written) per array, in the order the kernels take them: inputs, then out.
+        self.parameters = [(name, tuple(shape), written) for name, shape, written in kernel.parameters]
+
+    def __call__(self, stream=None, **arrays):
+        try:
+            self._kernel.call(arrays, 0 if stream is None else _stream_handle(stream))
+        except _kjit.KjitError as e:
+            raise _raised(e) from None
+
+    def verify(self, stream=None, **arrays):
+        """One call, then its inputs and output read back and compared with the float64
+        reference: the check as Result.check gives it ("pass", errors, the first bad element)."""
+        try:
+            return json.loads(self._kernel.verify(arrays, 0 if stream is None else _stream_handle(stream)))
+        except _kjit.KjitError as e:
+            raise _raised(e) from None
+
+    def __repr__(self):
+        arrays = ", ".join(name for name, _, _ in self.parameters)
+        return f"<kjit.Kernel {self.record.get('name')} {self.dtype}: ({arrays})>"
+
+
+def _command():
+    """The kjit command: $KJIT_COMMAND, or `kjit` on the PATH (pip install puts it there)."""
+    command = os.environ.get("KJIT_COMMAND") or shutil.which("kjit")
+    if not command:
+        raise Error("the kjit command is not on the PATH (pip install . puts it with the scripts)", "usage")
+    return command
+
+
+def first_call(config, set=None, repeat=5):
+    """`kjit first-call`: what a first call costs, in fresh processes started in each start state
+    (empty cache, PTX only, cubin, a second call in one process), `repeat` times each; one row
+    per state with each phase's median, as a pandas.DataFrame."""
+    import pandas
+    with tempfile.TemporaryDirectory(prefix="kjit-first-call-") as scratch:
+        path = str(config)
+        if isinstance(config, dict) or str(config).lstrip().startswith("{"):
+            path = os.path.join(scratch, "config.json")
+            with open(path, "w") as f:
+                f.write(_config_text(config))
+        rows = os.path.join(scratch, "rows.json")
+        sets = [arg for assignment in _sets(set) for arg in ("--set", assignment)]
+        done = subprocess.run([_command(), "first-call", path, *sets, "--repeat", str(repeat), "--json", rows],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            message = (done.stderr.strip().splitlines() or ["first-call failed"])[-1]
+            kind = {2: "config", 130: "interrupted"}.get(done.returncode, "error")
+            raise _raised(_kjit.KjitError(kind, message))
+        with open(rows) as f:
+            return pandas.DataFrame(json.load(f))
+
+
+def _progress_bar():
+    """A tqdm bar (the notebook's where there is one) updated as (done, total) arrive, or None."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    bar = None
+
+    def update(done, total):
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="point", desc="kjit sweep", leave=False)
+        bar.update(done - bar.n)
+        if done == total:
+            bar.close()
+    return update
+
+
 class Session:
     """Templates, the bounded compile cache, and a GPU opened when something first runs and kept
     open: a second run pays no CUDA start-up."""
 
     def __init__(self, device=0, cache_dir=None):
         self._session = _kjit.Session(device, cache_dir)
+        self.last_sweep = None  #: the last sweep's rows, also when Ctrl-C stopped it
 
     def _call(self, method, *args):
         try:
@@ -105,7 +217,28 @@ class Session:
         """Run on the GPU and verify against the float64 reference."""
         return Result(json.loads(self._call("run", _config_text(config), _sets(set)))[0])
 
-    def sweep(self, config, set=None, compile_only=False):
-        """Every point of the config's sweep block as a pandas.DataFrame, one row each."""
+    def sweep(self, config, set=None, compile_only=False, progress=True):
+        """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
+        progress bar (tqdm) where tqdm is installed and `progress` is true.
+
+        Ctrl-C stops the sweep after the points in flight and raises KeyboardInterrupt; the
+        rows of the points that finished stay readable in `last_sweep`."""
         import pandas
-        return pandas.DataFrame(json.loads(self._call("sweep", _config_text(config), _sets(set), compile_only)))
+        rows, interrupted = self._call("sweep", _config_text(config), _sets(set), compile_only,
+                                       _progress_bar() if progress else None)
+        self.last_sweep = pandas.DataFrame(json.loads(rows))
+        if interrupted:
+            raise KeyboardInterrupt(f"kjit sweep: interrupted after {len(self.last_sweep)} points; "
+                                    "their rows are in Session.last_sweep")
+        return self.last_sweep
+
+    def kernel(self, config, set=None):
+        """The config's kernels, built (or taken from the cache) and loaded on this session's GPU,
+        as a Kernel to call on your own device arrays."""
+        return Kernel(self._call("kernel", _config_text(config), _sets(set)))
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext kjit`: the %%kjit cell magic (kjit.magic)."""
+    from .magic import register
+    register(ipython)

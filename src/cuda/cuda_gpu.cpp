@@ -148,42 +148,22 @@ public:
     }
 
     void launch(run::kernel_id kernel, const run::kernel_launch& launch) override {
-        // cuLaunchKernel takes a pointer to each argument, in parameter order: each value is
-        // converted to its parameter's type in a slot of its own, which stays put while it runs.
-        union slot {
-            CUdeviceptr pointer;
-            float f32;
-            double f64;
-            long long i64;
-        };
-        const std::size_t count = launch.args.size();
-        std::vector<slot> slots(count);
-        std::vector<void*> args(count);
-        for (std::size_t i = 0; i < count; ++i) {
-            const run::argument_value& a = launch.args[i];
-            using type = run::argument_value::type;
-            switch (a.what) {
-                case type::buffer: slots[i].pointer = pointer(a.buffer); break;
-                case type::f32: slots[i].f32 = static_cast<float>(a.number); break;
-                case type::f64: slots[i].f64 = a.number; break;
-                case type::i64: slots[i].i64 = a.integer; break;
-            }
-            args[i] = &slots[i];
-        }
-        auto& k = m_kernels.at(kernel);
-        allow_shared_memory(k, launch.shared_bytes);
-        const family::dims &grid = launch.grid, &block = launch.block;
-        const auto u = [](long long v) { return static_cast<unsigned>(v); };
-        const CUresult launched =
-            m_api->cuLaunchKernel(k.function, u(grid.x), u(grid.y), u(grid.z), u(block.x), u(block.y), u(block.z),
-                                  static_cast<unsigned>(launch.shared_bytes), m_stream.get(), args.data(), nullptr);
-        if (launched != CUDA_SUCCESS) {  // the message is built only now
-            const auto shown = [](const family::dims& d) {
-                return std::to_string(d.x) + (d.y > 1 || d.z > 1 ? " × " + std::to_string(d.y) : "") +
-                       (d.z > 1 ? " × " + std::to_string(d.z) : "");
-            };
-            m_api->fail(launched, "cuLaunchKernel", "'" + k.name + "' grid " + shown(grid) + ", block " + shown(block));
-        }
+        enqueue(kernel, launch, m_stream.get());
+    }
+
+    // The caller's thread may not be the one that opened the device: the context is made current
+    // there first (the primary context, which PyTorch and CuPy share; a cheap thread-local store).
+    void launch_on(std::uintptr_t stream, run::kernel_id kernel, const run::kernel_launch& launch) override {
+        m_api->check(m_api->cuCtxSetCurrent(m_context.get()), "cuCtxSetCurrent");
+        enqueue(kernel, launch, reinterpret_cast<CUstream>(stream));
+    }
+
+    void copy_from_address(void* destination, std::uintptr_t address, std::size_t bytes, std::uintptr_t stream) override {
+        m_api->check(m_api->cuCtxSetCurrent(m_context.get()), "cuCtxSetCurrent");
+        m_api->check(m_api->cuStreamSynchronize(reinterpret_cast<CUstream>(stream)), "cuStreamSynchronize",
+                     "the caller's stream");
+        m_api->check(m_api->cuMemcpyDtoH(destination, static_cast<CUdeviceptr>(address), bytes), "cuMemcpyDtoH",
+                     units::bytes(static_cast<double>(bytes)) + " of the caller's array");
     }
 
     void flush_l2() override {
@@ -242,6 +222,47 @@ public:
     }
 
 private:
+    /// cuLaunchKernel on `stream`.
+    void enqueue(run::kernel_id kernel, const run::kernel_launch& launch, CUstream stream) {
+        // cuLaunchKernel takes a pointer to each argument, in parameter order: each value is
+        // converted to its parameter's type in a slot of its own, which stays put while it runs.
+        union slot {
+            CUdeviceptr pointer;
+            float f32;
+            double f64;
+            long long i64;
+        };
+        const std::size_t count = launch.args.size();
+        std::vector<slot> slots(count);
+        std::vector<void*> args(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            const run::argument_value& a = launch.args[i];
+            using type = run::argument_value::type;
+            switch (a.what) {
+                case type::buffer: slots[i].pointer = pointer(a.buffer); break;
+                case type::address: slots[i].pointer = static_cast<CUdeviceptr>(a.address); break;
+                case type::f32: slots[i].f32 = static_cast<float>(a.number); break;
+                case type::f64: slots[i].f64 = a.number; break;
+                case type::i64: slots[i].i64 = a.integer; break;
+            }
+            args[i] = &slots[i];
+        }
+        auto& k = m_kernels.at(kernel);
+        allow_shared_memory(k, launch.shared_bytes);
+        const family::dims &grid = launch.grid, &block = launch.block;
+        const auto u = [](long long v) { return static_cast<unsigned>(v); };
+        const CUresult launched =
+            m_api->cuLaunchKernel(k.function, u(grid.x), u(grid.y), u(grid.z), u(block.x), u(block.y), u(block.z),
+                                  static_cast<unsigned>(launch.shared_bytes), stream, args.data(), nullptr);
+        if (launched != CUDA_SUCCESS) {  // the message is built only now
+            const auto shown = [](const family::dims& d) {
+                return std::to_string(d.x) + (d.y > 1 || d.z > 1 ? " × " + std::to_string(d.y) : "") +
+                       (d.z > 1 ? " × " + std::to_string(d.z) : "");
+            };
+            m_api->fail(launched, "cuLaunchKernel", "'" + k.name + "' grid " + shown(grid) + ", block " + shown(block));
+        }
+    }
+
     struct loaded_kernel {
         CUfunction function;
         std::string name;

@@ -33,13 +33,15 @@ using kernel_id = std::uint32_t;
 using buffer_id = std::uint32_t;
 
 /// One argument of a launch, typed, in the kernel's parameter order (the program's
-/// family::argument list): a device buffer, a scalar in the compute type (float or double), or
-/// a 64-bit size.
+/// family::argument list): a device buffer, the caller's device memory (an array from Python,
+/// which kjit neither owns nor frees), a scalar in the compute type (float or double), or a
+/// 64-bit size.
 struct argument_value {
-    enum class type { buffer, f32, f64, i64 } what = type::buffer;
+    enum class type { buffer, address, f32, f64, i64 } what = type::buffer;
     buffer_id buffer = 0;
     double number = 0;      ///< f32 and f64
     long long integer = 0;  ///< i64
+    std::uintptr_t address = 0;
 };
 
 /// A kernel's launch: its shape and its arguments, bound once and launched as often as timing needs.
@@ -81,6 +83,12 @@ public:
     /// Enqueues kernel(args…) on launch.grid blocks of launch.block threads. The message of a
     /// failed launch is built only when it fails: back-to-back launches do no host work between them.
     virtual void launch(kernel_id kernel, const kernel_launch& launch) = 0;
+    /// The same on the caller's `stream` (a CUstream as an integer, as PyTorch and CuPy give it;
+    /// 0 is the legacy default stream), not the gpu's own: kernels called on the caller's arrays.
+    virtual void launch_on(std::uintptr_t stream, kernel_id kernel, const kernel_launch& launch) = 0;
+    /// Copies the caller's device memory at `address` to the host after the work on `stream`; waits.
+    virtual void copy_from_address(void* destination, std::uintptr_t address, std::size_t bytes,
+                                   std::uintptr_t stream) = 0;
     /// Enqueues a write over a buffer larger than L2, evicting whatever a kernel left there.
     virtual void flush_l2() = 0;
     virtual void synchronize() = 0;

@@ -211,7 +211,8 @@ void check_device_memory(const config::pipeline& p, const family::program& prog,
                                             " has " + units::bytes(device_free) + " free");
 }
 
-/// The blocks of k's grid on a device that holds `resident` of them at once.
+}  // namespace
+
 family::dims grid_on_device(const family::kernel& k, long long resident) {
     family::dims grid = k.grid;
     resident = std::max(1LL, resident);
@@ -219,8 +220,6 @@ family::dims grid_on_device(const family::kernel& k, long long resident) {
     if (k.resident == family::resident_rule::exactly) grid.x = resident;
     return grid;
 }
-
-}  // namespace
 
 std::string reference_key(const config::pipeline& p) {
     nlohmann::json key = {{"fusion", config::to_string(p.fuse)}, {"family", p.family},
@@ -251,6 +250,20 @@ host_data make_host_data(const config::pipeline& p, report::record& rec) {
     host.inputs = make_host_inputs(p, rec);
     host.reference = make_host_reference(p, *host.inputs, rec);
     return host;
+}
+
+report::check_row check_output(const config::pipeline& p, const family::program& prog,
+                               const reference::input_arrays& inputs, const reference::typed_array& out,
+                               const reference::expected_values& expected) {
+    const config::tolerance tol = p.tol.value_or(config::default_tolerance(p));
+    const auto result = reference::compare(out, expected, tol);
+    report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,
+                            result.nonfinite_as_reference, result.max_abs_error, result.max_rel_error,
+                            result.max_ulp_error, tol.rtol, tol.atol, tol.rounding, {}};
+    if (result.first_bad)
+        check.first_bad = describe_element(prog, *result.first_bad, inputs, out, expected.values[*result.first_bad],
+                                           expected.scales[*result.first_bad], tol);
+    return check;
 }
 
 void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
@@ -375,16 +388,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         host.reference = make_host_reference(p, *host.inputs, rec);
     }
     const reference::expected_values& expected = host.reference->expected;
-    const config::tolerance tol = p.tol.value_or(config::default_tolerance(p));
-    const auto result = timed(rec, phase::verify, [&] { return reference::compare(out, expected, tol); });
-    report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,
-                            result.nonfinite_as_reference, result.max_abs_error, result.max_rel_error,
-                            result.max_ulp_error, tol.rtol, tol.atol, tol.rounding, {}};
-    if (result.first_bad)
-        check.first_bad = describe_element(prog, *result.first_bad, inputs, out, expected.values[*result.first_bad],
-                                           expected.scales[*result.first_bad], tol);
-    rec.check = check;
-    rec.status = result.pass ? report::outcome::pass : report::outcome::fail;
+    rec.check = timed(rec, phase::verify, [&] { return check_output(p, prog, inputs, out, expected); });
+    rec.status = rec.check->pass ? report::outcome::pass : report::outcome::fail;
     if (options.save) rec.saved = save_result(*options.save, p, prog, rec.sweep_index, out, expected);
 
     measure_kernel(device, enqueue_chain, p.measure, rec);

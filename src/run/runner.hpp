@@ -138,6 +138,15 @@ struct run_options {
     const save_request* save = nullptr;
 };
 
+/// `out` compared with the float64 reference, as a record's check: the counts, the largest
+/// errors, and the first bad element with its inputs (`inputs` made for `p`, whose plan is `prog`).
+[[nodiscard]] report::check_row check_output(const config::pipeline& p, const family::program& prog,
+                                             const reference::input_arrays& inputs, const reference::typed_array& out,
+                                             const reference::expected_values& expected);
+
+/// The blocks of k's grid on a device that holds `resident` of them at once.
+[[nodiscard]] family::dims grid_on_device(const family::kernel& k, long long resident);
+
 /// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the
 /// check. A result outside tolerance sets outcome::fail (it does not throw); a CUDA failure throws
 /// kjit::error(driver) whose message starts with the phase it happened in.

@@ -75,18 +75,23 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
     // as they were; overlapped_ms says how much of them the wait hid.
     prebuilt_binaries early_binary;
     report::record early;
-    host_data host;
+    std::shared_ptr<gpu> device;  // before the host data, whose device copies go first
+    // A device kept open keeps its last run's host data: inputs and reference are made again only
+    // when they changed, and the inputs stay on the device (a warm session's run).
+    const auto kept_host = m_kept_host.find(request.device);
+    const bool reuse_kept = request.keep_device && kept_host != m_kept_host.end() && m_kept.contains(request.device);
+    host_data host = reuse_kept ? std::move(kept_host->second) : host_data{};
+    if (kept_host != m_kept_host.end()) m_kept_host.erase(kept_host);
     const auto early_start = trace::clock::now();
     auto early_work = std::async(std::launch::async, [&] {
         trace::name_thread("host work");
         const auto arch = p.compile.arch.value_or(chosen.arch);
         early_binary.put(build_variant(p, arch, context(), early).binary);
-        host = make_host_data(p, early);
+        if (!reuse_kept) host = make_host_data(p, early);
         return trace::clock::now();
     });
     // (If opening throws, the future's destructor waits for the work before the objects it uses go.)
     const auto open_start = trace::clock::now();
-    std::unique_ptr<gpu> device;
     if (const auto kept = m_kept.find(request.device); kept != m_kept.end()) {  // open since an earlier run
         device = std::move(kept->second);
         m_kept.erase(kept);
@@ -105,7 +110,9 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         rec.tuned_launch = request.tuned_launch;
         const build_context ctx = context(call == 1 ? &early_binary : nullptr);
         const save_request* save = call == 1 && !request.save.dir.empty() ? &request.save : nullptr;
-        run_variant(p, *device, ctx, rec, {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr, .save = save});
+        run_variant(p, *device, ctx, rec,
+                    {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr,
+                     .keep_inputs_on_device = request.keep_device, .save = save});
         if (call == 1) {  // start-up and the early work are paid once per process
             for (std::size_t i = 0; i < report::k_phase_count; ++i)
                 for (const auto* from : {&startup, &early})
@@ -118,6 +125,9 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         }
         if (call == request.calls && request.keep_device) {
             m_kept[request.device] = std::move(device);
+            m_kept_host[request.device] = std::move(host);
+        } else if (call == request.calls && device.use_count() > 1) {  // a callable still uses it
+            m_kept[request.device] = std::move(device);
         } else if (call == request.calls) {  // released before the last record is shown, so it shows the cost
             trace::span span(report::phase_name(report::phase::teardown));
             device.reset();
@@ -127,6 +137,13 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         records.push_back(std::move(rec));
     }
     return records;
+}
+
+std::unique_ptr<callable> session::load(const config::pipeline& p, int index, report::record& rec) {
+    record_process_start(rec);
+    (void)device(index);
+    if (!m_kept.contains(index)) m_kept[index] = m_gpus->open(index, rec);
+    return std::make_unique<callable>(m_kept.at(index), p, context(), rec);
 }
 
 void session::watch(const run_request& request, const std::function<std::optional<watch_step>()>& next,

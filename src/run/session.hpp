@@ -16,6 +16,7 @@
 #include "jit/disk_cache.hpp"
 #include "jit/jit.hpp"
 #include "report/record.hpp"
+#include "run/callable.hpp"
 #include "run/gpu.hpp"
 #include "run/save.hpp"
 #include "run/sweep.hpp"
@@ -103,6 +104,10 @@ public:
     void watch(const run_request& request, const std::function<std::optional<watch_step>()>& next,
                const std::function<void(const report::record&)>& done,
                const std::function<void(const error&)>& failed);
+    /// `p` built for device `index` and loaded there, to call on the caller's arrays; its
+    /// phases (and the GPU's start-up, the first time) are recorded into `rec`. The device is
+    /// kept open in the session, as run_request::keep_device keeps it.
+    [[nodiscard]] std::unique_ptr<callable> load(const config::pipeline& p, int index, report::record& rec);
     /// Every point: compiled in parallel, then run on the requested GPUs (or only built).
     /// `step` is called after each point.
     [[nodiscard]] sweep_result sweep(const std::vector<config::sweep_point>& points, const std::string& source,
@@ -128,7 +133,9 @@ private:
     jit::disk_cache m_cache;
     jit::cache_mode m_mode;
     std::unique_ptr<gpu_provider> m_gpus;
-    std::map<int, std::unique_ptr<gpu>> m_kept;  ///< devices left open by run_request::keep_device (closed first)
+    /// Devices left open by run_request::keep_device and load (a callable shares its device).
+    std::map<int, std::shared_ptr<gpu>> m_kept;
+    std::map<int, host_data> m_kept_host;  ///< the last kept run's host data per device (released first)
 };
 
 }  // namespace kjit::run

@@ -1,8 +1,11 @@
-"""kjit's Python package on this machine's NVRTC, with no GPU needed: emit, compile, a compile-only
-sweep as a DataFrame, and the errors. (Runs on the GPU are checked by the gpu tests.)"""
+"""kjit's Python package on this machine's NVRTC: emit, compile, a compile-only sweep as a
+DataFrame, first_call, the %%kjit magic and the errors with no GPU; with one (on the H200), runs
+and kernels called on PyTorch tensors. A test that needs what this machine lacks says so as it
+skips (pytest -rs shows the reasons)."""
 import json
 import os
 import pathlib
+import subprocess
 
 import pytest
 
@@ -80,3 +83,129 @@ def test_a_missing_config_file_is_a_config_error(session):
 
 def test_version():
     assert kjit.__version__.count(".") == 2
+
+
+def test_a_compile_only_sweep_reports_progress_and_keeps_its_rows(session):
+    seen = []
+    frame = session._session.sweep(str(CONFIGS / "sweep_hidden_layer.json"), ['sweep={"dtype":["float32","float64"]}'],
+                                   True, lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 2), (2, 2)]
+    assert frame[1] is False  # not interrupted
+    rows = session.sweep(CONFIGS / "sweep_hidden_layer.json", set={"sweep": {"dtype": ["float32"]}},
+                         compile_only=True, progress=False)
+    assert session.last_sweep is rows
+
+
+def test_first_call_is_a_dataframe_per_start_state(tmp_path):
+    frame = kjit.first_call(CONFIGS / "hidden_layer.json", set={"n": 4096}, repeat=1)
+    assert len(frame) >= 2
+    assert frame["first_call_state"].is_unique
+    assert (frame["process_wall_ms"] > 0).all()
+    with pytest.raises(kjit.ConfigError, match="launch.block"):
+        kjit.first_call(CONFIGS / "hidden_layer.json", set={"launch.block": 33}, repeat=1)
+
+
+def test_the_cell_magic_compiles_emits_and_names_its_result():
+    from kjit import magic
+    namespace = {}
+    body = (CONFIGS / "softmax.json").read_text()
+    table = magic.cell("--compile --set dtype=bfloat16 --as r", body, namespace)
+    assert list(table["dtype"]) == ["bfloat16"]
+    assert namespace["r"].record["status"] == "ok"
+    assert magic.cell("--emit", body, namespace) is None
+    assert 'extern "C" __global__' in namespace["_kjit"]
+    with pytest.raises(kjit.ConfigError, match="expected KEY=VALUE"):
+        magic.cell("--compile --set dtype", body, namespace)
+    with pytest.raises(kjit.ConfigError, match="%%kjit --bogus"):
+        magic.cell("--bogus", body, namespace)
+
+
+def test_a_kernel_needs_a_gpu_and_says_so_without_one(session):
+    try:
+        import torch
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if has_gpu:
+        pytest.skip("a GPU is here: test_kernels_on_pytorch_tensors covers kernels")
+    with pytest.raises(kjit.Error, match="no GPU to run on"):
+        session.kernel(CONFIGS / "hidden_layer.json")
+
+
+def _torch_on_gpu():
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("PyTorch is not installed here")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU here")
+    return torch
+
+
+def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path):
+    torch = _torch_on_gpu()
+    import numpy
+    # The same inputs for both: .npy files that kjit run reads and that become the tensors.
+    n = 1 << 20
+    rng = numpy.random.default_rng(3)
+    numpy.save(tmp_path / "greyscales.npy", numpy.floor(rng.uniform(0, 255, n)).astype(numpy.float32))
+    numpy.save(tmp_path / "weights.npy", rng.normal(0.5, 0.1, n).astype(numpy.float32))
+    config = json.loads((CONFIGS / "hidden_layer.json").read_text())
+    config["n"] = n
+    config["inputs"] = {name: {"fill": "file", "path": str(tmp_path / f"{name}.npy")} for name in ("greyscales", "weights")}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    done = subprocess.run([os.environ.get("KJIT_COMMAND", "kjit"), "run", str(tmp_path / "config.json"), "--save",
+                           str(tmp_path / "saved"), "--skip-ceiling"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = numpy.load(next((tmp_path / "saved").glob("*.npy")))
+
+    k = session.kernel(config)
+    assert [name for name, _, _ in k.parameters] == ["greyscales", "weights", "out"]
+    greyscales = torch.from_numpy(numpy.load(tmp_path / "greyscales.npy")).cuda()
+    weights = torch.from_numpy(numpy.load(tmp_path / "weights.npy")).cuda()
+    out = torch.full((n,), float("nan"), device="cuda")
+    k(greyscales=greyscales, weights=weights, out=out)
+    torch.cuda.synchronize()
+    assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
+    assert k.verify(greyscales=greyscales, weights=weights, out=out)["pass"]
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        out.fill_(float("nan"))
+        k(greyscales=greyscales, weights=weights, out=out, stream=side)
+    side.synchronize()
+    assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
+
+    with pytest.raises(kjit.ConfigError, match="weights: expected a contiguous float32 array of 1048576 elements on "
+                                                "CUDA device 0, got float64"):
+        k(greyscales=greyscales, weights=weights.double(), out=out)
+    with pytest.raises(kjit.ConfigError, match="not in CUDA device memory"):
+        k(greyscales=greyscales, weights=weights.cpu(), out=out)
+    with pytest.raises(kjit.ConfigError, match="got shape \\[1048575\\]"):
+        k(greyscales=greyscales, weights=weights[1:], out=out)
+    with pytest.raises(kjit.ConfigError, match="strided view"):
+        k(greyscales=greyscales, weights=torch.stack([weights, weights], 1)[:, 0], out=out)
+    with pytest.raises(kjit.ConfigError, match="missing out: the kernels take greyscales, weights, out"):
+        k(greyscales=greyscales, weights=weights)
+    with pytest.raises(kjit.ConfigError, match="unknown array bias"):
+        k(greyscales=greyscales, weights=weights, out=out, bias=out)
+    with pytest.raises(ValueError):  # ConfigError is a ValueError, as Python's own argument errors are
+        k(greyscales=greyscales, weights=weights, out=out[:10])
+
+
+def test_a_row_kernel_takes_2d_tensors(session):
+    torch = _torch_on_gpu()
+    k = session.kernel(CONFIGS / "softmax.json", set={"shape": [1000, 4097], "dtype": "bfloat16"})
+    scores = torch.randn(1000, 4097, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(scores)
+    assert k.verify(logits=scores, out=out)["pass"]
+    assert torch.allclose(out.float(), torch.softmax(scores.float(), 1), atol=1e-2)
+    with pytest.raises(kjit.ConfigError, match=r"array of \[1000, 4097\] .* got shape \[4097000\]"):
+        k(logits=scores.flatten(), out=out)
+
+
+def test_a_run_in_a_session_pays_no_start_up_the_second_time(session):
+    _torch_on_gpu()
+    first = session.run(CONFIGS / "softmax.json", set={"shape": [64, 1024]})
+    second = session.run(CONFIGS / "softmax.json", set={"shape": [64, 1024]})
+    assert "context" in first.phases and "context" not in second.phases
+    assert second.record["status"] == "PASS"
