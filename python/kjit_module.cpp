@@ -139,7 +139,7 @@ public:
     void call(const nb::dict& arrays, std::uintptr_t stream) { (*m_kernels)(described(arrays), stream); }
     std::string verify(const nb::dict& arrays, std::uintptr_t stream) {
         const report::check_row check = m_kernels->verify(described(arrays), stream);
-        return nlohmann::json{{"pass", check.pass}, {"mismatches", check.mismatches}, {"nan_count", check.nan_count},
+        return nlohmann::json{{"status", check.pass ? "PASS" : "FAIL"}, {"mismatches", check.mismatches}, {"nan_count", check.nan_count},
                               {"inf_count", check.inf_count}, {"max_abs_error", check.max_abs_error},
                               {"max_rel_error", check.max_rel_error}, {"max_ulp_error", check.max_ulp_error},
                               {"rtol", check.rtol}, {"atol", check.atol}, {"first_bad", check.first_bad}}

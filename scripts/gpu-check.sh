@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The GPU job, for the lent H200 machines (../shared/device/README.md): each PART writes its logs
 # and records to $OUT (default ./gpu-results); parts run in the order given.
-#   build       configure and build with the staged header-only deps in .deps
-#   tests       every CTest label, gpu included, then the gpu tests again for their figures
+#   build       configure and build with the staged header-only deps in .deps (and the Python
+#               module where nanobind imports)
+#   tests       every CTest label, gpu included (the python label writes the executed notebook,
+#               seed.ipynb), then the gpu tests again for their figures
+#   python      bench/python_calls.py: kjit's kernels called from Python beside CuPy, Triton,
+#               PyTorch and Numba; a warm session's run; import + first run against `kjit run`
 #   runs        every shipped config in a fresh process, empty cache then warm; the default at larger n
 #   sweeps      configs/sweep_hidden_layer.json: cold on GPU 0 (with --trace, checked and summed
 #               per span name by scripts/trace_summary.py), warm on GPU 0, warm with host data made
@@ -90,10 +94,16 @@ for part in "$@"; do
     echo "---- $part ($(date -u +%T))"
     case $part in
     build)
-        { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" &&
+        # The Python module too, where nanobind imports (carried as a wheel: ../shared/device/README.md).
+        python=(); python3 -c "import nanobind" 2> /dev/null && python=(-DKJIT_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)")
+        if [ ${#python[@]} -gt 0 ] && ! cmake -S . -B "$build" -G Ninja -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" "${python[@]}" > /tmp/python-configure.log 2>&1; then
+            echo "build: the Python module cannot be configured here; building without it:"; tail -5 /tmp/python-configure.log
+            python=(-DKJIT_PYTHON=OFF)
+        fi
+        { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" "${python[@]}" &&
           cmake --build "$build" -j "$(nproc)"; } > /tmp/build.log 2>&1 || { tail -40 /tmp/build.log; exit 1; } ;;
     tests)
-        ctest --test-dir "$build" -LE gpu --output-on-failure > "$out/tests.log" 2>&1 || status=1
+        KJIT_NOTEBOOK_OUT="$out/seed.ipynb" ctest --test-dir "$build" -LE gpu -j 4 --output-on-failure -V > "$out/tests.log" 2>&1 || status=1
         # Verbose, once: the gpu tests' messages (clocks, noise) go to the log too.
         ctest --test-dir "$build" -L gpu -V >> "$out/tests.log" 2>&1 || status=1
         tail -4 "$out/tests.log" ;;
@@ -446,6 +456,10 @@ PY
             done
         done
         python3 scripts/tune_table.py --auto "$out/auto" | tee "$out/tune_auto.md" ;;
+    python)
+        PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}" python3 bench/python_calls.py --kjit "$kjit" --out "$out" \
+            > "$out/python_calls.log" 2>&1 || status=1
+        cat "$out/python_calls.log" ;;
     seed)
         "$kjit" sweep configs/seed_vectorize.json --quiet --json "$out/seed_sweep.json" > "$out/seed.log" 2>&1 || status=1
         "$kjit" run configs/seed_vectorize.json --set measure.transfers=per_call >> "$out/seed.log" 2>&1 || status=1

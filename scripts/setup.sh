@@ -18,11 +18,12 @@ fi
 [ -x /usr/local/cuda/bin/nvcc ] || [ -d /usr/local/cuda/include ] || { echo "setup: the CUDA toolkit is expected in /usr/local/cuda" >&2; exit 1; }
 python=()
 if [ "${1:-}" = "--test" ]; then
-    # The Python package's tests: its build requirements (pinned in pyproject.toml), pandas and
-    # pytest from PyPI, in a virtual environment inside the build folder.
+    # The Python package's tests: its build requirements (pinned in pyproject.toml), pandas, tqdm,
+    # pytest, and nbclient and ipykernel to run the notebook, from PyPI, in a virtual environment
+    # inside the build folder.
     [ -x build/py/bin/python ] || python3 -m venv build/py
     requires=$(build/py/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
-    build/py/bin/pip install -q $requires pandas pytest
+    build/py/bin/pip install -q $requires pandas pytest tqdm nbclient ipykernel
     python=(-DKJIT_PYTHON=ON "-DPython_EXECUTABLE=$PWD/build/py/bin/python")
 fi
 cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda ${KJIT_WERROR:+-DKJIT_WERROR=$KJIT_WERROR} "${python[@]}" > /dev/null

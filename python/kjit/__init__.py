@@ -107,7 +107,7 @@ class Kernel:
 
         k = s.kernel("configs/hidden_layer.json", set={"n": x.numel()})
         k(greyscales=x, weights=w, out=y)                # enqueued; returns at once
-        k.verify(greyscales=x, weights=w, out=y)         # one call, checked in float64
+        k.verify(greyscales=x, weights=w, out=y)         # one call, checked in float64: {"status": "PASS", …}
 
     Arrays are taken through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba): each
     must have the config's dtype, its size ([rows, cols] for a row pipeline), be contiguous and
@@ -131,7 +131,7 @@ class Kernel:
 
     def verify(self, stream=None, **arrays):
         """One call, then its inputs and output read back and compared with the float64
-        reference: the check as Result.check gives it ("pass", errors, the first bad element)."""
+        reference: the check as Result.check gives it ("status", errors, the first bad element)."""
         try:
             return json.loads(self._kernel.verify(arrays, 0 if stream is None else _stream_handle(stream)))
         except _kjit.KjitError as e:

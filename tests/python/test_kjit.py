@@ -167,7 +167,7 @@ def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path
     k(greyscales=greyscales, weights=weights, out=out)
     torch.cuda.synchronize()
     assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
-    assert k.verify(greyscales=greyscales, weights=weights, out=out)["pass"]
+    assert k.verify(greyscales=greyscales, weights=weights, out=out)["status"] == "PASS"
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         out.fill_(float("nan"))
@@ -197,7 +197,7 @@ def test_a_row_kernel_takes_2d_tensors(session):
     k = session.kernel(CONFIGS / "softmax.json", set={"shape": [1000, 4097], "dtype": "bfloat16"})
     scores = torch.randn(1000, 4097, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(scores)
-    assert k.verify(logits=scores, out=out)["pass"]
+    assert k.verify(logits=scores, out=out)["status"] == "PASS"
     assert torch.allclose(out.float(), torch.softmax(scores.float(), 1), atol=1e-2)
     with pytest.raises(kjit.ConfigError, match=r"array of \[1000, 4097\] .* got shape \[4097000\]"):
         k(logits=scores.flatten(), out=out)
