@@ -78,11 +78,11 @@ TEST_CASE("tune space: axes, paired axes and constraints from the tune block") {
     CHECK(sp.dims() == std::vector<std::size_t>{3, 2, 2});
     CHECK_FALSE(sp.from_family);
     // The last axis varies fastest; a paired axis sets both paths.
-    CHECK(tune::label_of(sp.values_of(0)) == "launch.block=64 launch.streaming=false launch.vector_width=1 compile.fast_math=false");
-    CHECK(tune::label_of(sp.values_of(1)) == "launch.block=64 launch.streaming=false launch.vector_width=2 compile.fast_math=true");
+    CHECK(config::point_label(sp.values_of(0)) == "launch.block=64 launch.streaming=false launch.vector_width=1 compile.fast_math=false");
+    CHECK(config::point_label(sp.values_of(1)) == "launch.block=64 launch.streaming=false launch.vector_width=2 compile.fast_math=true");
     std::vector<std::string> allowed;
     for (std::size_t i = 0; i < sp.size(); ++i)
-        if (sp.allowed(i)) allowed.push_back(tune::label_of(sp.values_of(i)));
+        if (sp.allowed(i)) allowed.push_back(config::point_label(sp.values_of(i)));
     CHECK(allowed.size() == 8);  // 256 × 2 is out (2 points), and streaming at block 64 (2 points)
     for (const auto& label : allowed) {
         CHECK(label.find("block=256 launch.streaming=false launch.vector_width=2") == std::string::npos);

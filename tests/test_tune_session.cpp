@@ -167,7 +167,7 @@ TEST_CASE("tune: a point that fails its check is recorded and skipped, never the
     REQUIRE(r.points.size() == 6);
     int failed = 0;
     for (const auto& p : r.points) {
-        CAPTURE(tune::label_of(p.values));
+        CAPTURE(config::point_label(p.values));
         const bool wrong = p.values["launch.block"] == 128;
         CHECK(p.status == (wrong ? "FAIL" : "PASS"));
         CHECK(p.result.ms.has_value() == !wrong);

@@ -64,7 +64,7 @@ exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err) {
     const auto result = tune::tune(s, doc, o.tune, [&](const tune::tuned_point& p) {
         if (o.quiet || !p.result.ms || (best && *p.result.ms >= *best)) return;
         best = p.result.ms;
-        err << "kjit: tune: #" << p.evaluation << " " << units::duration_ms(*best) << "  " << tune::label_of(p.values)
+        err << "kjit: tune: #" << p.evaluation << " " << units::duration_ms(*best) << "  " << config::point_label(p.values)
             << (p.from == "database" ? "  (database)" : "") << "\n";
     });
     finish(s, err);

@@ -258,6 +258,11 @@ using loader = pipeline (*)(const document&);
 [[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::size_t shard_index = 0,
                                                     std::size_t shard_count = 1);
 
+/// "dtype=float64 launch.block=128": a sweep or tune point's values (key path → value, in order)
+/// as its label; with the point's pipeline, a whole stage given as a value is shown as the stage
+/// model describes it ("stages[0]=gelu=tanh").
+[[nodiscard]] std::string point_label(const json_value& values, const pipeline* p = nullptr);
+
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);
 

@@ -3,15 +3,9 @@
 #include "util/error.hpp"
 
 namespace kjit::config {
-namespace {
-
-using axis_values = std::vector<std::pair<std::string, json_value>>;
-
-/// "dtype=float64 launch.block=128"; with the point's pipeline, a whole stage given as a value is
-/// shown as the stage model describes it ("stages[0]=gelu=tanh").
-std::string label_of(const axis_values& chosen, const pipeline* p) {
+std::string point_label(const json_value& values, const pipeline* p) {
     std::string label;
-    for (const auto& [path, value] : chosen) {
+    for (const auto& [path, value] : values.items()) {
         std::string shown = value.is_string() ? value.get<std::string>()
                                               : value.dump(-1, ' ', false, json_value::error_handler_t::replace);
         if (p && value.is_object() && path.starts_with("stages[") && path.ends_with("]")) {
@@ -22,8 +16,6 @@ std::string label_of(const axis_values& chosen, const pipeline* p) {
     }
     return label;
 }
-
-}  // namespace
 
 std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::size_t shard_index,
                                       std::size_t shard_count) {
@@ -56,7 +48,7 @@ std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::siz
         document variant = base;
         // The last axis varies fastest, like nested loops written in the order of the block.
         std::size_t rest = index;
-        axis_values chosen(axes.size());
+        std::vector<std::pair<std::string, json_value>> chosen(axes.size());
         std::size_t axis = axes.size();
         for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
             const auto& values = it.value();
@@ -67,11 +59,11 @@ std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::siz
             set_path(variant.json, path, value, doc.source + ": sweep." + path);
             point.values[path] = value;
         }
-        const std::string raw_label = label_of(chosen, nullptr);
+        const std::string raw_label = point_label(point.values);
         variant.source = doc.source + ": sweep point " + std::to_string(index) +
                          (raw_label.empty() ? "" : " (" + raw_label + ")");
         point.pipeline = load(variant);
-        point.label = label_of(chosen, &point.pipeline);
+        point.label = point_label(point.values, &point.pipeline);
         points.push_back(std::move(point));
     }
     return points;

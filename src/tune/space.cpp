@@ -143,12 +143,4 @@ space parse_space(const config::document& doc, const json_value& family_space) {
     return s;
 }
 
-std::string label_of(const json_value& values) {
-    std::string label;
-    for (const auto& [path, value] : values.items())
-        label += (label.empty() ? "" : " ") + path + "=" +
-                 (value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, json_value::error_handler_t::replace));
-    return label;
-}
-
 }  // namespace kjit::tune

@@ -50,7 +50,4 @@ struct space {
 /// that does not parse or names no numeric axis.
 [[nodiscard]] space parse_space(const config::document& doc, const config::json_value& family_space);
 
-/// "launch.block=128 launch.row_cache=shared": a point's values as a sweep labels them.
-[[nodiscard]] std::string label_of(const config::json_value& values);
-
 }  // namespace kjit::tune

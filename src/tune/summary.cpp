@@ -47,7 +47,7 @@ void print_summary(std::ostream& out, const tune_result& r, std::size_t shown) {
         const tuned_point& p = *ranked[k];
         out << (k == 0 ? "  best      " : "            ") << units::duration_ms(*p.result.ms)
             << (p.result.roofline ? ", " + percent(*p.result.roofline) + " of roofline" : "") << "  (#" << p.evaluation
-            << ")  " << label_of(p.values) << "\n";
+            << ")  " << config::point_label(p.values) << "\n";
     }
     // Best so far at 1, 2, 4, … evaluations and at the last: the search's progress.
     std::string progress;

@@ -34,9 +34,9 @@ space space_of(const config::document& base, const config::document& doc) {
 /// `base` with a point's values set, validated by its family; nullopt when refused.
 std::optional<config::sweep_point> point_of(const config::document& base, const json_value& values, std::size_t index) {
     config::document variant = with_values(base, values);
-    variant.source = base.source + ": tune point (" + label_of(values) + ")";
+    variant.source = base.source + ": tune point (" + config::point_label(values) + ")";
     try {
-        return config::sweep_point{index, label_of(values), values, family::load(variant)};
+        return config::sweep_point{index, config::point_label(values), values, family::load(variant)};
     } catch (const error& e) {
         if (e.kind() != error_kind::config) throw;
         return std::nullopt;
@@ -214,7 +214,7 @@ std::vector<report::row> rows_of(const tune_result& r) {
         if (p.result.ms && (!best || *p.result.ms < *best)) best = p.result.ms;
         const auto number = [](const std::optional<double>& v) { return v ? report::row(*v) : report::row(nullptr); };
         rows.push_back({{"evaluation", p.evaluation},
-                        {"point", label_of(p.values)},
+                        {"point", config::point_label(p.values)},
                         {"values", p.values},
                         {"ms", number(p.result.ms)},
                         {"roofline", number(p.result.roofline)},
@@ -246,7 +246,7 @@ config::document with_tuned_launch(run::session& s, const config::document& doc,
     tuned.json["launch"] = json_value::object();
     tuned = with_values(tuned, best->values);
     note = "launch tuned " + best->measured + " on " + info.name + " (" + units::duration_ms(*best->ms) + " then; " +
-           label_of(best->values) + ")";
+           config::point_label(best->values) + ")";
     return tuned;
 }
 
