@@ -228,19 +228,3 @@ TEST_CASE("fuzz: 30,000 random and mutated expressions never crash and always an
     CHECK(parsed > 1000);
     CHECK(rejected > 1000);
 }
-
-TEST_CASE("flowing_unused_where: the condition of positions and scalars under which a mask does not use x") {
-    expr::scope matrix = k_names;
-    matrix.has_shape = true;
-    const auto unused = [&](const std::string& text) {
-        const expr::tree where = expr::flowing_unused_where(expr::parse(text, matrix));
-        return where ? expr::to_text(where) : std::string("none");
-    };
-    CHECK(unused("col > row ? -inf : x * alpha") == "col > row");
-    CHECK(unused("col <= row + alpha ? x : 0") == "!(col <= row + alpha)");
-    CHECK(unused("col > row ? w : x") == "col > row");  // another array may be read where x is not
-    CHECK(unused("x > 0 ? 0 : x") == "none");           // the condition needs x itself
-    CHECK(unused("col > w ? 0 : x") == "none");         // … or an array's element
-    CHECK(unused("col > row ? x : x * 2") == "none");   // both branches use x
-    CHECK(unused("exp(col > row ? -inf : x)") == "none");  // only a conditional at the top
-}

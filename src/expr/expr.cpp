@@ -235,24 +235,4 @@ void collect_names(const tree& t, used_names& into) {
     for (const auto& a : t->args) collect_names(a, into);
 }
 
-tree flowing_unused_where(const tree& t) {
-    if (t->kind != node_kind::conditional) return nullptr;
-    const auto uses = [](const tree& part) {
-        used_names used;
-        collect_names(part, used);
-        return used;
-    };
-    const used_names condition = uses(t->args[0]);
-    if (condition.flowing || !condition.arrays.empty() || !condition.rows.empty()) return nullptr;
-    if (!uses(t->args[1]).flowing) return t->args[0];
-    if (uses(t->args[2]).flowing) return nullptr;
-    node negated;
-    negated.kind = node_kind::logical_not;
-    negated.type = value_type::boolean;
-    negated.column = t->args[0]->column;
-    negated.depth = t->args[0]->depth + 1;
-    negated.args = {t->args[0]};
-    return std::make_shared<const node>(std::move(negated));
-}
-
 }  // namespace kjit::expr

@@ -122,9 +122,4 @@ struct used_names {
 };
 void collect_names(const tree& t, used_names& into);
 
-/// Where `t` is `c ? a : b` with a branch that does not use x and a condition `c` of positions,
-/// scalars and numbers only (a mask: `col > row ? -inf : x * scale`), the condition under which x
-/// is not used (`c`, or `!c` for the else branch): a kernel need not read x there. Else null.
-[[nodiscard]] tree flowing_unused_where(const tree& t);
-
 }  // namespace kjit::expr

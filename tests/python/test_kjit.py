@@ -100,7 +100,9 @@ def test_first_call_is_a_dataframe_per_start_state(tmp_path):
     frame = kjit.first_call(CONFIGS / "hidden_layer.json", set={"n": 4096}, repeat=1)
     assert len(frame) >= 2
     assert frame["first_call_state"].is_unique
-    assert (frame["process_wall_ms"] > 0).all()
+    # Every state is a fresh process but the second call in one, which has no process of its own.
+    walls = frame.set_index("first_call_state")["process_wall_ms"]
+    assert (walls.dropna() > 0).all() and walls.isna().sum() <= 1
     with pytest.raises(kjit.ConfigError, match="launch.block"):
         kjit.first_call(CONFIGS / "hidden_layer.json", set={"launch.block": 33}, repeat=1)
 

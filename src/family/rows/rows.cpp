@@ -128,20 +128,6 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         }
         return list;
     };
-    // A stage function's row values, scalars and positions, as parameters and as the loop passes them.
-    const auto add_values = [&](const expr::used_names& used, std::vector<std::string>& params,
-                                std::vector<std::string>& args) {
-        for (const auto& names : {used.rows, used.scalars})
-            for (const auto& name : names) {
-                params.push_back("real " + name);
-                args.push_back(name);
-            }
-        for (const auto& name : used.positions) {
-            params.push_back(std::string(expr::position_type(style)) + " " + name);
-            args.push_back(expr::position_argument(position_value(name), style));
-        }
-    };
-    const bool reads_into_values = !k.first_value.empty() && !loads_each_pass && !keep_inputs && !prefetched;
     mu::data steps{mu::data::type::list};
     for (std::size_t i : k.stages) {
         const config::stage& st = p.stages[i];
@@ -157,27 +143,17 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
             add_once(site_arrays, a);
         }
-        add_values(used, params, args);
+        for (const auto& names : {used.rows, used.scalars})
+            for (const auto& name : names) {
+                params.push_back("real " + name);
+                args.push_back(name);
+            }
+        for (const auto& name : used.positions) {
+            params.push_back(std::string(expr::position_type(style)) + " " + name);
+            args.push_back(expr::position_argument(position_value(name), style));
+        }
         // Each stage's function is in one kernel's code only: its index names it.
         const std::string call = "kjit_s" + std::to_string(i) + "(" + codegen::parameter_list(args, 16) + ")";
-        // A first map that does not use x where a condition of positions holds (a mask): the
-        // vectors all of whose elements it holds are not read. (Bytes are counted as planned.)
-        const expr::tree unused = reads_into_values && i == k.stages.front() && st.reduce == config::reduction::none
-                                      ? expr::flowing_unused_where(st.kernel)
-                                      : nullptr;
-        if (unused) {
-            expr::used_names condition;
-            expr::collect_names(unused, condition);
-            std::vector<std::string> condition_params, condition_args;
-            add_values(condition, condition_params, condition_args);
-            mu::data skip;
-            skip.set("index", std::to_string(i));
-            skip.set("what", expr::to_text(unused, 64));
-            skip.set("code", expr::to_cuda(unused, style));
-            skip.set("params", codegen::parameter_list(condition_params));
-            skip.set("value", "kjit_s" + std::to_string(i) + "_skips_x(" + codegen::parameter_list(condition_args, 16) + ")");
-            item.set("x_unused", skip);
-        }
         mu::data step;
         step.set("index", std::to_string(i));
         step.set("what", config::describe(st));
