@@ -219,13 +219,14 @@ class Session:
 
     def sweep(self, config, set=None, compile_only=False, progress=True):
         """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
-        progress bar (tqdm) where tqdm is installed and `progress` is true.
+        progress bar (tqdm) where tqdm is installed and `progress` is true; a callable
+        `progress(done, total)` is called after each point instead.
 
         Ctrl-C stops the sweep after the points in flight and raises KeyboardInterrupt; the
         rows of the points that finished stay readable in `last_sweep`."""
         import pandas
         rows, interrupted = self._call("sweep", _config_text(config), _sets(set), compile_only,
-                                       _progress_bar() if progress else None)
+                                       _progress_bar() if progress is True else progress or None)
         self.last_sweep = pandas.DataFrame(json.loads(rows))
         if interrupted:
             raise KeyboardInterrupt(f"kjit sweep: interrupted after {len(self.last_sweep)} points; "

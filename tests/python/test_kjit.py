@@ -5,6 +5,7 @@ skips (pytest -rs shows the reasons)."""
 import json
 import os
 import pathlib
+import signal
 import subprocess
 
 import pytest
@@ -94,6 +95,18 @@ def test_a_compile_only_sweep_reports_progress_and_keeps_its_rows(session):
     rows = session.sweep(CONFIGS / "sweep_hidden_layer.json", set={"sweep": {"dtype": ["float32"]}},
                          compile_only=True, progress=False)
     assert session.last_sweep is rows
+
+
+def test_ctrl_c_stops_a_sweep_after_the_points_in_flight_and_keeps_their_rows(session):
+    def press_ctrl_c(done, total):
+        if done == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+    axes = {"sweep": {"dtype": ["float32", "float64"], "fusion": ["fused", "separate"]}}
+    with pytest.raises(KeyboardInterrupt, match="interrupted after 1 points"):
+        session.sweep(CONFIGS / "sweep_hidden_layer.json", set=axes, compile_only=True, progress=press_ctrl_c)
+    assert len(session.last_sweep) == 1
+    # Python's own handler is back: the next sweep runs to the end.
+    assert len(session.sweep(CONFIGS / "sweep_hidden_layer.json", set=axes, compile_only=True, progress=False)) == 4
 
 
 def test_first_call_is_a_dataframe_per_start_state(tmp_path):

@@ -17,7 +17,8 @@ inline constexpr int k_auto_row_items = 16;
 inline constexpr long long k_auto_shared_bytes_per_thread = 128;
 /// "auto" for a pipeline that computes from positions: more elements a thread, so that its work
 /// per element overlaps more loads (the causal softmax, bfloat16, against the unmasked one on the
-/// H200: 1.10× at 16, 1.03–1.05× at 32; bench/results/2026-12-02-h200-causal).
+/// H200: 1.10× at 16; at 32, 1.03× on a warp per row and 1.06× in blocks of 128;
+/// bench/results/2026-12-02-h200-causal).
 inline constexpr int k_positional_row_items = k_max_row_items;
 /// The most bytes of a row that row_cache "shared" holds: what one block may have on sm_90
 /// (227 KiB), less the few words the reductions use.
