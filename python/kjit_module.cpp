@@ -11,8 +11,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <nlohmann/json.hpp>
-
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
 #include "family/family.hpp"
@@ -137,13 +135,12 @@ public:
         : m_kernels(std::move(kernels)), m_record(std::move(record)), m_arrays(m_kernels->parameters().size()) {}
 
     void call(const nb::dict& arrays, std::uintptr_t stream) { (*m_kernels)(described(arrays), stream); }
+    /// The check as a record's row (its check columns and status), as `--json` writes them.
     std::string verify(const nb::dict& arrays, std::uintptr_t stream) {
-        const report::check_row check = m_kernels->verify(described(arrays), stream);
-        return nlohmann::json{{"status", check.pass ? "PASS" : "FAIL"}, {"mismatches", check.mismatches}, {"nan_count", check.nan_count},
-                              {"inf_count", check.inf_count}, {"max_abs_error", check.max_abs_error},
-                              {"max_rel_error", check.max_rel_error}, {"max_ulp_error", check.max_ulp_error},
-                              {"rtol", check.rtol}, {"atol", check.atol}, {"first_bad", check.first_bad}}
-            .dump();
+        report::record checked;
+        checked.check = m_kernels->verify(described(arrays), stream);
+        checked.status = checked.check->pass ? report::outcome::pass : report::outcome::fail;
+        return rows_json({checked});
     }
     std::vector<nb::tuple> parameters() const {
         std::vector<nb::tuple> list;

@@ -133,7 +133,7 @@ class Kernel:
         """One call, then its inputs and output read back and compared with the float64
         reference: the check as Result.check gives it ("status", errors, the first bad element)."""
         try:
-            return json.loads(self._kernel.verify(arrays, 0 if stream is None else _stream_handle(stream)))
+            return Result(json.loads(self._kernel.verify(arrays, 0 if stream is None else _stream_handle(stream)))[0]).check
         except _kjit.KjitError as e:
             raise _raised(e) from None
 

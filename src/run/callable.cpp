@@ -55,23 +55,15 @@ callable::callable(std::shared_ptr<gpu> device, const config::pipeline& p, const
         const int threads = static_cast<int>(k.block.count());
         const long long resident =
             static_cast<long long>(m_device->max_active_blocks_per_sm(id, threads, k.shared_bytes)) * info.sm_count;
-        kernel_launch launch{grid_on_device(k, resident), k.block, k.shared_bytes, {}};
-        for (const auto& a : k.args) {
-            using kind = family::argument::kind;
-            using type = argument_value::type;
-            if (a.what == kind::buffer && parameter_of.contains(a.name)) {
-                m_slots.push_back({m_launches.size(), launch.args.size(), parameter_of.at(a.name)});
-                launch.args.push_back({.what = type::address});
-            } else if (a.what == kind::buffer) {
-                launch.args.push_back({.what = type::buffer, .buffer = m_temporaries.ids.at(a.name)});
-            } else if (a.what == kind::scalar) {
-                launch.args.push_back({.what = m_program.double_scalars ? type::f64 : type::f32,
-                                       .number = config::find_scalar(p, a.name)->value});
-            } else {
-                launch.args.push_back({.what = type::i64, .integer = a.size});
-            }
-        }
-        m_launches.push_back(std::move(launch));
+        // The caller's arrays are addresses, set by each call; the temporaries are kjit's own.
+        using type = argument_value::type;
+        m_launches.push_back(launch_of(p, m_program, k, grid_on_device(k, resident), [&](const family::argument& a) {
+            return parameter_of.contains(a.name) ? argument_value{.what = type::address}
+                                                 : argument_value{.what = type::buffer, .buffer = m_temporaries.ids.at(a.name)};
+        }));
+        for (std::size_t i = 0; i < k.args.size(); ++i)
+            if (m_launches.back().args[i].what == type::address)
+                m_slots.push_back({m_launches.size() - 1, i, parameter_of.at(k.args[i].name)});
     }
 }
 

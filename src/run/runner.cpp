@@ -252,6 +252,21 @@ host_data make_host_data(const config::pipeline& p, report::record& rec) {
     return host;
 }
 
+kernel_launch launch_of(const config::pipeline& p, const family::program& prog, const family::kernel& k,
+                        family::dims grid, const std::function<argument_value(const family::argument&)>& buffer) {
+    kernel_launch launch{grid, k.block, k.shared_bytes, {}};
+    for (const auto& a : k.args) {
+        using kind = family::argument::kind;
+        using type = argument_value::type;
+        if (a.what == kind::buffer) launch.args.push_back(buffer(a));
+        if (a.what == kind::scalar)
+            launch.args.push_back({.what = prog.double_scalars ? type::f64 : type::f32,
+                                   .number = config::find_scalar(p, a.name)->value});
+        if (a.what == kind::size) launch.args.push_back({.what = type::i64, .integer = a.size});
+    }
+    return launch;
+}
+
 report::check_row check_output(const config::pipeline& p, const family::program& prog,
                                const reference::input_arrays& inputs, const reference::typed_array& out,
                                const reference::expected_values& expected) {
@@ -338,16 +353,9 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     rec.bytes_moved = 0;
     for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
         const family::kernel& k = prog.kernels[i];
-        kernel_launch launch{grids[i], k.block, k.shared_bytes, {}};
-        for (const auto& a : k.args) {
-            using kind = family::argument::kind;
-            using type = argument_value::type;
-            if (a.what == kind::buffer) launch.args.push_back({type::buffer, buffers.at(a.name), 0, 0});
-            if (a.what == kind::scalar)
-                launch.args.push_back({prog.double_scalars ? type::f64 : type::f32, 0, config::find_scalar(p, a.name)->value, 0});
-            if (a.what == kind::size) launch.args.push_back({type::i64, 0, 0, a.size});
-        }
-        launches.push_back(std::move(launch));
+        launches.push_back(launch_of(p, prog, k, grids[i], [&](const family::argument& a) {
+            return argument_value{.what = argument_value::type::buffer, .buffer = buffers.at(a.name)};
+        }));
         rec.bytes_moved += k.bytes_read + k.bytes_written;
     }
     auto enqueue_chain = [&] {

@@ -2,6 +2,7 @@
 // copy back, verify. Each phase's time goes into a report::record. Talks to the GPU only through
 // run::gpu, so tests drive it with a fake.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -146,6 +147,13 @@ struct run_options {
 
 /// The blocks of k's grid on a device that holds `resident` of them at once.
 [[nodiscard]] family::dims grid_on_device(const family::kernel& k, long long resident);
+
+/// Kernel k of `p`'s program `prog` as launched on `grid`: its block, its shared memory and its
+/// arguments in parameter order, each scalar in the compute type, each size as planned, and each
+/// buffer as `buffer` gives it (a buffer of kjit's, or the caller's memory).
+[[nodiscard]] kernel_launch launch_of(const config::pipeline& p, const family::program& prog, const family::kernel& k,
+                                      family::dims grid,
+                                      const std::function<argument_value(const family::argument&)>& buffer);
 
 /// Runs `p` on `device` and fills `rec`: every phase, cold, batch and graph kernel times, the
 /// check. A result outside tolerance sets outcome::fail (it does not throw); a CUDA failure throws

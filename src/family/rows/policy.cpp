@@ -77,8 +77,7 @@ bool is_auto(const pipeline& p, const char* key) {
 /// True when a stage computes from the element's position (a mask such as `col > row`).
 bool uses_positions(const pipeline& p) {
     expr::used_names used;
-    for (const auto& s : p.stages)
-        if (s.kernel) expr::collect_names(s.kernel, used);
+    for (const auto& s : p.stages) expr::collect_names(s.kernel, used);
     return !used.positions.empty();
 }
 
