@@ -7,8 +7,11 @@
    back-to-back calls, then one sync, 5 rounds alternated, median: kjit's Kernel on PyTorch
    tensors and on CuPy arrays, CuPy RawKernel and ElementwiseKernel, Triton @jit, PyTorch's 3
    eager ops and Numba @cuda.jit.
+   Beside them, what one array's __dlpack__ costs in PyTorch and CuPy (kjit reads a
+   torch.Tensor's fields instead: PyTorch's __dlpack__ is Python code).
 2. Session.run of the default config in a warm session: its host time beyond the timed loops
-   (the cold, batch and graph loops and the graph they replay), 10 runs.
+   (the cold, batch and graph loops and the graph they replay), 10 runs; then 3 more under
+   kjit.trace, whose spans say where that time goes.
 3. A fresh process: `import kjit` + Session + the first run, against `kjit run`'s whole process,
    alternated, 5 each, the kjit cache warm for both.
 Writes python_calls.json to DIR and prints the tables.
@@ -91,7 +94,9 @@ def tiny_kernels():
     kernels["Numba @cuda.jit"] = (lambda: numba_hidden[(N + 255) // 256, 256](ng, nw, nout), cuda.synchronize)
     # Every tool computed the same layer: kjit's answer checked against the float64 reference.
     assert k.verify(greyscales=g, weights=w, out=out)["status"] == "PASS"
-    return kernels, session
+    exports = {"torch __dlpack__ (one array)": (lambda: g.__dlpack__(max_version=(1, 0)), torch_sync),
+               "cupy __dlpack__ (one array)": (lambda: cg.__dlpack__(max_version=(1, 0)), cupy_sync)}
+    return kernels, exports, session
 
 
 def warm_session_overhead(session, runs=10):
@@ -106,6 +111,37 @@ def warm_session_overhead(session, runs=10):
         rows.append({"wall_ms": wall, "timed_loops_ms": loops, "beyond_ms": wall - loops,
                      "phases": {k: v for k, v in r.phases.items() if k not in ("timed_launches", "graph_build")}})
     return rows
+
+
+def traced_spans(session, runs=3):
+    """Warm runs under kjit.trace, each: ms per top-level span on each thread, and on the calling
+    thread the time no span covers."""
+    import tempfile
+
+    import kjit
+    config = ROOT / "configs" / "hidden_layer.json"
+    per_run = []
+    for _ in range(runs):
+        path = pathlib.Path(tempfile.mkdtemp(prefix="kjit-trace-"), "warm_run.json")
+        with kjit.trace(path):
+            start_ns = time.monotonic_ns()
+            session.run(config)
+            end_ns = time.monotonic_ns()
+        events = sorted((e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"),
+                        key=lambda e: (e["tid"], e["ts"], -e["dur"]))
+        spans, span_end = {}, {}
+        for e in events:  # top-level spans only: one inside another on its thread is part of it
+            if e["ts"] < span_end.get(e["tid"], -1):
+                continue
+            span_end[e["tid"]] = e["ts"] + e["dur"]
+            key = (e["name"], e["tid"])
+            spans[key] = spans.get(key, 0) + e["dur"] / 1e3
+        caller = next(e["tid"] for e in events if e["name"] == "timed_launches")
+        wall_ms = (end_ns - start_ns) / 1e6
+        per_run.append({"wall_ms": wall_ms,
+                        "spans_ms": {f"{name} ({'caller' if tid == caller else tid})": ms for (name, tid), ms in spans.items()},
+                        "caller_untraced_ms": wall_ms - sum(ms for (_, tid), ms in spans.items() if tid == caller)})
+    return per_run
 
 
 FRESH = """
@@ -142,14 +178,14 @@ def main():
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
 
-    kernels, session = tiny_kernels()
-    samples = {name: [] for name in kernels}
+    kernels, exports, session = tiny_kernels()
+    samples = {name: [] for name in {**kernels, **exports}}
     for _ in range(args.rounds):
-        for name, (call, sync) in kernels.items():
+        for name, (call, sync) in {**kernels, **exports}.items():
             samples[name].append(per_call_us(call, sync, args.calls))
     print(f"host time per call, n = {N}, {args.calls} calls then a sync; median of {args.rounds} rounds (min–max)")
     for name, values in samples.items():
-        print(f"  {name:26} {statistics.median(values):6.2f} µs  ({min(values):.2f}–{max(values):.2f})")
+        print(f"  {name:28} {statistics.median(values):6.2f} µs  ({min(values):.2f}–{max(values):.2f})")
 
     overhead = warm_session_overhead(session)
     beyond = [r["beyond_ms"] for r in overhead]
@@ -158,6 +194,12 @@ def main():
           f"{statistics.median(r['timed_loops_ms'] for r in overhead):.2f} ms; beyond them "
           f"{statistics.median(beyond):.2f} ms median ({min(beyond):.2f}–{max(beyond):.2f})")
     print("  phases of the median run:", json.dumps({k: round(v, 3) for k, v in sorted(overhead[len(overhead) // 2]["phases"].items())}))
+    traced = traced_spans(session)
+    middle = sorted(traced, key=lambda r: r["wall_ms"])[len(traced) // 2]
+    print(f"  traced (median of {len(traced)} by wall, {middle['wall_ms']:.2f} ms): untraced on the calling thread "
+          f"{middle['caller_untraced_ms']:.3f} ms; top-level spans:")
+    for name, ms in sorted(middle["spans_ms"].items(), key=lambda item: -item[1]):
+        print(f"    {ms:8.3f} ms  {name}")
 
     fresh = fresh_processes(args.kjit)
     cli = statistics.median(r["cli_process_ms"] for r in fresh)
@@ -167,7 +209,8 @@ def main():
           f"{statistics.median(r['python_process_ms'] for r in fresh):.0f} ms); difference {py - cli:+.0f} ms")
 
     pathlib.Path(args.out, "python_calls.json").write_text(json.dumps(
-        {"n": N, "calls": args.calls, "per_call_us": samples, "warm_session": overhead, "fresh_process": fresh}, indent=1))
+        {"n": N, "calls": args.calls, "per_call_us": samples, "warm_session": overhead, "warm_traced": traced,
+         "fresh_process": fresh}, indent=1))
 
 
 if __name__ == "__main__":

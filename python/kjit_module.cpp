@@ -3,6 +3,7 @@
 // Pythonic (dicts, DataFrames, exceptions) and no logic is written twice. A kjit::error crosses as
 // _kjit.KjitError(kind, message); the package turns it into ConfigError or Error.
 #include <csignal>
+#include <deque>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -15,9 +16,11 @@
 #include "cuda/cuda_gpu.hpp"
 #include "family/family.hpp"
 #include "report/files.hpp"
+#include "report/trace.hpp"
 #include "run/callable.hpp"
 #include "run/session.hpp"
 #include "util/error.hpp"
+#include "util/fs.hpp"
 #include "util/interrupt.hpp"
 
 namespace nb = nanobind;
@@ -95,9 +98,46 @@ bool c_contiguous(std::size_t ndim, const int64_t* shape, const int64_t* strides
 /// __cuda_array_interface__ does not say which device an array is on: it is taken to be on the kernel's.
 constexpr int k_unsaid_device = -2;
 
+/// kjit's name for a torch.dtype ("bfloat16" for torch.bfloat16). The dtypes are torch's own
+/// objects, alive as long as torch: each is named once (a deque keeps the names where they are).
+std::string_view torch_dtype_name(nb::handle dtype) {
+    static std::deque<std::pair<PyObject*, std::string>> named;
+    for (const auto& [object, name] : named)
+        if (object == dtype.ptr()) return name;
+    const std::string text = nb::cast<std::string>(nb::str(dtype));  // "torch.bfloat16"
+    return named.emplace_back(dtype.ptr(), text.substr(text.find('.') + 1)).second;
+}
+
+/// A PyTorch tensor read through its own methods, or false for any other object. Its
+/// __dlpack__ is Python code that cost 2.5 µs a tensor on the H200 machine, more than the
+/// launch it feeds (bench/python_calls.py); the methods read the same fields for a few dozen ns.
+bool describe_torch(nb::handle object, run::caller_array& into) {
+    static PyObject* tensor_type = nullptr;  // torch.Tensor once torch is imported: no tensor exists before
+    if (!tensor_type) {
+        PyObject* torch = PyImport_GetModule(nb::str("torch").ptr());
+        if (!torch) {
+            PyErr_Clear();
+            return false;
+        }
+        tensor_type = PyObject_GetAttrString(torch, "Tensor");  // kept for the life of the process
+        Py_DECREF(torch);
+        if (!tensor_type) throw nb::python_error();
+    }
+    if (!PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject*>(tensor_type))) return false;
+    into.address = nb::cast<std::uintptr_t>(object.attr("data_ptr")());  // storage offset included
+    into.dtype = torch_dtype_name(object.attr("dtype"));
+    into.shape.clear();
+    const nb::object shape = object.attr("shape");  // a torch.Size: a tuple
+    for (nb::handle extent : shape) into.shape.push_back(nb::cast<long long>(extent));
+    into.contiguous = nb::cast<bool>(object.attr("is_contiguous")());
+    into.device = nb::cast<bool>(object.attr("is_cuda")) ? nb::cast<int>(object.attr("get_device")()) : -1;
+    return true;
+}
+
 /// A caller's array through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba),
 /// or kjit::error(usage) naming it.
 void describe(nb::handle object, const std::string& name, run::caller_array& into) {
+    if (describe_torch(object, into)) return;
     nb::ndarray<> a;
     if (nb::try_cast(object, a, false)) {
         into.address = reinterpret_cast<std::uintptr_t>(a.data_handle()) + a.byte_offset();
@@ -132,7 +172,9 @@ void describe(nb::handle object, const std::string& name, run::caller_array& int
 class python_kernel {
 public:
     python_kernel(std::unique_ptr<run::callable> kernels, std::string record)
-        : m_kernels(std::move(kernels)), m_record(std::move(record)), m_arrays(m_kernels->parameters().size()) {}
+        : m_kernels(std::move(kernels)), m_record(std::move(record)), m_arrays(m_kernels->parameters().size()) {
+        for (const auto& p : m_kernels->parameters()) m_names.emplace_back(p.name.c_str());
+    }
 
     void call(const nb::dict& arrays, std::uintptr_t stream) { (*m_kernels)(described(arrays), stream); }
     /// The check as a record's row (its check columns and status), as `--json` writes them.
@@ -161,10 +203,10 @@ private:
             return list;
         };
         for (std::size_t i = 0; i < parameters.size(); ++i) {
-            const char* name = parameters[i].name.c_str();
-            if (!arrays.contains(name))
-                throw error(error_kind::usage, "missing " + parameters[i].name + ": the kernels take " + names());
-            describe(arrays[name], parameters[i].name, m_arrays[i]);
+            PyObject* array = PyDict_GetItemWithError(arrays.ptr(), m_names[i].ptr());  // borrowed
+            if (!array && PyErr_Occurred()) throw nb::python_error();
+            if (!array) throw error(error_kind::usage, "missing " + parameters[i].name + ": the kernels take " + names());
+            describe(array, parameters[i].name, m_arrays[i]);
             if (m_arrays[i].device == k_unsaid_device) m_arrays[i].device = m_kernels->device_index();
         }
         if (arrays.size() != parameters.size())
@@ -179,6 +221,7 @@ private:
     std::unique_ptr<run::callable> m_kernels;
     std::string m_record;
     std::vector<run::caller_array> m_arrays;  ///< reused by every call
+    std::vector<nb::str> m_names;             ///< the parameters' names as Python strings, made once
 };
 
 /// One kjit session: templates, the bounded cache, and the GPUs, opened only when a run needs one.
@@ -270,6 +313,15 @@ NB_MODULE(_kjit, m) {
     nb::list phases;  // the record's phase columns, less "_ms", in order
     for (std::size_t i = 0; i < report::k_phase_count; ++i) phases.append(report::phase_name(static_cast<report::phase>(i)));
     m.attr("phases") = phases;
+    m.def("start_trace", [] {
+        trace::stop_collecting();  // a trace holds its own block's spans only
+        trace::start_collecting();
+    });
+    m.def("write_trace", [](const std::string& path) {
+        const std::string json = trace::to_json().dump();
+        trace::stop_collecting();
+        fs::write_output(path, json);
+    });
     nb::class_<python_session>(m, "Session")
         .def(nb::init<int, const std::optional<std::string>&>(), nb::arg("device"), nb::arg("cache_dir").none())
         .def("emit", &python_session::emit)

@@ -13,6 +13,7 @@ A config is a path, a JSON string or a dict; `set` maps key paths to values as -
 Mistakes in a config or an argument raise ConfigError (the command exits 2 for them); failures
 while working (a compile error, no GPU, a failed check) raise Error (exit 1).
 """
+import contextlib
 import json
 import os
 import shutil
@@ -148,6 +149,21 @@ def _command():
     if not command:
         raise Error("the kjit command is not on the PATH (pip install . puts it with the scripts)", "usage")
     return command
+
+
+@contextlib.contextmanager
+def trace(path):
+    """A timeline of kjit's work inside the block, as `kjit run --trace PATH` writes it: each
+    phase a span on the thread that ran it, in Chrome's trace format (open it in Perfetto).
+
+        with kjit.trace("run.json"):
+            s.run("configs/softmax.json")
+    """
+    _kjit.start_trace()
+    try:
+        yield
+    finally:
+        _kjit.write_trace(str(path))
 
 
 def first_call(config, set=None, repeat=5):

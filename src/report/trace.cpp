@@ -70,6 +70,14 @@ void keep(event e) {
 }  // namespace
 
 void start_collecting() { g_collecting = true; }
+
+void stop_collecting() {
+    g_collecting = false;
+    store& s = the_store();
+    const std::lock_guard lock(s.mutex);
+    s.events.clear();
+    s.merged = nlohmann::json::array();
+}
 bool collecting() { return g_collecting; }
 
 void name_thread(const std::string& name) {

@@ -13,8 +13,10 @@ namespace kjit::trace {
 
 using clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one time line for every process
 
-/// Keeps every span from now on, for write().
+/// Keeps every span from now on, for to_json().
 void start_collecting();
+/// Stops keeping spans and forgets those kept (a Python block traced with kjit.trace, then the next).
+void stop_collecting();
 [[nodiscard]] bool collecting();
 
 /// The calling thread's name in the trace ("main", "compile 3", "GPU 0").

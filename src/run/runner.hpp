@@ -1,11 +1,10 @@
-// The data path for one variant: codegen → compile-or-load → (on a GPU) load, copy, launch, time,
+// The data path for one variant: build (run/build.hpp) → (on a GPU) load, copy, launch, time,
 // copy back, verify. Each phase's time goes into a report::record. Talks to the GPU only through
 // run::gpu, so tests drive it with a fake.
 #pragma once
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -15,6 +14,7 @@
 #include "jit/jit.hpp"
 #include "reference/reference.hpp"
 #include "report/record.hpp"
+#include "run/build.hpp"
 #include "run/gpu.hpp"
 #include "run/inputs.hpp"
 #include "run/measure.hpp"
@@ -22,46 +22,9 @@
 
 namespace kjit::run {
 
-/// Builds made ahead of the runs (a sweep's parallel compile), by cache key. The first variant
-/// that needs one takes it, so that variant's record reports the compile; with `share` (the cache
-/// off or refreshed), later variants of the same source get it too, with no compile of their own.
-/// Thread-safe.
-class prebuilt_binaries {
-public:
-    void put(jit::build_output build);
-    [[nodiscard]] std::optional<jit::build_output> take(const std::string& key, bool share);
-
-private:
-    std::mutex m_mutex;
-    std::map<std::string, jit::build_output> m_by_key;
-};
-
-/// What building a variant needs besides the pipeline.
-struct build_context {
-    const codegen::template_set& templates;
-    jit::disk_cache* cache = nullptr;  ///< nullptr: no cache at all
-    jit::cache_mode mode = jit::cache_mode::use;
-    prebuilt_binaries* prebuilt = nullptr;
-};
-
-struct built_variant {
-    family::program program;
-    jit::build_output binary;
-};
-
 /// A record with the config's fields filled in, for `command` ("compile", "run").
 [[nodiscard]] report::record new_record(const std::string& command, const config::pipeline& p,
                                         const std::string& source);
-
-/// The NVRTC request for `program` (the program of `p`) for sm_<arch>: one place decides the
-/// options, so a sweep's parallel compile and a run agree on cache keys.
-[[nodiscard]] jit::compile_request compile_request_for(const config::pipeline& p, const family::program& program,
-                                                       int arch);
-
-/// Codegen and compile-or-load for sm_<arch>, recorded into `rec` (phases, cache, kernels).
-/// Throws kjit::error(compile) with NVRTC's log when the source does not compile.
-[[nodiscard]] built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx,
-                                          report::record& rec);
 
 /// What its reference depends on beyond the inputs, read from the stage model: the exact trees,
 /// the formulas' trees (they give the error scale), the scalars, the fusion (separate stages
@@ -137,6 +100,9 @@ struct run_options {
     bool keep_inputs_on_device = false;
     /// Save the checked output (and the reference) as .npy files (kjit run --save).
     const save_request* save = nullptr;
+    /// The variant as build_variant made it for this run (a session builds it while the device
+    /// opens); nullptr: built here.
+    const built_variant* built = nullptr;
 };
 
 /// `out` compared with the float64 reference, as a record's check: the counts, the largest

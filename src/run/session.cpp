@@ -73,7 +73,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
     // The compile (or cache lookup) and the host data need no GPU: they run on another thread while
     // the driver creates the context, the longest wait of a first call. Their phases are recorded
     // as they were; overlapped_ms says how much of them the wait hid.
-    prebuilt_binaries early_binary;
+    std::optional<built_variant> early_build;
     report::record early;
     std::shared_ptr<gpu> device;  // before the host data, whose device copies go first
     // A device kept open keeps its last run's host data: inputs and reference are made again only
@@ -86,7 +86,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
     auto early_work = std::async(std::launch::async, [&] {
         trace::name_thread("host work");
         const auto arch = p.compile.arch.value_or(chosen.arch);
-        early_binary.put(build_variant(p, arch, context(), early).binary);
+        early_build.emplace(build_variant(p, arch, context(), early));
         if (!reuse_kept) host = make_host_data(p, early);
         return trace::clock::now();
     });
@@ -108,11 +108,11 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         report::record rec = new_record("run", p, source);
         if (request.calls > 1) rec.call_index = call;
         rec.tuned_launch = request.tuned_launch;
-        const build_context ctx = context(call == 1 ? &early_binary : nullptr);
         const save_request* save = call == 1 && !request.save.dir.empty() ? &request.save : nullptr;
-        run_variant(p, *device, ctx, rec,
+        run_variant(p, *device, context(), rec,
                     {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr,
-                     .keep_inputs_on_device = request.keep_device, .save = save});
+                     .keep_inputs_on_device = request.keep_device, .save = save,
+                     .built = call == 1 ? &*early_build : nullptr});
         if (call == 1) {  // start-up and the early work are paid once per process
             for (std::size_t i = 0; i < report::k_phase_count; ++i)
                 for (const auto* from : {&startup, &early})

@@ -82,6 +82,17 @@ def test_a_missing_config_file_is_a_config_error(session):
         session.compile(CONFIGS / "does_not_exist.json")
 
 
+def test_trace_writes_the_spans_of_its_block_only(session, tmp_path):
+    with kjit.trace(tmp_path / "first.json"):
+        session.compile(CONFIGS / "softmax.json")
+    with kjit.trace(tmp_path / "second.json"):
+        session.emit(CONFIGS / "softmax.json")
+    spans = [{e["name"] for e in json.loads((tmp_path / name).read_text())["traceEvents"] if e["ph"] == "X"}
+             for name in ("first.json", "second.json")]
+    assert {"codegen", "cache_lookup"} <= spans[0]
+    assert "codegen" not in spans[1]  # emit plans without timing it, and the first block's spans are gone
+
+
 def test_version():
     assert kjit.__version__.count(".") == 2
 
@@ -157,8 +168,24 @@ def _torch_on_gpu():
     return torch
 
 
-def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path):
+class _DLPackOnly:
+    """A tensor seen only through the DLPack protocol, as a CuPy or JAX array is: kjit reads a
+    torch.Tensor's fields directly, and every other array this way."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, **kwargs):
+        return self.tensor.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+@pytest.mark.parametrize("seen_as", ["torch.Tensor", "DLPack"])
+def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path, seen_as):
     torch = _torch_on_gpu()
+    wrap = _DLPackOnly if seen_as == "DLPack" else (lambda tensor: tensor)
     import numpy
     # The same inputs for both: .npy files that kjit run reads and that become the tensors.
     n = 1 << 20
@@ -179,32 +206,32 @@ def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path
     greyscales = torch.from_numpy(numpy.load(tmp_path / "greyscales.npy")).cuda()
     weights = torch.from_numpy(numpy.load(tmp_path / "weights.npy")).cuda()
     out = torch.full((n,), float("nan"), device="cuda")
-    k(greyscales=greyscales, weights=weights, out=out)
+    k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out))
     torch.cuda.synchronize()
     assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
-    assert k.verify(greyscales=greyscales, weights=weights, out=out)["status"] == "PASS"
+    assert k.verify(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out))["status"] == "PASS"
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         out.fill_(float("nan"))
-        k(greyscales=greyscales, weights=weights, out=out, stream=side)
+        k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), stream=side)
     side.synchronize()
     assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
 
     with pytest.raises(kjit.ConfigError, match="weights: expected a contiguous float32 array of 1048576 elements on "
                                                 "CUDA device 0, got float64"):
-        k(greyscales=greyscales, weights=weights.double(), out=out)
+        k(greyscales=wrap(greyscales), weights=wrap(weights.double()), out=wrap(out))
     with pytest.raises(kjit.ConfigError, match="not in CUDA device memory"):
-        k(greyscales=greyscales, weights=weights.cpu(), out=out)
+        k(greyscales=wrap(greyscales), weights=wrap(weights.cpu()), out=wrap(out))
     with pytest.raises(kjit.ConfigError, match="got shape \\[1048575\\]"):
-        k(greyscales=greyscales, weights=weights[1:], out=out)
+        k(greyscales=wrap(greyscales), weights=wrap(weights[1:]), out=wrap(out))
     with pytest.raises(kjit.ConfigError, match="strided view"):
-        k(greyscales=greyscales, weights=torch.stack([weights, weights], 1)[:, 0], out=out)
+        k(greyscales=wrap(greyscales), weights=wrap(torch.stack([weights, weights], 1)[:, 0]), out=wrap(out))
     with pytest.raises(kjit.ConfigError, match="missing out: the kernels take greyscales, weights, out"):
-        k(greyscales=greyscales, weights=weights)
+        k(greyscales=wrap(greyscales), weights=wrap(weights))
     with pytest.raises(kjit.ConfigError, match="unknown array bias"):
-        k(greyscales=greyscales, weights=weights, out=out, bias=out)
+        k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), bias=wrap(out))
     with pytest.raises(ValueError):  # ConfigError is a ValueError, as Python's own argument errors are
-        k(greyscales=greyscales, weights=weights, out=out[:10])
+        k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out[:10]))
 
 
 def test_a_row_kernel_takes_2d_tensors(session):
