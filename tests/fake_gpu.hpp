@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -89,7 +91,21 @@ public:
     }
     void copy_to_host(void* destination, run::buffer_id id, std::size_t bytes) override {
         record("copy_to_host");
+        last_copied_to = destination;
         std::memcpy(destination, m_buffers.at(id).data(), bytes);
+    }
+    /// Host memory pinned now: shared with the pins, which may outlive the fake.
+    std::shared_ptr<std::set<const void*>> pinned = std::make_shared<std::set<const void*>>();
+    std::unique_ptr<pinned_memory> pin(void* host, std::size_t) override {
+        record("pin");
+        struct fake_pin final : pinned_memory {
+            std::shared_ptr<std::set<const void*>> pinned;
+            const void* host;
+            fake_pin(std::shared_ptr<std::set<const void*>> p, const void* h) : pinned(std::move(p)), host(h) {}
+            ~fake_pin() override { pinned->erase(host); }
+        };
+        pinned->insert(host);
+        return std::make_unique<fake_pin>(pinned, host);
     }
     void fill_bytes(run::buffer_id id, std::uint8_t value, std::size_t bytes) override {
         record("fill_bytes");
@@ -157,6 +173,7 @@ public:
     int last_block = 0;
     int flushes = 0;
     int released = 0;
+    const void* last_copied_to = nullptr;  ///< copy_to_host's last destination
 
 private:
     void record(const std::string& call) {

@@ -159,6 +159,27 @@ TEST_CASE("an n the machine cannot hold is refused with one clear line before an
     CHECK(exit_status_for(error_kind::memory) == exit_status::failure);
 }
 
+TEST_CASE("a result kept for the next run is pinned once and copied back into; a run that keeps nothing pins nothing") {
+    fixture f;
+    f.gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{small()});
+    const run::build_context ctx{f.templates, &f.cache, jit::cache_mode::use};
+    report::record once = run::new_record("run", small(), "test");
+    run::run_variant(small(), f.gpu, ctx, once);
+    CHECK(std::ranges::count(f.gpu.calls, "pin") == 0);
+    {
+        run::host_data host;
+        for (int i = 0; i < 2; ++i) {
+            report::record rec = run::new_record("run", small(), "test");
+            run::run_variant(small(), f.gpu, ctx, rec, {.reuse = &host, .keep_inputs_on_device = true});
+            CHECK(rec.status == report::outcome::pass);
+        }
+        CHECK(std::ranges::count(f.gpu.calls, "pin") == 1);
+        CHECK(*f.gpu.pinned == std::set<const void*>{host.result->data()});
+        CHECK(f.gpu.last_copied_to == host.result->data());
+    }
+    CHECK(f.gpu.pinned->empty());  // the host data went, and its pin with it
+}
+
 TEST_CASE("host data is shared only while the stages agree: a changed op parameter recomputes the reference") {
     fixture f;
     f.gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{small()});  // the scale is bound per launch

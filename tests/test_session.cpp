@@ -303,11 +303,17 @@ TEST_CASE("session run with keep_device: the next run on that device pays no sta
     kjit::testing::temp_dir dir;
     auto gpus = fake_gpus(std::vector<config::pipeline>{small()});
     auto* provider = gpus.get();
+    std::shared_ptr<std::set<const void*>> pinned;  // the opened fake's, which outlives it
+    provider->setup = [executor = std::move(provider->setup), &pinned](kjit::testing::fake_gpu& g) {
+        executor(g);
+        pinned = g.pinned;
+    };
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
     const run::run_request keep{.device = 0, .calls = 1, .copy_ceiling = false, .keep_device = true};
     const auto first = s.run(small(), "test", keep);
     const auto second = s.run(small(), "test", keep);
     CHECK(provider->opened == 1);
+    CHECK(pinned->size() == 1);  // the kept result array
     REQUIRE(first.size() == 1);
     REQUIRE(second.size() == 1);
     CHECK(first[0].get(report::phase::context) == 50);
@@ -325,6 +331,7 @@ TEST_CASE("session run with keep_device: the next run on that device pays no sta
     // Without it, as `kjit run` does: this run takes the kept device, then closes it and says what that cost.
     const auto last = s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false});
     CHECK(provider->opened == 1);
+    CHECK(pinned->empty());  // the kept result went, unpinned, with the run that keeps nothing
     CHECK(last[0].get(report::phase::teardown).has_value());
     CHECK(last[0].get(report::phase::host_inputs).has_value());
     (void)s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false});

@@ -68,7 +68,7 @@ public:
 
     cuda_gpu(const probe_result& driver, int index, CUdevice device, open_times& times)
         : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
-          m_info(query_device(*m_api, device, index, driver.driver_version)) {
+          m_info(query_device(*m_api, device, index, driver.driver_version)), m_device(device) {
         trace::span span("context");
         CUcontext context = nullptr;
         m_api->check(m_api->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
@@ -145,6 +145,31 @@ public:
 
     void fill_bytes(run::buffer_id buffer, std::uint8_t value, std::size_t bytes) override {
         m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
+    }
+
+    // Portable (pinned for every context), and holding a retain of the primary context of its
+    // own, which it makes current to unpin: it may outlive this gpu.
+    struct cuda_pinned final : pinned_memory {
+        std::shared_ptr<const driver_api> api;
+        context_handle context;
+        void* host = nullptr;
+        cuda_pinned(std::shared_ptr<const driver_api> a, context_handle c, void* h)
+            : api(std::move(a)), context(std::move(c)), host(h) {}
+        ~cuda_pinned() override {
+            if (api->cuCtxPushCurrent(context.get()) != CUDA_SUCCESS) return;
+            (void)api->cuMemHostUnregister(host);
+            CUcontext popped = nullptr;
+            (void)api->cuCtxPopCurrent(&popped);
+        }
+    };
+
+    std::unique_ptr<pinned_memory> pin(void* host, std::size_t bytes) override {
+        CUcontext retained = nullptr;
+        m_api->check(m_api->cuDevicePrimaryCtxRetain(&retained, m_device), "cuDevicePrimaryCtxRetain", "to pin host memory");
+        context_handle context(retained, primary_context_deleter{m_api, m_device});
+        m_api->check(m_api->cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE), "cuMemHostRegister",
+                     units::bytes(static_cast<double>(bytes)) + " of host memory");
+        return std::make_unique<cuda_pinned>(m_api, std::move(context), host);
     }
 
     void launch(run::kernel_id kernel, const run::kernel_launch& launch) override {
@@ -294,6 +319,7 @@ private:
     std::shared_ptr<const driver_api> m_api;
     nvml_device m_nvml;
     run::device_info m_info;
+    CUdevice m_device;
     context_handle m_context;
     stream_handle m_stream;
     event_handle m_start, m_stop;

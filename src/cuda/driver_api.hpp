@@ -29,6 +29,8 @@ struct driver_api {
     PFN_cuDevicePrimaryCtxRetain_v7000 cuDevicePrimaryCtxRetain = nullptr;
     PFN_cuDevicePrimaryCtxRelease_v11000 cuDevicePrimaryCtxRelease = nullptr;
     PFN_cuCtxSetCurrent_v4000 cuCtxSetCurrent = nullptr;
+    PFN_cuCtxPushCurrent_v4000 cuCtxPushCurrent = nullptr;
+    PFN_cuCtxPopCurrent_v4000 cuCtxPopCurrent = nullptr;
     PFN_cuModuleLoadData_v2000 cuModuleLoadData = nullptr;
     PFN_cuModuleUnload_v2000 cuModuleUnload = nullptr;
     PFN_cuModuleGetFunction_v2000 cuModuleGetFunction = nullptr;
@@ -38,6 +40,8 @@ struct driver_api {
     PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;
     PFN_cuMemcpyHtoD_v3020 cuMemcpyHtoD = nullptr;
     PFN_cuMemcpyDtoH_v3020 cuMemcpyDtoH = nullptr;
+    PFN_cuMemHostRegister_v6050 cuMemHostRegister = nullptr;
+    PFN_cuMemHostUnregister_v4000 cuMemHostUnregister = nullptr;
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
     PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute = nullptr;
     PFN_cuLaunchKernel_v4000 cuLaunchKernel = nullptr;

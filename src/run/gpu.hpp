@@ -79,6 +79,15 @@ public:
     virtual void copy_to_device(buffer_id buffer, const void* source, std::size_t bytes) = 0;
     virtual void copy_to_host(void* destination, buffer_id buffer, std::size_t bytes) = 0;
     virtual void fill_bytes(buffer_id buffer, std::uint8_t value, std::size_t bytes) = 0;
+    /// Host memory page-locked (pinned) until the handle goes, also after the gpu has gone.
+    class pinned_memory {
+    public:
+        virtual ~pinned_memory() = default;
+    };
+    /// Pins `bytes` at `host`: copies to it then go at the bus's speed instead of through the
+    /// driver's staging buffers. Pinning costs about one such copy: worth it for memory that
+    /// copies go to again and again (a warm session's result).
+    [[nodiscard]] virtual std::unique_ptr<pinned_memory> pin(void* host, std::size_t bytes) = 0;
 
     /// Enqueues kernel(args…) on launch.grid blocks of launch.block threads. The message of a
     /// failed launch is built only when it fails: back-to-back launches do no host work between them.

@@ -316,12 +316,17 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     const std::size_t output_count = output->bytes / config::element_size(p.type);
     if (!host.result || host.result->type() != p.type || host.result->size() != output_count) {
         trace::span span("result array");
+        host.result_pinned = nullptr;  // before the memory it pins goes
         host.result.emplace(p.type, output_count);
         auto* first = static_cast<unsigned char*>(host.result->data());
         const auto touch = [&](std::size_t begin, std::size_t end) { std::memset(first + begin, 0, end - begin); };
         parallel_ranges(output->bytes, touch, 1 << 20);
     }
     reference::typed_array& out = *host.result;
+    if (options.keep_inputs_on_device && !host.result_pinned) {  // kept: the next run copies here too
+        trace::span span("pin result");
+        host.result_pinned = device.pin(out.data(), out.bytes());
+    }
     timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(output->name), output->bytes); });
 
     if (!host.reference || host.reference->inputs_key != input_key || host.reference->key != reference_key(p)) {

@@ -71,6 +71,9 @@ struct host_data {
     std::shared_ptr<const host_inputs> inputs;
     std::shared_ptr<const host_reference> reference;
     std::optional<reference::typed_array> result;  ///< the GPU's output, copied back (reused storage)
+    /// `result` pinned, when kept for the next run (run_options::keep_inputs_on_device); declared
+    /// after it, so it is unpinned before its memory goes.
+    std::unique_ptr<gpu::pinned_memory> result_pinned;
     /// The copies of `copied` on the GPU, kept when run_options::keep_inputs_on_device: the points
     /// of a group copy them once. Declare the host data after the gpu it is used with.
     device_arrays inputs_on_device;
