@@ -11,6 +11,7 @@
 
 #include "family/program.hpp"
 #include "report/device_state.hpp"
+#include "report/trace.hpp"
 
 namespace kjit::run {
 
@@ -120,7 +121,10 @@ public:
 class scoped_module {
 public:
     scoped_module(gpu& device, module_id module) : m_device(device), m_module(module) {}
-    ~scoped_module() { m_device.unload_module(m_module); }
+    ~scoped_module() {
+        trace::span span("unload module");
+        m_device.unload_module(m_module);
+    }
     scoped_module(const scoped_module&) = delete;
     scoped_module& operator=(const scoped_module&) = delete;
     [[nodiscard]] module_id id() const { return m_module; }

@@ -74,12 +74,14 @@ void measure_kernel(gpu& device, const std::function<void()>& chain, const confi
     } catch (const error& e) {
         throw error(e.kind(), std::string("timed launches: ") + e.what());
     }
-    const auto graph = timed(rec, phase::graph_build, [&] { return device.capture_graph(repeat_chain); });
+    auto graph = timed(rec, phase::graph_build, [&] { return device.capture_graph(repeat_chain); });
     try {
         trace::span replay_loop("graph replays");
         std::vector<double> replays;
         for (int b = 0; b < k_batches; ++b) replays.push_back(device.time_graph_ms(*graph) / chains);
         rec.kernel_graph = summarize(std::move(replays));
+        trace::span release("release graph");  // built for these loops: its release is theirs too
+        graph.reset();
     } catch (const error& e) {
         throw error(e.kind(), std::string("graph launches: ") + e.what());
     }

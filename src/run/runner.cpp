@@ -226,8 +226,11 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     host_data& host = options.reuse ? *options.reuse : local;
     const std::string input_key = inputs_key(p);
     const bool inputs_at_hand = host.inputs && host.inputs->key == input_key;
-    if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
-    check_device_memory(p, prog, device);
+    {
+        trace::span span("check memory");
+        if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
+        check_device_memory(p, prog, device);
+    }
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
     const scoped_module module(device, timed(rec, phase::module_load, [&] {
