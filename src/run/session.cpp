@@ -83,8 +83,10 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
     host_data host = reuse_kept ? std::move(kept_host->second) : host_data{};
     if (kept_host != m_kept_host.end()) m_kept_host.erase(kept_host);
     const auto early_start = trace::clock::now();
-    auto early_work = std::async(std::launch::async, [&] {
-        trace::name_thread("host work");
+    // With the device open already there is no wait to hide: the work runs here, with no thread.
+    const bool opening = !m_kept.contains(request.device);
+    auto early_work = std::async(opening ? std::launch::async : std::launch::deferred, [&] {
+        if (opening) trace::name_thread("host work");
         const auto arch = p.compile.arch.value_or(chosen.arch);
         early_build.emplace(build_variant(p, arch, context(), early));
         if (!reuse_kept) host = make_host_data(p, early);
