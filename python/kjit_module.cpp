@@ -108,22 +108,38 @@ std::string_view torch_dtype_name(nb::handle dtype) {
     return named.emplace_back(dtype.ptr(), text.substr(text.find('.') + 1)).second;
 }
 
+/// What kjit uses of PyTorch, looked up once torch is imported (no tensor exists before), and
+/// kept for the life of the process.
+struct torch_parts {
+    PyObject* tensor_type = nullptr;     ///< torch.Tensor
+    PyObject* current_stream = nullptr;  ///< torch._C._cuda_getCurrentRawStream(device) -> int
+};
+const torch_parts* torch_if_imported() {
+    static torch_parts parts;
+    if (!parts.tensor_type) {
+        PyObject* torch = PyImport_GetModule(nb::str("torch").ptr());
+        if (!torch) {
+            PyErr_Clear();
+            return nullptr;
+        }
+        const nb::object module = nb::steal(torch);
+        parts.current_stream = module.attr("_C").attr("_cuda_getCurrentRawStream").inc_ref().ptr();
+        parts.tensor_type = module.attr("Tensor").inc_ref().ptr();
+    }
+    return &parts;
+}
+
+/// PyTorch's current stream on `device`: where torch's own ops would run now.
+std::uintptr_t torch_current_stream(int device) {
+    return nb::cast<std::uintptr_t>(nb::handle(torch_if_imported()->current_stream)(device));
+}
+
 /// A PyTorch tensor read through its own methods, or false for any other object. Its
 /// __dlpack__ is Python code that cost 2.5 µs a tensor on the H200 machine, more than the
 /// launch it feeds (bench/python_calls.py); the methods read the same fields for a few dozen ns.
 bool describe_torch(nb::handle object, run::caller_array& into) {
-    static PyObject* tensor_type = nullptr;  // torch.Tensor once torch is imported: no tensor exists before
-    if (!tensor_type) {
-        PyObject* torch = PyImport_GetModule(nb::str("torch").ptr());
-        if (!torch) {
-            PyErr_Clear();
-            return false;
-        }
-        tensor_type = PyObject_GetAttrString(torch, "Tensor");  // kept for the life of the process
-        Py_DECREF(torch);
-        if (!tensor_type) throw nb::python_error();
-    }
-    if (!PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject*>(tensor_type))) return false;
+    const torch_parts* torch = torch_if_imported();
+    if (!torch || !PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject*>(torch->tensor_type))) return false;
     into.address = nb::cast<std::uintptr_t>(object.attr("data_ptr")());  // storage offset included
     into.dtype = torch_dtype_name(object.attr("dtype"));
     into.shape.clear();
@@ -135,9 +151,9 @@ bool describe_torch(nb::handle object, run::caller_array& into) {
 }
 
 /// A caller's array through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba),
-/// or kjit::error(usage) naming it.
-void describe(nb::handle object, const std::string& name, run::caller_array& into) {
-    if (describe_torch(object, into)) return;
+/// or kjit::error(usage) naming it. True for a PyTorch tensor.
+bool describe(nb::handle object, const std::string& name, run::caller_array& into) {
+    if (describe_torch(object, into)) return true;
     nb::ndarray<> a;
     if (nb::try_cast(object, a, false)) {
         into.address = reinterpret_cast<std::uintptr_t>(a.data_handle()) + a.byte_offset();
@@ -145,7 +161,7 @@ void describe(nb::handle object, const std::string& name, run::caller_array& int
         into.shape.assign(a.shape_ptr(), a.shape_ptr() + a.ndim());
         into.contiguous = a.stride_ptr() == nullptr || c_contiguous(a.ndim(), a.shape_ptr(), a.stride_ptr(), 1);
         into.device = a.device_type() == nb::device::cuda::value ? a.device_id() : -1;
-        return;
+        return false;
     }
     if (nb::hasattr(object, "__cuda_array_interface__")) {
         const nb::dict cai = nb::cast<nb::dict>(object.attr("__cuda_array_interface__"));
@@ -162,7 +178,7 @@ void describe(nb::handle object, const std::string& name, run::caller_array& int
         into.contiguous = strides.is_none() ||
                           c_contiguous(shape.size(), shape.data(), given.data(), std::stoll(typestr.substr(2)));
         into.device = k_unsaid_device;
-        return;
+        return false;
     }
     throw error(error_kind::usage, name + ": expected a device array (DLPack or __cuda_array_interface__), got " +
                                        nb::cast<std::string>(nb::str(object.type().attr("__name__"))));
@@ -176,11 +192,17 @@ public:
         for (const auto& p : m_kernels->parameters()) m_names.emplace_back(p.name.c_str());
     }
 
-    void call(const nb::dict& arrays, std::uintptr_t stream) { (*m_kernels)(described(arrays), stream); }
+    /// Enqueues the kernels on `stream`, or where none is given on the arrays' own: PyTorch's
+    /// current stream when a tensor is among them, else the legacy default stream.
+    void call(const nb::dict& arrays, std::optional<std::uintptr_t> stream) {
+        const auto described_arrays = described(arrays);
+        (*m_kernels)(described_arrays, stream_for(stream));
+    }
     /// The check as a record's row (its check columns and status), as `--json` writes them.
-    std::string verify(const nb::dict& arrays, std::uintptr_t stream) {
+    std::string verify(const nb::dict& arrays, std::optional<std::uintptr_t> stream) {
         report::record checked;
-        checked.check = m_kernels->verify(described(arrays), stream);
+        const auto described_arrays = described(arrays);
+        checked.check = m_kernels->verify(described_arrays, stream_for(stream));
         checked.status = checked.check->pass ? report::outcome::pass : report::outcome::fail;
         return rows_json({checked});
     }
@@ -194,6 +216,11 @@ public:
     const std::string& record() const { return m_record; }
 
 private:
+    std::uintptr_t stream_for(std::optional<std::uintptr_t> given) const {
+        if (given) return *given;
+        return m_saw_tensor ? torch_current_stream(m_kernels->device_index()) : 0;
+    }
+
     /// The arrays by parameter, in its order; a missing or unknown name is a usage error.
     std::span<const run::caller_array> described(const nb::dict& arrays) {
         const auto& parameters = m_kernels->parameters();
@@ -202,11 +229,12 @@ private:
             for (const auto& p : parameters) list += (list.empty() ? "" : ", ") + p.name;
             return list;
         };
+        m_saw_tensor = false;
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             PyObject* array = PyDict_GetItemWithError(arrays.ptr(), m_names[i].ptr());  // borrowed
             if (!array && PyErr_Occurred()) throw nb::python_error();
             if (!array) throw error(error_kind::usage, "missing " + parameters[i].name + ": the kernels take " + names());
-            describe(array, parameters[i].name, m_arrays[i]);
+            m_saw_tensor = describe(array, parameters[i].name, m_arrays[i]) || m_saw_tensor;
             if (m_arrays[i].device == k_unsaid_device) m_arrays[i].device = m_kernels->device_index();
         }
         if (arrays.size() != parameters.size())
@@ -222,6 +250,7 @@ private:
     std::string m_record;
     std::vector<run::caller_array> m_arrays;  ///< reused by every call
     std::vector<nb::str> m_names;             ///< the parameters' names as Python strings, made once
+    bool m_saw_tensor = false;                ///< the last arrays described included a PyTorch tensor
 };
 
 /// One kjit session: templates, the bounded cache, and the GPUs, opened only when a run needs one.

@@ -113,8 +113,9 @@ class Kernel:
     Arrays are taken through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba): each
     must have the config's dtype, its size ([rows, cols] for a row pipeline), be contiguous and
     on the session's device, or ConfigError names it. The kernels run on `stream` (an int, a
-    torch.cuda.Stream or a cupy Stream); by default on the legacy default stream, which is
-    PyTorch's and CuPy's own default. Calls share their temporaries: one stream at a time.
+    torch.cuda.Stream or a cupy Stream); by default on PyTorch's current stream when a tensor is
+    among the arrays, else on the legacy default stream (CuPy's own default). Calls share their
+    temporaries: one stream at a time.
     """
 
     def __init__(self, kernel):
@@ -126,7 +127,7 @@ class Kernel:
 
     def __call__(self, stream=None, **arrays):
         try:
-            self._kernel.call(arrays, 0 if stream is None else _stream_handle(stream))
+            self._kernel.call(arrays, None if stream is None else _stream_handle(stream))
         except _kjit.KjitError as e:
             raise _raised(e) from None
 
@@ -134,7 +135,7 @@ class Kernel:
         """One call, then its inputs and output read back and compared with the float64
         reference: the check as Result.check gives it ("status", errors, the first bad element)."""
         try:
-            return Result(json.loads(self._kernel.verify(arrays, 0 if stream is None else _stream_handle(stream)))[0]).check
+            return Result(json.loads(self._kernel.verify(arrays, None if stream is None else _stream_handle(stream)))[0]).check
         except _kjit.KjitError as e:
             raise _raised(e) from None
 

@@ -216,6 +216,15 @@ def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path
         k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), stream=side)
     side.synchronize()
     assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
+    if seen_as == "torch.Tensor":
+        # No stream given: PyTorch's current one. Were the kernels on another, they would run
+        # during the sleep, before the fill, and the NaNs would stay.
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(100_000_000)
+            out.fill_(float("nan"))
+            k(greyscales=greyscales, weights=weights, out=out)
+        side.synchronize()
+        assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
 
     with pytest.raises(kjit.ConfigError, match="weights: expected a contiguous float32 array of 1048576 elements on "
                                                 "CUDA device 0, got float64"):
