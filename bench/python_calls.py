@@ -8,7 +8,11 @@
    tensors and on CuPy arrays, CuPy RawKernel and ElementwiseKernel, Triton @jit, PyTorch's 3
    eager ops and Numba @cuda.jit.
    Beside them, what one array's __dlpack__ costs in PyTorch and CuPy (kjit reads a
-   torch.Tensor's fields instead: PyTorch's __dlpack__ is Python code).
+   torch.Tensor's fields instead: PyTorch's __dlpack__ is Python code). With 20,000 calls the
+   launch queue fills and the loop waits for the GPU, so the same calls are timed again while
+   the GPU keeps up (500 calls, timed to the last enqueue, then a sync); and the GPU's own time
+   per launch of the same kernel, back to back and in a CUDA graph (kjit's batch and graph
+   loops at n = 4096), says where waiting for the GPU begins.
 2. Session.run of the default config in a warm session: its host time beyond the timed loops
    (the cold, batch and graph loops and the graph they replay), 10 runs; then 3 more under
    kjit.trace, whose spans say where that time goes.
@@ -39,6 +43,20 @@ def per_call_us(call, sync, calls):
         call()
     sync()
     return (time.perf_counter() - start) / calls * 1e6
+
+
+def enqueue_us(call, sync, calls=500):
+    """Host time per call while the GPU keeps up: fewer calls than the launch queue holds, timed
+    up to the last enqueue; the sync after them is not timed."""
+    for _ in range(100):
+        call()
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    elapsed = time.perf_counter() - start
+    sync()
+    return elapsed / calls * 1e6
 
 
 def tiny_kernels():
@@ -180,12 +198,21 @@ def main():
 
     kernels, exports, session = tiny_kernels()
     samples = {name: [] for name in {**kernels, **exports}}
+    enqueue = {name: [] for name in kernels}
     for _ in range(args.rounds):
         for name, (call, sync) in {**kernels, **exports}.items():
             samples[name].append(per_call_us(call, sync, args.calls))
-    print(f"host time per call, n = {N}, {args.calls} calls then a sync; median of {args.rounds} rounds (min–max)")
+        for name, (call, sync) in kernels.items():
+            enqueue[name].append(enqueue_us(call, sync))
+    print(f"host time per call, n = {N}; median of {args.rounds} rounds (min–max): {args.calls} calls then a "
+          "sync | 500 calls timed to the last enqueue")
     for name, values in samples.items():
-        print(f"  {name:28} {statistics.median(values):6.2f} µs  ({min(values):.2f}–{max(values):.2f})")
+        alone = f"   | {statistics.median(enqueue[name]):6.2f} µs  ({min(enqueue[name]):.2f}–{max(enqueue[name]):.2f})" \
+            if name in enqueue else ""
+        print(f"  {name:28} {statistics.median(values):6.2f} µs  ({min(values):.2f}–{max(values):.2f}){alone}")
+    floor = session.run(ROOT / "configs" / "hidden_layer.json", set={"n": N}).record
+    print(f"  the GPU's time per launch of kjit's kernel at n = {N}: back to back "
+          f"{floor['kernel_batch_median_ms'] * 1e3:.2f} µs, in a CUDA graph {floor['kernel_graph_median_ms'] * 1e3:.2f} µs")
 
     overhead = warm_session_overhead(session)
     beyond = [r["beyond_ms"] for r in overhead]
@@ -209,7 +236,9 @@ def main():
           f"{statistics.median(r['python_process_ms'] for r in fresh):.0f} ms); difference {py - cli:+.0f} ms")
 
     pathlib.Path(args.out, "python_calls.json").write_text(json.dumps(
-        {"n": N, "calls": args.calls, "per_call_us": samples, "warm_session": overhead, "warm_traced": traced,
+        {"n": N, "calls": args.calls, "per_call_us": samples, "enqueue_only_us": enqueue,
+         "gpu_per_launch_us": {"batch": floor["kernel_batch_median_ms"] * 1e3, "graph": floor["kernel_graph_median_ms"] * 1e3},
+         "warm_session": overhead, "warm_traced": traced,
          "fresh_process": fresh}, indent=1))
 
 

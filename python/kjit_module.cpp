@@ -267,10 +267,15 @@ public:
         return rows_json({m_session.compile(family::load(doc), doc.source)});
     }
     std::string run(const std::string& config, const std::vector<std::string>& sets) {
+        trace::span reading("read config");
         const config::document doc = document_of(config, sets);
         nb::gil_scoped_release unlocked;  // the GPU work needs no Python
+        const config::pipeline p = family::load(doc);
+        reading.end();
         // The device stays open in the session: the next run pays no CUDA start-up, this one no teardown.
-        return rows_json(m_session.run(family::load(doc), doc.source, {.device = m_device, .keep_device = true}));
+        const auto records = m_session.run(p, doc.source, {.device = m_device, .keep_device = true});
+        trace::span writing("records as JSON");
+        return rows_json(records);
     }
     python_kernel kernel(const std::string& config, const std::vector<std::string>& sets) {
         const config::document doc = document_of(config, sets);
