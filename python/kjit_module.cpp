@@ -112,7 +112,7 @@ std::string_view torch_dtype_name(nb::handle dtype) {
 /// kept for the life of the process.
 struct torch_parts {
     PyObject* tensor_type = nullptr;     ///< torch.Tensor
-    PyObject* current_stream = nullptr;  ///< torch._C._cuda_getCurrentRawStream(device) -> int
+    PyObject* current_stream = nullptr;  ///< torch._C._cuda_getCurrentRawStream(device) -> int; null in a CPU-only torch
 };
 const torch_parts* torch_if_imported() {
     static torch_parts parts;
@@ -123,30 +123,46 @@ const torch_parts* torch_if_imported() {
             return nullptr;
         }
         const nb::object module = nb::steal(torch);
-        parts.current_stream = module.attr("_C").attr("_cuda_getCurrentRawStream").inc_ref().ptr();
+        parts.current_stream = PyObject_GetAttrString(module.attr("_C").ptr(), "_cuda_getCurrentRawStream");
+        if (!parts.current_stream) PyErr_Clear();  // a CPU-only torch: no tensor it makes is on a GPU
         parts.tensor_type = module.attr("Tensor").inc_ref().ptr();
     }
     return &parts;
 }
 
-/// PyTorch's current stream on `device`: where torch's own ops would run now.
+/// PyTorch's current stream on `device`: where torch's own ops would run now (the legacy default
+/// stream for a CPU-only torch, whose tensors the array checks refuse anyway).
 std::uintptr_t torch_current_stream(int device) {
-    return nb::cast<std::uintptr_t>(nb::handle(torch_if_imported()->current_stream)(device));
+    const nb::handle current = torch_if_imported()->current_stream;
+    return current ? nb::cast<std::uintptr_t>(current(device)) : 0;
 }
 
 /// A PyTorch tensor read through its own methods, or false for any other object. Its
-/// __dlpack__ is Python code that cost 2.5 µs a tensor on the H200 machine, more than the
-/// launch it feeds (bench/python_calls.py); the methods read the same fields for a few dozen ns.
+/// __dlpack__ is Python code that cost 3.3–4.0 µs a tensor on the H200 machine, more than the
+/// launch it feeds (bench/results/2026-12-02-h200-python-calls); the methods cost far less.
 bool describe_torch(nb::handle object, run::caller_array& into) {
     const torch_parts* torch = torch_if_imported();
     if (!torch || !PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject*>(torch->tensor_type))) return false;
-    into.address = nb::cast<std::uintptr_t>(object.attr("data_ptr")());  // storage offset included
-    into.dtype = torch_dtype_name(object.attr("dtype"));
+    // The names as Python strings made once (a lookup by C string makes one each time), kept for
+    // the life of the process: static objects would be released after the interpreter is gone.
+    static PyObject* const data_ptr = PyUnicode_InternFromString("data_ptr");
+    static PyObject* const dtype = PyUnicode_InternFromString("dtype");
+    static PyObject* const shape = PyUnicode_InternFromString("shape");
+    static PyObject* const is_contiguous = PyUnicode_InternFromString("is_contiguous");
+    static PyObject* const is_cuda = PyUnicode_InternFromString("is_cuda");
+    static PyObject* const get_device = PyUnicode_InternFromString("get_device");
+    const auto checked = [](PyObject* result) {
+        if (!result) throw nb::python_error();
+        return nb::steal(result);
+    };
+    const auto call = [&](PyObject* method) { return checked(PyObject_CallMethodNoArgs(object.ptr(), method)); };
+    const auto get = [&](PyObject* attribute) { return checked(PyObject_GetAttr(object.ptr(), attribute)); };
+    into.address = nb::cast<std::uintptr_t>(call(data_ptr));  // storage offset included
+    into.dtype = torch_dtype_name(get(dtype));
     into.shape.clear();
-    const nb::object shape = object.attr("shape");  // a torch.Size: a tuple
-    for (nb::handle extent : shape) into.shape.push_back(nb::cast<long long>(extent));
-    into.contiguous = nb::cast<bool>(object.attr("is_contiguous")());
-    into.device = nb::cast<bool>(object.attr("is_cuda")) ? nb::cast<int>(object.attr("get_device")()) : -1;
+    for (nb::handle extent : get(shape)) into.shape.push_back(nb::cast<long long>(extent));  // a torch.Size: a tuple
+    into.contiguous = nb::cast<bool>(call(is_contiguous));
+    into.device = nb::cast<bool>(get(is_cuda)) ? nb::cast<int>(call(get_device)) : -1;
     return true;
 }
 
