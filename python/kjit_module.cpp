@@ -143,26 +143,13 @@ std::uintptr_t torch_current_stream(int device) {
 bool describe_torch(nb::handle object, run::caller_array& into) {
     const torch_parts* torch = torch_if_imported();
     if (!torch || !PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject*>(torch->tensor_type))) return false;
-    // The names as Python strings made once (a lookup by C string makes one each time), kept for
-    // the life of the process: static objects would be released after the interpreter is gone.
-    static PyObject* const data_ptr = PyUnicode_InternFromString("data_ptr");
-    static PyObject* const dtype = PyUnicode_InternFromString("dtype");
-    static PyObject* const shape = PyUnicode_InternFromString("shape");
-    static PyObject* const is_contiguous = PyUnicode_InternFromString("is_contiguous");
-    static PyObject* const is_cuda = PyUnicode_InternFromString("is_cuda");
-    static PyObject* const get_device = PyUnicode_InternFromString("get_device");
-    const auto checked = [](PyObject* result) {
-        if (!result) throw nb::python_error();
-        return nb::steal(result);
-    };
-    const auto call = [&](PyObject* method) { return checked(PyObject_CallMethodNoArgs(object.ptr(), method)); };
-    const auto get = [&](PyObject* attribute) { return checked(PyObject_GetAttr(object.ptr(), attribute)); };
-    into.address = nb::cast<std::uintptr_t>(call(data_ptr));  // storage offset included
-    into.dtype = torch_dtype_name(get(dtype));
+    into.address = nb::cast<std::uintptr_t>(object.attr("data_ptr")());  // storage offset included
+    into.dtype = torch_dtype_name(object.attr("dtype"));
     into.shape.clear();
-    for (nb::handle extent : get(shape)) into.shape.push_back(nb::cast<long long>(extent));  // a torch.Size: a tuple
-    into.contiguous = nb::cast<bool>(call(is_contiguous));
-    into.device = nb::cast<bool>(get(is_cuda)) ? nb::cast<int>(call(get_device)) : -1;
+    const nb::object shape = object.attr("shape");  // a torch.Size: a tuple
+    for (nb::handle extent : shape) into.shape.push_back(nb::cast<long long>(extent));
+    into.contiguous = nb::cast<bool>(object.attr("is_contiguous")());
+    into.device = nb::cast<bool>(object.attr("is_cuda")) ? nb::cast<int>(object.attr("get_device")()) : -1;
     return true;
 }
 
