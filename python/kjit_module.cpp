@@ -112,7 +112,8 @@ std::string_view torch_dtype_name(nb::handle dtype) {
 /// kept for the life of the process.
 struct torch_parts {
     PyObject* tensor_type = nullptr;     ///< torch.Tensor
-    PyObject* current_stream = nullptr;  ///< torch._C._cuda_getCurrentRawStream(device) -> int; null in a CPU-only torch
+    /// torch._C._cuda_getCurrentRawStream(device) -> int; null in a CPU-only torch
+    PyObject* current_stream = nullptr;
 };
 const torch_parts* torch_if_imported() {
     static torch_parts parts;
