@@ -34,26 +34,18 @@ sys.path.insert(0, str(ROOT / "bench" / "peers"))
 N = 4096
 
 
-def per_call_us(call, sync, calls):
+def per_call_us(call, sync, calls, sync_timed=True):
+    """Host time per call of `calls` back to back (after 100 untimed), with the sync after them
+    timed; or, with fewer calls than the launch queue holds, timed up to the last enqueue only
+    (not sync_timed): the host's own time while the GPU keeps up."""
     for _ in range(100):
         call()
     sync()
     start = time.perf_counter()
     for _ in range(calls):
         call()
-    sync()
-    return (time.perf_counter() - start) / calls * 1e6
-
-
-def enqueue_us(call, sync, calls=500):
-    """Host time per call while the GPU keeps up: fewer calls than the launch queue holds, timed
-    up to the last enqueue; the sync after them is not timed."""
-    for _ in range(100):
-        call()
-    sync()
-    start = time.perf_counter()
-    for _ in range(calls):
-        call()
+    if sync_timed:
+        sync()
     elapsed = time.perf_counter() - start
     sync()
     return elapsed / calls * 1e6
@@ -203,7 +195,7 @@ def main():
         for name, (call, sync) in {**kernels, **exports}.items():
             samples[name].append(per_call_us(call, sync, args.calls))
         for name, (call, sync) in kernels.items():
-            enqueue[name].append(enqueue_us(call, sync))
+            enqueue[name].append(per_call_us(call, sync, 500, sync_timed=False))
     print(f"host time per call, n = {N}; median of {args.rounds} rounds (min–max): {args.calls} calls then a "
           "sync | 500 calls timed to the last enqueue")
     for name, values in samples.items():
