@@ -194,6 +194,23 @@ TEST_CASE("rebind renames an op's parameters; collect_names lists what a tree us
     CHECK(used.scalars == std::vector<std::string>{"s2_alpha"});
 }
 
+TEST_CASE("flowing_ignored_where: where a choice of positions picks a branch without x") {
+    expr::scope names = k_names;
+    names.has_shape = true;
+    const auto where = [&](const std::string& text) {
+        const expr::tree found = expr::flowing_ignored_where(expr::parse(text, names));
+        return found ? expr::to_text(found) : std::string("nowhere");
+    };
+    CHECK(where("col > row ? -inf : x * alpha") == "col > row");
+    CHECK(where("col <= row ? x * alpha : -inf") == "!(col <= row)");
+    CHECK(where("(col > row ? 0 : x) + (row > 10 ? w : x)") == "col > row && row > 10");
+    CHECK(where("col > row ? -inf : i < 4 ? b : x") == "col > row || !(col > row) && i < 4");
+    CHECK(where("col > row ? x : x * 2") == "nowhere");  // both branches read x
+    CHECK(where("x > 0 ? 0 : alpha") == "nowhere");      // the choice itself reads x
+    CHECK(where("tanh(x) * alpha") == "nowhere");
+    CHECK(where("alpha * w") == "nowhere");  // no x to skip
+}
+
 // Random and mutated expressions: every one either parses (and then prints to text that parses to
 // the same text) or fails with a parse_error at a column inside the text. Nothing else may escape.
 TEST_CASE("fuzz: 30,000 random and mutated expressions never crash and always answer") {

@@ -173,6 +173,56 @@ private:
     }
 };
 
+bool uses_flowing(const node& n) {
+    if (n.kind == node_kind::name) return n.binding == name_kind::flowing;
+    return std::any_of(n.args.begin(), n.args.end(), [](const tree& a) { return uses_flowing(*a); });
+}
+
+/// Where a value ignores x: everywhere, nowhere, or where `when` holds.
+struct ignored {
+    enum { everywhere, nowhere, where } extent = nowhere;
+    tree when{};
+};
+
+tree boolean(node_kind kind, binary_op op, std::vector<tree> args) {
+    node n;
+    n.kind = kind;
+    n.type = value_type::boolean;
+    n.op = op;
+    for (const auto& a : args) n.depth = std::max(n.depth, a->depth + 1);
+    n.args = std::move(args);
+    return std::make_shared<const node>(std::move(n));
+}
+
+ignored both(const ignored& a, const ignored& b) {
+    if (a.extent == ignored::nowhere || b.extent == ignored::nowhere) return {};
+    if (a.extent == ignored::everywhere) return b;
+    if (b.extent == ignored::everywhere) return a;
+    return {ignored::where, boolean(node_kind::binary, binary_op::logical_and, {a.when, b.when})};
+}
+
+ignored either(const ignored& a, const ignored& b) {
+    if (a.extent == ignored::everywhere || b.extent == ignored::everywhere) return {ignored::everywhere};
+    if (a.extent == ignored::nowhere) return b;
+    if (b.extent == ignored::nowhere) return a;
+    return {ignored::where, boolean(node_kind::binary, binary_op::logical_or, {a.when, b.when})};
+}
+
+ignored ignored_where(const tree& t) {
+    if (!uses_flowing(*t)) return {ignored::everywhere};
+    if (t->args.empty()) return {};  // x itself
+    if (t->kind == node_kind::conditional && !uses_flowing(*t->args[0])) {
+        const tree& choice = t->args[0];
+        const ignored picked{ignored::where, choice};
+        const ignored not_picked{ignored::where, boolean(node_kind::logical_not, binary_op::add, {choice})};
+        return either(both(picked, ignored_where(t->args[1])), both(not_picked, ignored_where(t->args[2])));
+    }
+    // Any other node needs every operand that uses x.
+    ignored all{ignored::everywhere};
+    for (const auto& a : t->args) all = both(all, ignored_where(a));
+    return all;
+}
+
 }  // namespace
 
 std::string position_argument(const std::string& value, const cuda_style& style) {
@@ -217,6 +267,11 @@ tree substitute_flowing(const tree& t, const tree& value) {
         copy.depth = std::max(copy.depth, a->depth + 1);
     }
     return std::make_shared<const node>(std::move(copy));
+}
+
+tree flowing_ignored_where(const tree& t) {
+    const ignored found = ignored_where(t);
+    return found.extent == ignored::where ? found.when : nullptr;
 }
 
 void collect_names(const tree& t, used_names& into) {

@@ -60,6 +60,46 @@ std::string position_value(const std::string& name) {
     return name;
 }
 
+/// The row values, scalars and positions `used` names, as an element function's parameters and
+/// the arguments a row function's loops pass to them.
+void add_names(const expr::used_names& used, const expr::cuda_style& style, std::vector<std::string>& params,
+               std::vector<std::string>& args) {
+    for (const auto& names : {used.rows, used.scalars})
+        for (const auto& name : names) {
+            params.push_back("real " + name);
+            args.push_back(name);
+        }
+    for (const auto& name : used.positions) {
+        params.push_back(std::string(expr::position_type(style)) + " " + name);
+        args.push_back(expr::position_argument(position_value(name), style));
+    }
+}
+
+/// Where the kernel's first stage, a map, ignores the x it loads, as a test of the element's
+/// scalars and positions (a causal mask): a vector of the row where every element passes it is
+/// not read. Empty where no such test exists.
+mu::data unread_test(const pipeline& p, const chain_kernel& k, const expr::cuda_style& style) {
+    mu::data none{mu::data::type::list};
+    const config::stage& first = p.stages[k.stages.front()];
+    if (k.first_value.empty() || first.reduce != config::reduction::none) return none;
+    const expr::tree where = expr::flowing_ignored_where(first.kernel);
+    if (!where) return none;
+    expr::used_names used;
+    expr::collect_names(where, used);
+    if (!used.arrays.empty() || !used.rows.empty()) return none;  // a test that would read memory
+    std::vector<std::string> params, args;
+    add_names(used, style, params, args);
+    mu::data test;
+    test.set("index", std::to_string(k.stages.front()));
+    test.set("condition", expr::to_text(where));
+    test.set("code", expr::to_cuda(where, style));
+    test.set("params", codegen::parameter_list(params));
+    test.set("args", codegen::parameter_list(args, 16));
+    mu::data list{mu::data::type::list};
+    list.push_back(test);
+    return list;
+}
+
 /// The template's data for one kernel: its row function's loads, stages and stores.
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned) {
     const expr::cuda_style style = codegen::style_of(p);
@@ -95,6 +135,8 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     item.set("row_params", codegen::parameter_list(row_params));
     item.set("row_args", codegen::parameter_list(row_args, 12));
     if (!k.first_value.empty()) item.set("first", k.first_value);
+    // Where the row is loaded into registers here, once: the one load that can be skipped.
+    item.set("unread", !loads_each_pass && !prefetched ? unread_test(p, k, style) : mu::data(mu::data::type::list));
     mu::data row_inputs{mu::data::type::list};
     for (const auto& r : k.row_reads) row_inputs.push_back(mu::data("row_value", r));
     item.set("row_inputs", row_inputs);
@@ -143,15 +185,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
             add_once(site_arrays, a);
         }
-        for (const auto& names : {used.rows, used.scalars})
-            for (const auto& name : names) {
-                params.push_back("real " + name);
-                args.push_back(name);
-            }
-        for (const auto& name : used.positions) {
-            params.push_back(std::string(expr::position_type(style)) + " " + name);
-            args.push_back(expr::position_argument(position_value(name), style));
-        }
+        add_names(used, style, params, args);
         // Each stage's function is in one kernel's code only: its index names it.
         const std::string call = "kjit_s" + std::to_string(i) + "(" + codegen::parameter_list(args, 16) + ")";
         mu::data step;
