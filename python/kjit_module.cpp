@@ -118,7 +118,8 @@ struct torch_parts {
 const torch_parts* torch_if_imported() {
     static torch_parts parts;
     if (!parts.tensor_type) {
-        PyObject* torch = PyImport_GetModule(nb::str("torch").ptr());
+        static PyObject* const name = PyUnicode_InternFromString("torch");  // kept for the process
+        PyObject* torch = PyImport_GetModule(name);
         if (!torch) {
             PyErr_Clear();
             return nullptr;
@@ -199,14 +200,14 @@ public:
     /// Enqueues the kernels on `stream`, or where none is given on the arrays' own: PyTorch's
     /// current stream when a tensor is among them, else the legacy default stream.
     void call(const nb::dict& arrays, std::optional<std::uintptr_t> stream) {
-        const auto described_arrays = described(arrays);
-        (*m_kernels)(described_arrays, stream_for(stream));
+        const bool tensors = describe_all(arrays);
+        (*m_kernels)(m_arrays, stream_for(stream, tensors));
     }
     /// The check as a record's row (its check columns and status), as `--json` writes them.
     std::string verify(const nb::dict& arrays, std::optional<std::uintptr_t> stream) {
         report::record checked;
-        const auto described_arrays = described(arrays);
-        checked.check = m_kernels->verify(described_arrays, stream_for(stream));
+        const bool tensors = describe_all(arrays);
+        checked.check = m_kernels->verify(m_arrays, stream_for(stream, tensors));
         checked.status = checked.check->pass ? report::outcome::pass : report::outcome::fail;
         return rows_json({checked});
     }
@@ -220,25 +221,26 @@ public:
     const std::string& record() const { return m_record; }
 
 private:
-    std::uintptr_t stream_for(std::optional<std::uintptr_t> given) const {
+    std::uintptr_t stream_for(std::optional<std::uintptr_t> given, bool tensors) const {
         if (given) return *given;
-        return m_saw_tensor ? torch_current_stream(m_kernels->device_index()) : 0;
+        return tensors ? torch_current_stream(m_kernels->device_index()) : 0;
     }
 
-    /// The arrays by parameter, in its order; a missing or unknown name is a usage error.
-    std::span<const run::caller_array> described(const nb::dict& arrays) {
+    /// m_arrays described from `arrays`, by parameter in its order; a missing or unknown name is a
+    /// usage error. True where a PyTorch tensor is among them.
+    bool describe_all(const nb::dict& arrays) {
         const auto& parameters = m_kernels->parameters();
         const auto names = [&] {
             std::string list;
             for (const auto& p : parameters) list += (list.empty() ? "" : ", ") + p.name;
             return list;
         };
-        m_saw_tensor = false;
+        bool tensors = false;
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             PyObject* array = PyDict_GetItemWithError(arrays.ptr(), m_names[i].ptr());  // borrowed
             if (!array && PyErr_Occurred()) throw nb::python_error();
             if (!array) throw error(error_kind::usage, "missing " + parameters[i].name + ": the kernels take " + names());
-            m_saw_tensor = describe(array, parameters[i].name, m_arrays[i]) || m_saw_tensor;
+            tensors = describe(array, parameters[i].name, m_arrays[i]) || tensors;
             if (m_arrays[i].device == k_unsaid_device) m_arrays[i].device = m_kernels->device_index();
         }
         if (arrays.size() != parameters.size())
@@ -247,14 +249,13 @@ private:
                 if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == given; }))
                     throw error(error_kind::usage, "unknown array " + given + ": the kernels take " + names());
             }
-        return m_arrays;
+        return tensors;
     }
 
     std::unique_ptr<run::callable> m_kernels;
     std::string m_record;
     std::vector<run::caller_array> m_arrays;  ///< reused by every call
     std::vector<nb::str> m_names;             ///< the parameters' names as Python strings, made once
-    bool m_saw_tensor = false;                ///< the last arrays described included a PyTorch tensor
 };
 
 /// One kjit session: templates, the bounded cache, and the GPUs, opened only when a run needs one.
