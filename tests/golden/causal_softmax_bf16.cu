@@ -24,7 +24,9 @@ enum : int {
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 4,  // of a row, at most
+    kjit_words = 1,  // a vector moves as this many words (kjit_word)
 };
+typedef uint4 kjit_word;  // a built-in type of that size
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.
@@ -79,11 +81,18 @@ __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value
     return kjit_block_reduce<Op>(v);
 }
 
-// A vector of the row read from global memory: each is read once.
-__device__ __forceinline__ vec kjit_read_once(const vec* at)
+// A vector of the row read from global memory into `to`, or zeros where `skip`: a vector the
+// first stage ignores is not read. It is written as whole words, so no element is taken apart
+// (waiting for its load) before the row's later loads have gone out.
+__device__ __forceinline__ void kjit_read_unless(vec& to, bool skip, const vec* at)
 {
-    return *at;
+#pragma unroll
+    for (int i = 0; i < kjit_words; ++i) {
+        const kjit_word* word = reinterpret_cast<const kjit_word*>(at) + i;
+        reinterpret_cast<kjit_word*>(&to)[i] = skip ? kjit_word{} : *word;
+    }
 }
+
 // A vector of the result written to global memory, once.
 __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 {
@@ -135,6 +144,9 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
     // The thread's 32 elements stay in x[]: the row is read from memory once however many
     // stages use it.
     real x[kjit_vectors_per_thread * kjit_width];
+    // The vectors stages[0] needs are loaded first, converted after: a conversion waiting
+    // for its vector would hold back the loads after it.
+    vec kjit_loaded[kjit_vectors_per_thread];
 #pragma unroll
     for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
@@ -142,11 +154,17 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
         bool kjit_unread = true;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            kjit_unread = kjit_unread && kjit_s0_ignores_x(
+            kjit_unread &= kjit_s0_ignores_x(
                 (int)(kjit_v * kjit_width + kjit_k), (int)kjit_row_index);
         }
-        const vec kjit_in = kjit_unread ? vec{} : kjit_read_once(
-            reinterpret_cast<const vec*>(scores + kjit_base) + kjit_v);
+        kjit_read_unless(kjit_loaded[kjit_j], kjit_unread,
+                         reinterpret_cast<const vec*>(scores + kjit_base) + kjit_v);
+    }
+#pragma unroll
+    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
+        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
+        if (kjit_v >= kjit_vectors) continue;
+        const vec kjit_in = kjit_loaded[kjit_j];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             x[kjit_j * kjit_width + kjit_k] = load(kjit_in.e[kjit_k]);

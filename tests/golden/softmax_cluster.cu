@@ -24,9 +24,9 @@ enum : int {
     kjit_cluster = 8,  // blocks that share a row
     kjit_row_stride = 8192,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 2,  // of a row, at most
-    kjit_words = 1,  // a vector moves as this many words (kjit_word) with __ldcs and __stcs
+    kjit_words = 1,  // a vector moves as this many words (kjit_word)
 };
-typedef uint4 kjit_word;  // __ldcs and __stcs take a built-in type
+typedef uint4 kjit_word;  // a built-in type of that size
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.

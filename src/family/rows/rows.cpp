@@ -77,25 +77,35 @@ void add_names(const expr::used_names& used, const expr::cuda_style& style, std:
 
 /// Where the kernel's first stage, a map, ignores the x it loads, as a test of the element's
 /// scalars and positions (a causal mask): a vector of the row where every element passes it is
-/// not read. Empty where no such test exists.
-mu::data unread_test(const pipeline& p, const chain_kernel& k, const expr::cuda_style& style) {
-    mu::data none{mu::data::type::list};
+/// not read. nullptr where there is no such test, or no single load to skip (the row is loaded
+/// again in each pass, or ahead of its row function).
+expr::tree unread_where(const pipeline& p, const chain_kernel& k) {
     const config::stage& first = p.stages[k.stages.front()];
-    if (k.first_value.empty() || first.reduce != config::reduction::none) return none;
-    const expr::tree where = expr::flowing_ignored_where(first.kernel);
-    if (!where) return none;
+    if (k.first_value.empty() || first.reduce != config::reduction::none) return nullptr;
+    if (!rows::row_in_registers(p) || rows::rows_loop(p)) return nullptr;
+    expr::tree where = expr::flowing_ignored_where(first.kernel);
+    if (!where) return nullptr;
     expr::used_names used;
     expr::collect_names(where, used);
-    if (!used.arrays.empty() || !used.rows.empty()) return none;  // a test that would read memory
+    if (!used.arrays.empty() || !used.rows.empty()) return nullptr;  // a test that would read memory
+    return where;
+}
+
+/// The template's {{#unread}}: the test as an element function, and its arguments at a vector's
+/// element; an empty list where `where` is null.
+mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cuda_style& style) {
+    mu::data list{mu::data::type::list};
+    if (!where) return list;
+    expr::used_names used;
+    expr::collect_names(where, used);
     std::vector<std::string> params, args;
     add_names(used, style, params, args);
     mu::data test;
-    test.set("index", std::to_string(k.stages.front()));
+    test.set("index", std::to_string(stage));
     test.set("condition", expr::to_text(where));
     test.set("code", expr::to_cuda(where, style));
     test.set("params", codegen::parameter_list(params));
     test.set("args", codegen::parameter_list(args, 16));
-    mu::data list{mu::data::type::list};
     list.push_back(test);
     return list;
 }
@@ -136,7 +146,11 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     item.set("row_args", codegen::parameter_list(row_args, 12));
     if (!k.first_value.empty()) item.set("first", k.first_value);
     // Where the row is loaded into registers here, once: the one load that can be skipped.
-    item.set("unread", !loads_each_pass && !prefetched ? unread_test(p, k, style) : mu::data(mu::data::type::list));
+    const expr::tree unread = unread_where(p, k);
+    item.set("unread", unread_test(unread, k.stages.front(), style));
+    // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),
+    // or each one only where the first stage needs it.
+    item.set("loaded", codegen::flag(prefetched || unread));
     mu::data row_inputs{mu::data::type::list};
     for (const auto& r : k.row_reads) row_inputs.push_back(mu::data("row_value", r));
     item.set("row_inputs", row_inputs);
@@ -273,8 +287,14 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     const bool copy_async = vector_bytes >= 4;
     data.set("copy_async", codegen::flag(copy_async));
     data.set("streaming", codegen::flag(p.launch.streaming));
+    const bool reads_unless = std::any_of(chain.kernels.begin(), chain.kernels.end(),
+                                          [&](const chain_kernel& k) { return unread_where(p, k) != nullptr; });
+    data.set("reads_unless", codegen::flag(reads_unless));
+    data.set("read_word", p.launch.streaming ? "__ldcs(word)" : "*word");  // evict-first, as kjit_read_once
+    data.set("in_words", codegen::flag(p.launch.streaming || reads_unless));
     data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");
-    // __ldcs and __stcs take a built-in type: a vector is moved as words of up to 16 bytes.
+    // __ldcs and __stcs take a built-in type, and a skipped load is chosen by whole words: a
+    // vector is moved as words of up to 16 bytes.
     const int word_bytes = std::min(vector_bytes, 16);
     data.set("word", word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned" : "unsigned short");
     data.set("words", std::to_string(vector_bytes / word_bytes));
@@ -297,8 +317,10 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("uses_min", codegen::flag(min));
     data.set("online_sums", codegen::flag(online));
     data.set("classic_reductions", codegen::flag(sum || max || min));
-    const bool reads_row = std::any_of(chain.kernels.begin(), chain.kernels.end(),
-                                       [](const chain_kernel& k) { return !k.first_value.empty(); });
+    // A kernel whose first stage can skip vectors reads them with kjit_read_unless instead.
+    const bool reads_row = std::any_of(chain.kernels.begin(), chain.kernels.end(), [&](const chain_kernel& k) {
+        return !k.first_value.empty() && !unread_where(p, k);
+    });
     const bool copies_through_registers = p.launch.cache == cache::shared && !copy_async;
     data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
     data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
