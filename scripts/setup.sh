@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev
-          python3-matplotlib python3-numpy python3-venv)
+          python3-matplotlib python3-numpy python3-venv clang-format)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -16,7 +16,7 @@ constexpr std::string_view k_template_suffix = ".cu.mustache";
 
 /// The rendered source without the blank lines that mustache leaves where a section renders
 /// nothing: none inside a function body (none of the templates' own blank lines is inside
-/// braces), and one at most between two definitions.
+/// braces), one at most between two definitions, and none at the end.
 std::string with_tidy_blank_lines(const std::string& source) {
     std::string tidy;
     long depth = 0;
@@ -31,6 +31,7 @@ std::string with_tidy_blank_lines(const std::string& source) {
         depth += std::count(line.begin(), line.end(), '{') - std::count(line.begin(), line.end(), '}');
         start = end + 1;
     }
+    while (tidy.ends_with("\n\n")) tidy.pop_back();
     return tidy;
 }
 
@@ -126,21 +127,35 @@ mu::data prologue_data(const config::pipeline& p, const std::string& label, int 
     return data;
 }
 
+std::string print(const code& c, int indent) {
+    if (!c.is_call) return c.text;
+    std::vector<std::string> args;
+    for (const auto& a : c.args) args.push_back(print(a, indent + 8));
+    return c.text + "(" + wrapped(args, ",", indent + 8) + ")";
+}
+
 std::string wrapped(const std::vector<std::string>& items, const std::string& separator, int indent) {
-    constexpr std::size_t k_inline = 40, k_width = 100;
+    // The last item leaves room for what closes the list on its line (")", "));").
+    constexpr std::size_t k_inline = 40, k_width = 100, k_closing = 4;
     const std::string inline_list = joined(items, [](const std::string& item) { return item; }, separator + " ");
-    if (inline_list.size() <= k_inline) return inline_list;
+    if (inline_list.size() <= k_inline && inline_list.find('\n') == std::string::npos) return inline_list;
     const std::string margin(static_cast<std::size_t>(indent), ' ');
-    std::string list, line = margin;
+    std::string list;
+    std::size_t column = 0;  // where the list's last line ends
+    bool after_lines = false;  // the last item took several lines: the next starts a new one
     for (std::size_t i = 0; i < items.size(); ++i) {
-        const std::string item = items[i] + (i + 1 < items.size() ? separator : "");
-        if (line.size() > margin.size() && line.size() + 1 + item.size() > k_width) {
-            list += "\n" + line;
-            line = margin;
+        const bool last = i + 1 == items.size();
+        const std::string item = items[i] + (last ? "" : separator);
+        const std::size_t first_line = std::min(item.find('\n'), item.size());
+        if (list.empty() || after_lines || column + 1 + first_line + (last ? k_closing : 0) > k_width) {
+            list += "\n" + margin + item;
+        } else {
+            list += " " + item;
         }
-        line += (line.size() > margin.size() ? " " : "") + item;
+        column = list.size() - list.rfind('\n') - 1;
+        after_lines = first_line < item.size();
     }
-    return list + "\n" + line;
+    return list;
 }
 
 std::string heading(const std::string& kernel, const std::string& what) {

@@ -60,8 +60,21 @@ std::string joined(const std::vector<std::string>& names, Spell spell, const std
 [[nodiscard]] inline std::string joined(const std::vector<std::string>& names) { return join(names, ", "); }
 /// `items` with `separator` after each but the last ("," or " |"): on one line when short;
 /// otherwise starting on a new line and filling lines of up to 100 columns indented by `indent`,
-/// so that a long list reads at the generated source's width.
+/// so that a long list reads at the generated source's width. An item of several lines (a call
+/// whose arguments were wrapped, see `code`) ends its line. This is the rule that
+/// kernel_templates/.clang-format keeps: a wrapped list is 8 columns in from the line it starts
+/// on (`indent` is that line's indent + 8).
 [[nodiscard]] std::string wrapped(const std::vector<std::string>& items, const std::string& separator, int indent);
+
+/// Code whose indent is known only where it is put: text, or a call whose arguments (code too)
+/// are wrapped as `wrapped` does, 8 columns in from the line the call starts on.
+struct code {
+    std::string text;          ///< the text, or the called function's name
+    std::vector<code> args{};  ///< a call's arguments
+    bool is_call = false;
+};
+/// `c` as it reads starting on a line indented by `indent`.
+[[nodiscard]] std::string print(const code& c, int indent);
 /// A kernel's heading comment, "// ---- NAME: WHAT", its words wrapped at 100 columns.
 [[nodiscard]] std::string heading(const std::string& kernel, const std::string& what);
 /// A parameter or argument list to put between parentheses: wrapped(items, ",", indent).

@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef __nv_bfloat16 store_t;
-__device__ __forceinline__ real load(store_t v) { return __bfloat162float(v); }
-__device__ __forceinline__ store_t store(real x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ real load(store_t v)
+{
+    return __bfloat162float(v);
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return __float2bfloat16_rn(x);
+}
 
 // 8 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 8, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[8];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 8,      // elements in a vector
-    kjit_block = 128,      // threads in a block
+    kjit_width = 8,  // elements in a vector
+    kjit_block = 128,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 4,  // of a row, at most
@@ -155,7 +161,7 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             kjit_unread &= kjit_s0_ignores_x(
-                (int)(kjit_v * kjit_width + kjit_k), (int)kjit_row_index);
+                    (int)(kjit_v * kjit_width + kjit_k), (int)kjit_row_index);
         }
         kjit_read_unless(kjit_loaded[kjit_j], kjit_unread,
                          reinterpret_cast<const vec*>(scores + kjit_base) + kjit_v);
@@ -178,8 +184,8 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             x[kjit_j * kjit_width + kjit_k] = kjit_s0(
-                x[kjit_j * kjit_width + kjit_k], scale, (int)(kjit_v * kjit_width + kjit_k),
-                (int)kjit_row_index);
+                    x[kjit_j * kjit_width + kjit_k], scale, (int)(kjit_v * kjit_width + kjit_k),
+                    (int)kjit_row_index);
         }
     }
     // stages[1]: reduce max as m
@@ -244,8 +250,7 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
 }
 
 // One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block)
-void causal_softmax_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void causal_softmax_fused(
         const store_t* __restrict__ scores, store_t* __restrict__ out, real scale, long long rows,
         long long cols)
 {
@@ -253,4 +258,3 @@ void causal_softmax_fused(
     kjit_causal_softmax_fused_row(
             kjit_row_index, kjit_first, scores, out, scale, rows, cols);
 }
-

@@ -7,11 +7,17 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // Each element is its own 4-byte load or store.
-struct __align__(4) vec {
+struct alignas(4) vec {
     store_t e[1];
 };
 enum : int { kjit_width = 1 };  // elements in a vector (an enum: a name that takes no storage)
@@ -41,7 +47,6 @@ extern "C" __global__ void hidden_layer_fused(
     long long kjit_done = 0;  // elements already handled by the vector loop
     for (long long kjit_i = kjit_done + kjit_first; kjit_i < n; kjit_i += kjit_stride) {
         out[kjit_i] = store(kjit_element(
-            load(greyscales[kjit_i]), load(weights[kjit_i]), s0_scale));
+                load(greyscales[kjit_i]), load(weights[kjit_i]), s0_scale));
     }
 }
-

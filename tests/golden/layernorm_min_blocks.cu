@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 4, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 4,      // elements in a vector
-    kjit_block = 512,      // threads in a block
+    kjit_width = 4,  // elements in a vector
+    kjit_block = 512,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 512,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 2,  // of a row, at most
@@ -87,7 +93,8 @@ __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 __device__ __forceinline__ void kjit_copy_to_shared(vec* shared, const vec* global)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n"
-                 ::"r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global));
+                 :
+                 : "r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global));
 }
 __device__ __forceinline__ void kjit_commit_copies()
 {
@@ -100,7 +107,10 @@ __device__ __forceinline__ void kjit_wait_for_copies()
 }
 
 // Where vector v of the row waits in shared memory: the block holds the whole row.
-__device__ __forceinline__ long long kjit_slot(long long v) { return v; }
+__device__ __forceinline__ long long kjit_slot(long long v)
+{
+    return v;
+}
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
 // kjit_row_stride, …) copied to `to` in shared memory, as one group of copies. A thread reads
@@ -181,16 +191,15 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             kjit_y.e[kjit_k] = store(kjit_s2(
-                load(kjit_in.e[kjit_k]), load(kjit_v_gamma.e[kjit_k]), load(kjit_v_beta.e[kjit_k]),
-                mu, var, eps));
+                    load(kjit_in.e[kjit_k]), load(kjit_v_gamma.e[kjit_k]),
+                    load(kjit_v_beta.e[kjit_k]), mu, var, eps));
         }
         kjit_write_once(reinterpret_cast<vec*>(out + kjit_base) + kjit_v, kjit_y);
     }
 }
 
 // One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block, kjit_min_blocks_per_sm)
-void layernorm_fused(
+extern "C" __global__ __launch_bounds__(kjit_block, kjit_min_blocks_per_sm) void layernorm_fused(
         const store_t* __restrict__ activations, const store_t* __restrict__ gamma,
         const store_t* __restrict__ beta, store_t* __restrict__ out, real eps, long long rows,
         long long cols)
@@ -203,4 +212,3 @@ void layernorm_fused(
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, kjit_row, activations, gamma, beta, out, eps, rows, cols);
 }
-

@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 8 elements travel together as one 32-byte load or store; a row's length is a multiple
 // of 8, so a vector never straddles two rows.
-struct __align__(32) vec {
+struct alignas(32) vec {
     store_t e[8];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 8,      // elements in a vector
-    kjit_block = 256,      // threads in a block
+    kjit_width = 8,  // elements in a vector
+    kjit_block = 256,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 256,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 2,  // of a row, at most
@@ -133,7 +139,7 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
         const vec kjit_in = kjit_read_once(
-            reinterpret_cast<const vec*>(activations + kjit_base) + kjit_v);
+                reinterpret_cast<const vec*>(activations + kjit_base) + kjit_v);
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             x[kjit_j * kjit_width + kjit_k] = load(kjit_in.e[kjit_k]);
@@ -177,8 +183,8 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             x[kjit_j * kjit_width + kjit_k] = kjit_s2(
-                x[kjit_j * kjit_width + kjit_k], load(kjit_v_gamma.e[kjit_k]),
-                load(kjit_v_beta.e[kjit_k]), mu, var, eps);
+                    x[kjit_j * kjit_width + kjit_k], load(kjit_v_gamma.e[kjit_k]),
+                    load(kjit_v_beta.e[kjit_k]), mu, var, eps);
         }
     }
 #pragma unroll
@@ -195,8 +201,7 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
 }
 
 // One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block)
-void layernorm_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void layernorm_fused(
         const store_t* __restrict__ activations, const store_t* __restrict__ gamma,
         const store_t* __restrict__ beta, store_t* __restrict__ out, real eps, long long rows,
         long long cols)
@@ -205,4 +210,3 @@ void layernorm_fused(
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, activations, gamma, beta, out, eps, rows, cols);
 }
-

@@ -7,11 +7,17 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 enum : int { kjit_width = 4 };  // elements in a vector (an enum: a name that takes no storage)
@@ -54,8 +60,8 @@ extern "C" __global__ void hidden_layer_fused(
 #pragma unroll
             for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
                 kjit_y.e[kjit_k] = store(kjit_element(
-                    load(kjit_v_greyscales.e[kjit_k]), load(kjit_v_weights.e[kjit_k]), s0_scale, k,
-                    next, first));
+                        load(kjit_v_greyscales.e[kjit_k]), load(kjit_v_weights.e[kjit_k]), s0_scale,
+                        k, next, first));
             }
             reinterpret_cast<vec*>(out)[kjit_v] = kjit_y;
         }
@@ -66,7 +72,6 @@ extern "C" __global__ void hidden_layer_fused(
 #pragma unroll 1
     for (long long kjit_i = kjit_done + kjit_first; kjit_i < n; kjit_i += kjit_stride) {
         out[kjit_i] = store(kjit_element(
-            load(greyscales[kjit_i]), load(weights[kjit_i]), s0_scale, k, next, first));
+                load(greyscales[kjit_i]), load(weights[kjit_i]), s0_scale, k, next, first));
     }
 }
-

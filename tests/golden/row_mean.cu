@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 4, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 4,      // elements in a vector
-    kjit_block = 256,      // threads in a block
+    kjit_width = 4,  // elements in a vector
+    kjit_block = 256,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 256,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 4,  // of a row, at most
@@ -102,7 +108,7 @@ __device__ __forceinline__ void kjit_row_sum_fused_row(
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
         const vec kjit_in = kjit_read_once(
-            reinterpret_cast<const vec*>(values + kjit_base) + kjit_v);
+                reinterpret_cast<const vec*>(values + kjit_base) + kjit_v);
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             x[kjit_j * kjit_width + kjit_k] = load(kjit_in.e[kjit_k]);
@@ -126,8 +132,7 @@ __device__ __forceinline__ void kjit_row_sum_fused_row(
 }
 
 // One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block)
-void row_sum_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void row_sum_fused(
         const store_t* __restrict__ values, store_t* __restrict__ out, long long rows,
         long long cols)
 {
@@ -135,4 +140,3 @@ void row_sum_fused(
     kjit_row_sum_fused_row(
             kjit_row_index, kjit_first, values, out, rows, cols);
 }
-

@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef __nv_bfloat16 store_t;
-__device__ __forceinline__ real load(store_t v) { return __bfloat162float(v); }
-__device__ __forceinline__ store_t store(real x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ real load(store_t v)
+{
+    return __bfloat162float(v);
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return __float2bfloat16_rn(x);
+}
 
 // 8 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 8, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[8];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 8,      // elements in a vector
-    kjit_block = 128,      // threads in a block
+    kjit_width = 8,  // elements in a vector
+    kjit_block = 128,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 4,  // of a row, at most
@@ -129,7 +135,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
         const vec kjit_in = kjit_read_once(
-            reinterpret_cast<const vec*>(logits + kjit_base) + kjit_v);
+                reinterpret_cast<const vec*>(logits + kjit_base) + kjit_v);
         x[kjit_j] = kjit_in;
     }
     // stages[0]: reduce max as m
@@ -174,8 +180,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 }
 
 // One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block)
-void softmax_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
@@ -183,4 +188,3 @@ void softmax_fused(
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
 }
-

@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 4, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 4,      // elements in a vector
-    kjit_block = 1024,      // threads in a block
+    kjit_width = 4,  // elements in a vector
+    kjit_block = 1024,  // threads in a block
     kjit_cluster = 8,  // blocks that share a row
     kjit_row_stride = 8192,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 2,  // of a row, at most
@@ -145,7 +151,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = reinterpret_cast<const vec*>(
-            logits + kjit_base)[kjit_v];
+                logits + kjit_base)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             const real kjit_value = kjit_s0(load(kjit_in.e[kjit_k]));
@@ -159,7 +165,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = reinterpret_cast<const vec*>(
-            logits + kjit_base)[kjit_v];
+                logits + kjit_base)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             const real kjit_value = kjit_s2(kjit_s1(load(kjit_in.e[kjit_k]), m));
@@ -170,7 +176,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = reinterpret_cast<const vec*>(
-            logits + kjit_base)[kjit_v];
+                logits + kjit_base)[kjit_v];
         vec kjit_y;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
@@ -181,9 +187,10 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 }
 
 // One cluster of kjit_cluster blocks per row: thread t of block b handles vectors
-// b·kjit_block + t and every kjit_row_stride-th after it.
-extern "C" __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block)
-void softmax_fused(
+// b·kjit_block + t and every kjit_row_stride-th after it. (extern "C" as a block: with the
+// cluster's size on the kernel's line, there is no room for it there.)
+extern "C" {
+__global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
@@ -192,4 +199,4 @@ void softmax_fused(
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
 }
-
+}  // extern "C"

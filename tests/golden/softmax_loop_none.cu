@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 4, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 4,      // elements in a vector
-    kjit_block = 128,      // threads in a block
+    kjit_width = 4,  // elements in a vector
+    kjit_block = 128,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 8,  // of a row, at most
@@ -124,7 +130,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = reinterpret_cast<const vec*>(
-            logits + kjit_base)[kjit_v];
+                logits + kjit_base)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             const real kjit_value = kjit_s0(load(kjit_in.e[kjit_k]));
@@ -138,7 +144,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = reinterpret_cast<const vec*>(
-            logits + kjit_base)[kjit_v];
+                logits + kjit_base)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             const real kjit_value = kjit_s2(kjit_s1(load(kjit_in.e[kjit_k]), m));
@@ -149,7 +155,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = reinterpret_cast<const vec*>(
-            logits + kjit_base)[kjit_v];
+                logits + kjit_base)[kjit_v];
         vec kjit_y;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
@@ -160,8 +166,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 }
 
 // Fewer blocks than rows: block b works on rows b, b + gridDim.x, …
-extern "C" __global__ __launch_bounds__(kjit_block)
-void softmax_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
@@ -169,7 +174,6 @@ void softmax_fused(
          kjit_row_index += gridDim.x) {
         const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
-            kjit_row_index, kjit_first, logits, out, rows, cols);
+                kjit_row_index, kjit_first, logits, out, rows, cols);
     }
 }
-

@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store; a row's length is a multiple
 // of 4, so a vector never straddles two rows.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 4,      // elements in a vector
-    kjit_block = 128,      // threads in a block
+    kjit_width = 4,  // elements in a vector
+    kjit_block = 128,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 8,  // of a row, at most
@@ -92,7 +98,8 @@ __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 __device__ __forceinline__ void kjit_copy_to_shared(vec* shared, const vec* global)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n"
-                 ::"r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global));
+                 :
+                 : "r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global));
 }
 __device__ __forceinline__ void kjit_commit_copies()
 {
@@ -105,7 +112,10 @@ __device__ __forceinline__ void kjit_wait_for_copies()
 }
 
 // Where vector v of the row waits in shared memory: the block holds the whole row.
-__device__ __forceinline__ long long kjit_slot(long long v) { return v; }
+__device__ __forceinline__ long long kjit_slot(long long v)
+{
+    return v;
+}
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
 // kjit_row_stride, …) copied to `to` in shared memory, as one group of copies. A thread reads
@@ -193,8 +203,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 }
 
 // Fewer blocks than rows: block b works on rows b, b + gridDim.x, …
-extern "C" __global__ __launch_bounds__(kjit_block)
-void softmax_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
@@ -215,7 +224,6 @@ void softmax_fused(
         const vec* kjit_row = kjit_rows + kjit_turn * kjit_vectors;
         const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
-            kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
+                kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
     }
 }
-

@@ -7,20 +7,26 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef __nv_bfloat16 store_t;
-__device__ __forceinline__ real load(store_t v) { return __bfloat162float(v); }
-__device__ __forceinline__ store_t store(real x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ real load(store_t v)
+{
+    return __bfloat162float(v);
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return __float2bfloat16_rn(x);
+}
 
 // Each element is its own 2-byte load or store; a row's length is a multiple
 // of 1, so a vector never straddles two rows.
-struct __align__(2) vec {
+struct alignas(2) vec {
     store_t e[1];
 };
 
 // The launch policy (src/family/rows/policy.cpp), as these kernels use it: named constants,
 // an enum so that they take no storage.
 enum : int {
-    kjit_width = 1,      // elements in a vector
-    kjit_block = 64,      // threads in a block
+    kjit_width = 1,  // elements in a vector
+    kjit_block = 64,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 64,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 1,  // of a row, at most
@@ -97,10 +103,15 @@ __device__ __forceinline__ void kjit_copy_to_shared(vec* shared, const vec* glob
 }
 __device__ __forceinline__ void kjit_commit_copies() {}
 template <int pending>
-__device__ __forceinline__ void kjit_wait_for_copies() {}
+__device__ __forceinline__ void kjit_wait_for_copies()
+{
+}
 
 // Where vector v of the row waits in shared memory: the block holds the whole row.
-__device__ __forceinline__ long long kjit_slot(long long v) { return v; }
+__device__ __forceinline__ long long kjit_slot(long long v)
+{
+    return v;
+}
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
 // kjit_row_stride, …) copied to `to` in shared memory, as one group of copies. A thread reads
@@ -188,8 +199,7 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 }
 
 // One block per row.
-extern "C" __global__ __launch_bounds__(kjit_block)
-void softmax_fused(
+extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
@@ -201,4 +211,3 @@ void softmax_fused(
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
 }
-

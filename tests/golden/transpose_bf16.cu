@@ -7,11 +7,17 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef __nv_bfloat16 store_t;
-__device__ __forceinline__ real load(store_t v) { return __bfloat162float(v); }
-__device__ __forceinline__ store_t store(real x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ real load(store_t v)
+{
+    return __bfloat162float(v);
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return __float2bfloat16_rn(x);
+}
 
 // 8 elements travel together as one 16-byte load or store.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[8];
 };
 
@@ -20,8 +26,9 @@ struct __align__(16) vec {
 // addresses. The policy (src/family/transpose), as named constants (an enum: no storage):
 enum : int {
     kjit_tile_size = 64,
-    kjit_width = 8,          // elements a thread moves at once, on both sides
+    kjit_width = 8,  // elements a thread moves at once, on both sides
     kjit_tile_rows = 16,  // rows of threads in a block, each kjit_tile_size / kjit_width wide
+    kjit_threads = kjit_tile_size / kjit_width * kjit_tile_rows,  // threads in a block
     kjit_tile_vectors = kjit_tile_size / kjit_width,  // vectors in a tile row
 };
 
@@ -39,8 +46,7 @@ __device__ __forceinline__ int kjit_swizzle(int row)
 // Block (bx, by) moves the tile at input rows by·64… and columns bx·64… (rows × cols)
 // to output rows bx·64… and columns by·64… (cols × rows). With vectors of more than one
 // element, rows and cols are multiples of kjit_width, so a vector never straddles two rows.
-extern "C" __global__ __launch_bounds__(kjit_tile_size / kjit_width * kjit_tile_rows)
-void transpose_transpose(
+extern "C" __global__ __launch_bounds__(kjit_threads) void transpose_transpose(
         const store_t* __restrict__ a, store_t* __restrict__ out, long long rows, long long cols)
 {
     __shared__ vec kjit_tile[kjit_tile_size][kjit_tile_vectors];

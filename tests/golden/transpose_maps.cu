@@ -7,11 +7,17 @@
 // Arrays are stored as store_t; the arithmetic is done in real.
 typedef float real;
 typedef float store_t;
-__device__ __forceinline__ real load(store_t v) { return v; }
-__device__ __forceinline__ store_t store(real x) { return x; }
+__device__ __forceinline__ real load(store_t v)
+{
+    return v;
+}
+__device__ __forceinline__ store_t store(real x)
+{
+    return x;
+}
 
 // 4 elements travel together as one 16-byte load or store.
-struct __align__(16) vec {
+struct alignas(16) vec {
     store_t e[4];
 };
 
@@ -20,8 +26,9 @@ struct __align__(16) vec {
 // addresses. The policy (src/family/transpose), as named constants (an enum: no storage):
 enum : int {
     kjit_tile_size = 64,
-    kjit_width = 4,          // elements a thread moves at once, on both sides
+    kjit_width = 4,  // elements a thread moves at once, on both sides
     kjit_tile_rows = 16,  // rows of threads in a block, each kjit_tile_size / kjit_width wide
+    kjit_threads = kjit_tile_size / kjit_width * kjit_tile_rows,  // threads in a block
     kjit_padding = 1,  // elements after each tile row
 };
 
@@ -50,8 +57,7 @@ __device__ __forceinline__ real kjit_after(real x, real b)
 // Block (bx, by) moves the tile at input rows by·64… and columns bx·64… (rows × cols)
 // to output rows bx·64… and columns by·64… (cols × rows). With vectors of more than one
 // element, rows and cols are multiples of kjit_width, so a vector never straddles two rows.
-extern "C" __global__ __launch_bounds__(kjit_tile_size / kjit_width * kjit_tile_rows)
-void transpose_transpose(
+extern "C" __global__ __launch_bounds__(kjit_threads) void transpose_transpose(
         const store_t* __restrict__ a, const store_t* __restrict__ b, store_t* __restrict__ out,
         real scale, long long rows, long long cols)
 {
@@ -71,7 +77,7 @@ void transpose_transpose(
 #pragma unroll
             for (int kjit_e = 0; kjit_e < kjit_width; ++kjit_e) {
                 kjit_tile[kjit_j][kjit_lane + kjit_e] = kjit_before(
-                    load(kjit_v_a.e[kjit_e]), load(kjit_v_b.e[kjit_e]), scale);
+                        load(kjit_v_a.e[kjit_e]), load(kjit_v_b.e[kjit_e]), scale);
             }
         }
     }
@@ -89,7 +95,7 @@ void transpose_transpose(
 #pragma unroll
             for (int kjit_e = 0; kjit_e < kjit_width; ++kjit_e) {
                 kjit_y.e[kjit_e] = store(kjit_after(
-                    kjit_tile[kjit_lane + kjit_e][kjit_j], load(kjit_v_b.e[kjit_e])));
+                        kjit_tile[kjit_lane + kjit_e][kjit_j], load(kjit_v_b.e[kjit_e])));
             }
             reinterpret_cast<vec*>(out)[kjit_o / kjit_width] = kjit_y;
         }

@@ -95,10 +95,10 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     for (const auto& a : k.positions) element_params.push_back(std::string(expr::position_type(style)) + " " + a);
     item.set("element_params", codegen::parameter_list(element_params));
     item.set("kernel_params", codegen::parameter_list(params));
-    // Continued lines of a call go 4 columns deeper than the statement.
+    // Continued lines of a call go 8 columns deeper than the statement.
     item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; },
-                                         "kjit_v * kjit_width + kjit_k", 20));
-    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }, "kjit_i", 12));
+                                         "kjit_v * kjit_width + kjit_k", 24));
+    item.set("scalar_args", element_args([](const std::string& a) { return "load(" + a + "[kjit_i])"; }, "kjit_i", 16));
     mu::data arrays{mu::data::type::list};
     for (const auto& a : reads) arrays.push_back(mu::data("array", a));
     item.set("arrays", arrays);

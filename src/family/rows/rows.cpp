@@ -14,6 +14,10 @@ using config::pipeline;
 using cache = config::launch_spec::row_cache;
 using result_kind = chain_kernel::result;
 
+/// The indent of the template's lines that compute an element (in the loops over a thread's
+/// vectors and their elements).
+constexpr int k_element_indent = 12;
+
 /// A final reduce without a name still needs a variable to hold its value.
 std::string row_value_name(const config::stage& s) { return s.as.empty() ? "kjit_result" : s.as; }
 
@@ -105,7 +109,7 @@ mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cud
     test.set("condition", expr::to_text(where));
     test.set("code", expr::to_cuda(where, style));
     test.set("params", codegen::parameter_list(params));
-    test.set("args", codegen::parameter_list(args, 16));
+    test.set("args", codegen::parameter_list(args, 20));  // the call is on a line indented by 12
     list.push_back(test);
     return list;
 }
@@ -143,7 +147,9 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     item.set("heading", codegen::heading(k.name, k.what));
     item.set("kernel_params", codegen::parameter_list(kernel_params));
     item.set("row_params", codegen::parameter_list(row_params));
+    // The row function is called on a line indented by 4, or by 8 in a loop over rows.
     item.set("row_args", codegen::parameter_list(row_args, 12));
+    item.set("loop_row_args", codegen::parameter_list(row_args, 16));
     if (!k.first_value.empty()) item.set("first", k.first_value);
     // Where the row is loaded into registers here, once: the one load that can be skipped.
     const expr::tree unread = unread_where(p, k);
@@ -165,9 +171,9 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     // The row's vector loaded in each pass over it, where the row is not kept in registers.
     item.set("first_in_pass", codegen::flag(loads_each_pass && !k.first_value.empty()));
     const bool maps_at_use = loads_each_pass || keep_inputs;
-    std::string value = !loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])" : "x[kjit_j * kjit_width + kjit_k]")
+    codegen::code value{!loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])" : "x[kjit_j * kjit_width + kjit_k]")
                         : k.first_value.empty() ? "(real)0"
-                                                : "load(kjit_in.e[kjit_k])";
+                                                : "load(kjit_in.e[kjit_k])"};
     item.set("keeps_inputs", codegen::flag(keep_inputs));
     item.set("loads_each_pass", codegen::flag(loads_each_pass));
     // Other arrays are read a vector at a time where a loop over x uses them: those of the
@@ -192,7 +198,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         expr::collect_names(st.kernel, used);
         // The element function takes x, each array's element, the row values, the scalars, then the
         // positions it uses.
-        std::vector<std::string> params{"real x"}, args{value};
+        std::vector<std::string> params{"real x"}, args;
         std::vector<std::string> site_arrays = value_arrays;
         for (const auto& a : used.arrays) {
             params.push_back("real " + a);
@@ -200,14 +206,16 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             add_once(site_arrays, a);
         }
         add_names(used, style, params, args);
-        // Each stage's function is in one kernel's code only: its index names it.
-        const std::string call = "kjit_s" + std::to_string(i) + "(" + codegen::parameter_list(args, 16) + ")";
+        // Each stage's function is in one kernel's code only: its index names it. A call is on a
+        // line indented by k_element_indent, or nested in a later stage's call.
+        codegen::code call{"kjit_s" + std::to_string(i), {value}, true};
+        for (const auto& a : args) call.args.push_back({a});
         mu::data step;
         step.set("index", std::to_string(i));
         step.set("what", config::describe(st));
         step.set("code", expr::to_cuda(st.kernel, style));
         step.set("params", codegen::parameter_list(params));
-        step.set("value", call);
+        step.set("value", codegen::print(call, k_element_indent));
         step.set("arrays", vector_loads(site_arrays));
         if (st.reduce == config::reduction::none) {
             if (maps_at_use) {  // applied where x is used next
@@ -235,7 +243,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         }
         steps.push_back(step);
     }
-    item.set("stored_value", value);
+    item.set("stored_value", codegen::print(value, k_element_indent));
     item.set("store_arrays", vector_loads(value_arrays));
     item.set("steps", steps);
     mu::data row_stores{mu::data::type::list};

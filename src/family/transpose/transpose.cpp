@@ -194,7 +194,7 @@ void element_function(const pipeline& p, std::size_t first, std::size_t last, co
         args.push_back(s);
     }
     data.set(prefix + "_params", codegen::parameter_list(params));
-    data.set(prefix + "_args", codegen::parameter_list(args, 20));
+    data.set(prefix + "_args", codegen::parameter_list(args, 24));  // called on lines indented by 16
     mu::data steps{mu::data::type::list};
     for (std::size_t i = first; i < last; ++i) {
         mu::data step;
