@@ -44,6 +44,7 @@ const std::vector<golden_case>& cases() {
         {"softmax_loop_shared", "softmax.json", {{"launch.grid", "resident"}, {"launch.row_cache", "shared"}}},
         {"softmax_online", "softmax.json", {{"stages[2].formula", "online"}}},
         {"causal_softmax_bf16", "causal_softmax.json", {{"dtype", "bfloat16"}}},
+        {"causal_softmax_warp_bf16", "causal_softmax.json", {{"dtype", "bfloat16"}, {"shape", {32768, 1024}}}},
         {"causal_softmax_online_row_none", "causal_softmax.json",
          {{"stages[3].formula", "online"}, {"launch.row_cache", "none"}}},
         {"elementwise_positions", "softmax.json",

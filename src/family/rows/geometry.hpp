@@ -39,6 +39,13 @@ inline constexpr long long k_warp_levels = 5;
 [[nodiscard]] long long row_items_per_thread(const config::pipeline& p);
 /// True when the row waits in registers between passes (row_cache "values" or "inputs").
 [[nodiscard]] bool row_in_registers(const config::pipeline& p);
+/// True where a vector of the row that the first stage ignores (all of it masked) may go unread:
+/// the row is loaded once, into registers, by its row function, on a block per row. On a warp per
+/// row the row is short, few of its vectors are masked, and the per-vector test cost more than
+/// it saved (the causal softmax, bfloat16, on the H200: 32768 × 1024 on a warp per row 1.094×
+/// the unmasked softmax with the skip, 1.029× without; 4096² in blocks of 128 1.001× with it,
+/// 1.056× without; bench/results/2026-12-02-h100-causal-skip).
+[[nodiscard]] bool may_skip_reads(const config::pipeline& p);
 /// Dynamic shared memory per block of a kernel that reads a row: with row_cache "shared", the
 /// block's row (two when it loops over rows: the next one arrives while this one is worked on);
 /// otherwise none.

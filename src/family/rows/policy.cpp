@@ -245,6 +245,8 @@ bool row_in_registers(const pipeline& p) {
     return p.launch.cache == cache::values || p.launch.cache == cache::inputs;
 }
 
+bool may_skip_reads(const pipeline& p) { return row_in_registers(p) && !rows_loop(p) && !p.launch.warp_per_row; }
+
 std::size_t shared_bytes(const pipeline& p) {
     if (p.launch.cache != config::launch_spec::row_cache::shared) return 0;
     return static_cast<std::size_t>(row_bytes_per_block(p) * (rows_loop(p) ? 2 : 1));

@@ -81,12 +81,11 @@ void add_names(const expr::used_names& used, const expr::cuda_style& style, std:
 
 /// Where the kernel's first stage, a map, ignores the x it loads, as a test of the element's
 /// scalars and positions (a causal mask): a vector of the row where every element passes it is
-/// not read. nullptr where there is no such test, or no single load to skip (the row is loaded
-/// again in each pass, or ahead of its row function).
+/// not read. nullptr where there is no such test, or where the policy reads every vector
+/// (rows::may_skip_reads).
 expr::tree unread_where(const pipeline& p, const chain_kernel& k) {
     const config::stage& first = p.stages[k.stages.front()];
-    if (k.first_value.empty() || first.reduce != config::reduction::none) return nullptr;
-    if (!rows::row_in_registers(p) || rows::rows_loop(p)) return nullptr;
+    if (k.first_value.empty() || first.reduce != config::reduction::none || !rows::may_skip_reads(p)) return nullptr;
     expr::tree where = expr::flowing_ignored_where(first.kernel);
     if (!where) return nullptr;
     expr::used_names used;
