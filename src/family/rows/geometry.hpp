@@ -44,7 +44,7 @@ inline constexpr long long k_warp_levels = 5;
 /// row the row is short, few of its vectors are masked, and the per-vector test cost more than
 /// it saved (the causal softmax, bfloat16, on the H200: 32768 × 1024 on a warp per row 1.094×
 /// the unmasked softmax with the skip, 1.029× without; 4096² in blocks of 128 1.001× with it,
-/// 1.056× without; bench/results/2026-12-02-h100-causal-skip).
+/// 1.056× without; bench/results/2026-12-02-causal-skip).
 [[nodiscard]] bool may_skip_reads(const config::pipeline& p);
 /// Dynamic shared memory per block of a kernel that reads a row: with row_cache "shared", the
 /// block's row (two when it loops over rows: the next one arrives while this one is worked on);
