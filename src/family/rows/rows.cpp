@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "expr/functions.hpp"
+#include "family/rows/element_calls.hpp"
 #include "family/rows/geometry.hpp"
 #include "family/stage_chain.hpp"
 
@@ -54,65 +55,6 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
     return args;
 }
 
-/// Position `name` of the element a row function's loops are at: its row, and its column from
-/// the vector and the element in it; rows and cols are the kernel's parameters.
-std::string position_value(const std::string& name) {
-    if (name == "i") return "kjit_base + kjit_v * kjit_width + kjit_k";
-    if (name == "row") return "kjit_row_index";
-    if (name == "col") return "kjit_v * kjit_width + kjit_k";
-    if (name == "n") return "rows * cols";
-    return name;
-}
-
-/// The row values, scalars and positions `used` names, as an element function's parameters and
-/// the arguments a row function's loops pass to them.
-void add_names(const expr::used_names& used, const expr::cuda_style& style, std::vector<std::string>& params,
-               std::vector<std::string>& args) {
-    for (const auto& names : {used.rows, used.scalars})
-        for (const auto& name : names) {
-            params.push_back("real " + name);
-            args.push_back(name);
-        }
-    for (const auto& name : used.positions) {
-        params.push_back(std::string(expr::position_type(style)) + " " + name);
-        args.push_back(expr::position_argument(position_value(name), style));
-    }
-}
-
-/// Where the kernel's first stage, a map, ignores the x it loads, as a test of the element's
-/// scalars and positions (a causal mask): a vector of the row where every element passes it is
-/// not read. nullptr where there is no such test, or where the policy reads every vector
-/// (rows::may_skip_reads).
-expr::tree unread_where(const pipeline& p, const chain_kernel& k) {
-    const config::stage& first = p.stages[k.stages.front()];
-    if (k.first_value.empty() || first.reduce != config::reduction::none || !rows::may_skip_reads(p)) return nullptr;
-    expr::tree where = expr::flowing_ignored_where(first.kernel);
-    if (!where) return nullptr;
-    expr::used_names used;
-    expr::collect_names(where, used);
-    if (!used.arrays.empty() || !used.rows.empty()) return nullptr;  // a test that would read memory
-    return where;
-}
-
-/// The template's {{#unread}}: the test as an element function, and its arguments at a vector's
-/// element; an empty list where `where` is null.
-mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cuda_style& style) {
-    mu::data list{mu::data::type::list};
-    if (!where) return list;
-    expr::used_names used;
-    expr::collect_names(where, used);
-    std::vector<std::string> params, args;
-    add_names(used, style, params, args);
-    mu::data test;
-    test.set("index", std::to_string(stage));
-    test.set("condition", expr::to_text(where));
-    test.set("code", expr::to_cuda(where, style));
-    test.set("params", codegen::parameter_list(params));
-    test.set("args", codegen::parameter_list(args, 20));  // the call is on a line indented by 12
-    list.push_back(test);
-    return list;
-}
-
 /// The template's data for one kernel: its row function's loads, stages and stores.
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned) {
     const expr::cuda_style style = codegen::style_of(p);
@@ -151,8 +93,8 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     item.set("loop_row_args", codegen::parameter_list(row_args, 16));
     if (!k.first_value.empty()) item.set("first", k.first_value);
     // Where the row is loaded into registers here, once: the one load that can be skipped.
-    const expr::tree unread = unread_where(p, k);
-    item.set("unread", unread_test(unread, k.stages.front(), style));
+    const expr::tree unread = rows::unread_where(p, k);
+    item.set("unread", rows::unread_test(unread, k.stages.front(), style));
     // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),
     // or each one only where the first stage needs it.
     item.set("loaded", codegen::flag(prefetched || unread));
@@ -204,7 +146,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
             add_once(site_arrays, a);
         }
-        add_names(used, style, params, args);
+        rows::add_names(used, style, params, args);
         // Each stage's function is in one kernel's code only: its index names it. A call is on a
         // line indented by k_element_indent, or nested in a later stage's call.
         codegen::code call{"kjit_s" + std::to_string(i), {value}, true};
@@ -295,7 +237,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("copy_async", codegen::flag(copy_async));
     data.set("streaming", codegen::flag(p.launch.streaming));
     const bool reads_unless = std::any_of(chain.kernels.begin(), chain.kernels.end(),
-                                          [&](const chain_kernel& k) { return unread_where(p, k) != nullptr; });
+                                          [&](const chain_kernel& k) { return rows::unread_where(p, k) != nullptr; });
     data.set("reads_unless", codegen::flag(reads_unless));
     data.set("read_word", p.launch.streaming ? "__ldcs(word)" : "*word");  // evict-first, as kjit_read_once
     data.set("in_words", codegen::flag(p.launch.streaming || reads_unless));
@@ -326,7 +268,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("classic_reductions", codegen::flag(sum || max || min));
     // A kernel whose first stage can skip vectors reads them with kjit_read_unless instead.
     const bool reads_row = std::any_of(chain.kernels.begin(), chain.kernels.end(), [&](const chain_kernel& k) {
-        return !k.first_value.empty() && !unread_where(p, k);
+        return !k.first_value.empty() && !rows::unread_where(p, k);
     });
     const bool copies_through_registers = p.launch.cache == cache::shared && !copy_async;
     data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
