@@ -184,7 +184,8 @@ struct ignored {
     tree when{};
 };
 
-tree boolean(node_kind kind, binary_op op, std::vector<tree> args) {
+/// A new boolean node: `a && b`, `a || b` (binary, with `op`), or `!a` (logical_not).
+tree boolean(node_kind kind, std::vector<tree> args, binary_op op = binary_op::logical_and) {
     node n;
     n.kind = kind;
     n.type = value_type::boolean;
@@ -198,14 +199,14 @@ ignored both(const ignored& a, const ignored& b) {
     if (a.extent == ignored::nowhere || b.extent == ignored::nowhere) return {};
     if (a.extent == ignored::everywhere) return b;
     if (b.extent == ignored::everywhere) return a;
-    return {ignored::where, boolean(node_kind::binary, binary_op::logical_and, {a.when, b.when})};
+    return {ignored::where, boolean(node_kind::binary, {a.when, b.when}, binary_op::logical_and)};
 }
 
 ignored either(const ignored& a, const ignored& b) {
     if (a.extent == ignored::everywhere || b.extent == ignored::everywhere) return {ignored::everywhere};
     if (a.extent == ignored::nowhere) return b;
     if (b.extent == ignored::nowhere) return a;
-    return {ignored::where, boolean(node_kind::binary, binary_op::logical_or, {a.when, b.when})};
+    return {ignored::where, boolean(node_kind::binary, {a.when, b.when}, binary_op::logical_or)};
 }
 
 ignored ignored_where(const tree& t) {
@@ -214,7 +215,7 @@ ignored ignored_where(const tree& t) {
     if (t->kind == node_kind::conditional && !uses_flowing(*t->args[0])) {
         const tree& choice = t->args[0];
         const ignored picked{ignored::where, choice};
-        const ignored not_picked{ignored::where, boolean(node_kind::logical_not, binary_op::add, {choice})};
+        const ignored not_picked{ignored::where, boolean(node_kind::logical_not, {choice})};
         return either(both(picked, ignored_where(t->args[1])), both(not_picked, ignored_where(t->args[2])));
     }
     // Any other node needs every operand that uses x.

@@ -112,10 +112,10 @@ struct binding {
 /// `t`, the later stage, not the composition so far).
 [[nodiscard]] tree substitute_flowing(const tree& t, const tree& value);
 
-/// Where `t` does not depend on `x`: a boolean tree over its other names that holds exactly
-/// where a choice (`c ? a : b`, with `c` free of x) picks a branch whose value ignores x, as
-/// `col > row` does for a causal mask `col > row ? -inf : x`. A kernel need not read x where it
-/// holds. nullptr where there is no such place: x is used everywhere, or nowhere.
+/// Where `t` does not depend on `x`: a boolean tree over its other names; where it holds, a
+/// choice (`c ? a : b`, with `c` free of x) picks a branch whose value ignores x, as `col > row`
+/// does for a causal mask `col > row ? -inf : x`. A kernel need not read x there. nullptr where
+/// there is no such place: x is used everywhere, or nowhere.
 [[nodiscard]] tree flowing_ignored_where(const tree& t);
 
 /// The arrays, scalars and row values a tree uses, each once, in order of first use.
