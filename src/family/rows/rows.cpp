@@ -55,8 +55,9 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
     return args;
 }
 
-/// The template's data for one kernel: its row function's loads, stages and stores.
-mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned) {
+/// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
+/// where its first stage ignores the row it loads (rows::unread_where).
+mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
     const expr::cuda_style style = codegen::style_of(p);
     const bool row_value_out = k.output == result_kind::row_value;
     std::vector<std::string> kernel_params, kernel_args;
@@ -93,7 +94,6 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     item.set("loop_row_args", codegen::parameter_list(row_args, 16));
     if (!k.first_value.empty()) item.set("first", k.first_value);
     // Where the row is loaded into registers here, once: the one load that can be skipped.
-    const expr::tree unread = rows::unread_where(p, k);
     item.set("unread", rows::unread_test(unread, k.stages.front(), style));
     // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),
     // or each one only where the first stage needs it.
@@ -209,8 +209,9 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
 }
 
 /// What the whole source is given besides its kernels: the row's shape in registers, the
-/// reductions' spelling, the cache and copy choices.
-void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
+/// reductions' spelling, the cache and copy choices. `unread` holds each kernel's
+/// rows::unread_where.
+void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector<expr::tree>& unread, mu::data& data) {
     const int width = p.launch.vector_width;
     const long long items = rows::row_items_per_thread(p);
     data.set("block", std::to_string(p.launch.block));
@@ -236,10 +237,8 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     const bool copy_async = vector_bytes >= 4;
     data.set("copy_async", codegen::flag(copy_async));
     data.set("streaming", codegen::flag(p.launch.streaming));
-    const bool reads_unless = std::any_of(chain.kernels.begin(), chain.kernels.end(),
-                                          [&](const chain_kernel& k) { return rows::unread_where(p, k) != nullptr; });
+    const bool reads_unless = std::any_of(unread.begin(), unread.end(), [](const expr::tree& t) { return t != nullptr; });
     data.set("reads_unless", codegen::flag(reads_unless));
-    data.set("read_word", p.launch.streaming ? "__ldcs(word)" : "*word");  // evict-first, as kjit_read_once
     data.set("in_words", codegen::flag(p.launch.streaming || reads_unless));
     data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");
     // __ldcs and __stcs take a built-in type, and a skipped load is chosen by whole words: a
@@ -267,9 +266,9 @@ void add_row_data(const pipeline& p, const stage_chain& chain, mu::data& data) {
     data.set("online_sums", codegen::flag(online));
     data.set("classic_reductions", codegen::flag(sum || max || min));
     // A kernel whose first stage can skip vectors reads them with kjit_read_unless instead.
-    const bool reads_row = std::any_of(chain.kernels.begin(), chain.kernels.end(), [&](const chain_kernel& k) {
-        return !k.first_value.empty() && !rows::unread_where(p, k);
-    });
+    bool reads_row = false;
+    for (std::size_t i = 0; i < chain.kernels.size(); ++i)
+        reads_row = reads_row || (!chain.kernels[i].first_value.empty() && !unread[i]);
     const bool copies_through_registers = p.launch.cache == cache::shared && !copy_async;
     data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
     data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
@@ -321,8 +320,12 @@ public:
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override {
         chain_start start = start_chain(p, name());
-        add_row_data(p, start.chain, start.data);
-        for (const auto& k : start.chain.kernels) {
+        // Each kernel's test for the vectors it need not read, decided once.
+        std::vector<expr::tree> unread;
+        for (const auto& k : start.chain.kernels) unread.push_back(rows::unread_where(p, k));
+        add_row_data(p, start.chain, unread, start.data);
+        for (std::size_t i = 0; i < start.chain.kernels.size(); ++i) {
+            const chain_kernel& k = start.chain.kernels[i];
             kernel planned = kernel_of(k, p.launch.block);
             // One block (or cluster) per row; a given grid loops over the rows, and needs no
             // more blocks than rows.
@@ -335,7 +338,7 @@ public:
             if (!k.first_value.empty()) planned.shared_bytes = rows::shared_bytes(p);
             planned.args = arguments_of(p, k);
             count_bytes(p, k, passes_of(p, k), planned);
-            mu::data item = kernel_data(p, k, planned);
+            mu::data item = kernel_data(p, k, planned, unread[i]);
             start.add(std::move(planned), std::move(item));
         }
         return start.finish(templates, template_file());
