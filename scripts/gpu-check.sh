@@ -5,6 +5,12 @@
 #               module where nanobind imports)
 #   tests       every CTest label but format (CI runs it), gpu included (the python label writes
 #               the executed notebook, seed.ipynb), then the gpu tests again for their figures
+#   gemm-odd    the GEMM family verified at M, N, K of 1, 17, 1000, 4097 (all 64 combinations), every
+#               dtype on its rung, fused and separate; bfloat16 and float16 on simt too
+#   gemm        the GEMM ladder at 4096³, 8192³ and 8192 × 4096 × 4096 (GEMM_SHAPES), each rung alone,
+#               the epilogue fused (tanh, GELU) and separate, 2 rounds; the peers (cuBLAS, cuBLASLt's
+#               GELU epilogue, eager addmm + activation, torch.compile, Triton) at the same shapes
+#               (bench/peers/gemm_peers.py); summed by scripts/gemm_table.py
 #   python      bench/python_calls.py: kjit's kernels called from Python beside CuPy, Triton,
 #               PyTorch and Numba; a warm session's run; import + first run against `kjit run`
 #   runs        every shipped config in a fresh process, empty cache then warm; the default at larger n
@@ -457,6 +463,48 @@ PY
             done
         done
         python3 scripts/tune_table.py --auto "$out/auto" | tee "$out/tune_auto.md" ;;
+    gemm-odd)
+        # Every rung at odd shapes: M, N, K of 1, 17, 1000 and 4097 in all 64 combinations; each
+        # dtype with its auto rung (float32 and float64 simt, bfloat16 and float16 mma), fused and
+        # separate; bfloat16 and float16 on simt too.
+        mkdir -p "$out/gemm_odd"
+        for m in 1 17 1000 4097; do for n in 1 17 1000 4097; do for k in 1 17 1000 4097; do
+            shape=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]" --set measure.repeat=3 --set measure.max_ms=5 --set measure.warmup=1 --quiet)
+            echo "== $m x $n x $k" >> "$out/gemm_odd.log"
+            "$kjit" sweep configs/mlp_layer.json "${shape[@]}" --set 'sweep={"dtype":["float32","float64","bfloat16","float16"],"fusion":["fused","separate"],"launch.rung":["auto"]}' \
+                --json "$out/gemm_odd/${m}x${n}x${k}.json" >> "$out/gemm_odd.log" 2>&1 || status=1
+            "$kjit" sweep configs/mlp_layer.json "${shape[@]}" --set 'sweep={"dtype":["bfloat16","float16"],"launch.rung":["simt"]}' \
+                --json "$out/gemm_odd/${m}x${n}x${k}.simt.json" >> "$out/gemm_odd.log" 2>&1 || status=1
+        done; done; done
+        grep -cE " PASS " "$out/gemm_odd.log"; grep -E "FAIL|error" "$out/gemm_odd.log" | head -20 ;;
+    gemm)
+        # The ladder at the issue's shapes (M x N x K), each rung alone and with its epilogue fused
+        # or separate, then the peers at the same shapes (bench/peers/gemm_peers.py).
+        alone='stages=[{"op":"matmul","input":"x_in","by":"W"}]'
+        gelu='stages[2]={"op":"activate","fn":"gelu","formula":"tanh"}'
+        mkdir -p "$out/gemm"
+        for shape in ${GEMM_SHAPES:-4096x4096x4096 8192x8192x8192 8192x4096x4096}; do
+            IFS=x read -r m n k <<< "$shape"
+            sized=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]" --skip-ceiling)
+            for round in ${GEMM_ROUNDS:-1 2}; do
+                for variant in simt_f32 simt_bf16 mma mma_tanh mma_gelu mma_gelu_separate; do
+                    case $variant in
+                        simt_f32) extra=(--set dtype=float32 --set "$alone") ;;
+                        simt_bf16) extra=(--set launch.rung=simt --set "$alone") ;;
+                        mma) extra=(--set "$alone") ;;
+                        mma_tanh) extra=() ;;
+                        mma_gelu) extra=(--set "$gelu") ;;
+                        mma_gelu_separate) extra=(--set "$gelu" --set fusion=separate) ;;
+                    esac
+                    "$kjit" run configs/mlp_layer.json "${sized[@]}" "${extra[@]}" ${GEMM_SET:+--set "$GEMM_SET"} \
+                        --json "$out/gemm/$shape.$variant.$round.json" >> "$out/gemm.log" 2>&1 || status=1
+                done
+            done
+        done
+        python3 bench/peers/gemm_peers.py --shapes "$(echo ${GEMM_SHAPES:-4096x4096x4096 8192x8192x8192 8192x4096x4096} | tr ' ' ,)" \
+            --compile-mode "${GEMM_COMPILE_MODE:-max-autotune-no-cudagraphs}" \
+            > "$out/gemm_peers.jsonl" 2>> "$out/gemm.log" || status=1
+        python3 scripts/gemm_table.py "$out" | tee "$out/gemm_table.md" ;;
     python)
         PYTHONPATH="$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}" python3 bench/python_calls.py --kjit "$kjit" --out "$out" \
             > "$out/python_calls.log" 2>&1 || status=1

@@ -4,7 +4,8 @@
 // sizes. Its arguments are bound by position to the plan's typed arguments (buffers by name,
 // scalars, sizes); then its
 // stages run in order over the matrix x starts from (a row of n elements for an elementwise
-// pipeline): a map per row, a reduce into a row value, a transpose by rearranging. What the plan
+// pipeline): a matmul by its definition, a map per row, a reduce into a row value, a transpose by
+// rearranging. What the plan
 // says the kernel writes is written: the output's elements or one value per row, and row values.
 // kjit's copy probe, which no plan holds, copies.
 // Values are computed in double from the stages' kernel trees and stored in the buffers' types.
@@ -124,8 +125,18 @@ private:
         long long cols = b.sizes.count("cols") ? b.sizes.at("cols") : b.sizes.at("n");
         const auto count = static_cast<std::size_t>(rows * cols);
         std::vector<double> x(count, 0.0), zeros(count, 0.0), next(count);
-        if (!k.reads_x.empty())
+        const config::stage& first = p.stages[k.stages.front()];
+        if (first.family_op && first.op == "matmul") {  // x = A · B, A rows × depth, B depth × cols
+            const long long depth = b.sizes.at("kjit_depth");
+            const unsigned char* a = b.buffers.at(k.reads_x)->data();
+            const unsigned char* by = b.buffers.at(first.options.at("by").get<std::string>())->data();
+            for (long long r = 0; r < rows; ++r)
+                for (long long c = 0; c < cols; ++c)
+                    for (long long d = 0; d < depth; ++d)
+                        x[r * cols + c] += reference::get_element(p.type, a, r * depth + d) * reference::get_element(p.type, by, d * cols + c);
+        } else if (!k.reads_x.empty()) {
             for (std::size_t i = 0; i < count; ++i) x[i] = reference::get_element(p.type, b.buffers.at(k.reads_x)->data(), i);
+        }
         // Every array a stage may name, widened to double once (a per-column one has cols elements).
         std::map<std::string, std::vector<double>> arrays;
         for (const auto& a : k.args)
@@ -144,7 +155,8 @@ private:
         std::map<std::size_t, std::vector<double>> reduced;  // what each reduce stage combined, by stage
         for (std::size_t s : k.stages) {
             const config::stage& st = p.stages[s];
-            if (st.family_op) {  // the only one: a transpose of the rows × cols matrix
+            if (st.family_op && st.op == "matmul") continue;  // computed above
+            if (st.family_op) {  // the other: a transpose of the rows × cols matrix
                 for (long long r = 0; r < rows; ++r)
                     for (long long c = 0; c < cols; ++c) next[c * rows + r] = x[r * cols + c];
                 x.swap(next);

@@ -72,6 +72,12 @@ const std::vector<golden_case>& cases() {
                                   {{"op", "transpose"}},
                                   {{"op", "activate"}, {"fn", "tanh"}},
                                   {{"op", "map"}, {"expr", "x - b"}}})}}},
+        {"mlp_layer_mma", "mlp_layer.json", {}},
+        {"mlp_layer_simt_f32", "mlp_layer.json", {{"dtype", "float32"}}},
+        // Rows not 16-byte aligned (K = 17): copied element by element; an odd N: stored singly.
+        {"mlp_layer_mma_odd_separate", "mlp_layer.json",
+         {{"shape", {1000, 17}}, {"inputs.W.shape", {17, 1001}}, {"fusion", "separate"}, {"params", {{"scale", 0.5}}},
+          {"stages[2]", {{"op", "map"}, {"expr", "tanh(x) * scale"}}}}},
     };
     return all;
 }

@@ -30,7 +30,7 @@ report::record sample_run() {
     r.kernel_cold = run::summarize({0.010, 0.008, 0.009});
     r.kernel_batch = run::summarize({0.006});
     r.bytes_moved = 12e6;
-    r.check = report::check_row{true, 0, 0, 0, 0, 1e-7, 2e-7, 2, 4e-6, 0, 1.2e-7, ""};
+    r.check = report::check_row{true, 0, 0, 0, 0, 1e-7, 2e-7, 2, 4e-6, 0, 1.2e-7, 1000, 1000, ""};
     r.status = report::outcome::pass;
     r.error = "a, \"quoted\"\nline";
     return r;

@@ -95,6 +95,43 @@ TEST_CASE("one wrong element fails, named with its inputs") {
     CHECK(rec.check->first_bad.find("weights=") != std::string::npos);
 }
 
+namespace {
+/// tanh(x · w + b) at 600 × 500 (a result large enough to be checked by a sample), depth 3.
+config::pipeline small_gemm(const std::string& fusion) {
+    auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
+    doc.json.erase("sweep");
+    doc.json["shape"] = {600, 3};
+    doc.json["inputs"]["W"]["shape"] = {3, 500};
+    doc.json["dtype"] = "float32";
+    doc.json["fusion"] = fusion;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    return family::load(doc);
+}
+}  // namespace
+
+TEST_CASE("a matmul through the runner: a sample checked, flops counted; a tile left unwritten fails by name") {
+    for (const std::string fusion : {"fused", "separate"}) {
+        CAPTURE(fusion);
+        fixture f;
+        auto rec = f.run(small_gemm(fusion));
+        CHECK(rec.status == report::outcome::pass);
+        REQUIRE(rec.check.has_value());
+        CHECK(rec.check->elements == 600u * 500u);
+        CHECK(rec.check->compared >= 65536u);
+        CHECK(rec.check->compared < rec.check->elements);
+        CHECK(rec.flops == 2.0 * 600 * 500 * 3);
+        // The last kernel skips the tile at rows 128… and columns 256… (it keeps the poison there).
+        f.gpu.after_launch = [](const std::string&, const std::vector<std::vector<unsigned char>*>& buffers, const run::kernel_launch&) {
+            for (int r = 128; r < 256; ++r)
+                std::fill_n(buffers.back()->begin() + (r * 500 + 256) * 4, 128 * 4, kjit::reference::k_poison_byte);
+        };
+        rec = f.run(small_gemm(fusion));
+        CHECK(rec.status == report::outcome::fail);
+        CHECK(rec.check->mismatches == 128u * 128u);
+        CHECK(rec.check->first_bad.find("element 64256 (row 128, col 256)") == 0);
+    }
+}
+
 TEST_CASE("separate stages: three launches per chain, wired through intermediates") {
     fixture f;
     std::vector<std::string> order;

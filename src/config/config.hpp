@@ -58,6 +58,9 @@ struct input_spec {
     /// "per": "column": one value per column (cols elements, the same for every row), such as a
     /// norm's weight and bias; otherwise one per element.
     bool per_column = false;
+    /// "shape": [rows, cols]: an input with a shape of its own, not the pipeline's (the matrix a
+    /// matmul multiplies by); empty for the others.
+    std::vector<long long> dims;
     /// fill "file": the file (a relative "path" is relative to the config's folder), and what
     /// its .npy header says (or, with "format", its raw element type and count). The data is
     /// read, and converted to the pipeline's dtype, when a run needs it.
@@ -284,11 +287,15 @@ using loader = pipeline (*)(const document&);
 [[nodiscard]] std::string describe(const stage& s);
 /// "normalize → weigh → tanh=builtin".
 [[nodiscard]] std::string describe_stages(const pipeline& p);
-/// Elements of an input array: n, or cols for a per-column input.
+/// Elements of an input array: its own shape's, n, or result_columns for a per-column input.
 [[nodiscard]] long long elements_of(const pipeline& p, const input_spec& in);
+/// Columns of the matrix the stages end with: the shape's, unless a stage multiplies x by an
+/// input (a family op with "by", a matmul), which gives it that input's columns.
+[[nodiscard]] long long result_columns(const pipeline& p);
 /// True when the last stage is a reduce: the result is one value per row.
 [[nodiscard]] bool result_per_row(const pipeline& p);
-/// Elements of the result: n, or one per row when the last stage is a reduce.
+/// Elements of the result: n (rows × result_columns for a shape), or one per row when the last
+/// stage is a reduce.
 [[nodiscard]] long long output_count(const pipeline& p);
 /// The input named `name`, or nullptr.
 [[nodiscard]] const input_spec* find_input(const pipeline& p, std::string_view name);

@@ -1,5 +1,7 @@
 // The names, sizes and labels of a pipeline's parts, and its default tolerance.
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <set>
 
 #include "config/config.hpp"
@@ -95,11 +97,28 @@ const scalar_param* find_scalar(const pipeline& p, std::string_view name) {
     return found == p.scalars.end() ? nullptr : &*found;
 }
 
-long long elements_of(const pipeline& p, const input_spec& in) { return in.per_column ? p.shape->cols : p.n; }
+long long elements_of(const pipeline& p, const input_spec& in) {
+    if (!in.dims.empty()) return std::accumulate(in.dims.begin(), in.dims.end(), 1LL, std::multiplies<>());
+    return in.per_column ? result_columns(p) : p.n;
+}
+
+long long result_columns(const pipeline& p) {
+    long long cols = p.shape ? p.shape->cols : p.n;
+    for (const auto& s : p.stages) {
+        const auto by = s.options.is_object() ? s.options.find("by") : s.options.end();
+        if (!s.family_op || by == s.options.end() || !by->is_string()) continue;
+        if (const input_spec* matrix = find_input(p, by->get<std::string>()); matrix && matrix->dims.size() == 2)
+            cols = matrix->dims[1];
+    }
+    return cols;
+}
 
 bool result_per_row(const pipeline& p) { return p.stages.back().reduce != reduction::none; }
 
-long long output_count(const pipeline& p) { return result_per_row(p) ? p.shape->rows : p.n; }
+long long output_count(const pipeline& p) {
+    if (result_per_row(p)) return p.shape->rows;
+    return p.shape ? p.shape->rows * result_columns(p) : p.n;
+}
 
 const input_spec* find_input(const pipeline& p, std::string_view name) {
     const auto found = std::find_if(p.inputs.begin(), p.inputs.end(), [&](const input_spec& in) { return in.name == name; });

@@ -73,7 +73,7 @@ std::optional<int> read_arch(const object_reader& r) {
 /// A config with neither "n" nor "shape" takes them from its first file input's .npy shape.
 void size_from_file(const object_reader& r, pipeline& p) {
     const auto from_file = std::find_if(p.inputs.begin(), p.inputs.end(), [](const input_spec& in) {
-        return in.fill == fill_kind::file && !in.per_column;
+        return in.fill == fill_kind::file && !in.per_column && in.dims.empty();
     });
     if (from_file == p.inputs.end()) {
         (void)r.integer("n", 1, 1LL << 40, std::nullopt);  // the usual "missing" error
@@ -94,12 +94,15 @@ void check_file_sizes(const object_reader& r, const pipeline& p) {
         if (in.fill != fill_kind::file || (in.per_column && !p.shape)) continue;  // the family refuses the latter
         const long long needed = elements_of(p, in);
         const auto& shape = in.file.shape;
-        const bool matrix_differs = !in.per_column && p.shape && shape.size() == 2 &&
-                                    (shape[0] != p.shape->rows || shape[1] != p.shape->cols);
+        const std::vector<long long> matrix = !in.dims.empty() ? in.dims
+                                              : p.shape && !in.per_column ? std::vector<long long>{p.shape->rows, p.shape->cols}
+                                                                          : std::vector<long long>{};
+        const bool matrix_differs = !matrix.empty() && shape.size() == 2 && shape != matrix;
         if (in.file.count() == needed && !matrix_differs) continue;
-        const std::string wanted = in.per_column ? std::to_string(needed) + " (one per column)"
-                                   : p.shape     ? npy::shape_text({p.shape->rows, p.shape->cols}) + " (the shape)"
-                                                 : std::to_string(needed) + " (n)";
+        const std::string wanted = in.per_column      ? std::to_string(needed) + " (one per column)"
+                                   : !in.dims.empty() ? npy::shape_text(in.dims) + " (its \"shape\")"
+                                   : p.shape          ? npy::shape_text(matrix) + " (the shape)"
+                                                      : std::to_string(needed) + " (n)";
         r.fail_at("inputs." + in.name + ".path", in.path.string() + ": holds " + npy::shape_text(shape) + " " +
                                                      std::string(in.file.type->name) + " elements; the pipeline needs " + wanted);
     }
@@ -285,9 +288,9 @@ pipeline from_json(const document& doc) {
     }
 
     p.seed = static_cast<std::uint64_t>(r.integer("seed", 0, std::numeric_limits<long long>::max(), 1));
-    if (const input_spec* first = find_input(p, p.stages.front().input); first && first->per_column)
+    if (const input_spec* first = find_input(p, p.stages.front().input); first && (first->per_column || !first->dims.empty()))
         r.fail_at("stages[0].input", "x starts from an input of one value per element; \"" + p.stages.front().input +
-                                         "\" has one per column");
+                                         (first->per_column ? "\" has one per column" : "\" has a shape of its own"));
     return p;
 }
 

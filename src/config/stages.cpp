@@ -73,7 +73,8 @@ void read_file_input(const object_reader& r, const std::string& source, input_sp
 
 input_spec read_input(const std::string& name, const json& value, const std::string& path,
                       const std::string& source) {
-    object_reader r(value, path, source, {"fill", "low", "high", "round", "mean", "std", "value", "per", "path", "format"});
+    object_reader r(value, path, source,
+                    {"fill", "low", "high", "round", "mean", "std", "value", "per", "shape", "path", "format"});
     input_spec in;
     in.name = name;
     in.fill = r.choice<fill_kind>("fill", {{"uniform", fill_kind::uniform},
@@ -111,6 +112,14 @@ input_spec read_input(const std::string& name, const json& value, const std::str
         "round", {{"none", rounding::none}, {"floor", rounding::floor}, {"nearest", rounding::nearest}},
         rounding::none);
     in.per_column = r.choice<bool>("per", {{"element", false}, {"column", true}}, false);
+    if (const json* shape = r.find("shape")) {
+        const auto positive = [](const json& v) { return v.is_number_integer() && v.get<long long>() >= 1; };
+        if (!shape->is_array() || shape->size() != 2 || !std::all_of(shape->begin(), shape->end(), positive))
+            r.fail("shape", "expected [rows, cols], two integers ≥ 1, got " + shown(*shape));
+        in.dims = {(*shape)[0].get<long long>(), (*shape)[1].get<long long>()};
+        if (in.dims[0] > (1LL << 40) / in.dims[1]) r.fail("shape", "expected at most 2^40 elements in all, got " + shown(*shape));
+        if (in.per_column) r.fail("shape", "an input has a shape of its own or one value per column, not both");
+    }
     return in;
 }
 

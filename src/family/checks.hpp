@@ -15,4 +15,13 @@ inline void refuse_per_column_inputs(const config::pipeline& p, const std::strin
                                "\"column\" is for row pipelines: the config needs \"shape\": [rows, cols] and a reduce stage");
 }
 
+/// An input with a shape of its own is the matrix a matmul multiplies by.
+inline void refuse_shaped_inputs(const config::pipeline& p, const std::string& source) {
+    for (const auto& in : p.inputs)
+        if (!in.dims.empty())
+            throw config_error(source, "inputs." + in.name + ".shape",
+                               "a shape of its own is for the matrix a matmul multiplies by ({\"op\": \"matmul\", \"by\": \"" +
+                                   in.name + "\"}); the pipeline's arrays have its \"n\" or \"shape\"");
+}
+
 }  // namespace kjit::family

@@ -51,6 +51,7 @@ struct kernel {
     std::size_t shared_bytes = 0;                  ///< dynamic shared memory per block
     std::vector<argument> args;
     double bytes_read = 0, bytes_written = 0;  ///< global memory per launch, as planned
+    double flops = 0;  ///< floating-point operations counted per launch: a matmul's 2·M·N·K, else 0
 };
 
 struct program {

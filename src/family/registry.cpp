@@ -5,6 +5,7 @@
 #include "config/reader.hpp"
 #include "family/elementwise/elementwise.hpp"
 #include "family/family.hpp"
+#include "family/gemm/gemm.hpp"
 #include "family/rows/rows.hpp"
 #include "family/transpose/transpose.hpp"
 #include "util/error.hpp"
@@ -53,7 +54,7 @@ void check_launch_keys(const family& chosen, const config::pipeline& p, const st
 }  // namespace
 
 const std::vector<const family*>& families() {
-    static const std::vector<const family*> all{&elementwise_family(), &rows_family(), &transpose_family()};
+    static const std::vector<const family*> all{&elementwise_family(), &rows_family(), &transpose_family(), &gemm_family()};
     return all;
 }
 

@@ -146,8 +146,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
     const bool float_compute = !config::computes_in_double(p.type);
     // An intermediate array of a separate pipeline rounds x to the storage type: in units of the
     // compute type's rounding, that is this many.
-    const double storage_rounding =
-        std::ldexp(1.0, (float_compute ? 24 : 53) - format_of(p.type).precision);
+    const double intermediate_rounding = storage_rounding(p.type);
     const bool separate = p.fuse == config::fusion::separate;
     const typed_array* first = p.stages.front().input.empty() ? nullptr : &inputs.at(p.stages.front().input);
 
@@ -188,7 +187,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
                     continue;
                 }
                 if (separate && s + 1 < p.stages.size())
-                    for (std::size_t i = 0; i < count; ++i) next_scale[i] += storage_rounding * std::fabs(next[i]);
+                    for (std::size_t i = 0; i < count; ++i) next_scale[i] += intermediate_rounding * std::fabs(next[i]);
                 std::swap(x, next);
                 std::swap(x_scale, next_scale);
             }
@@ -211,11 +210,16 @@ comparison compare(const typed_array& out, const expected_values& ref, config::t
     result.count = out.size();
     result.tol = tol;
     const format f = format_of(out.type());
+    const std::size_t entries = ref.values.size();
+    const bool sampled = !ref.sampled.empty();
+    const auto element_of = [&](std::size_t entry) { return sampled ? ref.sampled[entry] : entry; };
+    if (entries > 0 && element_of(entries - 1) >= out.size()) return result;  // not this output's reference
     std::mutex merge;
-    parallel_ranges(out.size(), [&](std::size_t begin, std::size_t end) {
+    parallel_ranges(entries, [&](std::size_t begin, std::size_t end) {
         comparison part;
-        for (std::size_t i = begin; i < end; ++i) {
-            const double value = out.get(i), expected = ref.values[i];
+        for (std::size_t entry = begin; entry < end; ++entry) {
+            const std::size_t i = element_of(entry);
+            const double value = out.get(i), expected = ref.values[entry];
             bool bad = false;
             if (!std::isfinite(value) || !std::isfinite(expected)) {
                 // A masked row's NaN, a -inf that flowed through: right where the reference agrees.
@@ -228,11 +232,14 @@ comparison compare(const typed_array& out, const expected_values& ref, config::t
                 part.max_abs_error = std::max(part.max_abs_error, abs_error);
                 if (expected != 0) part.max_rel_error = std::max(part.max_rel_error, abs_error / std::fabs(expected));
                 part.max_ulp_error = std::max(part.max_ulp_error, abs_error / ulp_in(f, expected));
-                bad = !(abs_error <= allowed_error(tol, expected, ref.scales[i]));
+                bad = !(abs_error <= allowed_error(tol, expected, ref.scales[entry]));
             }
             if (bad) {
                 ++part.mismatches;
-                if (!part.first_bad) part.first_bad = i;
+                if (!part.first_bad) {
+                    part.first_bad = i;
+                    part.first_bad_entry = entry;
+                }
             }
         }
         const std::lock_guard lock(merge);
@@ -243,11 +250,51 @@ comparison compare(const typed_array& out, const expected_values& ref, config::t
         result.max_abs_error = std::max(result.max_abs_error, part.max_abs_error);
         result.max_rel_error = std::max(result.max_rel_error, part.max_rel_error);
         result.max_ulp_error = std::max(result.max_ulp_error, part.max_ulp_error);
-        if (part.first_bad && (!result.first_bad || *part.first_bad < *result.first_bad))
+        if (part.first_bad && (!result.first_bad || *part.first_bad < *result.first_bad)) {
             result.first_bad = part.first_bad;
+            result.first_bad_entry = part.first_bad_entry;
+        }
     });
-    result.pass = result.mismatches == 0 && result.count == ref.values.size();
+    if (sampled) {
+        // The elements outside the sample: written, and, where the sample's reference has no NaN
+        // or ±Inf (so none is expected anywhere), finite.
+        const bool all_finite = std::all_of(ref.values.begin(), ref.values.end(), [](double v) { return std::isfinite(v); });
+        parallel_ranges(out.size(), [&](std::size_t begin, std::size_t end) {
+            comparison part;
+            for (std::size_t i = begin; i < end; ++i) {
+                const bool poison = holds_poison(out, i);
+                const double value = out.get(i);
+                if ((!poison && (std::isfinite(value) || !all_finite)) || std::binary_search(ref.sampled.begin(), ref.sampled.end(), i))
+                    continue;
+                ++part.mismatches;
+                if (poison) ++part.unwritten;
+                if (std::isnan(value)) ++part.nan_count;
+                else ++part.inf_count;
+                if (!part.first_bad) part.first_bad = i;
+            }
+            const std::lock_guard lock(merge);
+            result.mismatches += part.mismatches;
+            result.unwritten += part.unwritten;
+            result.nan_count += part.nan_count;
+            result.inf_count += part.inf_count;
+            if (part.first_bad && (!result.first_bad || *part.first_bad < *result.first_bad)) {
+                result.first_bad = part.first_bad;
+                result.first_bad_entry = std::nullopt;
+            }
+        });
+    }
+    result.pass = result.mismatches == 0 && (sampled || entries == out.size());
     return result;
+}
+
+bool holds_poison(const typed_array& out, std::size_t i) {
+    const std::size_t size = config::element_size(out.type());
+    const auto* bytes = static_cast<const unsigned char*>(out.data()) + i * size;
+    return std::all_of(bytes, bytes + size, [](unsigned char b) { return b == k_poison_byte; });
+}
+
+double storage_rounding(config::dtype type) {
+    return std::ldexp(1.0, (config::computes_in_double(type) ? 53 : 24) - format_of(type).precision);
 }
 
 }  // namespace kjit::reference

@@ -45,7 +45,17 @@ void set_element(config::dtype type, void* bytes, std::size_t i, double value);
 struct expected_values {
     uninitialized_vector<double> values;
     uninitialized_vector<double> scales;
+    /// Empty: values[i] is element i's. Otherwise values[j] is element sampled[j]'s, in increasing
+    /// order: a sample of a result too large to compute whole (a matmul's). The elements outside
+    /// it are checked for having been written, and for being finite where the sample's values
+    /// all are.
+    std::vector<std::size_t> sampled;
 };
+
+/// The byte the runner fills every buffer it did not copy in with before the first launch: all
+/// ones is NaN in every dtype, and a bit pattern no arithmetic makes (CUDA's NaN is 0x7fff…),
+/// so an element that still holds it was never written.
+inline constexpr unsigned char k_poison_byte = 0xFF;
 
 /// How a row pipeline's kernels add up a row: each element passes through at most `depth`
 /// roundings on its way into a sum (`online_depth` for an online sum). The row family derives
@@ -78,12 +88,23 @@ struct comparison {
     double max_rel_error = 0;  ///< over finite outputs with a nonzero reference
     double max_ulp_error = 0;  ///< in ulps of the output type, at the reference value
     std::optional<std::size_t> first_bad;  ///< the first element outside tolerance
+    /// Its entry in the expected values; nullopt when it is outside a sample (unwritten, or not finite).
+    std::optional<std::size_t> first_bad_entry;
+    std::size_t unwritten = 0;  ///< elements outside a sample that still hold the poison (counted as NaN too)
     config::tolerance tol;
 };
 
-/// |out − ref| ≤ atol + rtol·|ref| + rounding·scale for every element, and NaN or ±Inf only where
-/// the reference has the same.
+/// |out − ref| ≤ atol + rtol·|ref| + rounding·scale for every element (of the sample, if `ref`
+/// is one: see expected_values::sampled for the others), and NaN or ±Inf only where the
+/// reference has the same.
 [[nodiscard]] comparison compare(const typed_array& out, const expected_values& ref, config::tolerance tol);
+
+/// True when element i of `out` still holds the poison: no kernel wrote it.
+[[nodiscard]] bool holds_poison(const typed_array& out, std::size_t i);
+
+/// An intermediate array (of separate stages) rounds x to `type`: in units of the compute type's
+/// rounding, that is this many.
+[[nodiscard]] double storage_rounding(config::dtype type);
 
 /// The allowed |out − ref| of one element.
 [[nodiscard]] double allowed_error(const config::tolerance& tol, double ref, double scale);

@@ -80,6 +80,11 @@ std::optional<double> record::effective_bytes_per_s() const {
     return bytes_moved / (kernel_cold->median * 1e-3);
 }
 
+std::optional<double> record::flops_per_s() const {
+    if (!kernel_cold || kernel_cold->median <= 0 || flops <= 0) return std::nullopt;
+    return flops / (kernel_cold->median * 1e-3);
+}
+
 std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     std::vector<std::pair<std::string, nlohmann::json>> columns{
         {"schema_version", k_schema_version},
@@ -179,7 +184,9 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                                                                  : nlohmann::json()},
                 {"percent_of_ceiling", rate && r.copy_ceiling_bytes_per_s
                                            ? nlohmann::json(100.0 * *rate / *r.copy_ceiling_bytes_per_s)
-                                           : nlohmann::json()}});
+                                           : nlohmann::json()},
+                {"flops", r.flops},
+                {"tflops", r.flops_per_s() ? nlohmann::json(*r.flops_per_s() / 1e12) : nlohmann::json()}});
     const bool checked = r.check.has_value();
     const check_row c = r.check.value_or(check_row{});
     auto when_checked = [&](nlohmann::json v) { return checked ? v : nlohmann::json(); };
@@ -190,6 +197,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"inf_count", when_checked(c.inf_count)},
                            {"nonfinite_as_reference", when_checked(c.nonfinite_as_reference)},
                            {"mismatches", when_checked(c.mismatches)},
+                           {"compared", when_checked(c.compared)},
                            {"rtol", when_checked(c.rtol)},
                            {"atol", when_checked(c.atol)},
                            {"rounding", when_checked(c.rounding)},

@@ -78,6 +78,9 @@ struct check_row {
     double max_abs_error = 0, max_rel_error = 0, max_ulp_error = 0;
     double rtol = 0, atol = 0;
     double rounding = 0;    ///< allowed error per unit of the reference's error scale
+    /// Elements compared with the reference: all of them, or a sample of a large matmul's result
+    /// (whose other elements are checked only for having been written).
+    std::size_t compared = 0, elements = 0;
     std::string first_bad;  ///< "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048"
 };
 
@@ -150,6 +153,7 @@ struct record {
     std::vector<std::string> warnings;
     double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes; a row read again counts again)
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
+    double flops = 0;  ///< floating-point operations per pass: a matmul's 2·M·N·K (0 where none is counted)
 
     std::optional<check_row> check;
     bool partial = false;  ///< from a sweep stopped by Ctrl-C or SIGTERM before all its points ran
@@ -160,6 +164,8 @@ struct record {
     [[nodiscard]] std::optional<double> get(phase p) const { return phases[static_cast<std::size_t>(p)]; }
     /// Derived: bytes_moved / median cold time, in bytes per second.
     [[nodiscard]] std::optional<double> effective_bytes_per_s() const;
+    /// Derived: flops / median cold time, per second; nullopt where no flops are counted.
+    [[nodiscard]] std::optional<double> flops_per_s() const;
 };
 
 /// One record as a flat JSON object (columns of flatten, in order): what files hold and what the

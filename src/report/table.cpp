@@ -128,6 +128,9 @@ void print_record(std::ostream& out, const record& r) {
                     << units::byte_rate(*r.copy_ceiling_bytes_per_s) << ")";
             out << "; " << units::count(r.config.value("n", 0.0) / (r.kernel_cold->median * 1e-3)) << " elements/s\n";
         }
+        if (const auto rate = r.flops_per_s())
+            out << "  compute: " << units::count(r.flops) << " floating-point operations per pass → " << fixed(*rate / 1e12, 1)
+                << " TFLOP/s (cold median)\n";
         if (total > 0 && r.kernel_cold)
             out << "  the kernel itself is " << sci(100.0 * r.kernel_cold->median / total)
                 << " % of the time above: the rest is start-up, compilation, copies and checking\n";
@@ -140,6 +143,9 @@ void print_record(std::ostream& out, const record& r) {
             << c.inf_count << (c.nonfinite_as_reference ? ", NaN/Inf as the reference " + std::to_string(c.nonfinite_as_reference) : "")
             << ", outside tolerance " << c.mismatches << "  (|out − ref| ≤ atol " << sci(c.atol)
             << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
+        if (c.compared < c.elements)
+            out << "           compared with the reference: a sample of " << c.compared << " elements covering every row and "
+                << "column; every other element was checked for having been written\n";
         if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
     }
     for (const auto& file : r.saved) out << "  saved    " << file << "\n";

@@ -97,7 +97,7 @@ std::string inputs_key(const config::pipeline& p) {
     if (p.shape) key["shape"] = {p.shape->rows, p.shape->cols};
     for (const auto& in : p.inputs)
         key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
-                                 static_cast<int>(in.round), in.per_column,
+                                 static_cast<int>(in.round), in.per_column, in.dims,
                                  in.fill == config::fill_kind::file ? file_fingerprint(in) : std::string()});
     return key.dump();
 }

@@ -28,17 +28,21 @@ using detail::number;
 using detail::timed;
 using report::phase;
 
-/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)"; for a
-/// matrix "element 7 (row 0, col 7): …", or "row 3: → out=…" where the result is one per row.
-std::string describe_element(const family::program& prog, std::size_t i, const reference::input_arrays& inputs,
-                             const reference::typed_array& out, double ref, double scale,
-                             const config::tolerance& tol) {
+/// "element 7", for a matrix "element 7 (row 0, col 7)", or "row 3" where the result is one per row.
+std::string describe_position(const family::program& prog, std::size_t i) {
     std::string text = (prog.result_per_row ? "row " : "element ") + std::to_string(i);
     if (prog.output_cols > 0 && !prog.result_per_row) {
         const auto cols = static_cast<std::size_t>(prog.output_cols);
         text += " (row " + std::to_string(i / cols) + ", col " + std::to_string(i % cols) + ")";
     }
-    text += ":";
+    return text;
+}
+
+/// "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048 (|out − ref| 0.1 > 1e-6)".
+std::string describe_element(const family::program& prog, std::size_t i, const reference::input_arrays& inputs,
+                             const reference::typed_array& out, double ref, double scale,
+                             const config::tolerance& tol) {
+    std::string text = describe_position(prog, i) + ":";
     const char* sep = " ";
     for (const auto& [name, array] : inputs) {
         if (prog.result_per_row || !prog.inputs_align_with_output) break;  // not one input element's result
@@ -204,10 +208,16 @@ report::check_row check_output(const config::pipeline& p, const family::program&
     const auto result = reference::compare(out, expected, tol);
     report::check_row check{result.pass, result.mismatches, result.nan_count, result.inf_count,
                             result.nonfinite_as_reference, result.max_abs_error, result.max_rel_error,
-                            result.max_ulp_error, tol.rtol, tol.atol, tol.rounding, {}};
-    if (result.first_bad)
-        check.first_bad = describe_element(prog, *result.first_bad, inputs, out, expected.values[*result.first_bad],
-                                           expected.scales[*result.first_bad], tol);
+                            result.max_ulp_error, tol.rtol, tol.atol, tol.rounding,
+                            expected.sampled.empty() ? out.size() : expected.sampled.size(), out.size(), {}};
+    if (result.first_bad_entry)
+        check.first_bad = describe_element(prog, *result.first_bad, inputs, out, expected.values[*result.first_bad_entry],
+                                           expected.scales[*result.first_bad_entry], tol);
+    else if (result.first_bad)
+        check.first_bad = describe_position(prog, *result.first_bad) + ": out=" + number(out.get(*result.first_bad)) +
+                          (reference::holds_poison(out, *result.first_bad)
+                                   ? ", never written (it still holds the poison)"
+                                   : ", outside the sample compared with the reference, where none is expected");
     return check;
 }
 
@@ -287,12 +297,14 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     // Each kernel's launch, bound once: its shape and its arguments in its parameter order.
     std::vector<kernel_launch> launches;
     rec.bytes_moved = 0;
+    rec.flops = 0;
     for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
         const family::kernel& k = prog.kernels[i];
         launches.push_back(launch_of(p, prog, k, grids[i], [&](const family::argument& a) {
             return argument_value{.what = argument_value::type::buffer, .buffer = buffers.at(a.name)};
         }));
         rec.bytes_moved += k.bytes_read + k.bytes_written;
+        rec.flops += k.flops;
     }
     auto enqueue_chain = [&] {
         for (std::size_t i = 0; i < prog.kernels.size(); ++i) device.launch(kernels[i], launches[i]);
@@ -304,7 +316,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         trace::span span("poison outputs");
         for (const auto& b : prog.buffers) {
             if (b.role == family::buffer_role::input) continue;
-            device.fill_bytes(buffers.at(b.name), 0xFF, b.bytes);
+            device.fill_bytes(buffers.at(b.name), reference::k_poison_byte, b.bytes);
             if (b.role == family::buffer_role::output) output = &b;
         }
         device.synchronize();

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <limits>
 
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -44,9 +45,15 @@ std::vector<std::string> save_result(const save_request& to, const config::pipel
         save(stem + ".npy", *npy::find_type(config::to_string(p.type)),
              {static_cast<const char*>(out.data()), out.bytes()});
     }
-    if (to.reference)
+    if (to.reference && expected.sampled.empty()) {
         save(stem + ".reference.npy", *npy::find_type("float64"),
              {reinterpret_cast<const char*>(expected.values.data()), expected.values.size() * sizeof(double)});
+    } else if (to.reference) {  // a sample: NaN where the reference was not computed
+        std::vector<double> values(out.size(), std::numeric_limits<double>::quiet_NaN());
+        for (std::size_t j = 0; j < expected.sampled.size(); ++j) values[expected.sampled[j]] = expected.values[j];
+        save(stem + ".reference.npy", *npy::find_type("float64"),
+             {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double)});
+    }
     return written;
 }
 

@@ -40,6 +40,7 @@ public:
 
     void resolve(config::pipeline& p, const std::string& source) const override {
         refuse_per_column_inputs(p, source);
+        refuse_shaped_inputs(p, source);
         if (p.launch.block_auto) p.launch.block = k_default_block;
         if (p.launch.vector_width == 0)
             p.launch.vector_width = static_cast<int>(k_vector_bytes / config::element_size(p.type));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "expr/functions.hpp"
+#include "family/checks.hpp"
 #include "family/rows/element_calls.hpp"
 #include "family/rows/geometry.hpp"
 #include "family/stage_chain.hpp"
@@ -292,7 +293,10 @@ public:
         return {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache", "streaming", "min_blocks_per_sm"};
     }
 
-    void resolve(pipeline& p, const std::string& source) const override { rows::resolve_policy(p, source); }
+    void resolve(pipeline& p, const std::string& source) const override {
+        refuse_shaped_inputs(p, source);
+        rows::resolve_policy(p, source);
+    }
 
     /// One warp or a block per row, where the row waits between passes, how many blocks share it,
     /// and whether its loads evict first: the choices the H200 sweeps found to matter.

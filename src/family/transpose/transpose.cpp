@@ -97,6 +97,7 @@ public:
         if (p.fuse == config::fusion::separate)
             throw config_error(source, "fusion", "a transpose runs its maps in its own kernel: \"separate\" is not offered for it");
         refuse_per_column_inputs(p, source);
+        refuse_shaped_inputs(p, source);
         for (std::size_t i = 0; i < p.stages.size(); ++i) {
             expr::used_names used;
             expr::collect_names(p.stages[i].kernel, used);

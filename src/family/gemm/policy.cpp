@@ -1,0 +1,205 @@
+#include "family/gemm/policy.hpp"
+
+#include <algorithm>
+
+#include "config/reader.hpp"
+#include "expr/expr.hpp"
+#include "util/error.hpp"
+#include "util/strings.hpp"
+
+namespace kjit::family::gemm {
+namespace {
+
+using config::pipeline;
+using config::detail::object_reader;
+using config::detail::quoted_list;
+using config::detail::shown;
+
+/// The most dynamic shared memory a block of sm_80 and newer may have (227 KiB on sm_90).
+constexpr std::size_t k_max_shared_bytes = 227 * 1024;
+
+/// The policies where "auto". simt: 128 × 128 tiles of 8 × 8 per thread, the classic shape for
+/// CUDA cores. mma: 128 × 256 tiles on 8 warps of 64 × 64, four buffers of 32 deep.
+policy auto_policy(rung kind) {
+    policy chosen;
+    chosen.kind = kind;
+    if (kind == rung::mma) {
+        chosen.tile_m = 128;
+        chosen.tile_n = 256;
+        chosen.tile_k = 32;
+        chosen.stages = 4;
+    }
+    return chosen;
+}
+
+bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
+
+/// The widest of 4, 2, 1 elements, at most 16 bytes, that divides `extent`: a vector never
+/// straddles two rows.
+int width_dividing(long long extent, std::size_t element_bytes, int widest) {
+    int width = std::min<int>(widest, static_cast<int>(16 / element_bytes));
+    while (extent % width != 0) width /= 2;
+    return width;
+}
+
+/// What follows from the shapes, for a tile: the vector widths, and whether rows of A and B are
+/// 16-byte chunks that cp.async can copy. Made here only; resolve and policy_of both ask.
+void fit_to(policy& chosen, const sizes& s, config::dtype type) {
+    const std::size_t element = config::element_size(type);
+    if (chosen.kind == rung::mma) {
+        chosen.async_copies = s.k % 8 == 0 && s.n % 8 == 0;
+        chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
+        return;
+    }
+    chosen.width_a = width_dividing(s.k, element, 4);
+    chosen.width_b = width_dividing(s.n, element, 4);
+    chosen.width_c = chosen.width_b;
+}
+
+void check_stages(const pipeline& p, const std::string& source) {
+    const config::stage& first = p.stages.front();
+    for (std::size_t i = 1; i < p.stages.size(); ++i)
+        if (p.stages[i].family_op && p.stages[i].op == "matmul")
+            throw config_error(source, "stages[" + std::to_string(i) + "]",
+                               "a matmul must be the first stage: one matmul a pipeline, maps after it");
+    if (first.op != "matmul")
+        throw config_error(source, "stages[0]", "a matmul pipeline starts with the matmul; maps before it are not offered");
+    if (!p.shape) throw config_error(source, "stages[0]", "a matmul needs a matrix: give \"shape\": [rows, depth] instead of \"n\"");
+    for (const auto& [key, value] : first.options.items())
+        if (key != "by") throw config_error(source, "stages[0]." + key, "unknown key; expected one of \"op\", \"input\", \"by\"");
+    const auto by = first.options.find("by");
+    if (by == first.options.end() || !by->is_string())
+        throw config_error(source, "stages[0].by", "expected the name of an input with \"shape\": [depth, cols] to multiply by" +
+                                                       (by == first.options.end() ? std::string() : ", got " + shown(*by)));
+    const config::input_spec* matrix = config::find_input(p, by->get<std::string>());
+    if (!matrix || matrix->dims.size() != 2)
+        throw config_error(source, "stages[0].by", "expected an input with \"shape\": [depth, cols], got " + shown(*by));
+    if (matrix->dims[0] != p.shape->cols)
+        throw config_error(source, "inputs." + matrix->name + ".shape",
+                           "a " + std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols) + " matrix is multiplied by one of " +
+                               std::to_string(p.shape->cols) + " rows, got " + std::to_string(matrix->dims[0]));
+    for (std::size_t i = 1; i < p.stages.size(); ++i) {
+        const std::string at = "stages[" + std::to_string(i) + "]";
+        expr::used_names used;
+        expr::collect_names(p.stages[i].kernel, used);
+        expr::collect_names(p.stages[i].exact, used);
+        if (!used.positions.empty())
+            throw config_error(source, at, "uses '" + used.positions.front() + "': positions are not offered in a matmul's epilogue");
+        for (const auto& name : used.arrays)
+            if (!config::find_input(p, name)->per_column)
+                throw config_error(source, at, "uses \"" + name + "\": an epilogue reads inputs of one value per column of the "
+                                                                  "product (\"per\": \"column\") only");
+    }
+    for (const auto& in : p.inputs)
+        if (!in.dims.empty() && in.name != matrix->name)
+            throw config_error(source, "inputs." + in.name + ".shape", "only the matrix the matmul multiplies by has a shape of its own");
+}
+
+}  // namespace
+
+std::string_view to_string(rung r) { return r == rung::mma ? "mma" : "simt"; }
+
+int policy::threads() const { return kind == rung::mma ? 32 * warps_m * warps_n : tile_m / 8 * (tile_n / 8); }
+
+std::size_t policy::shared_bytes(config::dtype type) const {
+    if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
+        return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
+    const std::size_t real_bytes = config::computes_in_double(type) ? 8 : 4;  // in the compute type, A's rows padded by 4
+    return 2 * static_cast<std::size_t>(tile_k) * (tile_m + 4 + tile_n) * real_bytes;
+}
+
+sizes sizes_of(const pipeline& p) {
+    return {p.shape->rows, config::result_columns(p), p.shape->cols};
+}
+
+std::string multiplier(const pipeline& p) { return p.stages.front().options.at("by").get<std::string>(); }
+
+std::vector<std::string> launch_keys() {
+    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "group_m"};
+}
+
+void resolve(pipeline& p, const std::string& source) {
+    check_stages(p, source);
+    object_reader l(p.launch.given, "launch", source, launch_keys());
+    const auto given = [&](const char* key) {
+        const auto* value = l.find(key);
+        return value != nullptr && !(value->is_string() && *value == "auto");
+    };
+    const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}}, std::nullopt)
+                      : tensor_core_type(p.type) ? rung::mma
+                                                 : rung::simt;
+    if (kind == rung::mma && !tensor_core_type(p.type))
+        l.fail("rung", "\"mma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
+                             std::string(config::to_string(p.type)) + ": use \"simt\"");
+    policy chosen = auto_policy(kind);
+    const auto read = [&](const char* key, int& field, std::vector<int> allowed) {
+        if (!given(key)) return;
+        const long long value = l.integer(key, allowed.front(), allowed.back(), std::nullopt);
+        if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+            std::vector<std::string> names;
+            for (int a : allowed) names.push_back(std::to_string(a));
+            l.fail(key, "expected one of " + join(names, ", ") + " or \"auto\", got " + std::to_string(value));
+        }
+        field = static_cast<int>(value);
+    };
+    const bool mma = kind == rung::mma;
+    read("tile_m", chosen.tile_m, mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    read("tile_n", chosen.tile_n, mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    read("tile_k", chosen.tile_k, mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
+    read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
+    for (const char* key : {"warps_m", "warps_n", "stages"})
+        if (!mma && given(key)) l.fail(key, "a key of the \"mma\" policy; this one is \"simt\"");
+    read("warps_m", chosen.warps_m, {1, 2, 4, 8});
+    read("warps_n", chosen.warps_n, {1, 2, 4, 8});
+    read("stages", chosen.stages, {2, 3, 4, 5, 6, 7, 8});
+
+    fit_to(chosen, sizes_of(p), p.type);
+    const std::string tile = std::to_string(chosen.tile_m) + " × " + std::to_string(chosen.tile_n) + " × " + std::to_string(chosen.tile_k);
+    if (mma) {
+        const int warp_m = chosen.tile_m / chosen.warps_m, warp_n = chosen.tile_n / chosen.warps_n;
+        if (warp_m < 16 || warp_m % 16 != 0 || warp_n < 16 || warp_n % 16 != 0)
+            l.fail("warps_n", "each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece, of 16 × 16 mma tiles at least: " +
+                                  std::to_string(chosen.warps_m) + " × " + std::to_string(chosen.warps_n) + " warps cannot share " + tile);
+        if (chosen.threads() > 512) l.fail("warps_n", "expected at most 16 warps a block, got " + std::to_string(chosen.threads() / 32));
+    } else {
+        const int a_vectors = chosen.tile_m * chosen.tile_k / chosen.width_a;
+        const int b_vectors = chosen.tile_k * chosen.tile_n / chosen.width_b;
+        if (a_vectors % chosen.threads() != 0 || b_vectors % chosen.threads() != 0)
+            l.fail("tile_k", "the " + std::to_string(chosen.threads()) + " threads of a " + tile + " tile load " +
+                                 std::to_string(a_vectors) + " vectors of A and " + std::to_string(b_vectors) +
+                                 " of B a step, which must be multiples of them: use a deeper tile_k");
+    }
+    if (chosen.shared_bytes(p.type) > k_max_shared_bytes)
+        l.fail(mma ? "stages" : "tile_k", "a block of " + tile + (mma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
+                                              " needs " + std::to_string(chosen.shared_bytes(p.type)) +
+                                              " bytes of shared memory, more than the 227 KiB a block may have");
+    p.launch.block = chosen.threads();
+    p.launch.block_auto = false;
+    p.launch.vector_width = chosen.width_c;
+    p.launch.given = {{"rung", to_string(kind)}, {"tile_m", chosen.tile_m}, {"tile_n", chosen.tile_n}, {"tile_k", chosen.tile_k},
+                      {"group_m", chosen.group_m}};
+    if (mma) {
+        p.launch.given["warps_m"] = chosen.warps_m;
+        p.launch.given["warps_n"] = chosen.warps_n;
+        p.launch.given["stages"] = chosen.stages;
+    }
+}
+
+policy policy_of(const pipeline& p) {
+    const auto& g = p.launch.given;
+    policy chosen;
+    chosen.kind = g.at("rung") == "mma" ? rung::mma : rung::simt;
+    chosen.tile_m = g.at("tile_m").get<int>();
+    chosen.tile_n = g.at("tile_n").get<int>();
+    chosen.tile_k = g.at("tile_k").get<int>();
+    chosen.group_m = g.at("group_m").get<int>();
+    if (chosen.kind == rung::mma) {
+        chosen.warps_m = g.at("warps_m").get<int>();
+        chosen.warps_n = g.at("warps_n").get<int>();
+        chosen.stages = g.at("stages").get<int>();
+    }
+    fit_to(chosen, sizes_of(p), p.type);
+    return chosen;
+}
+
+}  // namespace kjit::family::gemm

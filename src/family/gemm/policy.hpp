@@ -1,0 +1,42 @@
+// The GEMM family's policy: which rung computes the product, and its tiles. Resolved once from
+// the launch block (every "auto" chosen here) and kept, resolved, in launch.given.
+#pragma once
+#include <string>
+
+#include "config/config.hpp"
+
+namespace kjit::family::gemm {
+
+/// The rungs: CUDA cores, or warp-level tensor cores (bfloat16 and float16 inputs).
+enum class rung { simt, mma };
+
+struct policy {
+    rung kind = rung::simt;
+    int tile_m = 128, tile_n = 128, tile_k = 8;  ///< the block's tile of C, and the depth it holds at once
+    int warps_m = 2, warps_n = 4;                ///< mma: the block's warps, down and across its tile
+    int stages = 1;      ///< mma: shared-memory buffers in the copy pipeline (simt: two, fixed)
+    int group_m = 8;     ///< blocks run down groups of this many tile rows before moving across
+    int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
+    bool async_copies = false;  ///< mma: tiles copied by cp.async (16-byte aligned rows)
+    [[nodiscard]] int threads() const;
+    /// Dynamic shared memory per block.
+    [[nodiscard]] std::size_t shared_bytes(config::dtype type) const;
+};
+
+/// The pipeline's M, N and K: rows of x, columns of the matrix it is multiplied by, and its depth.
+struct sizes {
+    long long m = 0, n = 0, k = 0;
+};
+[[nodiscard]] sizes sizes_of(const config::pipeline& p);
+/// The stage index of the matmul (always 0) and the name of the input it multiplies by.
+[[nodiscard]] std::string multiplier(const config::pipeline& p);
+
+/// The launch keys.
+[[nodiscard]] std::vector<std::string> launch_keys();
+/// Checks the matmul, its inputs and epilogue, and resolves the launch into p.launch.given.
+void resolve(config::pipeline& p, const std::string& source);
+/// The resolved policy of `p`.
+[[nodiscard]] policy policy_of(const config::pipeline& p);
+[[nodiscard]] std::string_view to_string(rung r);
+
+}  // namespace kjit::family::gemm

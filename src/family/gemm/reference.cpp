@@ -1,0 +1,142 @@
+#include "family/gemm/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "family/gemm/policy.hpp"
+#include "util/parallel.hpp"
+
+namespace kjit::family::gemm {
+namespace {
+
+/// Adjacent columns compared as one run: what an epilogue is evaluated on at once.
+constexpr long long k_run = 8;
+
+/// A run of adjacent elements of one row of the result.
+struct run {
+    long long row = 0, col = 0, count = 0;
+};
+
+/// SplitMix64: a fixed, well-mixed hash of t, so that the sample is the same on every machine.
+std::uint64_t mixed(std::uint64_t t) {
+    t += 0x9e3779b97f4a7c15ULL;
+    t = (t ^ (t >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    t = (t ^ (t >> 27)) * 0x94d049bb133111ebULL;
+    return t ^ (t >> 31);
+}
+
+/// The runs to compute: every row whole for a small result; otherwise one run per row and per
+/// 8 columns (row t mod M, columns from 8 · (t mod ⌈N / 8⌉)), then hashed ones, until there are
+/// k_sample_elements; sorted, overlaps merged.
+std::vector<run> runs_of(const sizes& s) {
+    std::vector<run> runs;
+    if (static_cast<std::size_t>(s.m * s.n) <= k_full_elements) {
+        for (long long r = 0; r < s.m; ++r) runs.push_back({r, 0, s.n});
+        return runs;
+    }
+    const auto add = [&](long long row, long long col) { runs.push_back({row, col, std::min(k_run, s.n - col)}); };
+    const long long col_runs = (s.n + k_run - 1) / k_run;
+    long long elements = 0;
+    for (long long t = 0; t < std::max(s.m, col_runs); ++t) {
+        add(t % s.m, t % col_runs * k_run);
+        elements += runs.back().count;
+    }
+    for (std::uint64_t t = 0; elements < static_cast<long long>(k_sample_elements); ++t) {
+        const std::uint64_t h = mixed(t);
+        add(static_cast<long long>(h % static_cast<std::uint64_t>(s.m)),
+            static_cast<long long>((h >> 32) % static_cast<std::uint64_t>(s.n)));
+        elements += runs.back().count;
+    }
+    std::sort(runs.begin(), runs.end(), [](const run& x, const run& y) { return x.row != y.row ? x.row < y.row : x.col < y.col; });
+    std::vector<run> merged;
+    for (const run& r : runs) {
+        if (!merged.empty() && merged.back().row == r.row && r.col <= merged.back().col + merged.back().count) {
+            merged.back().count = std::max(merged.back().count, r.col + r.count - merged.back().col);
+            continue;
+        }
+        merged.push_back(r);
+    }
+    return merged;
+}
+
+}  // namespace
+
+reference::expected_values reference(const config::pipeline& p, const reference::input_arrays& inputs) {
+    const sizes s = sizes_of(p);
+    const reference::typed_array& a = inputs.at(p.stages.front().input);
+    const reference::typed_array& b = inputs.at(multiplier(p));
+    const std::vector<run> runs = runs_of(s);
+    const auto k = static_cast<std::size_t>(s.k), n = static_cast<std::size_t>(s.n);
+
+    // B's columns as rows of doubles, and the per-column inputs an epilogue reads, widened once.
+    std::vector<double> columns(k * n);
+    parallel_ranges(n, [&](std::size_t first, std::size_t last) {
+        for (std::size_t c = first; c < last; ++c)
+            for (std::size_t d = 0; d < k; ++d) columns[c * k + d] = b.get(d * n + c);
+    }, 64);
+    std::map<std::string, std::vector<double>> per_column;
+    for (const auto& in : p.inputs) {
+        if (!in.per_column) continue;
+        auto& values = per_column[in.name];
+        for (std::size_t c = 0; c < n; ++c) values.push_back(inputs.at(in.name).get(c));
+    }
+    std::map<std::string, double> scalars;
+    for (const auto& sc : p.scalars) scalars[sc.name] = sc.value;
+    const bool float_compute = !config::computes_in_double(p.type);
+    const bool separate = p.fuse == config::fusion::separate;
+    const double intermediate = reference::storage_rounding(p.type);
+
+    // Where each run's values go.
+    std::vector<std::size_t> offsets(runs.size() + 1, 0);
+    for (std::size_t i = 0; i < runs.size(); ++i) offsets[i + 1] = offsets[i] + static_cast<std::size_t>(runs[i].count);
+    reference::expected_values out;
+    out.values.resize(offsets.back());
+    out.scales.resize(offsets.back());
+    if (offsets.back() < static_cast<std::size_t>(s.m * s.n)) {
+        out.sampled.reserve(offsets.back());
+        for (const run& r : runs)
+            for (long long c = r.col; c < r.col + r.count; ++c) out.sampled.push_back(static_cast<std::size_t>(r.row * s.n + c));
+    }
+
+    parallel_ranges(runs.size(), [&](std::size_t first, std::size_t last) {
+        std::vector<double> row(k), x, scale, next, next_scale;
+        long long row_read = -1;
+        std::map<std::string, const double*> arrays;
+        for (std::size_t i = first; i < last; ++i) {
+            const run& r = runs[i];
+            if (r.row != row_read) {
+                for (std::size_t d = 0; d < k; ++d) row[d] = a.get(static_cast<std::size_t>(r.row) * k + d);
+                row_read = r.row;
+            }
+            const auto count = static_cast<std::size_t>(r.count);
+            x.assign(count, 0.0);
+            scale.assign(count, 0.0);
+            next.resize(count);
+            next_scale.resize(count);
+            for (std::size_t j = 0; j < count; ++j) {
+                const double* column = columns.data() + (static_cast<std::size_t>(r.col) + j) * k;
+                double sum = 0, magnitude = 0;
+                for (std::size_t d = 0; d < k; ++d) {
+                    sum += row[d] * column[d];
+                    magnitude += std::fabs(row[d] * column[d]);
+                }
+                x[j] = sum;
+                scale[j] = static_cast<double>(k + 1) * magnitude;
+            }
+            for (const auto& [name, values] : per_column) arrays[name] = values.data() + r.col;
+            for (std::size_t st = 1; st < p.stages.size(); ++st) {
+                if (separate)  // the array the previous kernel wrote rounds x to the storage type
+                    for (std::size_t j = 0; j < count; ++j) scale[j] += intermediate * std::fabs(x[j]);
+                const expr::chunk in{count, x.data(), scale.data(), &arrays, &scalars, float_compute, nullptr, nullptr};
+                reference::evaluate_stage(p.stages[st], in, next.data(), next_scale.data());
+                x.swap(next);
+                scale.swap(next_scale);
+            }
+            std::copy(x.begin(), x.end(), out.values.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+            std::copy(scale.begin(), scale.end(), out.scales.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+        }
+    }, 16);
+    return out;
+}
+
+}  // namespace kjit::family::gemm

@@ -1,0 +1,201 @@
+// The GEMM family: the matmul stage and its inputs, the policy of each rung and what it refuses,
+// the program (kernels, arguments, bytes and flops, fused or separate), and the float64 reference:
+// exact dot products, the whole result when small and a sample covering every row and column
+// when large, and the comparison of a sample (elements outside it checked only as written).
+#include <set>
+
+#include "family/gemm/reference.hpp"
+#include "helpers.hpp"
+
+using namespace kjit;
+using kjit::testing::error_message;
+using json = kjit::config::json_value;
+
+namespace {
+json gemm_config(long long m, long long n, long long k, const std::string& dtype = "float32") {
+    return {{"name", "g"},
+            {"shape", {m, k}},
+            {"dtype", dtype},
+            {"inputs",
+             {{"a", {{"fill", "uniform"}, {"low", -1}, {"high", 1}}},
+              {"w", {{"fill", "uniform"}, {"low", -1}, {"high", 1}, {"shape", {k, n}}}},
+              {"b", {{"fill", "uniform"}, {"per", "column"}}}}},
+            {"stages", json::array({{{"op", "matmul"}, {"input", "a"}, {"by", "w"}}, {{"op", "bias"}, {"by", "b"}}})}};
+}
+config::pipeline parsed(const json& j) { return family::load({j, "g.json"}); }
+std::string failure(const json& j) { return error_message([&] { (void)parsed(j); }); }
+reference::typed_array filled(config::dtype type, const std::vector<double>& values) {
+    reference::typed_array a(type, values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) a.set(i, values[i]);
+    return a;
+}
+}  // namespace
+
+TEST_CASE("gemm: a matmul takes its matrix's columns: inputs, buffers and the result are sized by them") {
+    const auto p = parsed(gemm_config(3, 5, 4));
+    CHECK(p.family == "gemm");
+    CHECK(config::result_columns(p) == 5);
+    CHECK(config::output_count(p) == 15);
+    CHECK(config::elements_of(p, *config::find_input(p, "w")) == 20);
+    CHECK(config::elements_of(p, *config::find_input(p, "b")) == 5);  // one per column of the product
+    CHECK(config::elements_of(p, *config::find_input(p, "a")) == 12);
+}
+
+TEST_CASE("gemm: what it refuses, each in one line naming the key") {
+    json j = gemm_config(4, 4, 4);
+    j["stages"][0].erase("by");
+    CHECK(failure(j) == "g.json: stages[0].by: expected the name of an input with \"shape\": [depth, cols] to multiply by");
+    j = gemm_config(4, 4, 4);
+    j["stages"][0]["by"] = "b";
+    CHECK(failure(j) == "g.json: stages[0].by: expected an input with \"shape\": [depth, cols], got \"b\"");
+    j = gemm_config(4, 4, 4);
+    j["inputs"]["w"]["shape"] = {5, 4};
+    CHECK(failure(j) == "g.json: inputs.w.shape: a 4 × 4 matrix is multiplied by one of 4 rows, got 5");
+    j = gemm_config(4, 4, 4);
+    j["stages"].push_back({{"op", "map"}, {"expr", "x + col"}});
+    CHECK(failure(j) == "g.json: stages[2]: uses 'col': positions are not offered in a matmul's epilogue");
+    j = gemm_config(4, 4, 4);
+    j["stages"].push_back({{"op", "map"}, {"expr", "x * a"}});
+    CHECK(failure(j).find("g.json: stages[2]: uses \"a\": an epilogue reads inputs of one value per column") == 0);
+    j = gemm_config(4, 4, 4);
+    j["stages"] = json::array({{{"op", "map"}, {"expr", "x * 2"}, {"input", "a"}}, {{"op", "matmul"}, {"by", "w"}}});
+    CHECK(failure(j).find("g.json: stages[0]: a matmul pipeline starts with the matmul") == 0);
+    j = gemm_config(4, 4, 4);
+    j["launch"] = {{"rung", "mma"}};
+    CHECK(failure(j) == "g.json: launch.rung: \"mma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\"");
+    j["launch"] = {{"rung", "simt"}, {"tile_m", 96}};
+    CHECK(failure(j) == "g.json: launch.tile_m: expected one of 32, 64, 128 or \"auto\", got 96");
+    j["launch"] = {{"rung", "simt"}, {"stages", 3}};
+    CHECK(failure(j) == "g.json: launch.stages: a key of the \"mma\" policy; this one is \"simt\"");
+    j = gemm_config(4, 4, 4, "bfloat16");
+    j["launch"] = {{"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
+    CHECK(failure(j).find("g.json: launch.warps_n: each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece") == 0);
+    j["launch"] = {{"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"stages", 8}};
+    CHECK(failure(j).find("g.json: launch.stages: a block of 256 × 256 × 64 in 8 buffers needs") == 0);
+    // A matrix with its own shape belongs to a matmul; elsewhere it is refused.
+    json e = kjit::testing::default_document().json;
+    e["inputs"]["weights"]["shape"] = {1000, 1000};
+    CHECK(error_message([&] { (void)family::load({e, "e.json"}); }).find("e.json: inputs.weights.shape: a shape of its own is for the matrix a matmul") == 0);
+}
+
+TEST_CASE("gemm: auto picks the rung by dtype, and vectors by what divides the rows") {
+    const auto f32 = parsed(gemm_config(64, 1000, 12));
+    const auto simt = family::family_of(f32).policy(f32);
+    CHECK(simt.at("rung") == "simt");
+    CHECK(simt.at("width_a") == 4);  // 12 = 3 × 4
+    CHECK(simt.at("width_b") == 4);  // 1000 = 250 × 4
+    const auto odd = parsed(gemm_config(64, 17, 6));
+    CHECK(family::family_of(odd).policy(odd).at("width_a") == 2);
+    CHECK(family::family_of(odd).policy(odd).at("width_b") == 1);
+    const auto bf16 = parsed(gemm_config(64, 64, 64, "bfloat16"));
+    const auto mma = family::family_of(bf16).policy(bf16);
+    CHECK(mma.at("rung") == "mma");
+    CHECK(mma.at("copies") == "cp.async");
+    CHECK(mma.at("threads") == 256);
+    const auto unaligned = parsed(gemm_config(64, 64, 17, "bfloat16"));
+    CHECK(family::family_of(unaligned).policy(unaligned).at("copies") == "elementwise");
+}
+
+TEST_CASE("gemm: fused, one kernel with its epilogue; separate, the product and a kernel per stage after it") {
+    json j = gemm_config(300, 200, 100, "bfloat16");
+    j["params"] = {{"alpha", 0.5}};
+    j["stages"].push_back({{"op", "map"}, {"expr", "tanh(x) * alpha"}});
+    const auto fused = family::plan(parsed(j), codegen::template_set::embedded());
+    REQUIRE(fused.kernels.size() == 1);
+    const auto& k = fused.kernels[0];
+    CHECK(k.name == "g_matmul");
+    CHECK(k.grid == family::dims{3 * 1, 1, 1});  // ⌈300 / 128⌉ × ⌈200 / 256⌉ tiles
+    CHECK(k.block == family::dims{256, 1, 1});
+    std::vector<std::string> order;
+    for (const auto& a : k.args) order.push_back(a.cuda);
+    CHECK(order == std::vector<std::string>{"const store_t* __restrict__ a", "const store_t* __restrict__ w",
+                                            "const store_t* __restrict__ b", "store_t* __restrict__ out", "real alpha",
+                                            "long long rows", "long long cols", "long long kjit_depth"});
+    CHECK(k.flops == 2.0 * 300 * 200 * 100);
+    CHECK(k.bytes_read == (300 * 100 + 100 * 200 + 200) * 2);
+    CHECK(k.bytes_written == 300 * 200 * 2);
+    CHECK(fused.output_rows == 300);
+    CHECK(fused.output_cols == 200);
+    CHECK(fused.source.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+
+    j["fusion"] = "separate";
+    const auto separate = family::plan(parsed(j), codegen::template_set::embedded());
+    REQUIRE(separate.kernels.size() == 3);
+    CHECK(separate.kernels[0].args[2].name == "kjit_product");  // the product goes to memory
+    CHECK(separate.kernels[1].reads_x == "kjit_product");
+    CHECK(separate.kernels[1].args.back().name == "cols");
+    CHECK(separate.kernels[2].reads_x == "kjit_stage1");
+    CHECK(separate.kernels[2].args[1].name == "kjit_stage1");
+    CHECK(separate.kernels[2].args[2].name == "out");
+    CHECK(separate.kernels[1].flops == 0);
+}
+
+TEST_CASE("gemm's reference: every element exact when small, with the dot product's error scale") {
+    json j = gemm_config(2, 3, 2, "float64");
+    const auto p = parsed(j);
+    reference::input_arrays in;
+    in.emplace("a", filled(p.type, {1, 2, 3, -4}));                // [[1, 2], [3, -4]]
+    in.emplace("w", filled(p.type, {1, 0.5, -1, 2, 0.25, 1}));     // [[1, 0.5, -1], [2, 0.25, 1]]
+    in.emplace("b", filled(p.type, {10, 20, 30}));
+    const auto ref = family::family_of(p).reference(p, in);
+    CHECK(ref.sampled.empty());
+    REQUIRE(ref.values.size() == 6);
+    const std::vector<double> expected{1 + 4 + 10, 0.5 + 0.5 + 20, -1 + 2 + 30, 3 - 8 + 10, 1.5 - 1 + 20, -3 - 4 + 30};
+    for (std::size_t i = 0; i < 6; ++i) CHECK(ref.values[i] == expected[i]);
+    CHECK(ref.scales[3] >= 3 * (3 + 8));  // (K + 1) · Σ|a·b| for row 1, column 0
+}
+
+TEST_CASE("gemm's reference at large sizes: a sample of every row and every column, the same each time") {
+    const auto p = parsed(gemm_config(3000, 1000, 2));
+    reference::input_arrays in;
+    std::vector<double> a(3000 * 2), w(2 * 1000), b(1000, 0.0);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i % 7) - 3;
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i % 5) - 2;
+    in.emplace("a", filled(p.type, a));
+    in.emplace("w", filled(p.type, w));
+    in.emplace("b", filled(p.type, b));
+    const auto ref = family::family_of(p).reference(p, in);
+    REQUIRE_FALSE(ref.sampled.empty());
+    CHECK(ref.sampled.size() >= family::gemm::k_sample_elements);
+    CHECK(ref.sampled.size() < 3000u * 1000u / 10);
+    CHECK(std::is_sorted(ref.sampled.begin(), ref.sampled.end()));
+    CHECK(std::adjacent_find(ref.sampled.begin(), ref.sampled.end()) == ref.sampled.end());
+    std::set<std::size_t> rows, cols;
+    for (std::size_t e : ref.sampled) {
+        rows.insert(e / 1000);
+        cols.insert(e % 1000);
+    }
+    CHECK(rows.size() == 3000);
+    CHECK(cols.size() == 1000);
+    for (std::size_t j = 0; j < ref.sampled.size(); j += 997) {  // each value is its element's dot product
+        const std::size_t r = ref.sampled[j] / 1000, c = ref.sampled[j] % 1000;
+        CHECK(ref.values[j] == a[r * 2] * w[c] + a[r * 2 + 1] * w[1000 + c]);
+    }
+    CHECK(family::family_of(p).reference(p, in).sampled == ref.sampled);
+}
+
+TEST_CASE("a sampled comparison: a wrong sampled element fails by name, an unwritten one outside the sample too") {
+    reference::expected_values ref;
+    ref.sampled = {1, 5};
+    ref.values.resize(2);
+    ref.scales.resize(2);
+    ref.values[0] = 1.0;
+    ref.values[1] = 2.0;
+    ref.scales[0] = ref.scales[1] = 0;
+    reference::typed_array out = filled(config::dtype::float32, {9, 1, 9, 9, 9, 2, 9, 9});
+    const config::tolerance tol{1e-6, 0, 0};
+    auto result = reference::compare(out, ref, tol);
+    CHECK(result.pass);  // 9s outside the sample are written: not checked against anything
+    out.set(5, 2.5);
+    result = reference::compare(out, ref, tol);
+    CHECK_FALSE(result.pass);
+    CHECK(result.first_bad == 5u);
+    CHECK(result.first_bad_entry == 1u);
+    out.set(5, 2);
+    std::fill_n(static_cast<unsigned char*>(out.data()) + 3 * sizeof(float), sizeof(float), reference::k_poison_byte);
+    result = reference::compare(out, ref, tol);
+    CHECK_FALSE(result.pass);
+    CHECK(result.unwritten == 1);
+    CHECK(result.first_bad == 3u);
+    CHECK_FALSE(result.first_bad_entry.has_value());
+}
