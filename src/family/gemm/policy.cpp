@@ -61,9 +61,7 @@ void check_stages(const pipeline& p, const std::string& source) {
     for (std::size_t i = 1; i < p.stages.size(); ++i)
         if (p.stages[i].family_op && p.stages[i].op == "matmul")
             throw config_error(source, "stages[" + std::to_string(i) + "]",
-                               "a matmul must be the first stage: one matmul a pipeline, maps after it");
-    if (first.op != "matmul")
-        throw config_error(source, "stages[0]", "a matmul pipeline starts with the matmul; maps before it are not offered");
+                               "a matmul must be the first stage: one matmul a pipeline, maps after it");  // so stages[0] is it
     if (!p.shape) throw config_error(source, "stages[0]", "a matmul needs a matrix: give \"shape\": [rows, depth] instead of \"n\"");
     for (const auto& [key, value] : first.options.items())
         if (key != "by") throw config_error(source, "stages[0]." + key, "unknown key; expected one of \"op\", \"input\", \"by\"");

@@ -25,28 +25,8 @@ std::uint64_t mixed(std::uint64_t t) {
     return t ^ (t >> 31);
 }
 
-/// The runs to compute: every row whole for a small result; otherwise one run per row and per
-/// 8 columns (row t mod M, columns from 8 · (t mod ⌈N / 8⌉)), then hashed ones, until there are
-/// k_sample_elements; sorted, overlaps merged.
-std::vector<run> runs_of(const sizes& s) {
-    std::vector<run> runs;
-    if (static_cast<std::size_t>(s.m * s.n) <= k_full_elements) {
-        for (long long r = 0; r < s.m; ++r) runs.push_back({r, 0, s.n});
-        return runs;
-    }
-    const auto add = [&](long long row, long long col) { runs.push_back({row, col, std::min(k_run, s.n - col)}); };
-    const long long col_runs = (s.n + k_run - 1) / k_run;
-    long long elements = 0;
-    for (long long t = 0; t < std::max(s.m, col_runs); ++t) {
-        add(t % s.m, t % col_runs * k_run);
-        elements += runs.back().count;
-    }
-    for (std::uint64_t t = 0; elements < static_cast<long long>(k_sample_elements); ++t) {
-        const std::uint64_t h = mixed(t);
-        add(static_cast<long long>(h % static_cast<std::uint64_t>(s.m)),
-            static_cast<long long>((h >> 32) % static_cast<std::uint64_t>(s.n)));
-        elements += runs.back().count;
-    }
+/// Sorted by row and column, overlapping runs merged.
+void sort_and_merge(std::vector<run>& runs) {
     std::sort(runs.begin(), runs.end(), [](const run& x, const run& y) { return x.row != y.row ? x.row < y.row : x.col < y.col; });
     std::vector<run> merged;
     for (const run& r : runs) {
@@ -56,7 +36,33 @@ std::vector<run> runs_of(const sizes& s) {
         }
         merged.push_back(r);
     }
-    return merged;
+    runs.swap(merged);
+}
+
+/// The runs to compute: every row whole for a small result; otherwise one run per row and per
+/// 8 columns (row t mod M, columns from 8 · (t mod ⌈N / 8⌉)), then hashed ones, until they hold
+/// k_sample_elements.
+std::vector<run> runs_of(const sizes& s) {
+    std::vector<run> runs;
+    if (static_cast<std::size_t>(s.m * s.n) <= k_full_elements) {
+        for (long long r = 0; r < s.m; ++r) runs.push_back({r, 0, s.n});
+        return runs;
+    }
+    const auto add = [&](long long row, long long col) { runs.push_back({row, col, std::min(k_run, s.n - col)}); };
+    const long long col_runs = (s.n + k_run - 1) / k_run;
+    for (long long t = 0; t < std::max(s.m, col_runs); ++t) add(t % s.m, t % col_runs * k_run);
+    const auto elements = [&] {
+        long long total = 0;
+        for (const run& r : runs) total += r.count;
+        return total;
+    };
+    std::uint64_t t = 0;
+    for (sort_and_merge(runs); elements() < static_cast<long long>(k_sample_elements); sort_and_merge(runs))
+        for (int added = 0; added < 1024; ++added, ++t) {
+            const std::uint64_t h = mixed(t);
+            add(static_cast<long long>(h % static_cast<std::uint64_t>(s.m)), static_cast<long long>((h >> 32) % static_cast<std::uint64_t>(s.n)));
+        }
+    return runs;
 }
 
 }  // namespace
