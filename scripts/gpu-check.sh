@@ -7,8 +7,10 @@
 #               the executed notebook, seed.ipynb), then the gpu tests again for their figures
 #   gemm-odd    the GEMM family verified at M, N, K of 1, 17, 1000, 4097 (all 64 combinations), every
 #               dtype on its rung, fused and separate; bfloat16 and float16 on simt too
+#   gemm-tune   the mma rung's launch space (tiles, warps, pipeline depth) at 8192³, exhaustively
 #   gemm        the GEMM ladder at 4096³, 8192³ and 8192 × 4096 × 4096 (GEMM_SHAPES), each rung alone,
-#               the epilogue fused (tanh, GELU) and separate, 2 rounds; the peers (cuBLAS, cuBLASLt's
+#               the epilogue fused (tanh, GELU) and separate, 2 rounds (mma at gemm-tune's best
+#               launch where that part ran); the peers (cuBLAS, cuBLASLt's
 #               GELU epilogue, eager addmm + activation, torch.compile, Triton) at the same shapes
 #               (bench/peers/gemm_peers.py); summed by scripts/gemm_table.py
 #   python      bench/python_calls.py: kjit's kernels called from Python beside CuPy, Triton,
@@ -477,12 +479,22 @@ PY
                 --json "$out/gemm_odd/${m}x${n}x${k}.simt.json" >> "$out/gemm_odd.log" 2>&1 || status=1
         done; done; done
         grep -cE " PASS " "$out/gemm_odd.log"; grep -E "FAIL|error" "$out/gemm_odd.log" | head -20 ;;
+    gemm-tune)
+        # The mma rung's launch space at 8192³, the matmul alone, exhaustively; its best point is
+        # what the gemm part then runs the mma variants with.
+        "$kjit" tune configs/mlp_layer.json --set "shape=[8192,8192]" --set "inputs.W.shape=[8192,8192]" \
+            --set 'stages=[{"op":"matmul","input":"x_in","by":"W"}]' --set measure.max_ms=100 \
+            --set 'tune={"axes":{"launch.tile_m":[128,256],"launch.tile_n":[128,256],"launch.tile_k":[32,64],"launch.warps_m":[2,4],"launch.warps_n":[2,4],"launch.stages":[3,4]}}' \
+            --strategy exhaustive --json "$out/gemm_tune.json" > "$out/gemm_tune.log" 2>&1 || status=1
+        tail -30 "$out/gemm_tune.log" ;;
     gemm)
         # The ladder at the issue's shapes (M x N x K), each rung alone and with its epilogue fused
         # or separate, then the peers at the same shapes (bench/peers/gemm_peers.py).
         alone='stages=[{"op":"matmul","input":"x_in","by":"W"}]'
         gelu='stages[2]={"op":"activate","fn":"gelu","formula":"tanh"}'
         mkdir -p "$out/gemm"
+        tuned=()  # the gemm-tune part's best launch, where it ran
+        [ -f "$out/gemm_tune.json" ] && mapfile -t tuned < <(python3 scripts/tune_table.py --best-sets "$out/gemm_tune.json")
         for shape in ${GEMM_SHAPES:-4096x4096x4096 8192x8192x8192 8192x4096x4096}; do
             IFS=x read -r m n k <<< "$shape"
             sized=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]" --skip-ceiling)
@@ -496,7 +508,8 @@ PY
                         mma_gelu) extra=(--set "$gelu") ;;
                         mma_gelu_separate) extra=(--set "$gelu" --set fusion=separate) ;;
                     esac
-                    "$kjit" run configs/mlp_layer.json "${sized[@]}" "${extra[@]}" ${GEMM_SET:+--set "$GEMM_SET"} \
+                    [[ $variant == mma* ]] && extra+=("${tuned[@]}")
+                    "$kjit" run configs/mlp_layer.json "${sized[@]}" "${extra[@]}" \
                         --json "$out/gemm/$shape.$variant.$round.json" >> "$out/gemm.log" 2>&1 || status=1
                 done
             done
