@@ -481,10 +481,12 @@ PY
         grep -cE " PASS " "$out/gemm_odd.log"; grep -E "FAIL|error" "$out/gemm_odd.log" | head -20 ;;
     gemm-tune)
         # The mma rung's launch space at 8192³, the matmul alone, exhaustively; its best point is
-        # what the gemm part then runs the mma variants with.
+        # what the gemm part then runs the mma variants with. Around the auto launch (the best of
+        # an earlier, wider space: bench/results/2026-12-02-gemm/second), or GEMM_TUNE_AXES.
+        gemm_axes='{"launch.tile_n":[128,256],"launch.warps_n":[2,4],"launch.stages":[3,4,5,6],"launch.group_m":[4,8,16]}'
         "$kjit" tune configs/mlp_layer.json --set "shape=[8192,8192]" --set "inputs.W.shape=[8192,8192]" \
             --set 'stages=[{"op":"matmul","input":"x_in","by":"W"}]' --set measure.max_ms=100 \
-            --set 'tune={"axes":{"launch.tile_m":[128,256],"launch.tile_n":[128,256],"launch.tile_k":[32,64],"launch.warps_m":[2,4],"launch.warps_n":[2,4],"launch.stages":[3,4]}}' \
+            --set "tune={\"axes\":${GEMM_TUNE_AXES:-$gemm_axes}}" \
             --strategy exhaustive --json "$out/gemm_tune.json" > "$out/gemm_tune.log" 2>&1 || status=1
         tail -30 "$out/gemm_tune.log" ;;
     gemm)
