@@ -1,29 +1,78 @@
 #!/usr/bin/env python3
 """The GEMM family's GPU figures as tables (scripts/gpu-check.sh gemm-odd and gemm write them):
 
-    python3 scripts/gemm_table.py DIR
+    python3 scripts/gemm_table.py DIR [--plot PNG]
+
+DIR holds the parts' output, or (as committed) gemm-data.tgz with their folders packed.
 
 Odd shapes: how many points passed (DIR/gemm_odd/*.json). The ladder: each kjit variant's median
 cold time over the rounds (DIR/gemm/SHAPE.VARIANT.ROUND.json), its TFLOP/s and its ratio to the
 peers measured in the same run (DIR/gemm_peers.jsonl): cuBLAS bf16 or fp32 for a matmul alone,
 cuBLASLt's GELU epilogue and eager addmm + activation for a hidden layer.
 """
-import glob
+import argparse
+import fnmatch
 import json
 import os
 import statistics
-import sys
+import tarfile
 from collections import defaultdict
 
 
-def records(path):
-    with open(path) as f:
-        return json.load(f)
+class results:
+    """The JSON files of DIR, or of DIR/gemm-data.tgz."""
+
+    def __init__(self, out):
+        self.out = out
+        packed = os.path.join(out, "gemm-data.tgz")
+        self.files = {}
+        if os.path.exists(packed):
+            with tarfile.open(packed) as tar:
+                for member in tar.getmembers():
+                    if member.isfile() and member.name.endswith(".json"):
+                        self.files[member.name] = json.load(tar.extractfile(member))
+        else:
+            for root, _, names in os.walk(out):
+                for name in names:
+                    if name.endswith(".json"):
+                        path = os.path.join(root, name)
+                        with open(path) as f:
+                            self.files[os.path.relpath(path, out)] = json.load(f)
+
+    def glob(self, pattern):
+        return sorted((name, data) for name, data in self.files.items() if fnmatch.fnmatch(name, pattern))
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shapes = sorted({shape for shape, _, _ in rows}, key=lambda s: [int(v) for v in s.split("x")])
+    tools = ["simt_f32", "cublas_fp32", "simt_bf16", "mma", "cublas", "triton", "cublaslt_gelu", "mma_gelu"]
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / len(tools)
+    for t, tool in enumerate(tools):
+        values = [next((tf for s, name, tf in rows if s == shape and name == tool), 0) for shape in shapes]
+        bars = ax.bar([i + t * width for i in range(len(shapes))], values, width, label=tool)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shapes))], [s.replace("x", " × ") for s in shapes])
+    ax.set_ylabel("TFLOP/s (cold median)")
+    ax.set_title("The GEMM ladder on an H200: kjit's rungs beside cuBLAS and Triton (M × N × K)")
+    ax.set_ylim(0, 1000)
+    ax.legend(ncol=8, fontsize=8, loc="upper center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main():
-    out = sys.argv[1]
-    odd = [r for path in sorted(glob.glob(os.path.join(out, "gemm_odd", "*.json"))) for r in records(path)]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("--plot")
+    args = parser.parse_args()
+    out = args.dir
+    data = results(out)
+    odd = [r for _, records in data.glob("gemm_odd/*.json") for r in records]
     if odd:
         passed = [r for r in odd if r["status"] == "PASS"]
         print(f"odd shapes: {len(passed)} of {len(odd)} PASS")
@@ -33,9 +82,9 @@ def main():
         print()
 
     kjit = defaultdict(list)  # (shape, variant) → [(median ms, record)]
-    for path in glob.glob(os.path.join(out, "gemm", "*.json")):
+    for path, records in data.glob("gemm/*.json"):
         shape, variant, _round, _ = os.path.basename(path).split(".")
-        for r in records(path):
+        for r in records:
             if r["status"] == "PASS":
                 kjit[(shape, variant)].append(r)
             else:
@@ -56,6 +105,7 @@ def main():
         "mma_gelu": "cublaslt_gelu",
         "mma_gelu_separate": "eager_gelu",
     }
+    plotted = []  # (shape, tool, TFLOP/s)
     print("| M × N × K | kjit variant | median ms | TFLOP/s | registers | peer | peer ms | kjit / peer speed |")
     print("|---|---|---|---|---|---|---|---|")
     for shape in shapes:
@@ -66,6 +116,7 @@ def main():
                 continue
             median = statistics.median(r["kernel_cold_median_ms"] for r in rs)
             tflops = 2.0 * m * n * k / (median * 1e-3) / 1e12
+            plotted.append((shape, variant, tflops))
             peer_ms = peers.get((shape, peer))
             ratio = f"{peer_ms / median:.3f}" if peer_ms else "–"
             shown_peer = f"{peer_ms:.4f}" if peer_ms else "–"
@@ -76,7 +127,11 @@ def main():
         print("|---|---|---|---|")
         for (shape, tool), ms in sorted(peers.items()):
             m, n, k = (int(v) for v in shape.split("x"))
-            print(f"| {shape} | {tool} | {ms:.4f} | {2.0 * m * n * k / (ms * 1e-3) / 1e12:.1f} |")
+            tflops = 2.0 * m * n * k / (ms * 1e-3) / 1e12
+            plotted.append((shape, tool, tflops))
+            print(f"| {shape} | {tool} | {ms:.4f} | {tflops:.1f} |")
+    if args.plot:
+        plot(plotted, args.plot)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,10 @@
 // the family. The kernel is looked up by name in the programs of the pipelines it may come from
 // (a sweep's points): the first whose plan has that kernel with these argument types and buffer
 // sizes. Its arguments are bound by position to the plan's typed arguments (buffers by name,
-// scalars, sizes); then its
-// stages run in order over the matrix x starts from (a row of n elements for an elementwise
-// pipeline): a matmul by its definition, a map per row, a reduce into a row value, a transpose by
-// rearranging. What the plan
-// says the kernel writes is written: the output's elements or one value per row, and row values.
+// scalars, sizes); then its stages run in order over the matrix x starts from (a row of n
+// elements for an elementwise pipeline): a matmul by its definition, a map per row, a reduce into
+// a row value, a transpose by rearranging. What the plan says the kernel writes is written: the
+// output's elements or one value per row, and row values.
 // kjit's copy probe, which no plan holds, copies.
 // Values are computed in double from the stages' kernel trees and stored in the buffers' types.
 #pragma once

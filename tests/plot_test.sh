@@ -40,4 +40,10 @@ grep -q "^  reached   100 % of the exhaustive best (38.5 µs)" "$work/anneal.txt
 grep -q "^  space     384 points, 320 allowed" "$work/anneal.txt"
 "$python" "$source/scripts/plot_results.py" "$work/anneal.json" "$work/random.json" --out "$work/png"
 test -s "$work/png/tune_progress.png"
+# The GEMM ladder's table and plot, from committed H200 results.
+gemm="$source/bench/results/2026-12-02-gemm/third"
+"$python" "$source/scripts/gemm_table.py" "$gemm" --plot "$work/png/gemm.png" > "$work/gemm.txt"
+grep -q "odd shapes: 640 of 640 PASS" "$work/gemm.txt"
+grep -qE "^\| 4096x4096x4096 \| simt_f32 \| 3\.0437 \| 45\.2 \|" "$work/gemm.txt"
+test -s "$work/png/gemm.png"
 echo "plot test passed"

@@ -123,3 +123,20 @@ TEST_CASE("a callable checks every array before it launches, with one line namin
     CHECK(failure(b.array(1)) == expected + "one on CUDA device 1");
     CHECK(f.opened->launches == 1);  // only the call that passed launched
 }
+
+TEST_CASE("a matmul's callable takes x, W, the bias and out each in its own shape") {
+    fixture f;
+    auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
+    doc.json.erase("sweep");
+    doc.json["shape"] = {6, 4};
+    doc.json["inputs"]["W"]["shape"] = {4, 5};
+    doc.json["dtype"] = "float32";
+    report::record rec;
+    const auto kernels = f.session->load(family::load(doc), 0, rec);
+    std::map<std::string, std::vector<long long>> shapes;
+    for (const auto& parameter : kernels->parameters()) shapes[parameter.name] = parameter.shape;
+    CHECK(shapes.at("x_in") == std::vector<long long>{6, 4});
+    CHECK(shapes.at("W") == std::vector<long long>{4, 5});
+    CHECK(shapes.at("b") == std::vector<long long>{5});
+    CHECK(shapes.at("out") == std::vector<long long>{6, 5});
+}

@@ -3,6 +3,7 @@
 // NaN shows up as a FAIL. Where there is no usable driver or device this program says why and
 // exits 77, which CTest reports as skipped.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -107,6 +108,37 @@ TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector
                         const auto rec = s.run(family::load(doc));
                         CHECK(rec.status == report::outcome::pass);
                     }
+}
+
+TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separate, at the auto launch and a small one") {
+    session s;
+    const std::vector<std::pair<std::string, json>> rungs{
+        {"float32", {{"rung", "simt"}}},
+        {"float64", {{"rung", "simt"}}},
+        {"bfloat16", {{"rung", "simt"}, {"tile_m", 64}, {"tile_n", 32}, {"tile_k", 16}}},
+        {"float16", {{"rung", "mma"}}},
+        {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"stages", 2}, {"group_m", 1}}}};
+    for (const auto& [m, n, k] : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
+        for (const auto& [dtype, launch] : rungs)
+            for (const char* fusion : {"fused", "separate"}) {
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(dtype);
+                CAPTURE(launch.dump());
+                CAPTURE(std::string(fusion));
+                auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
+                doc.json.erase("sweep");
+                doc.json["shape"] = {m, k};
+                doc.json["inputs"]["W"]["shape"] = {k, n};
+                doc.json["dtype"] = dtype;
+                doc.json["fusion"] = fusion;
+                doc.json["launch"] = launch;
+                doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+                const auto rec = s.run(family::load(doc));
+                CHECK(rec.status == report::outcome::pass);
+                CHECK(rec.flops == 2.0 * static_cast<double>(m * n * k));
+            }
 }
 
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {

@@ -13,7 +13,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.7.0";
+inline constexpr const char* k_schema_version = "1.8.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {

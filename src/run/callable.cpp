@@ -26,6 +26,7 @@ long long count_of(const std::vector<long long>& shape) {
 std::vector<long long> shape_of(const config::pipeline& p, const family::program& prog, const family::buffer& b) {
     const auto count = static_cast<long long>(b.bytes / config::element_size(p.type));
     if (b.role == family::buffer_role::output && prog.output_rows > 0) return {prog.output_rows, prog.output_cols};
+    if (const config::input_spec* in = config::find_input(p, b.name); in && !in->dims.empty()) return in->dims;  // a matmul's W
     if (p.shape && count == p.shape->rows * p.shape->cols) return {p.shape->rows, p.shape->cols};
     return {count};
 }
