@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Matrix multiplies and hidden layers as PyTorch and Triton users write them, timed the way kjit
 times its kernels: L2 flushed before each call, CUDA events around one call, median of K. One JSON
-object per line: {"op", "tool", "dtype", "m", "n", "k", "median_ms", "p10_ms", "p90_ms", "tflops"}.
+object per line: {"op", "tool", "dtype", "m", "n", "k", "median_ms", "p10_ms", "p90_ms", "tflops"}
+(row_peers.time_cold times each call).
 
     python3 bench/peers/gemm_peers.py [--repeat K] [--shapes 4096x4096x4096,8192x8192x8192]
 
@@ -14,11 +15,12 @@ Shapes are M x N x K: x is M x K, W is K x N, b has N values. Tools:
 """
 import argparse
 import json
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+
+from row_peers import time_cold
 
 try:
     import triton
@@ -64,24 +66,6 @@ if triton is not None:
         return out
 
 
-def time_cold(f, repeat):
-    flush = torch.empty(512 * 1024 * 1024, dtype=torch.uint8, device="cuda")  # > 8 × the H200's L2
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(repeat):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        f()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    samples.sort()
-    return statistics.median(samples), samples[len(samples) // 10], samples[(9 * len(samples)) // 10]
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
@@ -102,7 +86,7 @@ def main():
 
         def report(tool, dtype, f):
             try:
-                median, p10, p90 = time_cold(f, args.repeat)
+                median, p10, p90 = time_cold(lambda _: f(), None, args.repeat)  # f holds its operands
             except Exception as e:  # a tool that cannot run a shape is reported, not fatal
                 print(json.dumps({"op": "gemm", "tool": tool, "dtype": dtype, "m": m, "n": n, "k": k,
                                   "error": str(e).splitlines()[0]}), flush=True)
@@ -122,7 +106,7 @@ def main():
             best = None
             for config in TRITON_CONFIGS:
                 try:
-                    median, _, _ = time_cold(lambda: triton_matmul(x, w, config), 5)
+                    median, _, _ = time_cold(lambda _: triton_matmul(x, w, config), None, 5)
                 except Exception:  # a config this GPU cannot hold (shared memory) is skipped
                     continue
                 if best is None or median < best[0]:

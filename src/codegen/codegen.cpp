@@ -103,6 +103,18 @@ expr::cuda_style style_of(const config::pipeline& p) {
     return {config::computes_in_double(p.type), p.compile.fast_math, p.n <= std::numeric_limits<int>::max()};
 }
 
+mu::data stage_steps(const config::pipeline& p, const std::vector<std::size_t>& indices) {
+    mu::data steps{mu::data::type::list};
+    for (std::size_t i : indices) {
+        mu::data step;
+        step.set("index", std::to_string(i));
+        step.set("what", config::describe(p.stages[i]));
+        step.set("code", expr::to_cuda(p.stages[i].kernel, style_of(p)));
+        steps.push_back(step);
+    }
+    return steps;
+}
+
 mu::data prologue_data(const config::pipeline& p, const std::string& label, int vector_width,
                        std::vector<std::string>& headers) {
     const config::dtype_info& spelled = config::info(p.type);

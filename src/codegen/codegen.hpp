@@ -47,6 +47,10 @@ struct template_set {
 /// The CUDA spelling of expressions for `p`: its compute type and fast-math.
 [[nodiscard]] expr::cuda_style style_of(const config::pipeline& p);
 
+/// Stages `indices` of `p` as a template's list of steps: each one's `index`, `what` (as
+/// config::describe says it) and `code` (its expression in CUDA).
+[[nodiscard]] mu::data stage_steps(const config::pipeline& p, const std::vector<std::size_t>& indices);
+
 [[nodiscard]] inline mu::data flag(bool value) {
     return value ? mu::data::type::bool_true : mu::data::type::bool_false;
 }

@@ -103,15 +103,7 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     mu::data arrays{mu::data::type::list};
     for (const auto& a : reads) arrays.push_back(mu::data("array", a));
     item.set("arrays", arrays);
-    mu::data steps{mu::data::type::list};
-    for (std::size_t i : k.stages) {
-        mu::data step;
-        step.set("index", std::to_string(i));
-        step.set("what", config::describe(p.stages[i]));
-        step.set("code", expr::to_cuda(p.stages[i].kernel, style));
-        steps.push_back(step);
-    }
-    item.set("steps", steps);
+    item.set("steps", codegen::stage_steps(p, k.stages));
     return item;
 }
 

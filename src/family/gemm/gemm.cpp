@@ -1,6 +1,7 @@
 #include "family/gemm/gemm.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "family/gemm/policy.hpp"
 #include "family/gemm/reference.hpp"
@@ -38,18 +39,6 @@ element_call element_call_of(const pipeline& p, std::size_t first, std::size_t l
         call.scalars.push_back(scalar_argument(s));
     }
     return call;
-}
-
-mu::data steps_of(const pipeline& p, std::size_t first, std::size_t last) {
-    mu::data steps{mu::data::type::list};
-    for (std::size_t i = first; i < last; ++i) {
-        mu::data step;
-        step.set("index", std::to_string(i));
-        step.set("what", config::describe(p.stages[i]));
-        step.set("code", expr::to_cuda(p.stages[i].kernel, codegen::style_of(p)));
-        steps.push_back(step);
-    }
-    return steps;
 }
 
 std::vector<std::string> declarations(const kernel& k) {
@@ -175,7 +164,9 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
     data.set("kernel_params", codegen::parameter_list(declarations(k)));
-    data.set("epilogue", steps_of(p, 1, fused_end));
+    std::vector<std::size_t> epilogue_stages(fused_end - 1);
+    std::iota(epilogue_stages.begin(), epilogue_stages.end(), 1);
+    data.set("epilogue", codegen::stage_steps(p, epilogue_stages));
     data.set("no_epilogue", separate ? "each stage after the matmul is a kernel of its own" : "the pipeline is the matmul alone");
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
     data.set("epilogue_args", codegen::parameter_list(epilogue.args, 24));  // called on lines indented by 16
@@ -204,11 +195,8 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         stage.args.push_back(size_argument("cols", s.n));
         stage.bytes_read = static_cast<double>(product * element) + static_cast<double>(call.arrays.size() * s.n * element);
         stage.bytes_written = static_cast<double>(product * element);
-        mu::data item;
+        mu::data item = codegen::stage_steps(p, {i}).list_value().front();  // index, what, code
         item.set("heading", codegen::heading(stage.name, stage.what));
-        item.set("index", std::to_string(i));
-        item.set("what", config::describe(p.stages[i]));
-        item.set("code", expr::to_cuda(p.stages[i].kernel, codegen::style_of(p)));
         item.set("params", codegen::parameter_list(call.params));
         item.set("args", codegen::parameter_list(call.args, 24));
         item.set("kernel", stage.name);

@@ -1,6 +1,7 @@
 #include "family/transpose/transpose.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "config/reader.hpp"
 #include "family/checks.hpp"
@@ -196,15 +197,9 @@ void element_function(const pipeline& p, std::size_t first, std::size_t last, co
     }
     data.set(prefix + "_params", codegen::parameter_list(params));
     data.set(prefix + "_args", codegen::parameter_list(args, 24));  // called on lines indented by 16
-    mu::data steps{mu::data::type::list};
-    for (std::size_t i = first; i < last; ++i) {
-        mu::data step;
-        step.set("index", std::to_string(i));
-        step.set("what", config::describe(p.stages[i]));
-        step.set("code", expr::to_cuda(p.stages[i].kernel, codegen::style_of(p)));
-        steps.push_back(step);
-    }
-    data.set(prefix, steps);
+    std::vector<std::size_t> stages(last - first);
+    std::iota(stages.begin(), stages.end(), first);
+    data.set(prefix, codegen::stage_steps(p, stages));
 }
 
 program transpose::plan(const pipeline& p, const codegen::template_set& templates) const {
