@@ -78,8 +78,8 @@ struct check_row {
     double max_abs_error = 0, max_rel_error = 0, max_ulp_error = 0;
     double rtol = 0, atol = 0;
     double rounding = 0;    ///< allowed error per unit of the reference's error scale
-    /// Elements compared with the reference: all of them, or a sample of a large matmul's result
-    /// (whose other elements are checked only for having been written).
+    /// Elements compared with the reference (all of them, or a sample of a large matmul's result:
+    /// reference::expected_values::sampled), and elements of the result.
     std::size_t compared = 0, elements = 0;
     std::string first_bad;  ///< "element 7: greyscales=3, weights=0.41 → out=nan, ref=0.0048"
 };

@@ -145,7 +145,8 @@ void print_record(std::ostream& out, const record& r) {
             << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
         if (c.compared < c.elements)
             out << "           compared with the reference: a sample of " << c.compared << " elements covering every row and "
-                << "column; every other element was checked for having been written\n";
+                << "column; every other element was checked for having been written (and, where the sample has no "
+                << "NaN or Inf, for being finite)\n";
         if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
     }
     for (const auto& file : r.saved) out << "  saved    " << file << "\n";
