@@ -118,9 +118,13 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
         {"bfloat16", {{"rung", "simt"}, {"tile_m", 64}, {"tile_n", 32}, {"tile_k", 16}}},
         {"float16", {{"rung", "mma"}}},
         {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"stages", 2}, {"group_m", 1}}}};
-    for (const auto& [m, n, k] : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
-        for (const auto& [dtype, launch] : rungs)
+    // (No structured bindings: clang does not let CAPTURE's lambda name them.)
+    for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
+        for (const auto& rung : rungs)
             for (const char* fusion : {"fused", "separate"}) {
+                const long long m = size[0], n = size[1], k = size[2];
+                const std::string& dtype = rung.first;
+                const json& launch = rung.second;
                 CAPTURE(m);
                 CAPTURE(n);
                 CAPTURE(k);
