@@ -10,6 +10,7 @@
 
 using namespace kjit;
 using json = kjit::config::json_value;
+using kjit::testing::error_message;
 using kjit::testing::fake_gpu;
 
 namespace {
@@ -139,4 +140,19 @@ TEST_CASE("a matmul's callable takes x, W, the bias and out each in its own shap
     CHECK(shapes.at("W") == std::vector<long long>{4, 5});
     CHECK(shapes.at("b") == std::vector<long long>{5});
     CHECK(shapes.at("out") == std::vector<long long>{6, 5});
+
+    // Its loads of A are 4 floats wide (K = 4): an array must start on 16 bytes, a view 4 bytes
+    // into one is refused before anything launches.
+    auto x = filled(24, [](long long) { return 1.0; }), w = filled(21, [](long long) { return 1.0; });
+    auto b = filled(5, [](long long) { return 0.0; }), out = filled(30, [](long long) { return 0.0; });
+    run::caller_array w_view = w.array();
+    w_view.address += 4;
+    w_view.shape = {4, 5};
+    std::vector<run::caller_array> arrays{x.array(), w_view, b.array(), out.array()};
+    arrays[0].shape = {6, 4};
+    arrays[3].shape = {6, 5};
+    const std::string message = error_message([&] { (*kernels)(arrays, 0); }, error_kind::usage);
+    CHECK(message == "W: expected an address aligned to 16 bytes (the kernels load that much at once), got one 4 bytes "
+                     "past it: a view into another array? Pass a copy");
+    CHECK(f.opened->launches == 0);
 }

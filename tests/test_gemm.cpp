@@ -199,3 +199,14 @@ TEST_CASE("a sampled comparison: a wrong sampled element fails by name, an unwri
     CHECK(result.first_bad == 3u);
     CHECK_FALSE(result.first_bad_entry.has_value());
 }
+
+TEST_CASE("each family's program says how its arrays must be aligned: its widest vector, cp.async's 16 bytes") {
+    const auto alignment = [](const config::pipeline& p) { return family::plan(p, codegen::template_set::embedded()).array_alignment; };
+    CHECK(alignment(kjit::testing::pipeline_with([](json&) {})) == 0);  // elementwise: its kernel tests, and falls back
+    auto softmax = config::load_document(kjit::testing::config_path("softmax.json"));
+    softmax.json.erase("sweep");
+    CHECK(alignment(family::load(softmax)) == 16);  // float32 rows in vectors of 4
+    CHECK(alignment(parsed(gemm_config(64, 64, 64, "bfloat16"))) == 16);  // cp.async
+    CHECK(alignment(parsed(gemm_config(64, 17, 17, "bfloat16"))) == 2);  // element by element, single stores
+    CHECK(alignment(parsed(gemm_config(64, 17, 12))) == 16);              // simt: A in vectors of 4 floats
+}

@@ -62,6 +62,10 @@ struct program {
     std::vector<buffer> buffers;       ///< every device buffer, inputs first
     bool double_scalars = false;       ///< scalars are passed as double (float64 pipelines)
     int vector_width = 1;
+    /// Bytes every array's address must be a multiple of: the widest load or store the kernels
+    /// make at once (kjit's own buffers always are; a caller's view into an array may not be).
+    /// 0: one element's (the elementwise kernels test alignment themselves, and fall back).
+    std::size_t array_alignment = 0;
     /// The result as a matrix of output_rows × output_cols (0 × 0: a 1-D result), and whether
     /// it has one value per row of the input (a final reduce).
     long long output_rows = 0, output_cols = 0;

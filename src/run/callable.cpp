@@ -73,6 +73,7 @@ callable::~callable() { m_device->unload_module(m_module); }
 void callable::bind(std::span<const caller_array> arrays) {
     const device_info& info = m_device->device();
     const std::string_view dtype = config::info(m_pipeline.type).name;
+    const std::size_t alignment = m_program.array_alignment;
     for (std::size_t i = 0; i < m_parameters.size(); ++i) {
         const array_parameter& want = m_parameters[i];
         const caller_array& a = arrays[i];
@@ -87,6 +88,11 @@ void callable::bind(std::span<const caller_array> arrays) {
         const bool shape_fits = want.shape.size() == 1 ? count_of(a.shape) == want.shape[0] : a.shape == want.shape;
         if (!shape_fits) fail("shape " + shown(a.shape));
         if (!a.contiguous) fail("a strided view (make it contiguous first)");
+        if (alignment > 0 && a.address % alignment != 0)
+            throw error(error_kind::usage, want.name + ": expected an address aligned to " + std::to_string(alignment) +
+                                               " bytes (the kernels load that much at once), got one " +
+                                               std::to_string(a.address % alignment) +
+                                               " bytes past it: a view into another array? Pass a copy");
     }
     for (const slot& s : m_slots) m_launches[s.launch].args[s.argument].address = arrays[s.parameter].address;
 }

@@ -108,6 +108,8 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     prog.family = std::string(name());
     prog.double_scalars = config::computes_in_double(p.type);
     prog.vector_width = t.width_c;
+    // cp.async copies 16 bytes; otherwise the widest of A's, B's and C's vectors.
+    prog.array_alignment = t.async_copies ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
     prog.output_rows = s.m;
     prog.output_cols = s.n;
     prog.inputs_align_with_output = false;

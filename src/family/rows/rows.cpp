@@ -324,6 +324,7 @@ public:
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override {
         chain_start start = start_chain(p, name());
+        start.prog.array_alignment = static_cast<std::size_t>(p.launch.vector_width) * config::element_size(p.type);
         // Each kernel's test for the vectors it need not read, decided once.
         std::vector<expr::tree> unread;
         for (const auto& k : start.chain.kernels) unread.push_back(rows::unread_where(p, k));

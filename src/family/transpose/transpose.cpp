@@ -240,6 +240,7 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     k.bytes_written = static_cast<double>(static_cast<std::size_t>(p.n) * element);
 
     prog.vector_width = t.width;
+    prog.array_alignment = static_cast<std::size_t>(t.width) * element;
     mu::data data = codegen::prologue_data(p, std::string(config::to_string(p.type)) + ", tiles of " +
                                                   std::to_string(t.tile) + " × " + std::to_string(t.tile) +
                                                   ", vector width " + std::to_string(t.width),
