@@ -182,6 +182,12 @@ argument scalar_argument(const std::string& name) {
     return a;
 }
 
+std::vector<std::string> declarations(const kernel& k) {
+    std::vector<std::string> params;
+    for (const auto& a : k.args) params.push_back(a.cuda);
+    return params;
+}
+
 argument size_argument(const std::string& name, long long value) {
     argument a;
     a.what = argument::kind::size;

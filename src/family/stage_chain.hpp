@@ -76,5 +76,7 @@ void count_bytes(const config::pipeline& p, const chain_kernel& chained, int pas
 [[nodiscard]] argument scalar_argument(const std::string& name);
 /// A size known when planning ("n", "rows", "cols").
 [[nodiscard]] argument size_argument(const std::string& name, long long value);
+/// Each of k's arguments declared as its kernel's parameter, in order (argument::cuda).
+[[nodiscard]] std::vector<std::string> declarations(const kernel& k);
 
 }  // namespace kjit::family

@@ -82,8 +82,6 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
         for (const auto& name : k.positions) args.push_back(expr::position_argument(position_value(name, index), style));
         return codegen::parameter_list(args, indent);
     };
-    std::vector<std::string> params;
-    for (const auto& a : planned.args) params.push_back(a.cuda);
     mu::data item;
     item.set("kernel", k.name);
     item.set("heading", codegen::heading(k.name, k.what));
@@ -95,7 +93,7 @@ mu::data kernel_data(const config::pipeline& p, const chain_kernel& k, const ker
     for (const auto& a : k.scalars) element_params.push_back("real " + a);
     for (const auto& a : k.positions) element_params.push_back(std::string(expr::position_type(style)) + " " + a);
     item.set("element_params", codegen::parameter_list(element_params));
-    item.set("kernel_params", codegen::parameter_list(params));
+    item.set("kernel_params", codegen::parameter_list(declarations(planned)));
     // Continued lines of a call go 8 columns deeper than the statement.
     item.set("vector_args", element_args([](const std::string& a) { return "load(kjit_v_" + a + ".e[kjit_k])"; },
                                          "kjit_v * kjit_width + kjit_k", 24));

@@ -41,12 +41,6 @@ element_call element_call_of(const pipeline& p, std::size_t first, std::size_t l
     return call;
 }
 
-std::vector<std::string> declarations(const kernel& k) {
-    std::vector<std::string> params;
-    for (const auto& a : k.args) params.push_back(a.cuda);
-    return params;
-}
-
 class gemm_family_impl final : public family {
 public:
     std::string_view name() const override { return "gemm"; }

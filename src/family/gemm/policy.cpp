@@ -4,6 +4,7 @@
 
 #include "config/reader.hpp"
 #include "expr/expr.hpp"
+#include "family/program.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -14,9 +15,6 @@ using config::pipeline;
 using config::detail::object_reader;
 using config::detail::quoted_list;
 using config::detail::shown;
-
-/// The most dynamic shared memory a block of sm_80 and newer may have (227 KiB on sm_90).
-constexpr std::size_t k_max_shared_bytes = 227 * 1024;
 
 /// The policies where "auto". simt: 128 × 128 tiles of 8 × 8 per thread, the classic shape for
 /// CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 128 × 128 tiles on 4 warps of 64 × 64,

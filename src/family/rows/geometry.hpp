@@ -4,6 +4,7 @@
 // reference read it.
 #pragma once
 #include "config/config.hpp"
+#include "family/program.hpp"
 #include "reference/reference.hpp"
 
 namespace kjit::family::rows {
@@ -21,8 +22,8 @@ inline constexpr long long k_auto_shared_bytes_per_thread = 128;
 /// bench/results/2026-12-02-h200-causal).
 inline constexpr int k_positional_row_items = k_max_row_items;
 /// The most bytes of a row that row_cache "shared" holds: what one block may have on sm_90
-/// (227 KiB), less the few words the reductions use.
-inline constexpr long long k_max_shared_row_bytes = 227 * 1024 - 1024;
+/// (k_max_shared_bytes), less the few words the reductions use.
+inline constexpr long long k_max_shared_row_bytes = static_cast<long long>(k_max_shared_bytes) - 1024;
 /// Levels of the template's warp butterfly (kjit_warp_reduce: 32 lanes). kjit_block_reduce runs
 /// it twice: over each warp's lanes, then over the (at most 32) warps' results.
 inline constexpr long long k_warp_levels = 5;

@@ -61,11 +61,9 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
     const expr::cuda_style style = codegen::style_of(p);
     const bool row_value_out = k.output == result_kind::row_value;
-    std::vector<std::string> kernel_params, kernel_args;
-    for (const auto& a : planned.args) {
-        kernel_params.push_back(a.cuda);
-        kernel_args.push_back(a.cuda_name);
-    }
+    const std::vector<std::string> kernel_params = declarations(planned);
+    std::vector<std::string> kernel_args;
+    for (const auto& a : planned.args) kernel_args.push_back(a.cuda_name);
     const bool in_shared = planned.shared_bytes > 0;
     // A block that loops over rows loads the next row into registers while it works on this one.
     const bool loads_each_pass = !rows::row_in_registers(p);

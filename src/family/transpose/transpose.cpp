@@ -256,9 +256,7 @@ program transpose::plan(const pipeline& p, const codegen::template_set& template
     data.set("after_copies", codegen::flag(swizzled && at + 1 == p.stages.size()));
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
-    std::vector<std::string> params;
-    for (const auto& a : k.args) params.push_back(a.cuda);
-    data.set("kernel_params", codegen::parameter_list(params));
+    data.set("kernel_params", codegen::parameter_list(declarations(k)));
     element_function(p, 0, at, first.empty() ? "(real)0" : "load(kjit_v_" + first + ".e[kjit_e])",
                      first.empty() ? std::vector<std::string>{} : std::vector<std::string>{first}, data, "before");
     element_function(p, at + 1, p.stages.size(),
