@@ -49,7 +49,7 @@ def plot(rows, path):
     import matplotlib.pyplot as plt
 
     shapes = sorted({shape for shape, _, _ in rows}, key=lambda s: [int(v) for v in s.split("x")])
-    tools = ["simt_f32", "cublas_fp32", "simt_bf16", "mma", "cublas", "triton", "cublaslt_gelu", "mma_gelu"]
+    tools = ["simt_f32", "cublas_fp32", "simt_bf16", "mma", "wgmma", "cublas", "triton", "cublaslt_gelu", "wgmma_gelu"]
     fig, ax = plt.subplots(figsize=(11, 4.5))
     width = 0.8 / len(tools)
     for t, tool in enumerate(tools):
@@ -60,7 +60,7 @@ def plot(rows, path):
     ax.set_ylabel("TFLOP/s (cold median)")
     ax.set_title("The GEMM ladder on an H200: kjit's rungs beside cuBLAS and Triton (M × N × K)")
     ax.set_ylim(0, 1000)
-    ax.legend(ncol=8, fontsize=8, loc="upper center")
+    ax.legend(ncol=9, fontsize=8, loc="upper center")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -104,6 +104,9 @@ def main():
         "mma_tanh": "cublaslt_gelu",
         "mma_gelu": "cublaslt_gelu",
         "mma_gelu_separate": "eager_gelu",
+        "wgmma": "cublas",
+        "wgmma_tanh": "cublaslt_gelu",
+        "wgmma_gelu": "cublaslt_gelu",
     }
     plotted = []  # (shape, tool, TFLOP/s)
     print("| M × N × K | kjit variant | median ms | TFLOP/s | registers | peer | peer ms | kjit / peer speed |")

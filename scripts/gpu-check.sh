@@ -468,7 +468,7 @@ PY
     gemm-odd)
         # Every rung at odd shapes: M, N, K of 1, 17, 1000 and 4097 in all 64 combinations; each
         # dtype with its auto rung (float32 and float64 simt, bfloat16 and float16 mma), fused and
-        # separate; bfloat16 and float16 on simt too.
+        # separate; bfloat16 and float16 on simt, and on wgmma fused and separate, too.
         mkdir -p "$out/gemm_odd"
         for m in 1 17 1000 4097; do for n in 1 17 1000 4097; do for k in 1 17 1000 4097; do
             shape=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]" --set measure.repeat=3 --set measure.max_ms=5 --set measure.warmup=1 --quiet)
@@ -477,6 +477,9 @@ PY
                 --json "$out/gemm_odd/${m}x${n}x${k}.json" >> "$out/gemm_odd.log" 2>&1 || status=1
             "$kjit" sweep configs/mlp_layer.json "${shape[@]}" --set 'sweep={"dtype":["bfloat16","float16"],"launch.rung":["simt"]}' \
                 --json "$out/gemm_odd/${m}x${n}x${k}.simt.json" >> "$out/gemm_odd.log" 2>&1 || status=1
+            timeout 300 "$kjit" sweep configs/mlp_layer.json "${shape[@]}" \
+                --set 'sweep={"dtype":["bfloat16","float16"],"fusion":["fused","separate"],"launch.rung":["wgmma"]}' \
+                --json "$out/gemm_odd/${m}x${n}x${k}.wgmma.json" >> "$out/gemm_odd.log" 2>&1 || status=1
         done; done; done
         grep -cE " PASS " "$out/gemm_odd.log"; grep -E "FAIL|error" "$out/gemm_odd.log" | head -20 ;;
     gemm-tune)
@@ -501,7 +504,7 @@ PY
             IFS=x read -r m n k <<< "$shape"
             sized=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]" --skip-ceiling)
             for round in ${GEMM_ROUNDS:-1 2}; do
-                for variant in simt_f32 simt_bf16 mma mma_tanh mma_gelu mma_gelu_separate; do
+                for variant in ${GEMM_VARIANTS:-simt_f32 simt_bf16 mma mma_tanh mma_gelu mma_gelu_separate wgmma wgmma_tanh wgmma_gelu}; do
                     case $variant in
                         simt_f32) extra=(--set dtype=float32 --set "$alone") ;;
                         simt_bf16) extra=(--set launch.rung=simt --set "$alone") ;;
@@ -509,9 +512,12 @@ PY
                         mma_tanh) extra=() ;;
                         mma_gelu) extra=(--set "$gelu") ;;
                         mma_gelu_separate) extra=(--set "$gelu" --set fusion=separate) ;;
+                        wgmma) extra=(--set launch.rung=wgmma --set "$alone") ;;
+                        wgmma_tanh) extra=(--set launch.rung=wgmma) ;;
+                        wgmma_gelu) extra=(--set launch.rung=wgmma --set "$gelu") ;;
                     esac
                     [[ $variant == mma* ]] && extra+=("${tuned[@]}")
-                    "$kjit" run configs/mlp_layer.json "${sized[@]}" "${extra[@]}" \
+                    timeout 120 "$kjit" run configs/mlp_layer.json "${sized[@]}" "${extra[@]}" ${GEMM_SET:-} \
                         --json "$out/gemm/$shape.$variant.$round.json" >> "$out/gemm.log" 2>&1 || status=1
                 done
             done

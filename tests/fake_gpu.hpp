@@ -59,6 +59,7 @@ public:
     fake_gpu& operator=(const fake_gpu&) = delete;
 
     const run::device_info& device() const override { return m_info; }
+    void set_arch(int arch) { m_info.arch = arch; }
     run::module_id load_module(const std::string& cubin) override {
         record("load_module");
         loaded_cubin = cubin;

@@ -51,7 +51,8 @@ public:
                                                                                  : type::f32;
                 // The caller's memory (a callable's) is as good as a buffer of kjit's own.
                 const type given = launch.args[i].what == type::address ? type::buffer : launch.args[i].what;
-                same = given == expected &&
+                // A buffer the plan passes as a TMA tensor map is launched with that map.
+                same = given == expected && launch.args[i].map == a.map &&
                        (expected != type::buffer || buffers.at(next_buffer++)->size() == buffer_bytes(a.name)) &&
                        (expected != type::i64 || launch.args[i].integer == a.size);
             }

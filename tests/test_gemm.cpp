@@ -66,12 +66,23 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     j["launch"] = {{"rung", "simt"}, {"tile_m", 96}};
     CHECK(failure(j) == "g.json: launch.tile_m: expected one of 32, 64, 128 or \"auto\", got 96");
     j["launch"] = {{"rung", "simt"}, {"stages", 3}};
-    CHECK(failure(j) == "g.json: launch.stages: a key of the \"mma\" policy; this one is \"simt\"");
+    CHECK(failure(j) == "g.json: launch.stages: a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
+    j["launch"] = {{"rung", "wgmma"}};
+    CHECK(failure(j) == "g.json: launch.rung: \"wgmma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\"");
     j = gemm_config(4, 4, 4, "bfloat16");
     j["launch"] = {{"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
     CHECK(failure(j).find("g.json: launch.warps_n: each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece") == 0);
     j["launch"] = {{"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"stages", 8}};
     CHECK(failure(j).find("g.json: launch.stages: a block of 256 × 256 × 64 in 8 buffers needs") == 0);
+    j["launch"] = {{"rung", "wgmma"}, {"warps_m", 2}};
+    CHECK(failure(j) == "g.json: launch.warps_m: a key of the \"mma\" policy; this one is \"wgmma\"");
+    j["launch"] = {{"rung", "wgmma"}, {"tile_k", 32}};  // a row of the swizzle is 64 deep
+    CHECK(failure(j) == "g.json: launch.tile_k: expected one of 64 or \"auto\", got 32");
+    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 256}};
+    CHECK(failure(j) == "g.json: launch.tile_n: a consumer warp group of a 256 × 256 × 64 tile holds 256 accumulators a "
+                        "thread, more than the 128 that fit beside its other registers");
+    j["launch"] = {{"rung", "wgmma"}, {"stages", 5}};  // 5 × 48 KiB
+    CHECK(failure(j).find("g.json: launch.stages: a block of 128 × 256 × 64 in 5 buffers needs 246864 bytes") == 0);
     // A matrix with its own shape belongs to a matmul; elsewhere it is refused.
     json e = kjit::testing::default_document().json;
     e["inputs"]["weights"]["shape"] = {1000, 1000};
@@ -94,6 +105,44 @@ TEST_CASE("gemm: auto picks the rung by dtype, and vectors by what divides the r
     CHECK(mma.at("threads") == 128);
     const auto unaligned = parsed(gemm_config(64, 64, 17, "bfloat16"));
     CHECK(family::family_of(unaligned).policy(unaligned).at("copies") == "elementwise");
+}
+
+TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through tensor maps where rows allow") {
+    json j = gemm_config(300, 200, 96, "bfloat16");
+    j["launch"] = {{"rung", "wgmma"}};
+    const auto p = parsed(j);
+    const auto policy = family::family_of(p).policy(p);
+    CHECK(policy.at("threads") == 384);  // a producer warp group and two consumers
+    CHECK(policy.at("copies") == "TMA");
+    CHECK(policy.at("tile_n") == 256);
+    CHECK(policy.at("stages") == 4);
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    CHECK(prog.only_arch == 90);
+    CHECK(prog.array_alignment == 16);
+    REQUIRE(prog.kernels.size() == 1);
+    const auto& k = prog.kernels[0];
+    CHECK(k.resident == family::resident_rule::at_most);  // persistent: tile after tile
+    CHECK(k.grid == family::dims{3 * 1, 1, 1});              // ⌈300 / 128⌉ × ⌈200 / 256⌉ tiles
+    CHECK(k.shared_bytes == 4 * ((128 + 256) * 64 * 2 + 16) + 1024);
+    REQUIRE(k.args.size() >= 2);
+    CHECK(k.args[0].cuda == "const __grid_constant__ kjit_tensor_map a_map");
+    CHECK(k.args[0].map == family::tensor_map{family::tensor_map::element::bfloat16, 300, 96, 128, 64});
+    CHECK(k.args[1].map == family::tensor_map{family::tensor_map::element::bfloat16, 96, 200, 64, 64});
+    CHECK(!k.args[2].map);  // b, the epilogue's
+    CHECK(prog.source.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") != std::string::npos);
+    CHECK(prog.source.find("%127},") != std::string::npos);  // 128 accumulators a thread
+
+    // Rows of 17 elements do not start on 16-byte boundaries: the producer's threads copy.
+    j = gemm_config(300, 200, 17, "float16");
+    j["launch"] = {{"rung", "wgmma"}, {"tile_n", 64}};
+    const auto odd = parsed(j);
+    CHECK(family::family_of(odd).policy(odd).at("copies") == "elementwise");
+    const auto elementwise = family::plan(odd, codegen::template_set::embedded());
+    CHECK(!elementwise.kernels[0].args[0].map);
+    CHECK(elementwise.kernels[0].args[0].cuda == "const store_t* __restrict__ a");
+    CHECK(elementwise.source.find("m64n64k16.f32.f16.f16") != std::string::npos);
+    CHECK(elementwise.source.find("kjit_copy_element(") != std::string::npos);
+    CHECK(elementwise.source.find("cp.async.bulk.tensor") == std::string::npos);
 }
 
 TEST_CASE("gemm: fused, one kernel with its epilogue; separate, the product and a kernel per stage after it") {

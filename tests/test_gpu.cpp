@@ -117,7 +117,9 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
         {"float64", {{"rung", "simt"}}},
         {"bfloat16", {{"rung", "simt"}, {"tile_m", 64}, {"tile_n", 32}, {"tile_k", 16}}},
         {"float16", {{"rung", "mma"}}},
-        {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"stages", 2}, {"group_m", 1}}}};
+        {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"stages", 2}, {"group_m", 1}}},
+        {"bfloat16", {{"rung", "wgmma"}}},
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"stages", 2}, {"group_m", 1}}}};
     // (No structured bindings: clang does not let CAPTURE's lambda name them.)
     for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
         for (const auto& rung : rungs)

@@ -132,6 +132,24 @@ TEST_CASE("a matmul through the runner: a sample checked, flops counted; a tile 
     }
 }
 
+TEST_CASE("wgmma through the runner: its matrices go as tensor maps; a GPU other than sm_90 is refused") {
+    auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
+    doc.json.erase("sweep");
+    doc.json["shape"] = {300, 64};
+    doc.json["inputs"]["W"]["shape"] = {64, 512};
+    doc.json["launch"] = {{"rung", "wgmma"}};
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    const auto p = family::load(doc);
+    fixture f;
+    const auto rec = f.run(p);  // the fake's kernels run only where each argument is as planned
+    CHECK(rec.status == report::outcome::pass);
+    CHECK(rec.arch == "sm_90a");
+    f.gpu.set_arch(80);
+    CHECK(kjit::testing::error_message([&] { (void)f.run(p); }) ==
+          "mlp_layer: this variant runs on sm_90 alone (the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and "
+          "setmaxnreg), not on sm_80");
+}
+
 TEST_CASE("separate stages: three launches per chain, wired through intermediates") {
     fixture f;
     std::vector<std::string> order;

@@ -143,6 +143,7 @@ probe_result probe_driver() {
         {"cuMemsetD8Async", 3020, reinterpret_cast<void**>(&a.cuMemsetD8Async)},
         {"cuFuncSetAttribute", 9000, reinterpret_cast<void**>(&a.cuFuncSetAttribute)},
         {"cuLaunchKernel", 4000, reinterpret_cast<void**>(&a.cuLaunchKernel)},
+        {"cuTensorMapEncodeTiled", 12000, reinterpret_cast<void**>(&a.cuTensorMapEncodeTiled)},
         {"cuStreamCreate", 2000, reinterpret_cast<void**>(&a.cuStreamCreate)},
         {"cuStreamDestroy", 4000, reinterpret_cast<void**>(&a.cuStreamDestroy)},
         {"cuStreamSynchronize", 2000, reinterpret_cast<void**>(&a.cuStreamSynchronize)},

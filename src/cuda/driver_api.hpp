@@ -45,6 +45,7 @@ struct driver_api {
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
     PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute = nullptr;
     PFN_cuLaunchKernel_v4000 cuLaunchKernel = nullptr;
+    PFN_cuTensorMapEncodeTiled_v12000 cuTensorMapEncodeTiled = nullptr;
     PFN_cuStreamCreate_v2000 cuStreamCreate = nullptr;
     PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
     PFN_cuStreamSynchronize_v2000 cuStreamSynchronize = nullptr;

@@ -4,6 +4,7 @@
 // allocates and poisons the buffers, binds the arguments, launches, measures and compares.
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,16 @@ struct buffer {
     buffer_role role = buffer_role::input;
 };
 
+/// How the TMA unit (sm_90) copies a buffer: as a rows × cols matrix of 16-bit elements, in boxes
+/// of box_rows × box_cols with 128-byte swizzling. The kernel gets a tensor map of the buffer (made
+/// by cuTensorMapEncodeTiled on the host) instead of its address.
+struct tensor_map {
+    enum class element { bfloat16, float16 } type = element::bfloat16;
+    long long rows = 0, cols = 0;
+    int box_rows = 0, box_cols = 0;
+    bool operator==(const tensor_map&) const = default;
+};
+
 /// One kernel parameter, in order: a buffer (by name), a scalar of the pipeline (by name, passed
 /// in the compute type), or a size (a 64-bit integer known when planning).
 struct argument {
@@ -34,6 +45,7 @@ struct argument {
     bool written = false;  ///< a buffer the kernel writes
     std::string cuda;      ///< its declaration in the kernel: "const store_t* __restrict__ weights"
     std::string cuda_name; ///< its name there: "weights", or "kjit_row_m" for a row value
+    std::optional<tensor_map> map = std::nullopt;  ///< a buffer passed as a TMA tensor map
 };
 
 /// How many blocks the device holding them all at once caps the grid at (SMs × resident blocks
@@ -61,6 +73,10 @@ struct program {
     std::string family;  ///< the family that planned it
     std::string source;
     std::vector<std::string> headers;  ///< toolkit headers it includes (float16, bfloat16)
+    /// The one architecture it runs on, where it uses features of that architecture alone (90:
+    /// wgmma and setmaxnreg, compiled for sm_90a); 0 for any.
+    int only_arch = 0;
+    std::string only_arch_why;  ///< "the wgmma rung: Hopper's warp-group tensor cores"
     std::vector<kernel> kernels;       ///< in launch order
     std::vector<buffer> buffers;       ///< every device buffer, inputs first
     bool double_scalars = false;       ///< scalars are passed as double (float64 pipelines)

@@ -198,10 +198,12 @@ std::string toolkit_include_dir() {
 
 const char* to_string(compile_method m) { return m == compile_method::nvrtc ? "nvrtc" : "nvjitlink"; }
 
+std::string compile_request::real_arch() const { return "sm_" + std::to_string(arch) + (arch_specific ? "a" : ""); }
+
 std::vector<std::string> compile_request::nvrtc_options() const {
     const bool real = method == compile_method::nvrtc;
-    std::vector<std::string> options{(real ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") + std::to_string(arch),
-                                     "--std=c++17"};
+    const std::string virtual_arch = "compute_" + std::to_string(arch) + (arch_specific ? "a" : "");
+    std::vector<std::string> options{"--gpu-architecture=" + (real ? real_arch() : virtual_arch), "--std=c++17"};
     if (real) options.emplace_back("-minimal");  // no texture or device-runtime declarations to parse
     if (fast_math) options.emplace_back("--use_fast_math");
     if (!fast_compile.empty()) options.emplace_back("-Ofc=" + fast_compile);
@@ -212,7 +214,7 @@ std::vector<std::string> compile_request::nvrtc_options() const {
 
 std::vector<std::string> compile_request::link_options() const {
     if (method == compile_method::nvrtc) return {};
-    return {"-arch=sm_" + std::to_string(arch), "-verbose"};
+    return {"-arch=" + real_arch(), "-verbose"};
 }
 
 compile_result compile(const compile_request& request) {

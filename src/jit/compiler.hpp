@@ -21,12 +21,15 @@ struct compile_request {
     std::string source;
     std::string program_name = "kjit.cu";  ///< appears in NVRTC's messages: "kjit.cu(12): error"
     int arch = 90;                          ///< real architecture: sm_<arch>
+    bool arch_specific = false;  ///< sm_<arch>a: with the features of that architecture alone (wgmma)
     bool fast_math = false;
     std::vector<std::string> extra_options;  ///< from the config, passed as given, in order
     bool toolkit_headers = false;  ///< the source includes toolkit headers (cuda_fp16.h): add their path
     compile_method method = compile_method::nvrtc;
     std::string fast_compile;  ///< NVRTC's -Ofc level: "min", "mid", "max"; empty for none
 
+    /// "sm_90", or "sm_90a" where arch_specific.
+    [[nodiscard]] std::string real_arch() const;
     /// The NVRTC options, in a fixed order. The same list feeds NVRTC and the cache key.
     [[nodiscard]] std::vector<std::string> nvrtc_options() const;
     /// The nvJitLink options for PTX → cubin; none for compile_method::nvrtc.

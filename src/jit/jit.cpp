@@ -129,7 +129,7 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
         cache_entry entry{out.ptx, out.cubin, nlohmann::json::object()};
         entry.meta = {{"label", label},
                       {"created", utc_now()},
-                      {"arch", "sm_" + std::to_string(request.arch)},
+                      {"arch", request.real_arch()},
                       {"nvrtc_version", out.nvrtc_version},
                       {"nvrtc_options", request.nvrtc_options()},
                       {"link_options", request.link_options()},

@@ -1,6 +1,7 @@
 #include "run/build.hpp"
 
 #include "run/timed.hpp"
+#include "util/error.hpp"
 
 namespace kjit::run {
 
@@ -27,6 +28,7 @@ jit::compile_request compile_request_for(const config::pipeline& p, const family
     request.source = program.source;
     request.program_name = p.name + ".cu";
     request.arch = arch;
+    request.arch_specific = program.only_arch != 0;
     request.fast_math = p.compile.fast_math;
     request.extra_options = p.compile.options;
     request.toolkit_headers = !program.headers.empty();
@@ -38,6 +40,9 @@ jit::compile_request compile_request_for(const config::pipeline& p, const family
 built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx, report::record& rec) {
     built_variant built;
     built.program = timed(rec, phase::codegen, [&] { return family::plan(p, ctx.templates); });
+    if (built.program.only_arch != 0 && built.program.only_arch != arch)
+        throw error(error_kind::config, p.name + ": this variant runs on sm_" + std::to_string(built.program.only_arch) +
+                                           " alone (" + built.program.only_arch_why + "), not on sm_" + std::to_string(arch));
     const jit::compile_request request = compile_request_for(p, built.program, arch);
     std::optional<jit::build_output> ready;
     // With the cache off or refreshed, later variants of one source would not find it in the
@@ -51,7 +56,7 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
 void record_build(const built_variant& built, int arch, const build_context& ctx, report::record& rec) {
     const auto& b = built.binary;
     rec.nvrtc_version = b.nvrtc_version;
-    rec.arch = "sm_" + std::to_string(arch);
+    rec.arch = "sm_" + std::to_string(arch) + (built.program.only_arch != 0 ? "a" : "");
     rec.cache_status = b.cache_status;
     rec.cache_key = b.key;
     rec.cache_problem = b.cache_problem;

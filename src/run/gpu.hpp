@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,13 +37,14 @@ using buffer_id = std::uint32_t;
 /// One argument of a launch, typed, in the kernel's parameter order (the program's
 /// family::argument list): a device buffer, the caller's device memory (an array from Python,
 /// which kjit neither owns nor frees), a scalar in the compute type (float or double), or a
-/// 64-bit size.
+/// 64-bit size. A buffer or address with a map is passed as a TMA tensor map of that memory.
 struct argument_value {
     enum class type { buffer, address, f32, f64, i64 } what = type::buffer;
     buffer_id buffer = 0;
     double number = 0;      ///< f32 and f64
     long long integer = 0;  ///< i64
     std::uintptr_t address = 0;
+    std::optional<family::tensor_map> map = std::nullopt;
 };
 
 /// A kernel's launch: its shape and its arguments, bound once and launched as often as timing needs.

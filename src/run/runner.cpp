@@ -192,7 +192,10 @@ kernel_launch launch_of(const config::pipeline& p, const family::program& prog, 
     for (const auto& a : k.args) {
         using kind = family::argument::kind;
         using type = argument_value::type;
-        if (a.what == kind::buffer) launch.args.push_back(buffer(a));
+        if (a.what == kind::buffer) {
+            launch.args.push_back(buffer(a));
+            launch.args.back().map = a.map;
+        }
         if (a.what == kind::scalar)
             launch.args.push_back({.what = prog.double_scalars ? type::f64 : type::f32,
                                    .number = config::find_scalar(p, a.name)->value});

@@ -31,15 +31,15 @@ struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
     store_t e[kjit_width_c];
 };
 
-// Which tile of C block b computes: blocks run down groups of kjit_group_m tile rows, column by
-// column, so that the blocks running at once share their tiles of A and B in the L2 cache.
-// Returns its first row (x) and column (y).
-__device__ __forceinline__ longlong2 kjit_tile_of(long long rows, long long cols)
+// Where the t-th tile of C is: tiles run down groups of kjit_group_m tile rows, column by column,
+// so that the tiles computed at once share their pieces of A and B in the L2 cache. Returns its
+// first row (x) and column (y).
+__device__ __forceinline__ longlong2 kjit_tile_of(long long t, long long rows, long long cols)
 {
     const long long tiles_m = (rows + kjit_tile_m - 1) / kjit_tile_m;
     const long long tiles_n = (cols + kjit_tile_n - 1) / kjit_tile_n;
     const long long per_group = (long long)kjit_group_m * tiles_n;
-    const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+    const long long group = t / per_group, in_group = t % per_group;
     const long long first = group * kjit_group_m;
     const long long group_rows = min((long long)kjit_group_m, tiles_m - first);
     const long long tile_row = first + in_group % group_rows, tile_col = in_group / group_rows;
@@ -52,6 +52,31 @@ __device__ __forceinline__ real kjit_epilogue(real x)
 {
     // None here: each stage after the matmul is a kernel of its own.
     return x;
+}
+
+// The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
+// kjit_width_c elements at a time. A tensor-core warp holds such a piece as 4 accumulators a
+// thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+__device__ __forceinline__ void kjit_store_piece(
+        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col,
+        store_t* __restrict__ kjit_to, long long rows, long long cols)
+{
+    const int kjit_lane = threadIdx.x % 32;
+#pragma unroll
+    for (int kjit_h = 0; kjit_h < 4; kjit_h += kjit_width_c) {
+        const long long kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
+        const long long kjit_first = kjit_col + kjit_lane % 4 * 2 + kjit_h % 2;
+        // cols is a multiple of kjit_width_c: a vector is all in or all out
+        if (kjit_r >= rows || kjit_first >= cols) continue;
+        vec_c kjit_y;
+#pragma unroll
+        for (int kjit_e = 0; kjit_e < kjit_width_c; ++kjit_e) {
+            const real x = kjit_piece[kjit_h + kjit_e];
+            const long long kjit_c = kjit_first + kjit_e;  // the element's column
+            kjit_y.e[kjit_e] = store(kjit_epilogue(x));
+        }
+        *reinterpret_cast<vec_c*>(kjit_to + kjit_r * cols + kjit_first) = kjit_y;
+    }
 }
 
 // On tensor cores, a warp at a time: each warp computes a kjit_warp_m × kjit_warp_n piece of the
@@ -134,7 +159,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     extern __shared__ uint4 kjit_shared[];
     tile_a* kjit_as = reinterpret_cast<tile_a*>(kjit_shared);
     tile_b* kjit_bs = reinterpret_cast<tile_b*>(kjit_as + kjit_stages);
-    const longlong2 kjit_tile = kjit_tile_of(rows, cols);
+    const longlong2 kjit_tile = kjit_tile_of(blockIdx.x, rows, cols);
     const long long kjit_row0 = kjit_tile.x, kjit_col0 = kjit_tile.y;
     const int kjit_lane = threadIdx.x % 32;
     // The warp's piece of the tile starts at row kjit_wrow and column kjit_wcol.
@@ -231,29 +256,16 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
             }
         }
     }
-    // The epilogue, and C stored kjit_width_c elements at a time: accumulator h of mma tile
-    // (i, j) is at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2 of the tile.
-    const long long kjit_first_row = kjit_row0 + kjit_wrow + kjit_lane / 4;
-    const long long kjit_first_col = kjit_col0 + kjit_wcol + kjit_lane % 4 * 2;
+    // The warp's mma tile (i, j) is the 16 × 8 piece of C at row kjit_wrow + 16 · i and column
+    // kjit_wcol + 8 · j of the block's tile.
 #pragma unroll
     for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
         for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
-#pragma unroll
-            for (int kjit_h = 0; kjit_h < 4; kjit_h += kjit_width_c) {
-                const long long kjit_row = kjit_first_row + kjit_i * 16 + kjit_h / 2 * 8;
-                const long long kjit_col = kjit_first_col + kjit_j * 8 + kjit_h % 2;
-                // cols is a multiple of kjit_width_c: a vector is all in or all out
-                if (kjit_row >= rows || kjit_col >= cols) continue;
-                vec_c kjit_y;
-#pragma unroll
-                for (int kjit_e = 0; kjit_e < kjit_width_c; ++kjit_e) {
-                    const real x = kjit_acc[kjit_i][kjit_j][kjit_h + kjit_e];
-                    const long long kjit_c = kjit_col + kjit_e;  // the element's column
-                    kjit_y.e[kjit_e] = store(kjit_epilogue(x));
-                }
-                *reinterpret_cast<vec_c*>(kjit_to + kjit_row * cols + kjit_col) = kjit_y;
-            }
+            const long long kjit_row = kjit_row0 + kjit_wrow + kjit_i * 16;
+            const long long kjit_col = kjit_col0 + kjit_wcol + kjit_j * 8;
+            kjit_store_piece(
+                    kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_to, rows, cols);
         }
     }
 }

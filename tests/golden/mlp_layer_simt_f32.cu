@@ -31,15 +31,15 @@ struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
     store_t e[kjit_width_c];
 };
 
-// Which tile of C block b computes: blocks run down groups of kjit_group_m tile rows, column by
-// column, so that the blocks running at once share their tiles of A and B in the L2 cache.
-// Returns its first row (x) and column (y).
-__device__ __forceinline__ longlong2 kjit_tile_of(long long rows, long long cols)
+// Where the t-th tile of C is: tiles run down groups of kjit_group_m tile rows, column by column,
+// so that the tiles computed at once share their pieces of A and B in the L2 cache. Returns its
+// first row (x) and column (y).
+__device__ __forceinline__ longlong2 kjit_tile_of(long long t, long long rows, long long cols)
 {
     const long long tiles_m = (rows + kjit_tile_m - 1) / kjit_tile_m;
     const long long tiles_n = (cols + kjit_tile_n - 1) / kjit_tile_n;
     const long long per_group = (long long)kjit_group_m * tiles_n;
-    const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+    const long long group = t / per_group, in_group = t % per_group;
     const long long first = group * kjit_group_m;
     const long long group_rows = min((long long)kjit_group_m, tiles_m - first);
     const long long tile_row = first + in_group % group_rows, tile_col = in_group / group_rows;
@@ -94,7 +94,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     extern __shared__ quad kjit_shared[];
     tile_a* kjit_as = reinterpret_cast<tile_a*>(kjit_shared);
     tile_b* kjit_bs = reinterpret_cast<tile_b*>(kjit_as + 2);
-    const longlong2 kjit_tile = kjit_tile_of(rows, cols);
+    const longlong2 kjit_tile = kjit_tile_of(blockIdx.x, rows, cols);
     const long long kjit_row0 = kjit_tile.x, kjit_col0 = kjit_tile.y;
     // The thread's rows of C: 4 from kjit_ty · 4, and 4 more half a tile down; its columns
     // likewise. A warp's threads read adjacent quads of a buffer's row: no two in the same bank.

@@ -41,6 +41,39 @@ element_call element_call_of(const pipeline& p, std::size_t first, std::size_t l
     return call;
 }
 
+/// A matrix the TMA unit copies (wgmma): the kernel gets a tensor map of it, called name_map.
+argument map_argument(const std::string& name, const tensor_map& map) {
+    argument a = array_argument(name, false, name + "_map");
+    a.cuda = "const __grid_constant__ kjit_tensor_map " + a.cuda_name;
+    a.map = map;
+    return a;
+}
+
+/// wgmma's accumulators for a 64 × n piece of C, an operand of its asm each: the output list
+/// ("{%0, …, %k},") in lines of 8, and their constraints, a line per 16 × 8 piece (4 a thread).
+std::pair<std::vector<std::string>, std::vector<std::string>> wgmma_operands(int n) {
+    std::vector<std::string> outputs, constraints;
+    const int count = n / 2;
+    for (int first = 0; first < count; first += 8) {
+        std::string line = first == 0 ? "{" : "";
+        for (int i = first; i < first + 8; ++i) line += "%" + std::to_string(i) + (i + 1 < count ? (i + 1 < first + 8 ? ", " : ",") : "},");
+        outputs.push_back(line);
+    }
+    for (int piece = 0; piece < n / 8; ++piece) {
+        std::string line = piece == 0 ? ": " : "  ";
+        for (int h = 0; h < 4; ++h)
+            line += "\"+f\"(d[" + std::to_string(piece) + "][" + std::to_string(h) + "])" + (h < 3 ? ", " : piece + 1 < n / 8 ? "," : "");
+        constraints.push_back(line);
+    }
+    return {outputs, constraints};
+}
+
+mu::data lines(const std::vector<std::string>& texts) {
+    mu::data list{mu::data::type::list};
+    for (const auto& text : texts) list.push_back(mu::data(text));
+    return list;
+}
+
 class gemm_family_impl final : public family {
 public:
     std::string_view name() const override { return "gemm"; }
@@ -78,7 +111,7 @@ public:
         columns["width_a"] = t.width_a;
         columns["width_b"] = t.width_b;
         columns["width_c"] = t.width_c;
-        if (t.kind == rung::mma) columns["copies"] = t.async_copies ? "cp.async" : "elementwise";
+        if (t.kind != rung::simt) columns["copies"] = !t.async_copies ? "elementwise" : t.kind == rung::mma ? "cp.async" : "TMA";
         return columns;
     }
 
@@ -102,8 +135,13 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     prog.family = std::string(name());
     prog.double_scalars = config::computes_in_double(p.type);
     prog.vector_width = t.width_c;
-    // cp.async copies 16 bytes; otherwise the widest of A's, B's and C's vectors.
+    // cp.async and TMA copy 16 bytes; otherwise the widest of A's, B's and C's vectors.
     prog.array_alignment = t.async_copies ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
+    const bool wgmma = t.kind == rung::wgmma;
+    if (wgmma) {
+        prog.only_arch = 90;
+        prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
+    }
     prog.output_rows = s.m;
     prog.output_cols = s.n;
     prog.inputs_align_with_output = false;
@@ -128,6 +166,20 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
     data.set("mma", codegen::flag(t.kind == rung::mma));
+    data.set("wgmma", codegen::flag(wgmma));
+    if (wgmma) {
+        const auto [outputs, constraints] = wgmma_operands(t.tile_n);
+        data.set("wgmma_outputs", lines(outputs));
+        data.set("wgmma_operands", lines(constraints));
+        data.set("wgmma_a", std::to_string(t.tile_n / 2));  // the operands after the accumulators
+        data.set("wgmma_b", std::to_string(t.tile_n / 2 + 1));
+        data.set("wgmma_first", std::to_string(t.tile_n / 2 + 2));
+        // A buffer is full when the producer's one thread has arrived and TMA's bytes have
+        // landed; or when its 128 threads have copied their elements.
+        data.set("fill_arrivals", t.async_copies ? "1" : "128");
+        data.set("a_map", a + "_map");
+        data.set("b_map", b + "_map");
+    }
     data.set("async_copies", codegen::flag(t.async_copies));
     data.set("mma_type", p.type == config::dtype::bfloat16 ? "bf16" : "f16");
     data.set("a", a);
@@ -145,8 +197,13 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     k.reads_x = a;
     k.block = {t.threads(), 1, 1};
     k.grid = {((s.m + t.tile_m - 1) / t.tile_m) * ((s.n + t.tile_n - 1) / t.tile_n), 1, 1};
+    if (wgmma) k.resident = resident_rule::at_most;  // persistent blocks, a tile after another
     k.shared_bytes = t.shared_bytes(p.type);
     k.args = {array_argument(a, false), array_argument(b, false)};
+    if (wgmma && t.async_copies) {  // boxes of a tile's rows by 64 deep, and 64 deep by 64 columns
+        const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
+        k.args = {map_argument(a, {type, s.m, s.k, t.tile_m, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
+    }
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     k.args.push_back(array_argument(arrays.front(), true, separate ? "kjit_to" : ""));
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
@@ -165,7 +222,19 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     data.set("epilogue", codegen::stage_steps(p, epilogue_stages));
     data.set("no_epilogue", separate ? "each stage after the matmul is a kernel of its own" : "the pipeline is the matmul alone");
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
-    data.set("epilogue_args", codegen::parameter_list(epilogue.args, 24));  // called on lines indented by 16
+    // (called on lines indented by 16 in the simt kernel, by 12 in the tensor cores' kjit_store_piece)
+    data.set("epilogue_args", codegen::parameter_list(epilogue.args, t.kind == rung::simt ? 24 : 20));
+    // kjit_store_piece takes a piece of C and where it is, and what the epilogue and the store
+    // need: the kernel's arguments but A's, B's and the depth. (Called on lines indented by 12 in
+    // the mma kernel, by 16 in the wgmma kernel's loop over its tiles.)
+    std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "long long kjit_row", "long long kjit_col"};
+    std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col"};
+    for (auto argument = k.args.begin() + 2; argument != k.args.end() - 1; ++argument) {
+        store_params.push_back(argument->cuda);
+        store_args.push_back(argument->cuda_name);
+    }
+    data.set("store_params", codegen::parameter_list(store_params));
+    data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 24 : 20));
     std::vector<std::string> names{k.name};
     prog.kernels.push_back(std::move(k));
 

@@ -20,7 +20,8 @@ using config::detail::shown;
 /// CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 128 × 128 tiles on 4 warps of 64 × 64,
 /// four buffers 32 deep, the fastest of 60 launches at 8192³ bfloat16 on the H200
 /// (bench/results/2026-12-02-gemm/second: 3.24 ms, where 128 × 256 on 8 warps took 4.9 ms); two
-/// blocks share an SM.
+/// blocks share an SM. wgmma: 128 × 256 tiles, two consumer warp groups of 64 × 256 each, four
+/// buffers 64 deep (the 128-byte rows the swizzle is made for): one block fills an SM.
 policy auto_policy(rung kind) {
     policy chosen;
     chosen.kind = kind;
@@ -29,8 +30,16 @@ policy auto_policy(rung kind) {
         chosen.warps_m = chosen.warps_n = 2;
         chosen.stages = 4;
     }
+    if (kind == rung::wgmma) {
+        chosen.tile_n = 256;
+        chosen.tile_k = 64;
+        chosen.stages = 4;
+    }
     return chosen;
 }
+
+/// wgmma: a consumer warp group's accumulators per thread, (tile_m / 2) × tile_n / 128.
+int accumulators(const policy& t) { return t.tile_m / 2 * t.tile_n / 128; }
 
 bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
 
@@ -46,7 +55,7 @@ int width_dividing(long long extent, std::size_t element_bytes, int widest) {
 /// 16-byte chunks that cp.async can copy. Made here only; resolve and policy_of both ask.
 void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
-    if (chosen.kind == rung::mma) {
+    if (chosen.kind != rung::simt) {
         chosen.async_copies = s.k % 8 == 0 && s.n % 8 == 0;
         chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
         return;
@@ -95,11 +104,16 @@ void check_stages(const pipeline& p, const std::string& source) {
 
 }  // namespace
 
-std::string_view to_string(rung r) { return r == rung::mma ? "mma" : "simt"; }
+std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : r == rung::mma ? "mma" : "simt"; }
 
-int policy::threads() const { return kind == rung::mma ? 32 * warps_m * warps_n : tile_m / 8 * (tile_n / 8); }
+int policy::threads() const {
+    if (kind == rung::wgmma) return 3 * 128;  // a producer warp group and two consumers
+    return kind == rung::mma ? 32 * warps_m * warps_n : tile_m / 8 * (tile_n / 8);
+}
 
 std::size_t policy::shared_bytes(config::dtype type) const {
+    if (kind == rung::wgmma)  // the buffers, from a 1024-byte boundary; then two barriers a buffer
+        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * config::element_size(type) + 16) + 1024;
     if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
         return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
     const std::size_t real_bytes = config::computes_in_double(type) ? 8 : 4;  // in the compute type, A's rows padded by 4
@@ -123,16 +137,17 @@ void resolve(pipeline& p, const std::string& source) {
         const auto* value = l.find(key);
         return value != nullptr && !(value->is_string() && *value == "auto");
     };
-    const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}}, std::nullopt)
+    const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
+                                                     std::nullopt)
                       : tensor_core_type(p.type) ? rung::mma
                                                  : rung::simt;
-    if (kind == rung::mma && !tensor_core_type(p.type))
-        l.fail("rung", "\"mma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
+    if (kind != rung::simt && !tensor_core_type(p.type))
+        l.fail("rung", "\"" + std::string(to_string(kind)) + "\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
                              std::string(config::to_string(p.type)) + ": use \"simt\"");
     policy chosen = auto_policy(kind);
     const auto read = [&](const char* key, int& field, std::vector<int> allowed) {
         if (!given(key)) return;
-        const long long value = l.integer(key, allowed.front(), allowed.back(), std::nullopt);
+        const long long value = l.integer(key, 1, 1 << 20, std::nullopt);  // then one of `allowed`
         if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
             std::vector<std::string> names;
             for (int a : allowed) names.push_back(std::to_string(a));
@@ -140,13 +155,14 @@ void resolve(pipeline& p, const std::string& source) {
         }
         field = static_cast<int>(value);
     };
-    const bool mma = kind == rung::mma;
-    read("tile_m", chosen.tile_m, mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
-    read("tile_n", chosen.tile_n, mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
-    read("tile_k", chosen.tile_k, mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
+    const bool mma = kind == rung::mma, wgmma = kind == rung::wgmma;
+    read("tile_m", chosen.tile_m, wgmma ? std::vector{128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    read("tile_n", chosen.tile_n, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    read("tile_k", chosen.tile_k, wgmma ? std::vector{64} : mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
-    for (const char* key : {"warps_m", "warps_n", "stages"})
-        if (!mma && given(key)) l.fail(key, "a key of the \"mma\" policy; this one is \"simt\"");
+    for (const char* key : {"warps_m", "warps_n"})
+        if (!mma && given(key)) l.fail(key, "a key of the \"mma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
+    if (kind == rung::simt && given("stages")) l.fail("stages", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, {1, 2, 4, 8});
     read("stages", chosen.stages, {2, 3, 4, 5, 6, 7, 8});
@@ -159,6 +175,10 @@ void resolve(pipeline& p, const std::string& source) {
             l.fail("warps_n", "each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece, of 16 × 16 mma tiles at least: " +
                                   std::to_string(chosen.warps_m) + " × " + std::to_string(chosen.warps_n) + " warps cannot share " + tile);
         if (chosen.threads() > 512) l.fail("warps_n", "expected at most 16 warps a block, got " + std::to_string(chosen.threads() / 32));
+    } else if (wgmma) {
+        if (accumulators(chosen) > 128)
+            l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
+                                 " accumulators a thread, more than the 128 that fit beside its other registers");
     } else {
         const int a_vectors = chosen.tile_m * chosen.tile_k / chosen.width_a;
         const int b_vectors = chosen.tile_k * chosen.tile_n / chosen.width_b;
@@ -168,7 +188,7 @@ void resolve(pipeline& p, const std::string& source) {
                                  " of B a step, which must be multiples of them: use a deeper tile_k");
     }
     if (chosen.shared_bytes(p.type) > k_max_shared_bytes)
-        l.fail(mma ? "stages" : "tile_k", "a block of " + tile + (mma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
+        l.fail(mma || wgmma ? "stages" : "tile_k", "a block of " + tile + (mma || wgmma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
                                               " needs " + std::to_string(chosen.shared_bytes(p.type)) +
                                               " bytes of shared memory, more than the 227 KiB a block may have");
     p.launch.block = chosen.threads();
@@ -179,14 +199,14 @@ void resolve(pipeline& p, const std::string& source) {
     if (mma) {
         p.launch.given["warps_m"] = chosen.warps_m;
         p.launch.given["warps_n"] = chosen.warps_n;
-        p.launch.given["stages"] = chosen.stages;
     }
+    if (mma || wgmma) p.launch.given["stages"] = chosen.stages;
 }
 
 policy policy_of(const pipeline& p) {
     const auto& g = p.launch.given;
     policy chosen;
-    chosen.kind = g.at("rung") == "mma" ? rung::mma : rung::simt;
+    chosen.kind = g.at("rung") == "wgmma" ? rung::wgmma : g.at("rung") == "mma" ? rung::mma : rung::simt;
     chosen.tile_m = g.at("tile_m").get<int>();
     chosen.tile_n = g.at("tile_n").get<int>();
     chosen.tile_k = g.at("tile_k").get<int>();
@@ -194,8 +214,8 @@ policy policy_of(const pipeline& p) {
     if (chosen.kind == rung::mma) {
         chosen.warps_m = g.at("warps_m").get<int>();
         chosen.warps_n = g.at("warps_n").get<int>();
-        chosen.stages = g.at("stages").get<int>();
     }
+    if (chosen.kind != rung::simt) chosen.stages = g.at("stages").get<int>();
     fit_to(chosen, sizes_of(p), p.type);
     return chosen;
 }

@@ -7,17 +7,20 @@
 
 namespace kjit::family::gemm {
 
-/// The rungs: CUDA cores, or warp-level tensor cores (bfloat16 and float16 inputs).
-enum class rung { simt, mma };
+/// The rungs: CUDA cores; warp-level tensor cores (mma.sync); or Hopper's warp-group tensor
+/// cores fed by the TMA unit (wgmma, sm_90 alone). The tensor-core rungs take bfloat16 and float16.
+enum class rung { simt, mma, wgmma };
 
 struct policy {
     rung kind = rung::simt;
     int tile_m = 128, tile_n = 128, tile_k = 8;  ///< the block's tile of C, and the depth it holds at once
     int warps_m = 2, warps_n = 4;                ///< mma: the block's warps, down and across its tile
-    int stages = 1;      ///< mma: shared-memory buffers in the copy pipeline (simt: two, fixed)
+    int stages = 1;      ///< mma, wgmma: shared-memory buffers in the copy pipeline (simt: two, fixed)
     int group_m = 8;     ///< blocks run down groups of this many tile rows before moving across
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
-    bool async_copies = false;  ///< mma: tiles copied by cp.async (16-byte aligned rows)
+    /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
+    /// on 16-byte boundaries; else the tiles are copied element by element.
+    bool async_copies = false;
     [[nodiscard]] int threads() const;
     /// Dynamic shared memory per block.
     [[nodiscard]] std::size_t shared_bytes(config::dtype type) const;
