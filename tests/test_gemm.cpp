@@ -5,6 +5,7 @@
 #include <set>
 
 #include "family/gemm/reference.hpp"
+#include "run/runner.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -82,7 +83,15 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j) == "g.json: launch.tile_n: a consumer warp group of a 256 × 256 × 64 tile holds 256 accumulators a "
                         "thread, more than the 128 that fit beside its other registers");
     j["launch"] = {{"rung", "wgmma"}, {"stages", 5}};  // 5 × 48 KiB
-    CHECK(failure(j).find("g.json: launch.stages: a block of 128 × 256 × 64 in 5 buffers needs 246864 bytes") == 0);
+    CHECK(failure(j).find("g.json: launch.stages: a block of 128 × 256 × 64 in 5 buffers needs 246880 bytes") == 0);
+    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}};  // 32 rows a consumer
+    CHECK(failure(j).find("g.json: launch.tile_m: each of the two consumer warp groups takes half the rows") == 0);
+    j["launch"]["schedule"] = "pingpong";
+    CHECK_NOTHROW((void)parsed(j));
+    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 128}, {"tile_n", 256}, {"schedule", "pingpong"}};
+    CHECK(failure(j).find("g.json: launch.tile_n: a consumer warp group of a 128 × 256 × 64 tile holds 256 accumulators") == 0);
+    j["launch"] = {{"rung", "mma"}, {"schedule", "pingpong"}};
+    CHECK(failure(j) == "g.json: launch.schedule: a key of the \"wgmma\" policy; this one is \"mma\"");
     // A matrix with its own shape belongs to a matmul; elsewhere it is refused.
     json e = kjit::testing::default_document().json;
     e["inputs"]["weights"]["shape"] = {1000, 1000};
@@ -116,6 +125,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(policy.at("copies") == "TMA");
     CHECK(policy.at("tile_n") == 256);
     CHECK(policy.at("stages") == 4);
+    CHECK(policy.at("schedule") == "cooperative");
     const auto prog = family::plan(p, codegen::template_set::embedded());
     CHECK(prog.only_arch == 90);
     CHECK(prog.array_alignment == 16);
@@ -123,7 +133,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     const auto& k = prog.kernels[0];
     CHECK(k.resident == family::resident_rule::at_most);  // persistent: tile after tile
     CHECK(k.grid == family::dims{3 * 1, 1, 1});              // ⌈300 / 128⌉ × ⌈200 / 256⌉ tiles
-    CHECK(k.shared_bytes == 4 * ((128 + 256) * 64 * 2 + 16) + 1024);
+    CHECK(k.shared_bytes == 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024);
     REQUIRE(k.args.size() >= 2);
     CHECK(k.args[0].cuda == "const __grid_constant__ kjit_tensor_map a_map");
     CHECK(k.args[0].map == family::tensor_map{family::tensor_map::element::bfloat16, 300, 96, 128, 64});
@@ -132,11 +142,20 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(prog.source.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") != std::string::npos);
     CHECK(prog.source.find("%127},") != std::string::npos);  // 128 accumulators a thread
 
+    // Two blocks a cluster: the grid holds whole clusters of tiles one under another.
+    j["launch"]["cluster_m"] = 2;
+    const auto clustered = family::plan(parsed(j), codegen::template_set::embedded());
+    CHECK(clustered.kernels[0].cluster == 2);
+    CHECK(clustered.kernels[0].grid == family::dims{2 * 1 * 2, 1, 1});  // ⌈300 / 256⌉ pairs × ⌈200 / 256⌉ × 2
+    CHECK(clustered.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+    CHECK(run::grid_on_device(clustered.kernels[0], 3).x == 2);  // 3 resident blocks: one cluster
+
     // Rows of 17 elements do not start on 16-byte boundaries: the producer's threads copy.
     j = gemm_config(300, 200, 17, "float16");
-    j["launch"] = {{"rung", "wgmma"}, {"tile_n", 64}};
+    j["launch"] = {{"rung", "wgmma"}, {"tile_n", 64}, {"cluster_m", 2}};
     const auto odd = parsed(j);
     CHECK(family::family_of(odd).policy(odd).at("copies") == "elementwise");
+    CHECK(family::family_of(odd).policy(odd).at("cluster_m") == 1);  // multicast is a TMA copy
     const auto elementwise = family::plan(odd, codegen::template_set::embedded());
     CHECK(!elementwise.kernels[0].args[0].map);
     CHECK(elementwise.kernels[0].args[0].cuda == "const store_t* __restrict__ a");

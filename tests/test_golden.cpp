@@ -78,10 +78,14 @@ const std::vector<golden_case>& cases() {
         {"mlp_layer_mma_odd_separate", "mlp_layer.json",
          {{"shape", {1000, 17}}, {"inputs.W.shape", {17, 1001}}, {"fusion", "separate"}, {"params", {{"scale", 0.5}}},
           {"stages[2]", {{"op", "map"}, {"expr", "tanh(x) * scale"}}}}},
-        {"mlp_layer_wgmma", "mlp_layer.json", {{"launch", {{"rung", "wgmma"}}}}},
-        // K = 17 again: the producer's threads copy element by element, swizzled as TMA would.
+        // Two blocks a cluster, sharing the weights' tile by TMA multicast.
+        {"mlp_layer_wgmma_cluster", "mlp_layer.json", {{"launch", {{"rung", "wgmma"}, {"cluster_m", 2}}}}},
+        // K = 17 again: the producer's threads copy element by element, swizzled as TMA would;
+        // the consumers take turns.
         {"mlp_layer_wgmma_odd", "mlp_layer.json",
-         {{"shape", {1000, 17}}, {"inputs.W.shape", {17, 1001}}, {"launch", {{"rung", "wgmma"}, {"tile_n", 64}}}}},
+         {{"shape", {1000, 17}},
+          {"inputs.W.shape", {17, 1001}},
+          {"launch", {{"rung", "wgmma"}, {"tile_n", 64}, {"schedule", "pingpong"}}}}},
     };
     return all;
 }

@@ -119,7 +119,11 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
         {"float16", {{"rung", "mma"}}},
         {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"stages", 2}, {"group_m", 1}}},
         {"bfloat16", {{"rung", "wgmma"}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"stages", 2}, {"group_m", 1}}}};
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"stages", 2}, {"group_m", 1}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"stages", 3}, {"schedule", "pingpong"}}},
+        {"float16", {{"rung", "wgmma"}, {"schedule", "pingpong"}, {"tile_n", 128}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"cluster_m", 2}}},
+        {"float16", {{"rung", "wgmma"}, {"cluster_m", 2}, {"schedule", "pingpong"}, {"tile_n", 128}, {"stages", 3}}}};
     // (No structured bindings: clang does not let CAPTURE's lambda name them.)
     for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
         for (const auto& rung : rungs)

@@ -137,8 +137,9 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
     struct shape {
         int tile_m, tile_n;
         long long k;  // 17: rows not 16-byte aligned, copied element by element
+        int cluster_m = 1;
     };
-    for (const shape s : {shape{128, 256, 64}, shape{256, 128, 64}, shape{128, 64, 64}, shape{128, 128, 17}})
+    for (const shape s : {shape{128, 256, 64}, shape{256, 128, 64}, shape{128, 64, 64}, shape{128, 128, 17}, shape{128, 256, 64, 2}})
         for (const char* dtype : {"bfloat16", "float16"}) {
             CAPTURE(s.tile_m);
             CAPTURE(s.tile_n);
@@ -147,13 +148,19 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
             const auto result = compile_patched("mlp_layer.json", {{"dtype", dtype},
                                                                     {"shape", {1000, s.k}},
                                                                     {"inputs", {{"W", {{"shape", {s.k, 1000}}}}}},
-                                                                    {"launch", {{"rung", "wgmma"}, {"tile_m", s.tile_m}, {"tile_n", s.tile_n}}}});
+                                                                    {"launch",
+                                                                     {{"rung", "wgmma"},
+                                                                      {"tile_m", s.tile_m},
+                                                                      {"tile_n", s.tile_n},
+                                                                      {"cluster_m", s.cluster_m}}}});
             INFO(result.nvrtc_log, result.link_log);
             REQUIRE(result.ok);
             CHECK(result.ptx.find(".target sm_90a") != std::string::npos);
             CHECK(result.ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(s.tile_n) + "k16") != std::string::npos);
             CHECK(result.ptx.find("setmaxnreg.inc.sync.aligned.u32 232") != std::string::npos);
             CHECK((result.ptx.find("cp.async.bulk.tensor.2d") != std::string::npos) == (s.k == 64));
+            CHECK((result.ptx.find(".multicast::cluster") != std::string::npos) == (s.cluster_m == 2));
+            CHECK((result.ptx.find(".explicitcluster") != std::string::npos) == (s.cluster_m == 2));
             REQUIRE(result.kernels.size() == 1);
             CHECK(result.kernels[0].registers == 168);  // 65536 / 384 threads: setmaxnreg shares them out
             if (s.k == 64) CHECK(result.kernels[0].spill_store_bytes == 0);

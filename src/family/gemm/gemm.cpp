@@ -90,11 +90,20 @@ public:
     std::vector<std::string> launch_keys() const override { return gemm::launch_keys(); }
     void resolve(pipeline& p, const std::string& source) const override { gemm::resolve(p, source); }
 
-    /// The tile and, for mma, the warps that share it and the pipeline's depth (a combination
-    /// the policy refuses is not measured).
+    /// The tile and, for mma, the warps that share it and the pipeline's depth; for wgmma, how
+    /// its consumers share tiles (a combination the policy refuses is not measured).
     config::json_value tune_space(const pipeline& p) const override {
-        if (gemm::policy_of(p).kind == rung::simt)
+        const rung kind = gemm::policy_of(p).kind;
+        if (kind == rung::simt)
             return {{"axes", {{"launch.tile_m", {64, 128}}, {"launch.tile_n", {64, 128}}, {"launch.tile_k", {8, 16, 32}}}}};
+        if (kind == rung::wgmma)
+            return {{"axes",
+                     {{"launch.tile_m", {64, 128, 256}},
+                      {"launch.tile_n", {128, 256}},
+                      {"launch.schedule", {"cooperative", "pingpong"}},
+                      {"launch.cluster_m", {1, 2}},
+                      {"launch.stages", {3, 4}},
+                      {"launch.group_m", {8, 16}}}}};
         return {{"axes",
                  {{"launch.tile_m", {64, 128, 256}},
                   {"launch.tile_n", {64, 128, 256}},
@@ -177,6 +186,10 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         // A buffer is full when the producer's one thread has arrived and TMA's bytes have
         // landed; or when its 128 threads have copied their elements.
         data.set("fill_arrivals", t.async_copies ? "1" : "128");
+        data.set("pingpong", t.pingpong ? "1" : "0");
+        data.set("cluster_m", std::to_string(t.cluster_m));
+        data.set("clustered", codegen::flag(t.cluster_m > 1));
+        data.set("cluster_dims", t.cluster_m > 1 ? "__cluster_dims__(" + std::to_string(t.cluster_m) + ", 1, 1) " : "");
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
     }
@@ -197,7 +210,12 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     k.reads_x = a;
     k.block = {t.threads(), 1, 1};
     k.grid = {((s.m + t.tile_m - 1) / t.tile_m) * ((s.n + t.tile_n - 1) / t.tile_n), 1, 1};
-    if (wgmma) k.resident = resident_rule::at_most;  // persistent blocks, a tile after another
+    if (wgmma) {  // persistent blocks, a tile after another; clusters of cluster_m blocks
+        const long long band = static_cast<long long>(t.tile_m) * t.cluster_m;
+        k.grid.x = ((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * t.cluster_m;
+        k.resident = resident_rule::at_most;
+        k.cluster = t.cluster_m;
+    }
     k.shared_bytes = t.shared_bytes(p.type);
     k.args = {array_argument(a, false), array_argument(b, false)};
     if (wgmma && t.async_copies) {  // boxes of a tile's rows by 64 deep, and 64 deep by 64 columns
@@ -226,7 +244,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     data.set("epilogue_args", codegen::parameter_list(epilogue.args, t.kind == rung::simt ? 24 : 20));
     // kjit_store_piece takes a piece of C and where it is, and what the epilogue and the store
     // need: the kernel's arguments but A's, B's and the depth. (Called on lines indented by 12 in
-    // the mma kernel, by 16 in the wgmma kernel's loop over its tiles.)
+    // the mma kernel, by 20 in the wgmma kernel's consumer loop over its tiles.)
     std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "long long kjit_row", "long long kjit_col"};
     std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col"};
     for (auto argument = k.args.begin() + 2; argument != k.args.end() - 1; ++argument) {
@@ -234,7 +252,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         store_args.push_back(argument->cuda_name);
     }
     data.set("store_params", codegen::parameter_list(store_params));
-    data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 24 : 20));
+    data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 28 : 20));
     std::vector<std::string> names{k.name};
     prog.kernels.push_back(std::move(k));
 

@@ -38,8 +38,9 @@ policy auto_policy(rung kind) {
     return chosen;
 }
 
-/// wgmma: a consumer warp group's accumulators per thread, (tile_m / 2) × tile_n / 128.
-int accumulators(const policy& t) { return t.tile_m / 2 * t.tile_n / 128; }
+/// wgmma: a consumer warp group's rows of a tile, and its accumulators per thread.
+int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2; }
+int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 
 bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
 
@@ -57,6 +58,7 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
     if (chosen.kind != rung::simt) {
         chosen.async_copies = s.k % 8 == 0 && s.n % 8 == 0;
+        if (!chosen.async_copies) chosen.cluster_m = 1;  // multicast is a TMA copy
         chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
         return;
     }
@@ -112,8 +114,8 @@ int policy::threads() const {
 }
 
 std::size_t policy::shared_bytes(config::dtype type) const {
-    if (kind == rung::wgmma)  // the buffers, from a 1024-byte boundary; then two barriers a buffer
-        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * config::element_size(type) + 16) + 1024;
+    if (kind == rung::wgmma)  // the buffers, from a 1024-byte boundary; two barriers a buffer, two more
+        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * config::element_size(type) + 16) + 16 + 1024;
     if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
         return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
     const std::size_t real_bytes = config::computes_in_double(type) ? 8 : 4;  // in the compute type, A's rows padded by 4
@@ -127,7 +129,7 @@ sizes sizes_of(const pipeline& p) {
 std::string multiplier(const pipeline& p) { return p.stages.front().options.at("by").get<std::string>(); }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "group_m"};
+    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "group_m", "schedule", "cluster_m"};
 }
 
 void resolve(pipeline& p, const std::string& source) {
@@ -156,7 +158,14 @@ void resolve(pipeline& p, const std::string& source) {
         field = static_cast<int>(value);
     };
     const bool mma = kind == rung::mma, wgmma = kind == rung::wgmma;
-    read("tile_m", chosen.tile_m, wgmma ? std::vector{128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    if (given("schedule")) {
+        if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
+        chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
+    }
+    if (!wgmma && given("cluster_m"))
+        l.fail("cluster_m", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
+    read("cluster_m", chosen.cluster_m, {1, 2});
+    read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_n", chosen.tile_n, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_k", chosen.tile_k, wgmma ? std::vector{64} : mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
@@ -176,6 +185,9 @@ void resolve(pipeline& p, const std::string& source) {
                                   std::to_string(chosen.warps_m) + " × " + std::to_string(chosen.warps_n) + " warps cannot share " + tile);
         if (chosen.threads() > 512) l.fail("warps_n", "expected at most 16 warps a block, got " + std::to_string(chosen.threads() / 32));
     } else if (wgmma) {
+        if (consumer_rows(chosen) < 64)
+            l.fail("tile_m", "each of the two consumer warp groups takes half the rows of a cooperative tile, 64 at least: "
+                             "use 128 or 256, or \"schedule\": \"pingpong\"");
         if (accumulators(chosen) > 128)
             l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
                                  " accumulators a thread, more than the 128 that fit beside its other registers");
@@ -201,6 +213,10 @@ void resolve(pipeline& p, const std::string& source) {
         p.launch.given["warps_n"] = chosen.warps_n;
     }
     if (mma || wgmma) p.launch.given["stages"] = chosen.stages;
+    if (wgmma) {
+        p.launch.given["schedule"] = chosen.pingpong ? "pingpong" : "cooperative";
+        p.launch.given["cluster_m"] = chosen.cluster_m;
+    }
 }
 
 policy policy_of(const pipeline& p) {
@@ -216,6 +232,10 @@ policy policy_of(const pipeline& p) {
         chosen.warps_n = g.at("warps_n").get<int>();
     }
     if (chosen.kind != rung::simt) chosen.stages = g.at("stages").get<int>();
+    if (chosen.kind == rung::wgmma) {
+        chosen.pingpong = g.at("schedule") == "pingpong";
+        chosen.cluster_m = g.at("cluster_m").get<int>();
+    }
     fit_to(chosen, sizes_of(p), p.type);
     return chosen;
 }

@@ -17,6 +17,12 @@ struct policy {
     int warps_m = 2, warps_n = 4;                ///< mma: the block's warps, down and across its tile
     int stages = 1;      ///< mma, wgmma: shared-memory buffers in the copy pipeline (simt: two, fixed)
     int group_m = 8;     ///< blocks run down groups of this many tile rows before moving across
+    /// wgmma: the two consumer warp groups take turns, a whole tile each ("pingpong"), instead of
+    /// sharing each tile ("cooperative").
+    bool pingpong = false;
+    /// wgmma: blocks in a cluster, on tiles one under another, sharing B's tile by TMA multicast
+    /// (1 where the tiles are not copied by TMA).
+    int cluster_m = 1;
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
     /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
     /// on 16-byte boundaries; else the tiles are copied element by element.

@@ -85,14 +85,22 @@ __device__ __forceinline__ void kjit_store_piece(
 // On Hopper's tensor cores, a warp group (4 warps, 128 threads) at a time: wgmma multiplies a
 // 64 × kjit_tile_n piece of C over depth 16, its operands read straight from shared memory.
 // The block's warp groups specialize: group 0, the producer, fills a ring of kjit_stages
-// buffers with tiles of A and B; groups 1 and 2, the consumers, each multiply half the rows of
-// the block's tile. Barriers in shared memory (mbarrier) say when a buffer is full and when it
-// is free again. Blocks are persistent: as many as fit on the GPU, each taking tile after tile,
-// so that the copies for a block's next tile overlap the epilogue of this one.
+// buffers with tiles of A and B; groups 1 and 2, the consumers, multiply. Barriers in shared
+// memory (mbarrier) say when a buffer is full and when it is free again. Blocks are persistent:
+// as many as fit on the GPU, each taking tile after tile, so that the copies for a block's next
+// tile overlap the epilogue of this one.
 enum : int {
     kjit_consumers = 2,
     kjit_threads = 128 * (1 + kjit_consumers),
-    kjit_consumer_m = kjit_tile_m / kjit_consumers,  // rows of C a consumer computes
+    // 0, cooperative: both consumers take each of the block's tiles, half its rows each.
+    // 1, ping-pong: they take turns, a whole tile each, so that one's epilogue (which leaves
+    // the tensor cores idle) overlaps the other's multiplies.
+    kjit_pingpong = 0,
+    kjit_consumer_m = kjit_pingpong ? kjit_tile_m : kjit_tile_m / kjit_consumers,  // its rows
+    // Blocks in a cluster, computing tiles one under another: they share B's tile, each block's
+    // producer copying a part of it to all of them at once (TMA multicast), so that B is read
+    // from L2 once for the cluster.
+    kjit_cluster = 2,
     kjit_mma_m = kjit_consumer_m / 64,  // its wgmma pieces, down
     kjit_mma_n = kjit_tile_n / 8,  // the 16 × 8 pieces of C across a wgmma's, per warp
     kjit_stages = 4,
@@ -166,6 +174,47 @@ __device__ __forceinline__ void kjit_copy_box(unsigned to, const kjit_tensor_map
             " [%0], [%1, {%2, %3}], [%4];\n"
             :
             : "r"(to), "l"(&map), "r"(x), "r"(y), "r"(barrier)
+            : "memory");
+}
+
+// The same box to the same place in every block of the cluster, each block's barrier counting
+// its bytes.
+__device__ __forceinline__ void kjit_copy_box_to_all(unsigned to, const kjit_tensor_map& map,
+                                                     int x, int y, unsigned barrier)
+{
+    const unsigned short all = (1 << kjit_cluster) - 1;  // a bit per block
+    asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+            :
+            : "r"(to), "l"(&map), "r"(x), "r"(y), "r"(barrier), "h"(all)
+            : "memory");
+}
+
+// Arrives on the barrier at the same place in every block of the cluster.
+__device__ __forceinline__ void kjit_arrive_everywhere(unsigned barrier)
+{
+    for (unsigned rank = 0; rank < kjit_cluster; ++rank) {
+        asm volatile(
+                "{\n"
+                ".reg .b32 there;\n"
+                "mapa.shared::cluster.u32 there, %0, %1;\n"
+                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [there];\n"
+                "}\n"
+                :
+                : "r"(barrier), "r"(rank)
+                : "memory");
+    }
+}
+
+// Waits until every thread of every block of the cluster has come here.
+__device__ __forceinline__ void kjit_cluster_sync()
+{
+    asm volatile(
+            "barrier.cluster.arrive.release.aligned;\n"
+            "barrier.cluster.wait.acquire.aligned;\n"
+            :
+            :
             : "memory");
 }
 
@@ -270,52 +319,73 @@ __device__ __forceinline__ void kjit_wgmma_wait()
                  : "memory");
 }
 
-extern "C" __global__ __launch_bounds__(kjit_threads, 1) void mlp_layer_matmul(
+// A consumer warp group is done with a buffer: in the buffer of every block of the cluster,
+// whose producers copy to all of them.
+__device__ __forceinline__ void kjit_free_buffer(unsigned barrier)
+{
+    kjit_arrive_everywhere(barrier);
+}
+
+// 384 threads (kjit_threads), one block an SM, in clusters of 2 blocks.
+extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void mlp_layer_matmul(
         const __grid_constant__ kjit_tensor_map x_in_map,
         const __grid_constant__ kjit_tensor_map W_map, const store_t* __restrict__ b,
         store_t* __restrict__ out, long long rows, long long cols, long long kjit_depth)
 {
     // The swizzle pattern repeats every 1024 bytes, so the buffers start on such a boundary
     // (the launch asks for 1024 bytes more than they need). Then the barriers: kjit_full[s],
-    // buffer s holds its tiles; kjit_free[s], both consumers are done with it.
+    // buffer s holds its tiles; kjit_free[s], its consumers are done with it; ping-pong's
+    // kjit_turn[c], consumer c may start multiplying its next tile.
     extern __shared__ unsigned char kjit_shared[];
     const unsigned kjit_shared_at = (unsigned)__cvta_generic_to_shared(kjit_shared);
     const unsigned kjit_base = (kjit_shared_at + 1023) / 1024 * 1024;
     unsigned char* kjit_buffers = kjit_shared + (kjit_base - kjit_shared_at);
     const unsigned kjit_full = kjit_base + kjit_stages * kjit_stage_bytes;
     const unsigned kjit_free = kjit_full + 8 * kjit_stages;
+    const unsigned kjit_turn = kjit_free + 8 * kjit_stages;
     if (threadIdx.x == 0) {
         for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
             kjit_barrier_init(kjit_full + 8 * kjit_s, 1);
-            kjit_barrier_init(kjit_free + 8 * kjit_s, kjit_consumers);
+            // freed by its consumers in every block of the cluster
+            const int kjit_users = (kjit_pingpong ? 1 : kjit_consumers) * kjit_cluster;
+            kjit_barrier_init(kjit_free + 8 * kjit_s, kjit_users);
         }
+        kjit_barrier_init(kjit_turn, 1);
+        kjit_barrier_init(kjit_turn + 8, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n"
                      :
                      :
                      : "memory");
     }
-    __syncthreads();  // the last: the warp groups part here
-    const long long kjit_tiles = (rows + kjit_tile_m - 1) / kjit_tile_m *
+    kjit_cluster_sync();  // every block's barriers are ready before any block uses them
+    // A cluster takes kjit_cluster tiles, one under another, at once: as if its tile were that
+    // many times taller (kjit_tile_of sees rows / kjit_cluster rows); this block's tile is the
+    // kjit_rank-th of them.
+    const long long kjit_cluster_rows = (rows + kjit_cluster - 1) / kjit_cluster;
+    const long long kjit_tiles = (kjit_cluster_rows + kjit_tile_m - 1) / kjit_tile_m *
                                  ((cols + kjit_tile_n - 1) / kjit_tile_n);
+    const int kjit_rank = blockIdx.x % kjit_cluster;
+    const long long kjit_clusters = gridDim.x / kjit_cluster;
+    const auto kjit_tile_at = [&](long long t) {
+        const longlong2 kjit_band = kjit_tile_of(t, kjit_cluster_rows, cols);
+        return make_longlong2(kjit_band.x * kjit_cluster + kjit_rank * kjit_tile_m, kjit_band.y);
+    };
     const int kjit_depth_tiles = (int)((kjit_depth + kjit_tile_k - 1) / kjit_tile_k);
     const int kjit_group = threadIdx.x / 128;
-    // Buffer kjit_s of the ring, in its kjit_round-th use: producer and consumers walk the ring
-    // in the same order, tile after tile.
-    int kjit_s = 0;
-    unsigned kjit_round = 0;
-    const auto kjit_advance = [&] {
-        if (++kjit_s == kjit_stages) {
-            kjit_s = 0;
-            kjit_round ^= 1;
-        }
-    };
+    // The ring: the n-th depth tile the producer copies goes to buffer n % kjit_stages, in the
+    // buffer's (n / kjit_stages)-th use, whose parity its barriers' phases have; the consumers
+    // take them in the same order.
+    unsigned kjit_ring = 0;
     if (kjit_group == 0) {
         // The producer needs few registers: it gives them to the consumers.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x != 0) return;  // one thread asks for every copy
-        for (long long kjit_t = blockIdx.x; kjit_t < kjit_tiles; kjit_t += gridDim.x) {
-            const longlong2 kjit_tile = kjit_tile_of(kjit_t, rows, cols);
-            for (int kjit_k = 0; kjit_k < kjit_depth_tiles; ++kjit_k) {
+        const bool kjit_copier = threadIdx.x == 0;  // one thread asks the TMA unit for every copy
+        for (long long kjit_t = blockIdx.x / kjit_cluster; kjit_copier && kjit_t < kjit_tiles;
+             kjit_t += kjit_clusters) {
+            const longlong2 kjit_tile = kjit_tile_at(kjit_t);
+            for (int kjit_k = 0; kjit_k < kjit_depth_tiles; ++kjit_k, ++kjit_ring) {
+                const unsigned kjit_s = kjit_ring % kjit_stages;
+                const unsigned kjit_round = kjit_ring / kjit_stages % 2;
                 kjit_wait(kjit_free + 8 * kjit_s, kjit_round ^ 1);  // free since its last use
                 const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes;
                 const unsigned kjit_full_s = kjit_full + 8 * kjit_s;
@@ -327,62 +397,80 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void mlp_layer_matmul(
                 for (int kjit_j = 0; kjit_j < kjit_tile_n / 64; ++kjit_j) {
                     const unsigned kjit_slab_at = kjit_b_at + kjit_j * kjit_slab_bytes;
                     const int kjit_col = (int)kjit_tile.y + 64 * kjit_j;
-                    kjit_copy_box(kjit_slab_at, W_map, kjit_col, kjit_k0, kjit_full_s);
-                }
-                kjit_advance();
-            }
-        }
-        return;
-    }
-    // A consumer: 232 registers a thread, the 128 accumulators among them.
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int kjit_consumer = kjit_group - 1;
-    const int kjit_warp = threadIdx.x / 32 % 4;  // in its group: rows 16 · kjit_warp of a piece
-    float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
-    for (long long kjit_t = blockIdx.x; kjit_t < kjit_tiles; kjit_t += gridDim.x) {
-        const longlong2 kjit_tile = kjit_tile_of(kjit_t, rows, cols);
-        int kjit_last = -1;  // the buffer the wgmmas in flight read, freed once they are done
-        for (int kjit_k = 0; kjit_k < kjit_depth_tiles; ++kjit_k) {
-            kjit_wait(kjit_full + 8 * kjit_s, kjit_round);
-            const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes +
-                                       kjit_consumer * kjit_consumer_m * kjit_row_bytes;
-            const unsigned kjit_b_at = kjit_base + kjit_s * kjit_stage_bytes + kjit_a_bytes;
-            kjit_wgmma_fence();
-#pragma unroll
-            for (int kjit_d = 0; kjit_d < kjit_tile_k; kjit_d += 16) {
-#pragma unroll
-                for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
-                    // A: 64 rows from row 64 · i, 32 bytes into each (depth kjit_d), 8 rows
-                    // 1024 bytes apart. B: kjit_d rows down, 1024 bytes per 8 rows, slabs of
-                    // 64 columns kjit_slab_bytes apart.
-                    const unsigned kjit_a_piece = kjit_a_at + kjit_i * 64 * kjit_row_bytes +
-                                                  kjit_d * sizeof(store_t);
-                    const unsigned kjit_b_piece = kjit_b_at + kjit_d * 128;
-                    const auto kjit_a = kjit_descriptor(kjit_a_piece, 16);  // (16: unused)
-                    const auto kjit_b = kjit_descriptor(kjit_b_piece, kjit_slab_bytes);
-                    kjit_wgmma(kjit_acc[kjit_i], kjit_a, kjit_b, kjit_k == 0 && kjit_d == 0);
+                    // slab j: copied by block j % kjit_cluster to every block
+                    if (kjit_j % kjit_cluster != kjit_rank) continue;
+                    kjit_copy_box_to_all(kjit_slab_at, W_map, kjit_col, kjit_k0, kjit_full_s);
                 }
             }
-            kjit_wgmma_commit();
-            kjit_wgmma_wait<1>();  // the previous tile's wgmmas are done: free its buffer
-            if (kjit_last >= 0 && threadIdx.x % 128 == 0) kjit_arrive(kjit_free + 8 * kjit_last);
-            kjit_last = kjit_s;
-            kjit_advance();
         }
-        kjit_wgmma_wait<0>();
-        if (kjit_last >= 0 && threadIdx.x % 128 == 0) kjit_arrive(kjit_free + 8 * kjit_last);
-        // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 · warp
-        // and column 8 · j of the consumer's rows.
-        const long long kjit_row0 = kjit_tile.x + kjit_consumer * kjit_consumer_m;
+    } else {
+        // A consumer: 232 registers a thread, the 128 accumulators among them.
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int kjit_consumer = kjit_group - 1;
+        const int kjit_warp = threadIdx.x / 32 % 4;  // in its group: a piece's rows 16 · kjit_warp…
+        const bool kjit_leader = threadIdx.x % 128 == 0;  // arrives for the group
+        // Ping-pong: this consumer's first tile is the block's kjit_consumer-th, then every other.
+        // It starts multiplying a tile once the other has issued every multiply of the tile before,
+        // so that the two wait on the ring's barriers in turn, never a phase too far ahead.
+        const int kjit_first = kjit_pingpong ? kjit_consumer : 0;
+        const int kjit_turns = kjit_pingpong ? kjit_consumers : 1;
+        const int kjit_rows_at = kjit_pingpong ? 0 : kjit_consumer * kjit_consumer_m;  // in a tile
+        float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
+        kjit_ring = kjit_first * kjit_depth_tiles;
+        unsigned kjit_mine = 0;  // tiles this consumer has taken
+        for (long long kjit_t = blockIdx.x / kjit_cluster + kjit_first * kjit_clusters;
+             kjit_t < kjit_tiles; kjit_t += kjit_turns * kjit_clusters, ++kjit_mine) {
+            const longlong2 kjit_tile = kjit_tile_at(kjit_t);
+            if (kjit_pingpong) {  // (the other's tile before this one: its phase's parity)
+                kjit_wait(kjit_turn + 8 * kjit_consumer, (kjit_mine + kjit_consumer + 1) % 2);
+            }
+            int kjit_last = -1;  // the buffer the wgmmas in flight read, freed once they are done
+            for (int kjit_k = 0; kjit_k < kjit_depth_tiles; ++kjit_k, ++kjit_ring) {
+                const unsigned kjit_s = kjit_ring % kjit_stages;
+                const unsigned kjit_round = kjit_ring / kjit_stages % 2;
+                kjit_wait(kjit_full + 8 * kjit_s, kjit_round);
+                const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes +
+                                           kjit_rows_at * kjit_row_bytes;
+                const unsigned kjit_b_at = kjit_base + kjit_s * kjit_stage_bytes + kjit_a_bytes;
+                kjit_wgmma_fence();
 #pragma unroll
-        for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
+                for (int kjit_d = 0; kjit_d < kjit_tile_k; kjit_d += 16) {
 #pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
-                const long long kjit_row = kjit_row0 + kjit_i * 64 + kjit_warp * 16;
-                const long long kjit_col = kjit_tile.y + kjit_j * 8;
-                kjit_store_piece(
-                        kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, b, out, rows, cols);
+                    for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
+                        // A: 64 rows from row 64 · i, 32 bytes into each (depth kjit_d), 8 rows
+                        // 1024 bytes apart. B: kjit_d rows down, 1024 bytes per 8 rows, slabs of
+                        // 64 columns kjit_slab_bytes apart.
+                        const unsigned kjit_a_piece = kjit_a_at + kjit_i * 64 * kjit_row_bytes +
+                                                      kjit_d * sizeof(store_t);
+                        const unsigned kjit_b_piece = kjit_b_at + kjit_d * 128;
+                        const auto kjit_a = kjit_descriptor(kjit_a_piece, 16);  // (16: unused)
+                        const auto kjit_b = kjit_descriptor(kjit_b_piece, kjit_slab_bytes);
+                        kjit_wgmma(kjit_acc[kjit_i], kjit_a, kjit_b, kjit_k == 0 && kjit_d == 0);
+                    }
+                }
+                kjit_wgmma_commit();
+                kjit_wgmma_wait<1>();  // the previous tile's wgmmas are done: free its buffer
+                if (kjit_last >= 0 && kjit_leader) kjit_free_buffer(kjit_free + 8 * kjit_last);
+                kjit_last = kjit_s;
+            }
+            if (kjit_pingpong && kjit_leader) kjit_arrive(kjit_turn + 8 * (1 - kjit_consumer));
+            kjit_wgmma_wait<0>();
+            if (kjit_last >= 0 && kjit_leader) kjit_free_buffer(kjit_free + 8 * kjit_last);
+            kjit_ring += (kjit_turns - 1) * kjit_depth_tiles;  // past the other consumer's tile
+            // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
+            // warp and column 8 · j of the consumer's rows.
+            const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
+#pragma unroll
+            for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
+#pragma unroll
+                for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
+                    const long long kjit_row = kjit_row0 + kjit_i * 64 + kjit_warp * 16;
+                    const long long kjit_col = kjit_tile.y + kjit_j * 8;
+                    kjit_store_piece(
+                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, b, out, rows, cols);
+                }
             }
         }
     }
+    kjit_cluster_sync();  // no block leaves while another may still use its shared memory
 }
