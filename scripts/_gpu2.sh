@@ -17,4 +17,12 @@ for shape in 8192x8192x8192 4096x4096x4096 8192x4096x4096; do
 done
 
 
+for shape in 4096x4096x4096 8192x8192x8192 8192x4096x4096; do
+  IFS=x read -r m n kk <<< "$shape"
+  for c in 1 2; do
+    timeout 60 $k run configs/mlp_layer.json --set "shape=[$m,$kk]" --set "inputs.W.shape=[$kk,$n]" --set "$alone" --set launch.rung=wgmma \
+      --set launch.cluster_m=$c --set launch.group_m=16 --skip-ceiling --json $out/tune/run-$shape-c$c.json > $out/tune/run-$shape-c$c.log 2>&1
+    echo "$shape cluster $c rc=$? $(grep -o '[0-9.]* TFLOP/s (cold median)' $out/tune/run-$shape-c$c.log)"
+  done
+done
 cd $out && tar czf tune.tgz tune && rm -rf tune
