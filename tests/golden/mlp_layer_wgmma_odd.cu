@@ -23,7 +23,7 @@ enum : int {
     kjit_tile_m = 128,  // rows of C a block computes
     kjit_tile_n = 64,  // and columns
     kjit_tile_k = 64,  // the depth of A and B a block holds in shared memory at once
-    kjit_group_m = 8,  // tile rows in a group (kjit_tile_of)
+    kjit_group_m = 16,  // tile rows in a group (kjit_tile_of)
     kjit_width_c = 1,  // elements of C stored at once
 };
 
@@ -103,7 +103,7 @@ enum : int {
     kjit_cluster = 1,
     kjit_mma_m = kjit_consumer_m / 64,  // its wgmma pieces, down
     kjit_mma_n = kjit_tile_n / 8,  // the 16 × 8 pieces of C across a wgmma's, per warp
-    kjit_stages = 4,
+    kjit_stages = 3,
     // A tile row of depth 64 is 128 bytes: the width of the 128-byte swizzle, which stores the
     // 16-byte chunk c of row r at chunk c ^ (r % 8), so that wgmma reads 8 rows without bank
     // conflicts. The pattern repeats every 8 rows (1024 bytes).
