@@ -107,6 +107,9 @@ def main():
         "wgmma": "cublas",
         "wgmma_tanh": "cublaslt_gelu",
         "wgmma_gelu": "cublaslt_gelu",
+        "wgmma_gelu_separate": "eager_gelu",
+        "wgmma_pingpong_gelu": "cublaslt_gelu",
+        "wgmma_cluster": "cublas",
     }
     plotted = []  # (shape, tool, TFLOP/s)
     print("| M × N × K | kjit variant | median ms | TFLOP/s | registers | peer | peer ms | kjit / peer speed |")

@@ -9,7 +9,8 @@
 #               dtype on its rung, fused and separate; bfloat16 and float16 on simt too
 #   gemm-tune   the mma rung's launch space (tiles, warps, pipeline depth) at 8192³, exhaustively
 #   gemm        the GEMM ladder at 4096³, 8192³ and 8192 × 4096 × 4096 (GEMM_SHAPES), each rung alone,
-#               the epilogue fused (tanh, GELU) and separate, 2 rounds (mma at gemm-tune's best
+#               the epilogue fused (tanh, GELU) and separate, wgmma's ping-pong and cluster
+#               variants (GEMM_VARIANTS), 2 rounds (mma at gemm-tune's best
 #               launch where that part ran); the peers (cuBLAS, cuBLASLt's
 #               GELU epilogue, eager addmm + activation, torch.compile, Triton) at the same shapes
 #               (bench/peers/gemm_peers.py); summed by scripts/gemm_table.py
@@ -504,7 +505,7 @@ PY
             IFS=x read -r m n k <<< "$shape"
             sized=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]" --skip-ceiling)
             for round in ${GEMM_ROUNDS:-1 2}; do
-                for variant in ${GEMM_VARIANTS:-simt_f32 simt_bf16 mma mma_tanh mma_gelu mma_gelu_separate wgmma wgmma_tanh wgmma_gelu}; do
+                for variant in ${GEMM_VARIANTS:-simt_f32 simt_bf16 mma mma_tanh mma_gelu mma_gelu_separate wgmma wgmma_tanh wgmma_gelu wgmma_gelu_separate wgmma_pingpong_gelu wgmma_cluster}; do
                     case $variant in
                         simt_f32) extra=(--set dtype=float32 --set "$alone") ;;
                         simt_bf16) extra=(--set launch.rung=simt --set "$alone") ;;
@@ -515,6 +516,9 @@ PY
                         wgmma) extra=(--set launch.rung=wgmma --set "$alone") ;;
                         wgmma_tanh) extra=(--set launch.rung=wgmma) ;;
                         wgmma_gelu) extra=(--set launch.rung=wgmma --set "$gelu") ;;
+                        wgmma_gelu_separate) extra=(--set launch.rung=wgmma --set "$gelu" --set fusion=separate) ;;
+                        wgmma_pingpong_gelu) extra=(--set launch.rung=wgmma --set "$gelu" --set launch.schedule=pingpong --set launch.tile_n=128 --set launch.stages=4) ;;
+                        wgmma_cluster) extra=(--set launch.rung=wgmma --set "$alone" --set launch.cluster_m=2) ;;
                     esac
                     [[ $variant == mma* ]] && extra+=("${tuned[@]}")
                     timeout 120 "$kjit" run configs/mlp_layer.json "${sized[@]}" "${extra[@]}" ${GEMM_SET:-} \

@@ -63,7 +63,6 @@ struct kernel {
     std::string reads_x;              ///< the buffer x starts from ("": the first stage needs none)
     dims grid, block;
     resident_rule resident = resident_rule::none;  ///< applies to grid.x
-    int cluster = 1;  ///< blocks in a cluster along x (__cluster_dims__): grid.x stays a multiple
     std::size_t shared_bytes = 0;                  ///< dynamic shared memory per block
     std::vector<argument> args;
     double bytes_read = 0, bytes_written = 0;  ///< global memory per launch, as planned

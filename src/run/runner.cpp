@@ -152,7 +152,6 @@ family::dims grid_on_device(const family::kernel& k, long long resident) {
     resident = std::max(1LL, resident);
     if (k.resident == family::resident_rule::at_most) grid.x = std::min(grid.x, resident);
     if (k.resident == family::resident_rule::exactly) grid.x = resident;
-    grid.x = std::max<long long>(k.cluster, grid.x / k.cluster * k.cluster);  // whole clusters
     return grid;
 }
 

@@ -210,11 +210,15 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     k.reads_x = a;
     k.block = {t.threads(), 1, 1};
     k.grid = {((s.m + t.tile_m - 1) / t.tile_m) * ((s.n + t.tile_n - 1) / t.tile_n), 1, 1};
-    if (wgmma) {  // persistent blocks, a tile after another; clusters of cluster_m blocks
+    if (wgmma) {  // clusters of cluster_m blocks, each on cluster_m tiles one under another
         const long long band = static_cast<long long>(t.tile_m) * t.cluster_m;
         k.grid.x = ((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * t.cluster_m;
-        k.resident = resident_rule::at_most;
-        k.cluster = t.cluster_m;
+        // Single blocks are persistent, a tile after another, as many as fit at once. Clusters
+        // are not: fewer clusters than SMs / cluster_m may fit at once (the occupancy API kjit
+        // asks counts blocks, not clusters), and a cluster left over would run its whole share
+        // of tiles after the others (two clusters of two ran 36 % slower that way on the H200,
+        // bench/results/2026-12-03-wgmma/third).
+        if (t.cluster_m == 1) k.resident = resident_rule::at_most;
     }
     k.shared_bytes = t.shared_bytes(p.type);
     k.args = {array_argument(a, false), array_argument(b, false)};
