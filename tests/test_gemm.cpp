@@ -81,8 +81,9 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     j["launch"] = {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 256}};
     CHECK(failure(j) == "g.json: launch.tile_n: a consumer warp group of a 256 × 256 × 64 tile holds 256 accumulators a "
                         "thread, more than the 128 that fit beside its other registers");
-    j["launch"] = {{"rung", "wgmma"}, {"stages", 5}};  // 5 × 48 KiB
-    CHECK(failure(j).find("g.json: launch.stages: a block of 128 × 256 × 64 in 5 buffers needs 246880 bytes") == 0);
+    j = gemm_config(64, 64, 64, "bfloat16");
+    j["launch"] = {{"rung", "wgmma"}, {"stages", 4}};  // 4 × 48 KiB, and 64 KiB of C
+    CHECK(failure(j).find("g.json: launch.stages: a block of 128 × 256 × 64 in 4 buffers needs 263248 bytes") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}};  // 32 rows a consumer
     CHECK(failure(j).find("g.json: launch.tile_m: each of the two consumer warp groups takes half the rows") == 0);
     j["launch"]["schedule"] = "pingpong";
@@ -132,7 +133,9 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     const auto& k = prog.kernels[0];
     CHECK(k.resident == family::resident_rule::at_most);  // persistent: tile after tile
     CHECK(k.grid == family::dims{3 * 1, 1, 1});              // ⌈300 / 128⌉ × ⌈200 / 256⌉ tiles
-    CHECK(k.shared_bytes == 3 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024);
+    CHECK(k.shared_bytes == 3 * ((128 + 256) * 64 * 2 + 16) + 128 * 256 * 2 + 16 + 1024);  // C staged for TMA
+    CHECK(k.args[3].map == family::tensor_map{family::tensor_map::element::bfloat16, 300, 200, 64, 64});  // out
+    CHECK(k.args[3].written);
     REQUIRE(k.args.size() >= 2);
     CHECK(k.args[0].cuda == "const __grid_constant__ kjit_tensor_map a_map");
     CHECK(k.args[0].map == family::tensor_map{family::tensor_map::element::bfloat16, 300, 96, 128, 64});
@@ -157,6 +160,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     const auto elementwise = family::plan(odd, codegen::template_set::embedded());
     CHECK(!elementwise.kernels[0].args[0].map);
     CHECK(elementwise.kernels[0].args[0].cuda == "const store_t* __restrict__ a");
+    CHECK(elementwise.kernels[0].shared_bytes == 3 * ((128 + 64) * 64 * 2 + 16) + 16 + 1024);  // C stored directly
     CHECK(elementwise.source.find("m64n64k16.f32.f16.f16") != std::string::npos);
     CHECK(elementwise.source.find("kjit_copy_element(") != std::string::npos);
     CHECK(elementwise.source.find("cp.async.bulk.tensor") == std::string::npos);

@@ -58,11 +58,13 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 }
 
 // The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
-// kjit_width_c elements at a time. A tensor-core warp holds such a piece as 4 accumulators a
-// thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+// kjit_width_c elements at a time where kjit_place(row, column) says: in C, or in shared memory
+// on the way there. A tensor-core warp holds such a piece as 4 accumulators a thread:
+// kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+template <class Place>
 __device__ __forceinline__ void kjit_store_piece(
-        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col,
-        const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols)
+        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col, Place kjit_place,
+        const store_t* __restrict__ b, long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
 #pragma unroll
@@ -78,7 +80,7 @@ __device__ __forceinline__ void kjit_store_piece(
             const long long kjit_c = kjit_first + kjit_e;  // the element's column
             kjit_y.e[kjit_e] = store(kjit_epilogue(x, load(b[kjit_c])));
         }
-        *reinterpret_cast<vec_c*>(out + kjit_r * cols + kjit_first) = kjit_y;
+        *reinterpret_cast<vec_c*>(kjit_place(kjit_r, kjit_first)) = kjit_y;
     }
 }
 
@@ -263,7 +265,8 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         }
     }
     // The warp's mma tile (i, j) is the 16 × 8 piece of C at row kjit_wrow + 16 · i and column
-    // kjit_wcol + 8 · j of the block's tile.
+    // kjit_wcol + 8 · j of the block's tile, stored straight to C.
+    const auto kjit_place = [&](long long r, long long c) { return out + r * cols + c; };
 #pragma unroll
     for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
@@ -271,7 +274,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
             const long long kjit_row = kjit_row0 + kjit_wrow + kjit_i * 16;
             const long long kjit_col = kjit_col0 + kjit_wcol + kjit_j * 8;
             kjit_store_piece(
-                    kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, b, out, rows, cols);
+                    kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_place, b, rows, cols);
         }
     }
 }

@@ -58,11 +58,13 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 }
 
 // The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
-// kjit_width_c elements at a time. A tensor-core warp holds such a piece as 4 accumulators a
-// thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+// kjit_width_c elements at a time where kjit_place(row, column) says: in C, or in shared memory
+// on the way there. A tensor-core warp holds such a piece as 4 accumulators a thread:
+// kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+template <class Place>
 __device__ __forceinline__ void kjit_store_piece(
-        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col,
-        const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols)
+        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col, Place kjit_place,
+        const store_t* __restrict__ b, long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
 #pragma unroll
@@ -78,7 +80,7 @@ __device__ __forceinline__ void kjit_store_piece(
             const long long kjit_c = kjit_first + kjit_e;  // the element's column
             kjit_y.e[kjit_e] = store(kjit_epilogue(x, load(b[kjit_c])));
         }
-        *reinterpret_cast<vec_c*>(out + kjit_r * cols + kjit_first) = kjit_y;
+        *reinterpret_cast<vec_c*>(kjit_place(kjit_r, kjit_first)) = kjit_y;
     }
 }
 
@@ -112,7 +114,19 @@ enum : int {
     // B's tile: kjit_tile_n / 64 slabs of 64 columns, each kjit_tile_k rows of 128 bytes
     kjit_slab_bytes = kjit_tile_k * 64 * sizeof(store_t),
     kjit_stage_bytes = kjit_a_bytes + kjit_tile_n / 64 * kjit_slab_bytes,
+    // Where TMA copies, it stores C too: each consumer's rows of a tile wait in shared memory,
+    // slabs of 64 columns as B's are, kjit_c_slab_bytes each.
+    kjit_staged = 1,
+    kjit_c_slab_bytes = kjit_consumer_m * 128,
+    kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
 };
+
+// Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
+// moves to chunk c ^ (r % 8).
+__device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
+{
+    return offset ^ offset / 128 % 8 * 16;
+}
 
 // The mbarrier: a 64-bit counter in shared memory that completes a phase when `count` threads
 // have arrived and the bytes it expects have landed, then starts the next phase.
@@ -175,6 +189,51 @@ __device__ __forceinline__ void kjit_copy_box(unsigned to, const kjit_tensor_map
             :
             : "r"(to), "l"(&map), "r"(x), "r"(y), "r"(barrier)
             : "memory");
+}
+
+// TMA: stores the box of `map` whose first element is at column x and row y from shared memory
+// at `from`, clipped to the matrix. Asynchronous: one of this thread's bulk groups.
+__device__ __forceinline__ void kjit_store_box(const kjit_tensor_map& map, int x, int y,
+                                               unsigned from)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :
+                 : "l"(&map), "r"(x), "r"(y), "r"(from)
+                 : "memory");
+}
+
+__device__ __forceinline__ void kjit_bulk_commit()
+{
+    asm volatile("cp.async.bulk.commit_group;\n"
+                 :
+                 :
+                 : "memory");
+}
+
+// Waits until this thread's bulk stores have read their shared memory (read_only), or are done.
+template <bool read_only>
+__device__ __forceinline__ void kjit_bulk_wait()
+{
+    if (read_only) {
+        asm volatile("cp.async.bulk.wait_group.read 0;\n"
+                     :
+                     :
+                     : "memory");
+    } else {
+        asm volatile("cp.async.bulk.wait_group 0;\n"
+                     :
+                     :
+                     : "memory");
+    }
+}
+
+// Waits for the 128 threads of consumer warp group c (named barrier 1 + c; 0 is the block's).
+__device__ __forceinline__ void kjit_consumer_sync(int c)
+{
+    asm volatile("bar.sync %0, 128;\n"
+                 :
+                 : "r"(1 + c)
+                 : "memory");
 }
 
 // The same box to the same place in every block of the cluster, each block's barrier counting
@@ -330,7 +389,8 @@ __device__ __forceinline__ void kjit_free_buffer(unsigned barrier)
 extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void mlp_layer_matmul(
         const __grid_constant__ kjit_tensor_map x_in_map,
         const __grid_constant__ kjit_tensor_map W_map, const store_t* __restrict__ b,
-        store_t* __restrict__ out, long long rows, long long cols, long long kjit_depth)
+        const __grid_constant__ kjit_tensor_map out_map, long long rows, long long cols,
+        long long kjit_depth)
 {
     // The swizzle pattern repeats every 1024 bytes, so the buffers start on such a boundary
     // (the launch asks for 1024 bytes more than they need). Then the barriers: kjit_full[s],
@@ -340,7 +400,8 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
     const unsigned kjit_shared_at = (unsigned)__cvta_generic_to_shared(kjit_shared);
     const unsigned kjit_base = (kjit_shared_at + 1023) / 1024 * 1024;
     unsigned char* kjit_buffers = kjit_shared + (kjit_base - kjit_shared_at);
-    const unsigned kjit_full = kjit_base + kjit_stages * kjit_stage_bytes;
+    const unsigned kjit_staging = kjit_stages * kjit_stage_bytes;  // from kjit_base: C's tiles
+    const unsigned kjit_full = kjit_base + kjit_staging + kjit_consumers * kjit_c_bytes;
     const unsigned kjit_free = kjit_full + 8 * kjit_stages;
     const unsigned kjit_turn = kjit_free + 8 * kjit_stages;
     if (threadIdx.x == 0) {
@@ -387,9 +448,9 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
                 const unsigned kjit_s = kjit_ring % kjit_stages;
                 const unsigned kjit_round = kjit_ring / kjit_stages % 2;
                 kjit_wait(kjit_free + 8 * kjit_s, kjit_round ^ 1);  // free since its last use
-                const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes;
                 const unsigned kjit_full_s = kjit_full + 8 * kjit_s;
                 const int kjit_k0 = kjit_k * kjit_tile_k;
+                const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes;
                 kjit_arrive_expecting(kjit_full_s, kjit_stage_bytes);
                 kjit_copy_box(kjit_a_at, x_in_map, kjit_k0, (int)kjit_tile.x, kjit_full_s);
                 const unsigned kjit_b_at = kjit_a_at + kjit_a_bytes;
@@ -460,6 +521,20 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
             // warp and column 8 · j of the consumer's rows.
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
+            // C through shared memory: once the TMA unit has read this consumer's last tile
+            // there, its threads write this one, and the TMA unit stores it (clipped to C) while
+            // the consumer multiplies on.
+            const unsigned kjit_c_at = kjit_staging + kjit_consumer * kjit_c_bytes;  // (from base)
+            unsigned char* kjit_c_tile = kjit_buffers + kjit_c_at;
+            if (kjit_leader) kjit_bulk_wait<true>();
+            kjit_consumer_sync(kjit_consumer);
+            const auto kjit_place = [&](long long r, long long c) {  // x across, y down the tile
+                const unsigned kjit_x = (unsigned)(c - kjit_tile.y);
+                const unsigned kjit_y = (unsigned)(r - kjit_row0);
+                const unsigned kjit_slab = kjit_x / 64 * kjit_c_slab_bytes;
+                const unsigned kjit_at = kjit_slab + kjit_y * 128 + kjit_x % 64 * sizeof(store_t);
+                return reinterpret_cast<store_t*>(kjit_c_tile + kjit_swizzled(kjit_at));
+            };
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
@@ -467,10 +542,26 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
                     const long long kjit_row = kjit_row0 + kjit_i * 64 + kjit_warp * 16;
                     const long long kjit_col = kjit_tile.y + kjit_j * 8;
                     kjit_store_piece(
-                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, b, out, rows, cols);
+                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_place, b, rows,
+                            cols);
                 }
             }
+            // Make the writes visible to the TMA unit, which reads through the async proxy.
+            asm volatile("fence.proxy.async.shared::cta;\n"
+                         :
+                         :
+                         : "memory");
+            kjit_consumer_sync(kjit_consumer);
+            if (kjit_leader) {
+                for (int kjit_j = 0; kjit_j < kjit_tile_n / 64; ++kjit_j) {
+                    const int kjit_col = (int)kjit_tile.y + 64 * kjit_j;
+                    const unsigned kjit_slab = kjit_base + kjit_c_at + kjit_j * kjit_c_slab_bytes;
+                    kjit_store_box(out_map, kjit_col, (int)kjit_row0, kjit_slab);
+                }
+                kjit_bulk_commit();
+            }
         }
+        if (kjit_leader) kjit_bulk_wait<false>();  // C is written before the block ends
     }
     kjit_cluster_sync();  // no block leaves while another may still use its shared memory
 }

@@ -58,11 +58,13 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 }
 
 // The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
-// kjit_width_c elements at a time. A tensor-core warp holds such a piece as 4 accumulators a
-// thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+// kjit_width_c elements at a time where kjit_place(row, column) says: in C, or in shared memory
+// on the way there. A tensor-core warp holds such a piece as 4 accumulators a thread:
+// kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
+template <class Place>
 __device__ __forceinline__ void kjit_store_piece(
-        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col,
-        const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols)
+        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col, Place kjit_place,
+        const store_t* __restrict__ b, long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
 #pragma unroll
@@ -78,7 +80,7 @@ __device__ __forceinline__ void kjit_store_piece(
             const long long kjit_c = kjit_first + kjit_e;  // the element's column
             kjit_y.e[kjit_e] = store(kjit_epilogue(x, load(b[kjit_c])));
         }
-        *reinterpret_cast<vec_c*>(out + kjit_r * cols + kjit_first) = kjit_y;
+        *reinterpret_cast<vec_c*>(kjit_place(kjit_r, kjit_first)) = kjit_y;
     }
 }
 
@@ -112,7 +114,19 @@ enum : int {
     // B's tile: kjit_tile_n / 64 slabs of 64 columns, each kjit_tile_k rows of 128 bytes
     kjit_slab_bytes = kjit_tile_k * 64 * sizeof(store_t),
     kjit_stage_bytes = kjit_a_bytes + kjit_tile_n / 64 * kjit_slab_bytes,
+    // Where TMA copies, it stores C too: each consumer's rows of a tile wait in shared memory,
+    // slabs of 64 columns as B's are, kjit_c_slab_bytes each.
+    kjit_staged = 0,
+    kjit_c_slab_bytes = kjit_consumer_m * 128,
+    kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
 };
+
+// Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
+// moves to chunk c ^ (r % 8).
+__device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
+{
+    return offset ^ offset / 128 % 8 * 16;
+}
 
 // The mbarrier: a 64-bit counter in shared memory that completes a phase when `count` threads
 // have arrived and the bytes it expects have landed, then starts the next phase.
@@ -156,10 +170,9 @@ __device__ __forceinline__ void kjit_copy_element(unsigned char* tile, unsigned 
                                                   const store_t* matrix, long long rows,
                                                   long long cols, long long row, long long column)
 {
-    const unsigned swizzled = offset ^ ((offset >> 7) % 8 << 4);
     const bool inside = row < rows && column < cols;
     const store_t value = inside ? matrix[row * cols + column] : store(0.0f);
-    *reinterpret_cast<store_t*>(tile + swizzled) = value;
+    *reinterpret_cast<store_t*>(tile + kjit_swizzled(offset)) = value;
 }
 
 // wgmma's view of a matrix in shared memory: its address; the byte offset between its 8 × 128-
@@ -248,7 +261,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
     const unsigned kjit_shared_at = (unsigned)__cvta_generic_to_shared(kjit_shared);
     const unsigned kjit_base = (kjit_shared_at + 1023) / 1024 * 1024;
     unsigned char* kjit_buffers = kjit_shared + (kjit_base - kjit_shared_at);
-    const unsigned kjit_full = kjit_base + kjit_stages * kjit_stage_bytes;
+    const unsigned kjit_staging = kjit_stages * kjit_stage_bytes;  // from kjit_base: C's tiles
+    const unsigned kjit_full = kjit_base + kjit_staging + kjit_consumers * kjit_c_bytes;
     const unsigned kjit_free = kjit_full + 8 * kjit_stages;
     const unsigned kjit_turn = kjit_free + 8 * kjit_stages;
     if (threadIdx.x == 0) {
@@ -295,7 +309,6 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
                 const unsigned kjit_s = kjit_ring % kjit_stages;
                 const unsigned kjit_round = kjit_ring / kjit_stages % 2;
                 kjit_wait(kjit_free + 8 * kjit_s, kjit_round ^ 1);  // free since its last use
-                const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes;
                 const unsigned kjit_full_s = kjit_full + 8 * kjit_s;
                 const int kjit_k0 = kjit_k * kjit_tile_k;
                 unsigned char* kjit_a_tile = kjit_buffers + kjit_s * kjit_stage_bytes;
@@ -378,6 +391,7 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
             // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
             // warp and column 8 · j of the consumer's rows.
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
+            const auto kjit_place = [&](long long r, long long c) { return out + r * cols + c; };
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
@@ -385,7 +399,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
                     const long long kjit_row = kjit_row0 + kjit_i * 64 + kjit_warp * 16;
                     const long long kjit_col = kjit_tile.y + kjit_j * 8;
                     kjit_store_piece(
-                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, b, out, rows, cols);
+                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_place, b, rows,
+                            cols);
                 }
             }
         }

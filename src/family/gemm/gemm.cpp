@@ -42,8 +42,8 @@ element_call element_call_of(const pipeline& p, std::size_t first, std::size_t l
 }
 
 /// A matrix the TMA unit copies (wgmma): the kernel gets a tensor map of it, called name_map.
-argument map_argument(const std::string& name, const tensor_map& map) {
-    argument a = array_argument(name, false, name + "_map");
+argument map_argument(const std::string& name, const tensor_map& map, bool written = false) {
+    argument a = array_argument(name, written, name + "_map");
     a.cuda = "const __grid_constant__ kjit_tensor_map " + a.cuda_name;
     a.map = map;
     return a;
@@ -192,6 +192,9 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("cluster_dims", t.cluster_m > 1 ? "__cluster_dims__(" + std::to_string(t.cluster_m) + ", 1, 1) " : "");
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
+        data.set("staged", codegen::flag(t.async_copies));  // C stored by TMA too
+        data.set("c_staged", t.async_copies ? "1" : "0");
+        data.set("c_map", arrays.front() + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
     data.set("mma_type", p.type == config::dtype::bfloat16 ? "bf16" : "f16");
@@ -222,12 +225,16 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     }
     k.shared_bytes = t.shared_bytes(p.type);
     k.args = {array_argument(a, false), array_argument(b, false)};
-    if (wgmma && t.async_copies) {  // boxes of a tile's rows by 64 deep, and 64 deep by 64 columns
-        const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
-        k.args = {map_argument(a, {type, s.m, s.k, t.tile_m, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
-    }
+    // wgmma with TMA: A in boxes of a tile's rows by 64 deep, B in boxes 64 deep by 64 columns,
+    // and C stored in boxes of a consumer's rows by 64 columns.
+    const bool tma = wgmma && t.async_copies;
+    const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
+    if (tma) k.args = {map_argument(a, {type, s.m, s.k, t.tile_m, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
-    k.args.push_back(array_argument(arrays.front(), true, separate ? "kjit_to" : ""));
+    const std::size_t output_at = k.args.size();
+    const std::string output_name = separate ? "kjit_to" : "";
+    k.args.push_back(tma ? map_argument(arrays.front(), {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
+                         : array_argument(arrays.front(), true, output_name));
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     k.args.push_back(size_argument("rows", s.m));
     k.args.push_back(size_argument("cols", s.n));
@@ -246,14 +253,16 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
     // (called on lines indented by 16 in the simt kernel, by 12 in the tensor cores' kjit_store_piece)
     data.set("epilogue_args", codegen::parameter_list(epilogue.args, t.kind == rung::simt ? 24 : 20));
-    // kjit_store_piece takes a piece of C and where it is, and what the epilogue and the store
-    // need: the kernel's arguments but A's, B's and the depth. (Called on lines indented by 12 in
-    // the mma kernel, by 20 in the wgmma kernel's consumer loop over its tiles.)
-    std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "long long kjit_row", "long long kjit_col"};
-    std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col"};
-    for (auto argument = k.args.begin() + 2; argument != k.args.end() - 1; ++argument) {
-        store_params.push_back(argument->cuda);
-        store_args.push_back(argument->cuda_name);
+    // kjit_store_piece takes a piece of C, where it is and where it goes, and what the epilogue
+    // needs: the kernel's arguments but A's, B's, C's and the depth. (Called on lines indented by
+    // 12 in the mma kernel, by 20 in the wgmma kernel's consumer loop over its tiles.)
+    std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "long long kjit_row", "long long kjit_col",
+                                          "Place kjit_place"};
+    std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col", "kjit_place"};
+    for (std::size_t i = 2; i + 1 < k.args.size(); ++i) {
+        if (i == output_at) continue;
+        store_params.push_back(k.args[i].cuda);
+        store_args.push_back(k.args[i].cuda_name);
     }
     data.set("store_params", codegen::parameter_list(store_params));
     data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 28 : 20));

@@ -41,8 +41,7 @@ policy auto_policy(rung kind) {
     return chosen;
 }
 
-/// wgmma: a consumer warp group's rows of a tile, and its accumulators per thread.
-int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2; }
+/// wgmma: a consumer warp group's accumulators per thread.
 int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 
 bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
@@ -109,6 +108,8 @@ void check_stages(const pipeline& p, const std::string& source) {
 
 }  // namespace
 
+int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2; }
+
 std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : r == rung::mma ? "mma" : "simt"; }
 
 int policy::threads() const {
@@ -117,8 +118,12 @@ int policy::threads() const {
 }
 
 std::size_t policy::shared_bytes(config::dtype type) const {
-    if (kind == rung::wgmma)  // the buffers, from a 1024-byte boundary; two barriers a buffer, two more
-        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * config::element_size(type) + 16) + 16 + 1024;
+    if (kind == rung::wgmma) {  // from a 1024-byte boundary: the buffers, each consumer's tile of C
+        // where TMA stores it, two barriers a buffer and two more
+        const std::size_t element = config::element_size(type);
+        const std::size_t staged = async_copies ? 2 * static_cast<std::size_t>(consumer_rows(*this)) * tile_n * element : 0;
+        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + 16 + 1024;
+    }
     if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
         return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
     const std::size_t real_bytes = config::computes_in_double(type) ? 8 : 4;  // in the compute type, A's rows padded by 4

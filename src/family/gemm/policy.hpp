@@ -47,5 +47,7 @@ void resolve(config::pipeline& p, const std::string& source);
 /// The resolved policy of `p`.
 [[nodiscard]] policy policy_of(const config::pipeline& p);
 [[nodiscard]] std::string_view to_string(rung r);
+/// wgmma: the rows of a tile a consumer warp group computes (half of them, or all in ping-pong).
+[[nodiscard]] int consumer_rows(const policy& t);
 
 }  // namespace kjit::family::gemm
