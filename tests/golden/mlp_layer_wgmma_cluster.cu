@@ -250,7 +250,8 @@ __device__ __forceinline__ void kjit_copy_box_to_all(unsigned to, const kjit_ten
             : "memory");
 }
 
-// Arrives on the barrier at the same place in every block of the cluster.
+// Arrives on the barrier at the same place in every block of the cluster. (Without a release at
+// cluster scope: the wgmmas that read the buffer are done, and nothing else needs publishing.)
 __device__ __forceinline__ void kjit_arrive_everywhere(unsigned barrier)
 {
     for (unsigned rank = 0; rank < kjit_cluster; ++rank) {
@@ -258,7 +259,7 @@ __device__ __forceinline__ void kjit_arrive_everywhere(unsigned barrier)
                 "{\n"
                 ".reg .b32 there;\n"
                 "mapa.shared::cluster.u32 there, %0, %1;\n"
-                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [there];\n"
+                "mbarrier.arrive.shared::cluster.b64 _, [there];\n"
                 "}\n"
                 :
                 : "r"(barrier), "r"(rank)

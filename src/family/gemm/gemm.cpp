@@ -217,10 +217,9 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         const long long band = static_cast<long long>(t.tile_m) * t.cluster_m;
         k.grid.x = ((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * t.cluster_m;
         // Single blocks are persistent, a tile after another, as many as fit at once. Clusters
-        // are not: fewer clusters than SMs / cluster_m may fit at once (the occupancy API kjit
-        // asks counts blocks, not clusters), and a cluster left over would run its whole share
-        // of tiles after the others (two clusters of two ran 36 % slower that way on the H200,
-        // bench/results/2026-12-03-wgmma/third).
+        // take one tile each: the occupancy API kjit asks counts blocks, not clusters, so a
+        // persistent grid could hold more clusters than fit at once, and one left over would
+        // run its whole share of tiles after the others.
         if (t.cluster_m == 1) k.resident = resident_rule::at_most;
     }
     k.shared_bytes = t.shared_bytes(p.type);
