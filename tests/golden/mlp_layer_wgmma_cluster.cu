@@ -88,9 +88,9 @@ __device__ __forceinline__ void kjit_store_piece(
 // 64 × kjit_tile_n piece of C over depth 16, its operands read straight from shared memory.
 // The block's warp groups specialize: group 0, the producer, fills a ring of kjit_stages
 // buffers with tiles of A and B; groups 1 and 2, the consumers, multiply. Barriers in shared
-// memory (mbarrier) say when a buffer is full and when it is free again. Blocks are persistent:
-// as many as fit on the GPU, each taking tile after tile, so that the copies for a block's next
-// tile overlap the epilogue of this one.
+// memory (mbarrier) say when a buffer is full and when it is free again. Single blocks are
+// persistent: as many as fit on the GPU, each taking tile after tile, so that the copies for a
+// block's next tile overlap the epilogue of this one (clusters take a tile each).
 enum : int {
     kjit_consumers = 2,
     kjit_threads = 128 * (1 + kjit_consumers),

@@ -192,8 +192,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("cluster_dims", t.cluster_m > 1 ? "__cluster_dims__(" + std::to_string(t.cluster_m) + ", 1, 1) " : "");
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
-        data.set("staged", codegen::flag(t.async_copies));  // C stored by TMA too
-        data.set("c_staged", t.async_copies ? "1" : "0");
+        data.set("c_staged", t.async_copies ? "1" : "0");  // where TMA copies A and B, it stores C
         data.set("c_map", arrays.front() + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
