@@ -55,7 +55,8 @@ int width_dividing(long long extent, std::size_t element_bytes, int widest) {
 }
 
 /// What follows from the shapes, for a tile: the vector widths, and whether rows of A and B are
-/// 16-byte chunks that cp.async can copy. Made here only; resolve and policy_of both ask.
+/// 16-byte chunks that cp.async or TMA can copy (and so whether clusters can multicast). Made here
+/// only; resolve and policy_of both ask.
 void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
     if (chosen.kind != rung::simt) {
