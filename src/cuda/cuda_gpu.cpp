@@ -6,6 +6,7 @@
 
 #include "cuda/handles.hpp"
 #include "cuda/nvml.hpp"
+#include "cuda/tensor_map.hpp"
 #include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
@@ -271,7 +272,8 @@ private:
                 case type::f64: slots[i].f64 = a.number; break;
                 case type::i64: slots[i].i64 = a.integer; break;
             }
-            if (a.map) slots[i].map = tensor_map(slots[i].pointer, *a.map);
+            // (encoded at each launch: host-side work, and a caller's arrays move between calls)
+            if (a.map) slots[i].map = encode_tensor_map(*m_api, slots[i].pointer, *a.map);
             args[i] = &slots[i];
         }
         auto& k = m_kernels.at(kernel);
@@ -288,27 +290,6 @@ private:
             };
             m_api->fail(launched, "cuLaunchKernel", "'" + k.name + "' grid " + shown(grid) + ", block " + shown(block));
         }
-    }
-
-    /// The TMA unit's description of the matrix at `address` (cuTensorMapEncodeTiled): a host-side
-    /// encoding, no GPU work, so it is made at each launch.
-    [[nodiscard]] CUtensorMap tensor_map(CUdeviceptr address, const family::tensor_map& m) const {
-        using element = family::tensor_map::element;
-        const auto cols = static_cast<cuuint64_t>(m.cols), rows = static_cast<cuuint64_t>(m.rows);
-        const cuuint64_t extents[2] = {cols, rows};
-        const cuuint64_t row_bytes[1] = {cols * 2};  // 16-bit elements
-        const cuuint32_t box[2] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
-        const cuuint32_t element_strides[2] = {1, 1};
-        CUtensorMap map{};
-        m_api->check(m_api->cuTensorMapEncodeTiled(
-                         &map, m.type == element::bfloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                         2, reinterpret_cast<void*>(address), extents, row_bytes, box, element_strides,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                     "cuTensorMapEncodeTiled",
-                     std::to_string(m.rows) + " × " + std::to_string(m.cols) + " matrix, boxes of " +
-                         std::to_string(m.box_rows) + " × " + std::to_string(m.box_cols));
-        return map;
     }
 
     struct loaded_kernel {

@@ -189,7 +189,6 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("pingpong", t.pingpong ? "1" : "0");
         data.set("cluster_m", std::to_string(t.cluster_m));
         data.set("clustered", codegen::flag(t.cluster_m > 1));
-        data.set("cluster_dims", t.cluster_m > 1 ? "__cluster_dims__(" + std::to_string(t.cluster_m) + ", 1, 1) " : "");
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
         data.set("c_staged", t.async_copies ? "1" : "0");  // where TMA copies A and B, it stores C
