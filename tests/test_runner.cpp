@@ -216,18 +216,25 @@ TEST_CASE("an n the machine cannot hold is refused with one clear line before an
 
 TEST_CASE("a result kept for the next run is pinned once and copied back into; a run that keeps nothing pins nothing") {
     fixture f;
-    f.gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{small()});
+    f.gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{small(), small("separate")});
     const run::build_context ctx{f.templates, &f.cache, jit::cache_mode::use};
     report::record once = run::new_record("run", small(), "test");
     run::run_variant(small(), f.gpu, ctx, once);
     CHECK(std::ranges::count(f.gpu.calls, "pin") == 0);
     {
         run::host_data host;
-        for (int i = 0; i < 2; ++i) {
-            report::record rec = run::new_record("run", small(), "test");
-            run::run_variant(small(), f.gpu, ctx, rec, {.reuse = &host, .keep_inputs_on_device = true});
+        std::vector<std::ptrdiff_t> allocations;  // after each run
+        for (const auto& p : {small(), small(), small("separate"), small("separate")}) {
+            report::record rec = run::new_record("run", p, "test");
+            run::run_variant(p, f.gpu, ctx, rec, {.reuse = &host, .keep_on_device = true});
             CHECK(rec.status == report::outcome::pass);
+            allocations.push_back(std::ranges::count(f.gpu.calls, "allocate"));
         }
+        // The second run allocates nothing (inputs and output kept); the separate pipeline's
+        // temporaries are a new layout, allocated once; its second run allocates nothing either.
+        CHECK(allocations[1] == allocations[0]);
+        CHECK(allocations[2] > allocations[1]);
+        CHECK(allocations[3] == allocations[2]);
         CHECK(std::ranges::count(f.gpu.calls, "pin") == 1);
         CHECK(*f.gpu.pinned == std::set<const void*>{host.result->data()});
         CHECK(f.gpu.last_copied_to == host.result->data());

@@ -356,7 +356,11 @@ public:
         const probe_result& d = driver();
         return d.state == availability::ok ? std::string() : std::string(to_string(d.state)) + ": " + d.detail;
     }
-    std::vector<run::device_info> devices() override { return list_devices(driver()); }
+    std::vector<run::device_info> devices() override {
+        // What a process sees does not change while it runs; a warm session's run asks each time.
+        std::call_once(m_listed, [this] { m_devices = list_devices(driver()); });
+        return m_devices;
+    }
     std::unique_ptr<run::gpu> open(int index, report::record& startup) override {
         if (!m_init_reported.exchange(true)) startup.set(report::phase::driver_init, driver().init_ms);
         open_times times;
@@ -373,6 +377,8 @@ private:
     }
     std::once_flag m_probed;
     probe_result m_driver;
+    std::once_flag m_listed;
+    std::vector<run::device_info> m_devices;
     std::atomic<bool> m_init_reported{false};
 };
 }  // namespace

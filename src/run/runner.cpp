@@ -135,14 +135,30 @@ void check_host_memory(const config::pipeline& p) {
 }
 
 /// The same for the GPU: every buffer of the program.
-void check_device_memory(const config::pipeline& p, const family::program& prog, gpu& device) {
+/// Refuses a run whose buffers still to allocate (those `needed` says) the device cannot hold.
+void check_device_memory(const config::pipeline& p, const family::program& prog, gpu& device,
+                         const std::function<bool(const family::buffer&)>& needed) {
     double device_needed = 0;
-    for (const auto& b : prog.buffers) device_needed += static_cast<double>(b.bytes);
+    std::size_t count = 0;
+    for (const auto& b : prog.buffers) {
+        if (!needed(b)) continue;
+        device_needed += static_cast<double>(b.bytes);
+        ++count;
+    }
     const double device_free = static_cast<double>(device.free_memory());
     if (device_needed > device_free)
         throw error(error_kind::memory, sized(p) + " needs " + units::bytes(device_needed) + " of GPU memory (" +
-                                            std::to_string(prog.buffers.size()) + " buffers); " + device.device().name +
-                                            " has " + units::bytes(device_free) + " free");
+                                            std::to_string(count) + " buffers); " + device.device().name + " has " +
+                                            units::bytes(device_free) + " free");
+}
+
+/// The buffers a program writes (outputs, temporaries), by name and size: kept ones fit a
+/// program whose layout is the same.
+std::string own_layout(const family::program& prog) {
+    std::string layout;
+    for (const auto& b : prog.buffers)
+        if (b.role != family::buffer_role::input) layout += b.name + ":" + std::to_string(b.bytes) + ";";
+    return layout;
 }
 
 }  // namespace
@@ -239,10 +255,18 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     host_data& host = options.reuse ? *options.reuse : local;
     const std::string input_key = inputs_key(p);
     const bool inputs_at_hand = host.inputs && host.inputs->key == input_key;
+    // Kept from the last run on this device (run_options::keep_on_device): the inputs' copies
+    // while the inputs are the same, and the run's own buffers while the program's are.
+    const bool copied_before = inputs_at_hand && options.keep_on_device &&
+                               host.inputs_on_device.device == &device && host.copied == host.inputs;
+    const std::string layout = own_layout(prog);
+    const bool own_kept = options.keep_on_device && host.own_on_device.device == &device && host.own_layout == layout;
     {
         trace::span span("check memory");
         if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
-        check_device_memory(p, prog, device);
+        check_device_memory(p, prog, device, [&](const family::buffer& b) {
+            return b.role == family::buffer_role::input ? !copied_before : !own_kept;
+        });
     }
 
     rec.module_image = options.load_ptx ? "ptx" : "cubin";
@@ -274,27 +298,32 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         host.inputs = make_host_inputs(p, rec);
     }
     const reference::input_arrays& inputs = host.inputs->arrays;
-    device_arrays owned(device);  // this run's own: outputs and temporaries, and the inputs unless kept
-    const bool copied_before = options.keep_inputs_on_device && host.inputs_on_device.device == &device &&
-                               host.copied == host.inputs;
-    if (options.keep_inputs_on_device && !copied_before) {
+    device_arrays owned(device);  // this run's buffers and input copies, where not kept
+    if (options.keep_on_device && !copied_before) {
         host.inputs_on_device = device_arrays(device);
         host.copied = host.inputs;
     }
-    device_arrays& input_copies = options.keep_inputs_on_device ? host.inputs_on_device : owned;
+    if (options.keep_on_device && !own_kept) {
+        host.own_on_device = device_arrays(device);
+        host.own_layout.clear();  // set once all are allocated
+    }
+    device_arrays& input_copies = options.keep_on_device ? host.inputs_on_device : owned;
+    device_arrays& own = options.keep_on_device ? host.own_on_device : owned;
     timed(rec, phase::alloc, [&] {
         for (const auto& b : prog.buffers) {
-            if (b.role != family::buffer_role::input) owned.ids[b.name] = device.allocate(b.bytes);
-            else if (!copied_before) input_copies.ids[b.name] = device.allocate(inputs.at(b.name).bytes());
+            if (b.role != family::buffer_role::input && !own_kept) own.ids[b.name] = device.allocate(b.bytes);
+            if (b.role == family::buffer_role::input && !copied_before)
+                input_copies.ids[b.name] = device.allocate(inputs.at(b.name).bytes());
         }
     });
+    if (options.keep_on_device) host.own_layout = layout;
     if (!copied_before)
         timed(rec, phase::h2d, [&] {
             for (const auto& [name, array] : inputs)
                 device.copy_to_device(input_copies.ids.at(name), array.data(), array.bytes());
             device.synchronize();
         });
-    std::map<std::string, buffer_id> buffers = owned.ids;
+    std::map<std::string, buffer_id> buffers = own.ids;
     buffers.insert(input_copies.ids.begin(), input_copies.ids.end());
 
     // Each kernel's launch, bound once: its shape and its arguments in its parameter order.
@@ -341,7 +370,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         parallel_ranges(output->bytes, touch, 1 << 20);
     }
     reference::typed_array& out = *host.result;
-    if (options.keep_inputs_on_device && !host.result_pinned) {  // kept: the next run copies here too
+    if (options.keep_on_device && !host.result_pinned) {  // kept: the next run copies here too
         trace::span span("pin result");
         host.result_pinned = device.pin(out.data(), out.bytes());
     }

@@ -74,10 +74,14 @@ struct host_data {
     /// `result` pinned, when kept for the next run (run_options::keep_inputs_on_device); declared
     /// after it, so it is unpinned before its memory goes.
     std::unique_ptr<gpu::pinned_memory> result_pinned;
-    /// The copies of `copied` on the GPU, kept when run_options::keep_inputs_on_device: the points
+    /// The copies of `copied` on the GPU, kept when run_options::keep_on_device: the points
     /// of a group copy them once. Declare the host data after the gpu it is used with.
     device_arrays inputs_on_device;
     std::shared_ptr<const host_inputs> copied;
+    /// The run's own buffers (outputs, temporaries) on the GPU, kept the same way for the next run
+    /// whose program has the same ones (`own_layout`): a warm session's run allocates nothing.
+    device_arrays own_on_device;
+    std::string own_layout;
 };
 
 /// Inputs for `p`, made now, their phase recorded into `rec`. Throws kjit::error(memory) when the
@@ -98,9 +102,9 @@ struct run_options {
     bool load_ptx = false;
     /// Host data from the previous call, used when it fits (its phases are then not recorded).
     host_data* reuse = nullptr;
-    /// Keep the inputs' device copies in `reuse` for the next call on the same GPU (its h2d and
-    /// the inputs' alloc are then not repeated).
-    bool keep_inputs_on_device = false;
+    /// Keep the inputs' device copies and the run's own buffers in `reuse` for the next call on
+    /// the same GPU (its h2d and allocations are then not repeated).
+    bool keep_on_device = false;
     /// Save the checked output (and the reference) as .npy files (kjit run --save).
     const save_request* save = nullptr;
     /// The variant as build_variant made it for this run (a session builds it while the device

@@ -113,7 +113,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         const save_request* save = call == 1 && !request.save.dir.empty() ? &request.save : nullptr;
         run_variant(p, *device, context(), rec,
                     {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr,
-                     .keep_inputs_on_device = request.keep_device, .save = save,
+                     .keep_on_device = request.keep_device, .save = save,
                      .built = call == 1 ? &*early_build : nullptr});
         if (call == 1) {  // start-up and the early work are paid once per process
             for (std::size_t i = 0; i < report::k_phase_count; ++i)
@@ -165,7 +165,7 @@ void session::watch(const run_request& request, const std::function<std::optiona
         try {
             if (step->templates_changed) m_templates = templates_in(m_templates_dir);
             run_variant(step->pipeline, *device, ctx, rec,
-                        {.load_ptx = request.load_ptx, .reuse = &host, .keep_inputs_on_device = true});
+                        {.load_ptx = request.load_ptx, .reuse = &host, .keep_on_device = true});
             if (request.copy_ceiling && !ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
         } catch (const error& e) {
             if (e.kind() == error_kind::driver) throw;

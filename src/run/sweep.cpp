@@ -280,7 +280,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                                 host.reference = std::move(made.reference);
                             }
                             run_variant(points[i].pipeline, *device, ctx, rec,
-                                        {.reuse = &host, .keep_inputs_on_device = true, .save = save});
+                                        {.reuse = &host, .keep_on_device = true, .save = save});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
                         } catch (const error& e) {

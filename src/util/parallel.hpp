@@ -1,11 +1,14 @@
 // Splits a loop over [0, count) into contiguous chunks run on all cores. For host work on large
 // arrays (input generation, the reference, comparison); results must not depend on the split.
+//
+// The helpers are a pool of threads started once per process: a warm session's run calls this
+// a few times on arrays of a million elements, and starting a thread per core each time cost
+// more than the work (a thread start is a system call, and a slow one in a sandboxed kernel).
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <thread>
 #include <utility>
-#include <vector>
 
 namespace kjit {
 
@@ -25,6 +28,13 @@ private:
     std::size_t m_before;
 };
 
+namespace detail {
+/// Runs range(context, r) for r in [0, ranges) on the calling thread and the pool's helpers, and
+/// returns when all have returned; rethrows the first exception a range threw. The caller takes
+/// ranges too, so the work finishes even when every helper is busy (nested or concurrent calls).
+void run_ranges(std::size_t ranges, void (*range)(void* context, std::size_t r), void* context);
+}  // namespace detail
+
 /// Calls body(begin, end) for disjoint ranges covering [0, count), concurrently; waits for all.
 template <class Body>
 void parallel_ranges(std::size_t count, Body body, std::size_t min_chunk = 1 << 16) {
@@ -34,10 +44,15 @@ void parallel_ranges(std::size_t count, Body body, std::size_t min_chunk = 1 << 
         body(std::size_t{0}, count);
         return;
     }
-    std::vector<std::jthread> threads;
-    const std::size_t step = (count + workers - 1) / workers;
-    for (std::size_t begin = 0; begin < count; begin += step)
-        threads.emplace_back([=, &body] { body(begin, std::min(count, begin + step)); });
+    struct split {
+        Body& body;
+        std::size_t count, step;
+    } work{body, count, (count + workers - 1) / workers};
+    const std::size_t ranges = (count + work.step - 1) / work.step;
+    detail::run_ranges(ranges, [](void* context, std::size_t r) {
+        const auto& w = *static_cast<split*>(context);
+        w.body(r * w.step, std::min(w.count, (r + 1) * w.step));
+    }, &work);
 }
 
 }  // namespace kjit
