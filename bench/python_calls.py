@@ -69,8 +69,14 @@ def tiny_kernels():
 
     session = kjit.Session()
     k = session.kernel(ROOT / "configs" / "hidden_layer.json", set={"n": N})
+
+    class Plain(torch.Tensor):  # hides DLPack's exchange table: kjit reads these through their methods
+        __dlpack_c_exchange_api__ = None
+        __c_dlpack_exchange_api__ = None
+    pg, pw, pout = g.as_subclass(Plain), w.as_subclass(Plain), out.as_subclass(Plain)
     kernels = {
         "kjit Kernel (torch)": (lambda: k(greyscales=g, weights=w, out=out), torch_sync),
+        "kjit Kernel (torch, methods)": (lambda: k(greyscales=pg, weights=pw, out=pout), torch_sync),
         "kjit Kernel (cupy)": (lambda: k(greyscales=cg, weights=cw, out=cout), cupy_sync),
     }
     raw = cupy.RawKernel(r'''extern "C" __global__ void hidden_layer(const float* g, const float* w, float* y, int n) {
@@ -124,8 +130,9 @@ def warm_session_overhead(session, runs=10):
 
 
 def traced_spans(session, runs=3):
-    """Warm runs under kjit.trace, each: ms per top-level span on each thread, and on the calling
-    thread the time no span covers."""
+    """Warm runs under kjit.trace, each: ms per top-level span on each thread; on the calling
+    thread the time no span covers, and where it is (before the first span and after the last:
+    Python's side; the gaps between spans, largest first)."""
     import tempfile
 
     import kjit
@@ -139,18 +146,25 @@ def traced_spans(session, runs=3):
             end_ns = time.monotonic_ns()
         events = sorted((e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"),
                         key=lambda e: (e["tid"], e["ts"], -e["dur"]))
-        spans, span_end = {}, {}
-        for e in events:  # top-level spans only: one inside another on its thread is part of it
-            if e["ts"] < span_end.get(e["tid"], -1):
-                continue
-            span_end[e["tid"]] = e["ts"] + e["dur"]
-            key = (e["name"], e["tid"])
-            spans[key] = spans.get(key, 0) + e["dur"] / 1e3
+        top = {}  # tid -> its top-level spans in order: one inside another on its thread is part of it
+        for e in events:
+            spans_of = top.setdefault(e["tid"], [])
+            if not spans_of or e["ts"] >= spans_of[-1]["ts"] + spans_of[-1]["dur"]:
+                spans_of.append(e)
+        spans = {}
+        for tid, spans_of in top.items():
+            for e in spans_of:
+                spans[(e["name"], tid)] = spans.get((e["name"], tid), 0) + e["dur"] / 1e3
         caller = next(e["tid"] for e in events if e["name"] == "timed_launches")
+        mine = top[caller]
         wall_ms = (end_ns - start_ns) / 1e6
+        gaps = [{"after": a["name"], "before": b["name"], "ms": (b["ts"] - a["ts"] - a["dur"]) / 1e3}
+                for a, b in zip(mine, mine[1:])]
         per_run.append({"wall_ms": wall_ms,
                         "spans_ms": {f"{name} ({'caller' if tid == caller else tid})": ms for (name, tid), ms in spans.items()},
-                        "caller_untraced_ms": wall_ms - sum(ms for (_, tid), ms in spans.items() if tid == caller)})
+                        "caller_untraced_ms": wall_ms - sum(ms for (_, tid), ms in spans.items() if tid == caller),
+                        "outside_first_and_last_span_ms": wall_ms - (mine[-1]["ts"] + mine[-1]["dur"] - mine[0]["ts"]) / 1e3,
+                        "gaps": sorted(gaps, key=lambda g: -g["ms"])})
     return per_run
 
 
@@ -189,6 +203,12 @@ def main():
     args = parser.parse_args()
 
     kernels, exports, session = tiny_kernels()
+    import cupy
+    import torch
+    for kind in (torch.Tensor, cupy.ndarray):
+        tables = [name for name in ("__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__") if hasattr(kind, name)]
+        print(f"{kind.__module__}.{kind.__name__}: DLPack's C exchange table {' and '.join(tables) or 'absent'}")
+    print(f"torch {torch.__version__}, cupy {cupy.__version__}")
     samples = {name: [] for name in {**kernels, **exports}}
     enqueue = {name: [] for name in kernels}
     for _ in range(args.rounds):
@@ -219,6 +239,10 @@ def main():
           f"{middle['caller_untraced_ms']:.3f} ms; top-level spans:")
     for name, ms in sorted(middle["spans_ms"].items(), key=lambda item: -item[1]):
         print(f"    {ms:8.3f} ms  {name}")
+    print(f"  untraced: {middle['outside_first_and_last_span_ms']:.3f} ms before the first span and after the last "
+          "(Python's side), and the largest gaps between spans:")
+    for gap in middle["gaps"][:8]:
+        print(f"    {gap['ms']:8.3f} ms  after {gap['after']}, before {gap['before']}")
 
     fresh = fresh_processes(args.kjit)
     cli = statistics.median(r["cli_process_ms"] for r in fresh)

@@ -1,9 +1,12 @@
 // kjit's Python module (_kjit): the library's session behind a few calls that take and give text
 // (a config as a path or JSON, records as JSON), so that python/kjit/__init__.py owns everything
-// Pythonic (dicts, DataFrames, exceptions) and no logic is written twice. A kjit::error crosses as
-// _kjit.KjitError(kind, message); the package turns it into ConfigError or Error.
+// Pythonic (dicts, DataFrames, the exception classes) and no logic is written twice. A kjit::error
+// crosses as the package's ConfigError or Error (handed in at import), with the CLI's line.
+// A kernel's call is the one path here that is timed per call: it reads the arrays in C (the
+// DLPack exchange table, or a tensor's methods) and enqueues with no Python frame of kjit's.
 #include <csignal>
 #include <deque>
+#include <tuple>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -28,7 +31,9 @@ using namespace kjit;
 
 namespace {
 
-PyObject* g_kjit_error = nullptr;
+/// kjit.Error and kjit.ConfigError, defined by the package and handed in when it is imported.
+PyObject* g_error_type = nullptr;
+PyObject* g_config_error_type = nullptr;
 
 /// A config given as a path, or as JSON text (a dict from Python arrives as JSON), with each
 /// "key.path=value" of `sets` applied as --set does.
@@ -108,6 +113,60 @@ std::string_view torch_dtype_name(nb::handle dtype) {
     return named.emplace_back(dtype.ptr(), text.substr(text.find('.') + 1)).second;
 }
 
+/// DLPack's C exchange table (dlpack.h since 1.2, DLPackExchangeAPI), the members kjit reads: a
+/// type that publishes one (PyTorch does) lets a consumer read an array's DLTensor, and its
+/// library's current stream, with one C call each: no Python call, no capsule. The table lives
+/// as long as the process.
+struct dlpack_exchange_api {
+    uint32_t major, minor;  ///< DLPackVersion: only major 1 is read
+    const void* previous_api;
+    const void* managed_tensor_allocator;
+    const void* managed_tensor_from_py_object;
+    const void* managed_tensor_to_py_object;
+    int (*dltensor_from_py_object)(void* object, nb::dlpack::dltensor* out);  ///< may be null
+    int (*current_work_stream)(int32_t device_type, int32_t device_id, void** stream);
+};
+constexpr int32_t k_dl_cuda = 2;  ///< DLDeviceType kDLCUDA
+
+/// The exchange table `type` publishes (`__dlpack_c_exchange_api__`, a capsule; or, as first
+/// specified, `__c_dlpack_exchange_api__`, an int), or null. Looked up once per type.
+const dlpack_exchange_api* exchange_api_of(PyTypeObject* type) {
+    static std::vector<std::pair<PyTypeObject*, const dlpack_exchange_api*>> known;  // types kept alive
+    for (const auto& [t, api] : known)
+        if (t == type) return api;
+    const dlpack_exchange_api* found = nullptr;
+    for (const char* name : {"__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"}) {
+        const nb::object attribute = nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), name));
+        if (!attribute.is_valid()) {
+            PyErr_Clear();
+            continue;
+        }
+        void* table = PyCapsule_CheckExact(attribute.ptr()) ? PyCapsule_GetPointer(attribute.ptr(), "dlpack_exchange_api")
+                      : PyLong_Check(attribute.ptr())       ? PyLong_AsVoidPtr(attribute.ptr())
+                                                            : nullptr;
+        PyErr_Clear();
+        const auto* api = static_cast<const dlpack_exchange_api*>(table);
+        if (api && api->major == 1 && api->dltensor_from_py_object && api->current_work_stream) {
+            found = api;
+            break;
+        }
+    }
+    known.emplace_back(reinterpret_cast<PyTypeObject*>(nb::handle(reinterpret_cast<PyObject*>(type)).inc_ref().ptr()), found);
+    return found;
+}
+
+/// A CUstream as an integer, from an int, an object with __cuda_stream__, a torch.cuda.Stream
+/// (`cuda_stream`) or a cupy Stream (`ptr`).
+std::uintptr_t stream_handle(nb::handle stream) {
+    if (PyLong_Check(stream.ptr())) return nb::cast<std::uintptr_t>(stream);
+    if (nb::hasattr(stream, "__cuda_stream__")) return nb::cast<std::uintptr_t>(stream.attr("__cuda_stream__")()[1]);
+    for (const char* attribute : {"cuda_stream", "ptr"})
+        if (nb::hasattr(stream, attribute) && PyLong_Check(stream.attr(attribute).ptr()))
+            return nb::cast<std::uintptr_t>(stream.attr(attribute));
+    throw error(error_kind::usage, "stream: expected an int (a CUstream), a torch.cuda.Stream or a cupy Stream, got " +
+                                       nb::cast<std::string>(nb::repr(stream)));
+}
+
 /// What kjit uses of PyTorch, looked up once torch is imported (no tensor exists before), and
 /// kept for the life of the process.
 struct torch_parts {
@@ -139,9 +198,24 @@ std::uintptr_t torch_current_stream(int device) {
     return current ? nb::cast<std::uintptr_t>(current(device)) : 0;
 }
 
-/// A PyTorch tensor read through its own methods, or false for any other object. Its
-/// __dlpack__ is Python code that cost 3.3–4.0 µs a tensor on the H200 machine, more than the
-/// launch it feeds (bench/results/2026-12-02-h200-python-calls); the methods cost far less.
+/// Where a call's default stream comes from: the library its arrays came from.
+struct stream_owner {
+    const dlpack_exchange_api* api = nullptr;  ///< one that publishes the exchange table
+    bool torch = false;                        ///< a torch.Tensor read through its methods
+};
+
+/// The fields of a DLTensor, however it was obtained.
+void describe_dltensor(const nb::dlpack::dltensor& t, run::caller_array& into) {
+    into.address = reinterpret_cast<std::uintptr_t>(t.data) + t.byte_offset;
+    into.dtype = dtype_name(t.dtype);
+    into.shape.assign(t.shape, t.shape + t.ndim);
+    into.contiguous = t.strides == nullptr || c_contiguous(static_cast<std::size_t>(t.ndim), t.shape, t.strides, 1);
+    into.device = t.device.device_type == k_dl_cuda ? t.device.device_id : -1;
+}
+
+/// A PyTorch tensor read through its own methods, or false for any other object: for a torch
+/// with no exchange table. Its __dlpack__ is Python code that cost 3.3–4.0 µs a tensor on the
+/// H200 machine, more than the launch it feeds (bench/results/2026-12-02-h200-python-calls).
 bool describe_torch(nb::handle object, run::caller_array& into) {
     const torch_parts* torch = torch_if_imported();
     if (!torch || !PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject*>(torch->tensor_type))) return false;
@@ -155,10 +229,21 @@ bool describe_torch(nb::handle object, run::caller_array& into) {
     return true;
 }
 
-/// A caller's array through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba),
-/// or kjit::error(usage) naming it. True for a PyTorch tensor.
-bool describe(nb::handle object, const std::string& name, run::caller_array& into) {
-    if (describe_torch(object, into)) return true;
+/// A caller's array through DLPack's exchange table (PyTorch), a tensor's methods (an older
+/// PyTorch), DLPack (CuPy, JAX) or __cuda_array_interface__ (Numba), or kjit::error(usage)
+/// naming it. `owner` learns where its library's current stream is.
+void describe(nb::handle object, const std::string& name, run::caller_array& into, stream_owner& owner) {
+    if (const dlpack_exchange_api* api = exchange_api_of(Py_TYPE(object.ptr()))) {
+        nb::dlpack::dltensor t;
+        if (api->dltensor_from_py_object(object.ptr(), &t) != 0) throw nb::python_error();
+        describe_dltensor(t, into);
+        owner.api = api;
+        return;
+    }
+    if (describe_torch(object, into)) {
+        owner.torch = true;
+        return;
+    }
     nb::ndarray<> a;
     if (nb::try_cast(object, a, false)) {
         into.address = reinterpret_cast<std::uintptr_t>(a.data_handle()) + a.byte_offset();
@@ -166,7 +251,7 @@ bool describe(nb::handle object, const std::string& name, run::caller_array& int
         into.shape.assign(a.shape_ptr(), a.shape_ptr() + a.ndim());
         into.contiguous = a.stride_ptr() == nullptr || c_contiguous(a.ndim(), a.shape_ptr(), a.stride_ptr(), 1);
         into.device = a.device_type() == nb::device::cuda::value ? a.device_id() : -1;
-        return false;
+        return;
     }
     if (nb::hasattr(object, "__cuda_array_interface__")) {
         const nb::dict cai = nb::cast<nb::dict>(object.attr("__cuda_array_interface__"));
@@ -183,73 +268,83 @@ bool describe(nb::handle object, const std::string& name, run::caller_array& int
         into.contiguous = strides.is_none() ||
                           c_contiguous(shape.size(), shape.data(), given.data(), std::stoll(typestr.substr(2)));
         into.device = k_unsaid_device;
-        return false;
+        return;
     }
     throw error(error_kind::usage, name + ": expected a device array (DLPack or __cuda_array_interface__), got " +
                                        nb::cast<std::string>(nb::str(object.type().attr("__name__"))));
 }
 
-/// kjit's kernels for one config, loaded on the session's GPU and called on the caller's arrays.
+class python_session;
+
+/// kjit's kernels for one config, loaded on the session's GPU and called on the caller's arrays:
+/// the base of kjit.Kernel, whose call this is.
 class python_kernel {
 public:
-    python_kernel(std::unique_ptr<run::callable> kernels, std::string record)
-        : m_kernels(std::move(kernels)), m_record(std::move(record)), m_arrays(m_kernels->parameters().size()) {
-        for (const auto& p : m_kernels->parameters()) m_names.emplace_back(p.name.c_str());
-    }
+    python_kernel(python_session& session, const std::string& config, const std::vector<std::string>& sets);
 
-    /// Enqueues the kernels on `stream`, or where none is given on the arrays' own: PyTorch's
-    /// current stream when a tensor is among them, else the legacy default stream.
-    void call(const nb::dict& arrays, std::optional<std::uintptr_t> stream) {
-        const bool tensors = describe_all(arrays);
-        (*m_kernels)(m_arrays, stream_for(stream, tensors));
+    /// Enqueues the kernels on `stream` (the "stream" keyword, if given), or else on the arrays'
+    /// own: their library's current stream (PyTorch's), or the legacy default stream.
+    void call(const nb::kwargs& arguments) {
+        static PyObject* const keyword = PyUnicode_InternFromString("stream");  // kept for the process
+        PyObject* stream = PyDict_GetItemWithError(arguments.ptr(), keyword);  // borrowed
+        if (!stream && PyErr_Occurred()) throw nb::python_error();
+        const stream_owner owner = describe_all(arguments, stream ? 1 : 0);
+        (*m_kernels)(m_arrays, stream_for(stream, owner));
     }
     /// The check as a record's row (its check columns and status), as `--json` writes them.
-    std::string verify(const nb::dict& arrays, std::optional<std::uintptr_t> stream) {
+    std::string verify(const nb::dict& arrays, nb::handle stream) {
         report::record checked;
-        const bool tensors = describe_all(arrays);
-        checked.check = m_kernels->verify(m_arrays, stream_for(stream, tensors));
+        const stream_owner owner = describe_all(arrays, 0);
+        checked.check = m_kernels->verify(m_arrays, stream_for(stream.is_none() ? nullptr : stream.ptr(), owner));
         checked.status = checked.check->pass ? report::outcome::pass : report::outcome::fail;
         return rows_json({checked});
     }
     std::vector<nb::tuple> parameters() const {
         std::vector<nb::tuple> list;
         for (const auto& p : m_kernels->parameters())
-            list.push_back(nb::make_tuple(p.name, p.shape, p.written));
+            list.push_back(nb::make_tuple(p.name, nb::tuple(nb::cast(p.shape)), p.written));
         return list;
     }
     std::string dtype() const { return std::string(config::info(m_kernels->pipeline().type).name); }
     const std::string& record() const { return m_record; }
 
 private:
-    std::uintptr_t stream_for(std::optional<std::uintptr_t> given, bool tensors) const {
-        if (given) return *given;
-        return tensors ? torch_current_stream(m_kernels->device_index()) : 0;
+    std::uintptr_t stream_for(PyObject* given, const stream_owner& owner) const {
+        if (given) return stream_handle(given);
+        const int device = m_kernels->device_index();
+        if (owner.api) {
+            void* current = nullptr;
+            if (owner.api->current_work_stream(k_dl_cuda, device, &current) != 0) throw nb::python_error();
+            return reinterpret_cast<std::uintptr_t>(current);
+        }
+        return owner.torch ? torch_current_stream(device) : 0;
     }
 
     /// m_arrays described from `arrays`, by parameter in its order; a missing or unknown name is a
-    /// usage error. True where a PyTorch tensor is among them.
-    bool describe_all(const nb::dict& arrays) {
+    /// usage error. `others` of its keys are not arrays (the stream).
+    stream_owner describe_all(const nb::dict& arrays, std::size_t others) {
         const auto& parameters = m_kernels->parameters();
         const auto names = [&] {
             std::string list;
             for (const auto& p : parameters) list += (list.empty() ? "" : ", ") + p.name;
             return list;
         };
-        bool tensors = false;
+        stream_owner owner;
         for (std::size_t i = 0; i < parameters.size(); ++i) {
             PyObject* array = PyDict_GetItemWithError(arrays.ptr(), m_names[i].ptr());  // borrowed
             if (!array && PyErr_Occurred()) throw nb::python_error();
             if (!array) throw error(error_kind::usage, "missing " + parameters[i].name + ": the kernels take " + names());
-            tensors = describe(array, parameters[i].name, m_arrays[i]) || tensors;
+            describe(array, parameters[i].name, m_arrays[i], owner);
             if (m_arrays[i].device == k_unsaid_device) m_arrays[i].device = m_kernels->device_index();
         }
-        if (arrays.size() != parameters.size())
+        if (arrays.size() != parameters.size() + others)
             for (const auto& [key, value] : arrays) {
                 const std::string given = nb::cast<std::string>(nb::str(key));
-                if (std::none_of(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == given; }))
+                if (given != "stream" && std::none_of(parameters.begin(), parameters.end(),
+                                                      [&](const auto& p) { return p.name == given; }))
                     throw error(error_kind::usage, "unknown array " + given + ": the kernels take " + names());
             }
-        return tensors;
+        return owner;
     }
 
     std::unique_ptr<run::callable> m_kernels;
@@ -282,12 +377,14 @@ public:
         trace::span writing("records as JSON");
         return rows_json(records);
     }
-    python_kernel kernel(const std::string& config, const std::vector<std::string>& sets) {
+    /// The config's kernels, loaded on the session's GPU, and their record as JSON.
+    std::pair<std::unique_ptr<run::callable>, std::string> load(const std::string& config,
+                                                                const std::vector<std::string>& sets) {
         const config::document doc = document_of(config, sets);
         const config::pipeline p = family::load(doc);
         report::record rec = run::new_record("kernel", p, doc.source);
         auto kernels = m_session.load(p, m_device, rec);
-        return python_kernel(std::move(kernels), rows_json({rec}));
+        return {std::move(kernels), rows_json({rec})};
     }
     /// The points' records as JSON, and whether Ctrl-C stopped the sweep (after the points in
     /// flight; the records are those that finished). `progress(done, total)` sees each point.
@@ -322,6 +419,12 @@ private:
     run::session m_session;
 };
 
+python_kernel::python_kernel(python_session& session, const std::string& config, const std::vector<std::string>& sets) {
+    std::tie(m_kernels, m_record) = session.load(config, sets);
+    m_arrays.resize(m_kernels->parameters().size());
+    for (const auto& p : m_kernels->parameters()) m_names.emplace_back(p.name.c_str());
+}
+
 const char* kind_name(error_kind kind) {
     switch (kind) {
         case error_kind::usage: return "usage";
@@ -339,13 +442,21 @@ const char* kind_name(error_kind kind) {
 }  // namespace
 
 NB_MODULE(_kjit, m) {
-    g_kjit_error = PyErr_NewException("kjit._kjit.KjitError", nullptr, nullptr);
-    m.attr("KjitError") = nb::handle(g_kjit_error);
+    m.def("set_error_types", [](nb::handle error_type, nb::handle config_error_type) {
+        g_error_type = error_type.inc_ref().ptr();  // the package's classes: kept for the process
+        g_config_error_type = config_error_type.inc_ref().ptr();
+    });
     nb::register_exception_translator([](const std::exception_ptr& p, void*) {
         try {
             std::rethrow_exception(p);
         } catch (const error& e) {
-            PyErr_SetObject(g_kjit_error, nb::make_tuple(kind_name(e.kind()), e.what()).ptr());
+            const error_kind kind = e.kind();
+            if (kind == error_kind::interrupted) {
+                PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+                return;
+            }
+            PyObject* type = kind == error_kind::config || kind == error_kind::usage ? g_config_error_type : g_error_type;
+            PyErr_SetObject(type ? type : PyExc_RuntimeError, nb::make_tuple(e.what(), kind_name(kind)).ptr());
         }
     });
     m.attr("version") = KJIT_VERSION;
@@ -367,12 +478,13 @@ NB_MODULE(_kjit, m) {
         .def("compile", &python_session::compile)
         .def("run", &python_session::run)
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
-             nb::arg("progress").none())
-        .def("kernel", &python_session::kernel);
+             nb::arg("progress").none());
     nb::class_<python_kernel>(m, "Kernel")
-        .def("call", &python_kernel::call)
-        .def("verify", &python_kernel::verify)
-        .def_prop_ro("parameters", &python_kernel::parameters)
+        .def(nb::init<python_session&, const std::string&, const std::vector<std::string>&>(), nb::arg("session"),
+             nb::arg("config"), nb::arg("sets"))
+        .def("__call__", &python_kernel::call)
+        .def("_verify", &python_kernel::verify, nb::arg("arrays"), nb::arg("stream").none())
+        .def_prop_ro("_parameters", &python_kernel::parameters)
         .def_prop_ro("dtype", &python_kernel::dtype)
-        .def_prop_ro("record", &python_kernel::record);
+        .def_prop_ro("_record", &python_kernel::record);
 }

@@ -38,10 +38,7 @@ class ConfigError(Error, ValueError):
     shape): the line the command would print."""
 
 
-def _raised(error):
-    kind, message = error.args
-    return (ConfigError if kind in ("config", "usage") else KeyboardInterrupt if kind == "interrupted" else Error)(
-        *((message,) if kind == "interrupted" else (message, kind)))
+_kjit.set_error_types(Error, ConfigError)  # the module raises these itself
 
 
 def _config_text(config):
@@ -88,21 +85,7 @@ _CHECK_COLUMNS = ("status", "max_abs_error", "max_rel_error", "max_ulp_error", "
                   "rtol", "atol", "first_bad")
 
 
-def _stream_handle(stream):
-    """A CUstream as an integer, from an int, a torch.cuda.Stream, a cupy Stream or an object with
-    __cuda_stream__."""
-    if isinstance(stream, int):
-        return stream
-    if hasattr(stream, "__cuda_stream__"):
-        return stream.__cuda_stream__()[1]
-    for attribute in ("cuda_stream", "ptr"):  # PyTorch, CuPy
-        if isinstance(getattr(stream, attribute, None), int):
-            return getattr(stream, attribute)
-    raise ConfigError(f"stream: expected an int (a CUstream), a torch.cuda.Stream or a cupy Stream, got {stream!r}",
-                      "usage")
-
-
-class Kernel:
+class Kernel(_kjit.Kernel):
     """kjit's kernels for one config, built (or taken from the cache) and loaded on the session's
     GPU, to call on your own device arrays: no copy, nothing allocated per call.
 
@@ -112,32 +95,23 @@ class Kernel:
 
     Arrays are taken through DLPack (PyTorch, CuPy, JAX) or __cuda_array_interface__ (Numba): each
     must have the config's dtype, its size ([rows, cols] for a row pipeline), be contiguous and
-    on the session's device, or ConfigError names it. The kernels run on `stream` (an int, a
-    torch.cuda.Stream or a cupy Stream); by default on PyTorch's current stream when a tensor is
-    among the arrays, else on the legacy default stream (CuPy's own default). Calls share their
-    temporaries: one stream at a time.
+    on the session's device, or ConfigError names it. The kernels run on `stream=` (an int, a
+    torch.cuda.Stream or a cupy Stream); by default on the current stream of the arrays' library
+    where it publishes one (PyTorch's), else on the legacy default stream (CuPy's own default).
+    Calls share their temporaries: one stream at a time. The call itself is C++ (the base class):
+    it reads the arrays without calling into Python where their library allows.
     """
 
-    def __init__(self, kernel):
-        self._kernel = kernel
-        self.record = json.loads(kernel.record)[0]
-        self.dtype = kernel.dtype
+    def __init__(self, session, config, set=None):
+        super().__init__(session._session, _config_text(config), _sets(set))
+        self.record = json.loads(self._record)[0]
         #: (name, shape, written) per array, in the order the kernels take them: inputs, then out.
-        self.parameters = [(name, tuple(shape), written) for name, shape, written in kernel.parameters]
-
-    def __call__(self, stream=None, **arrays):
-        try:
-            self._kernel.call(arrays, None if stream is None else _stream_handle(stream))
-        except _kjit.KjitError as e:
-            raise _raised(e) from None
+        self.parameters = self._parameters
 
     def verify(self, stream=None, **arrays):
         """One call, then its inputs and output read back and compared with the float64
         reference: the check as Result.check gives it ("status", errors, the first bad element)."""
-        try:
-            return Result(json.loads(self._kernel.verify(arrays, None if stream is None else _stream_handle(stream)))[0]).check
-        except _kjit.KjitError as e:
-            raise _raised(e) from None
+        return Result(json.loads(self._verify(arrays, stream))[0]).check
 
     def __repr__(self):
         arrays = ", ".join(name for name, _, _ in self.parameters)
@@ -184,8 +158,9 @@ def first_call(config, set=None, repeat=5):
                               capture_output=True, text=True)
         if done.returncode != 0:
             message = (done.stderr.strip().splitlines() or ["first-call failed"])[-1]
-            kind = {2: "config", 130: "interrupted"}.get(done.returncode, "error")
-            raise _raised(_kjit.KjitError(kind, message))
+            if done.returncode == 130:
+                raise KeyboardInterrupt(message)
+            raise (ConfigError(message, "config") if done.returncode == 2 else Error(message))
         with open(rows) as f:
             return pandas.DataFrame(json.load(f))
 
@@ -216,23 +191,17 @@ class Session:
         self._session = _kjit.Session(device, cache_dir)
         self.last_sweep = None  #: the last sweep's rows, also when Ctrl-C stopped it
 
-    def _call(self, method, *args):
-        try:
-            return getattr(self._session, method)(*args)
-        except _kjit.KjitError as e:
-            raise _raised(e) from None
-
     def emit(self, config, set=None):
         """The generated CUDA source."""
-        return self._call("emit", _config_text(config), _sets(set))
+        return self._session.emit(_config_text(config), _sets(set))
 
     def compile(self, config, set=None):
         """Generate and compile (no GPU needed)."""
-        return Result(json.loads(self._call("compile", _config_text(config), _sets(set)))[0])
+        return Result(json.loads(self._session.compile(_config_text(config), _sets(set)))[0])
 
     def run(self, config, set=None):
         """Run on the GPU and verify against the float64 reference."""
-        return Result(json.loads(self._call("run", _config_text(config), _sets(set)))[0])
+        return Result(json.loads(self._session.run(_config_text(config), _sets(set)))[0])
 
     def sweep(self, config, set=None, compile_only=False, progress=True):
         """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
@@ -242,8 +211,8 @@ class Session:
         Ctrl-C stops the sweep after the points in flight and raises KeyboardInterrupt; the
         rows of the points that finished stay readable in `last_sweep`."""
         import pandas
-        rows, interrupted = self._call("sweep", _config_text(config), _sets(set), compile_only,
-                                       _progress_bar() if progress is True else progress or None)
+        rows, interrupted = self._session.sweep(_config_text(config), _sets(set), compile_only,
+                                                _progress_bar() if progress is True else progress or None)
         self.last_sweep = pandas.DataFrame(json.loads(rows))
         if interrupted:
             raise KeyboardInterrupt(f"kjit sweep: interrupted after {len(self.last_sweep)} points; "
@@ -253,7 +222,7 @@ class Session:
     def kernel(self, config, set=None):
         """The config's kernels, built (or taken from the cache) and loaded on this session's GPU,
         as a Kernel to call on your own device arrays."""
-        return Kernel(self._call("kernel", _config_text(config), _sets(set)))
+        return Kernel(self, config, set)
 
 
 def load_ipython_extension(ipython):

@@ -170,7 +170,7 @@ def _torch_on_gpu():
 
 class _DLPackOnly:
     """A tensor seen only through the DLPack protocol, as a CuPy or JAX array is: kjit reads a
-    torch.Tensor's fields directly, and every other array this way."""
+    torch.Tensor through DLPack's C exchange table (or its methods), and every other array this way."""
 
     def __init__(self, tensor):
         self.tensor = tensor
@@ -182,10 +182,20 @@ class _DLPackOnly:
         return self.tensor.__dlpack_device__()
 
 
-@pytest.mark.parametrize("seen_as", ["torch.Tensor", "DLPack"])
+def _without_exchange_table(torch):
+    """Tensors of a subclass that hides DLPack's C exchange table, as a torch older than the
+    table is seen: kjit reads them through their methods."""
+    class Plain(torch.Tensor):
+        __dlpack_c_exchange_api__ = None
+        __c_dlpack_exchange_api__ = None
+    return lambda tensor: tensor.as_subclass(Plain)
+
+
+@pytest.mark.parametrize("seen_as", ["torch.Tensor", "torch.Tensor through its methods", "DLPack"])
 def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path, seen_as):
     torch = _torch_on_gpu()
-    wrap = _DLPackOnly if seen_as == "DLPack" else (lambda tensor: tensor)
+    wrap = {"DLPack": _DLPackOnly, "torch.Tensor": lambda tensor: tensor,
+            "torch.Tensor through its methods": _without_exchange_table(torch)}[seen_as]
     import numpy
     # The same inputs for both: .npy files that kjit run reads and that become the tensors.
     n = 1 << 20
@@ -216,13 +226,13 @@ def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path
         k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), stream=side)
     side.synchronize()
     assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
-    if seen_as == "torch.Tensor":
+    if seen_as != "DLPack":
         # No stream given: PyTorch's current one. Were the kernels on another, they would run
         # during the sleep, before the fill, and the NaNs would stay.
         with torch.cuda.stream(side):
             torch.cuda._sleep(100_000_000)
             out.fill_(float("nan"))
-            k(greyscales=greyscales, weights=weights, out=out)
+            k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out))
         side.synchronize()
         assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
 
@@ -239,6 +249,8 @@ def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path
         k(greyscales=wrap(greyscales), weights=wrap(weights))
     with pytest.raises(kjit.ConfigError, match="unknown array bias"):
         k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), bias=wrap(out))
+    with pytest.raises(kjit.ConfigError, match="stream: expected an int"):
+        k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), stream="side")
     with pytest.raises(ValueError):  # ConfigError is a ValueError, as Python's own argument errors are
         k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out[:10]))
 
