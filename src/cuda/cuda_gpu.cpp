@@ -259,9 +259,12 @@ private:
             long long i64;
             CUtensorMap map;
         };
+        // Kept per thread: a launch allocates nothing (a Python kernel call is timed per call).
         const std::size_t count = launch.args.size();
-        std::vector<slot> slots(count);
-        std::vector<void*> args(count);
+        thread_local std::vector<slot> slots;
+        thread_local std::vector<void*> args;
+        slots.resize(count);
+        args.resize(count);
         for (std::size_t i = 0; i < count; ++i) {
             const run::argument_value& a = launch.args[i];
             using type = run::argument_value::type;

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "expr/expr.hpp"
@@ -381,11 +383,28 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         host.reference = make_host_reference(p, *host.inputs, rec);
     }
     const reference::expected_values& expected = host.reference->expected;
-    rec.check = timed(rec, phase::verify, [&] { return check_output(p, prog, inputs, out, expected); });
-    rec.status = rec.check->pass ? report::outcome::pass : report::outcome::fail;
+    // The check reads only host memory: it runs on other cores while the GPU runs the timed loops,
+    // whose thread mostly waits on events. It takes half the cores (or the caller's limit), so
+    // that no launch waits for a core; its phase is its own time, on its own thread.
+    report::record checked;
+    auto check = std::async(std::launch::async, [&, limit = t_parallel_limit] {
+        trace::name_thread("check");
+        const parallel_limit cap(limit > 0 ? limit : std::max(1u, std::thread::hardware_concurrency() / 2));
+        return timed(checked, phase::verify, [&] { return check_output(p, prog, inputs, out, expected); });
+    });
+    const auto take_check = [&] {
+        rec.check = check.get();
+        rec.set(phase::verify, *checked.get(phase::verify));
+        rec.status = rec.check->pass ? report::outcome::pass : report::outcome::fail;
+    };
+    try {
+        measure_kernel(device, enqueue_chain, p.measure, rec);
+    } catch (const error&) {  // the record of a failed run keeps its check
+        take_check();
+        throw;
+    }
+    take_check();
     if (options.save) rec.saved = save_result(*options.save, p, prog, rec.sweep_index, out, expected);
-
-    measure_kernel(device, enqueue_chain, p.measure, rec);
     if (p.measure.per_call_transfers) measure_per_call(device, prog, kernels, launches, buffers, inputs, p.measure, rec);
 }
 
