@@ -105,10 +105,15 @@ def main():
         "mma_gelu": "cublaslt_gelu",
         "mma_gelu_separate": "eager_gelu",
         "wgmma": "cublas",
+        "wgmma_bias": "cublaslt_gelu",
         "wgmma_tanh": "cublaslt_gelu",
+        "wgmma_tanh_fast": "cublaslt_gelu",
         "wgmma_gelu": "cublaslt_gelu",
+        "wgmma_gelu_fast": "cublaslt_gelu",
         "wgmma_gelu_separate": "eager_gelu",
+        "wgmma_pingpong": "cublas",
         "wgmma_pingpong_gelu": "cublaslt_gelu",
+        "wgmma_pingpong_gelu_fast": "cublaslt_gelu",
         "wgmma_cluster": "cublas",
     }
     plotted = []  # (shape, tool, TFLOP/s)

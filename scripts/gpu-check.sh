@@ -13,7 +13,7 @@
 #               variants (GEMM_VARIANTS), 2 rounds (mma at gemm-tune's best
 #               launch where that part ran); the peers (cuBLAS, cuBLASLt's
 #               GELU epilogue, eager addmm + activation, torch.compile, Triton) at the same shapes
-#               (bench/peers/gemm_peers.py); summed by scripts/gemm_table.py
+#               (bench/peers/gemm_peers.py; GEMM_PEERS=0 skips them); summed by scripts/gemm_table.py
 #   python      bench/python_calls.py: kjit's kernels called from Python beside CuPy, Triton,
 #               PyTorch and Numba; a warm session's run; import + first run against `kjit run`
 #   runs        every shipped config in a fresh process, empty cache then warm; the default at larger n
@@ -498,6 +498,8 @@ PY
         # or separate, then the peers at the same shapes (bench/peers/gemm_peers.py).
         alone='stages=[{"op":"matmul","input":"x_in","by":"W"}]'
         gelu='stages[2]={"op":"activate","fn":"gelu","formula":"tanh"}'
+        bias='stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]'
+        pingpong=(--set launch.schedule=pingpong --set launch.tile_n=128 --set launch.stages=4)
         mkdir -p "$out/gemm"
         tuned=()  # the gemm-tune part's best launch, where it ran
         [ -f "$out/gemm_tune.json" ] && mapfile -t tuned < <(python3 scripts/tune_table.py --best-sets "$out/gemm_tune.json")
@@ -517,7 +519,12 @@ PY
                         wgmma_tanh) extra=(--set launch.rung=wgmma) ;;
                         wgmma_gelu) extra=(--set launch.rung=wgmma --set "$gelu") ;;
                         wgmma_gelu_separate) extra=(--set launch.rung=wgmma --set "$gelu" --set fusion=separate) ;;
-                        wgmma_pingpong_gelu) extra=(--set launch.rung=wgmma --set "$gelu" --set launch.schedule=pingpong --set launch.tile_n=128 --set launch.stages=4) ;;
+                        wgmma_bias) extra=(--set launch.rung=wgmma --set "$bias") ;;
+                        wgmma_tanh_fast) extra=(--set launch.rung=wgmma --set compile.fast_math=true) ;;
+                        wgmma_gelu_fast) extra=(--set launch.rung=wgmma --set "$gelu" --set compile.fast_math=true) ;;
+                        wgmma_pingpong) extra=(--set launch.rung=wgmma --set "$alone" "${pingpong[@]}") ;;
+                        wgmma_pingpong_gelu) extra=(--set launch.rung=wgmma --set "$gelu" "${pingpong[@]}") ;;
+                        wgmma_pingpong_gelu_fast) extra=(--set launch.rung=wgmma --set "$gelu" "${pingpong[@]}" --set compile.fast_math=true) ;;
                         wgmma_cluster) extra=(--set launch.rung=wgmma --set "$alone" --set launch.cluster_m=2) ;;
                     esac
                     [[ $variant == mma* ]] && extra+=("${tuned[@]}")
@@ -526,6 +533,7 @@ PY
                 done
             done
         done
+        [ "${GEMM_PEERS:-1}" = 0 ] && { python3 scripts/gemm_table.py "$out" | tee "$out/gemm_table.md"; continue; }
         python3 bench/peers/gemm_peers.py --shapes "$(echo ${GEMM_SHAPES:-4096x4096x4096 8192x8192x8192 8192x4096x4096} | tr ' ' ,)" \
             --compile-mode "${GEMM_COMPILE_MODE:-max-autotune-no-cudagraphs}" \
             > "$out/gemm_peers.jsonl" 2>> "$out/gemm.log" || status=1
