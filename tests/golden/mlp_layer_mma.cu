@@ -57,6 +57,25 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
     return x;
 }
 
+// A per-column input's values at columns c and c + 1, for the elements there are (those past the
+// row's end are never used). Where rows hold whole pairs (kjit_width_c = 2), c is even and the
+// pair is one aligned load.
+__device__ __forceinline__ void kjit_column_pair(
+        const store_t* __restrict__ v, long long c, long long cols, real (&at)[2])
+{
+    struct alignas(2 * sizeof(store_t)) pair {
+        store_t e[2];
+    };
+    if (kjit_width_c == 2) {  // (a pair past the end reads the last one instead: no branch)
+        const pair both = *reinterpret_cast<const pair*>(v + min(c, cols - 2));
+        at[0] = load(both.e[0]);
+        at[1] = load(both.e[1]);
+        return;
+    }
+    at[0] = c < cols ? load(v[c]) : real(0);
+    at[1] = c + 1 < cols ? load(v[c + 1]) : real(0);
+}
+
 // The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
 // kjit_width_c elements at a time where kjit_place(row, column) says: in C, or in shared memory
 // on the way there. A tensor-core warp holds such a piece as 4 accumulators a thread:
@@ -67,18 +86,20 @@ __device__ __forceinline__ void kjit_store_piece(
         const store_t* __restrict__ b, long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
+    const long long kjit_col0 = kjit_col + kjit_lane % 4 * 2;  // the thread's two columns
+    real kjit_b_at[2];  // b there, read once for both of the piece's rows
+    kjit_column_pair(b, kjit_col0, cols, kjit_b_at);
 #pragma unroll
     for (int kjit_h = 0; kjit_h < 4; kjit_h += kjit_width_c) {
         const long long kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
-        const long long kjit_first = kjit_col + kjit_lane % 4 * 2 + kjit_h % 2;
+        const long long kjit_first = kjit_col0 + kjit_h % 2;
         // cols is a multiple of kjit_width_c: a vector is all in or all out
         if (kjit_r >= rows || kjit_first >= cols) continue;
         vec_c kjit_y;
 #pragma unroll
         for (int kjit_e = 0; kjit_e < kjit_width_c; ++kjit_e) {
             const real x = kjit_piece[kjit_h + kjit_e];
-            const long long kjit_c = kjit_first + kjit_e;  // the element's column
-            kjit_y.e[kjit_e] = store(kjit_epilogue(x, load(b[kjit_c])));
+            kjit_y.e[kjit_e] = store(kjit_epilogue(x, kjit_b_at[(kjit_h + kjit_e) % 2]));
         }
         *reinterpret_cast<vec_c*>(kjit_place(kjit_r, kjit_first)) = kjit_y;
     }

@@ -64,17 +64,17 @@ __device__ __forceinline__ void kjit_store_piece(
         long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
+    const long long kjit_col0 = kjit_col + kjit_lane % 4 * 2;  // the thread's two columns
 #pragma unroll
     for (int kjit_h = 0; kjit_h < 4; kjit_h += kjit_width_c) {
         const long long kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
-        const long long kjit_first = kjit_col + kjit_lane % 4 * 2 + kjit_h % 2;
+        const long long kjit_first = kjit_col0 + kjit_h % 2;
         // cols is a multiple of kjit_width_c: a vector is all in or all out
         if (kjit_r >= rows || kjit_first >= cols) continue;
         vec_c kjit_y;
 #pragma unroll
         for (int kjit_e = 0; kjit_e < kjit_width_c; ++kjit_e) {
             const real x = kjit_piece[kjit_h + kjit_e];
-            const long long kjit_c = kjit_first + kjit_e;  // the element's column
             kjit_y.e[kjit_e] = store(kjit_epilogue(x));
         }
         *reinterpret_cast<vec_c*>(kjit_place(kjit_r, kjit_first)) = kjit_y;

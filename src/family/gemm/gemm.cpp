@@ -18,10 +18,11 @@ using gemm::rung;
 constexpr int k_stage_block = 256;
 
 /// An element function's parameters and its call's arguments for the stages in [first, last):
-/// x, then each array's value at column kjit_c, then the scalars; and the kernel arguments
-/// (arrays, then scalars) the call needs.
+/// x, then each array's value at column kjit_c, then the scalars; the same call in a tensor-core
+/// piece (piece_args), where each array's values at the piece's two columns were read once
+/// (kjit_NAME_at); and the kernel arguments (arrays, then scalars) the call needs.
 struct element_call {
-    std::vector<std::string> params{"real x"}, args{"x"};
+    std::vector<std::string> params{"real x"}, args{"x"}, piece_args{"x"};
     std::vector<argument> arrays, scalars;
 };
 element_call element_call_of(const pipeline& p, std::size_t first, std::size_t last) {
@@ -31,11 +32,13 @@ element_call element_call_of(const pipeline& p, std::size_t first, std::size_t l
     for (const auto& a : used.arrays) {
         call.params.push_back("real " + a);
         call.args.push_back("load(" + a + "[kjit_c])");
+        call.piece_args.push_back("kjit_" + a + "_at[(kjit_h + kjit_e) % 2]");
         call.arrays.push_back(array_argument(a, false));
     }
     for (const auto& s : used.scalars) {
         call.params.push_back("real " + s);
         call.args.push_back(s);
+        call.piece_args.push_back(s);
         call.scalars.push_back(scalar_argument(s));
     }
     return call;
@@ -248,8 +251,12 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     data.set("epilogue", codegen::stage_steps(p, epilogue_stages));
     data.set("no_epilogue", separate ? "each stage after the matmul is a kernel of its own" : "the pipeline is the matmul alone");
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
-    // (called on lines indented by 16 in the simt kernel, by 12 in the tensor cores' kjit_store_piece)
-    data.set("epilogue_args", codegen::parameter_list(epilogue.args, t.kind == rung::simt ? 24 : 20));
+    data.set("epilogue_args", codegen::parameter_list(epilogue.args, 24));  // (on lines indented by 16 in the simt kernel)
+    data.set("piece_args", codegen::parameter_list(epilogue.piece_args, 20));  // (by 12 in kjit_store_piece)
+    std::vector<std::string> columns;
+    for (const auto& array : epilogue.arrays) columns.push_back(array.name);
+    data.set("column_inputs", lines(columns));
+    data.set("has_column_inputs", codegen::flag(!columns.empty()));
     // kjit_store_piece takes a piece of C, where it is and where it goes, and what the epilogue
     // needs: the kernel's arguments but A's, B's, C's and the depth. (Called on lines indented by
     // 12 in the mma kernel, by 20 in the wgmma kernel's consumer loop over its tiles.)
