@@ -1,7 +1,6 @@
 #include "reference/reference.hpp"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -47,32 +46,19 @@ namespace {
 
 /// How each storage type's elements are read as double and written from it (rounded to nearest
 /// even), in dtype order: adding a type is a row of config::dtype_table and one here.
-double get_float32(const unsigned char* b, std::size_t i) { return load_element<float>(b, i); }
-double get_float64(const unsigned char* b, std::size_t i) { return load_element<double>(b, i); }
-double get_float16(const unsigned char* b, std::size_t i) { return float16_to_double(load_element<std::uint16_t>(b, i)); }
-double get_bfloat16(const unsigned char* b, std::size_t i) { return bfloat16_to_float(load_element<std::uint16_t>(b, i)); }
-
-/// A run of elements read in one loop: a check reads a million, and a call per element costs
-/// more than the rest of the comparison.
-template <double (*Get)(const unsigned char*, std::size_t)>
-void read_run(const unsigned char* b, std::size_t first, std::size_t count, double* into) {
-    for (std::size_t i = 0; i < count; ++i) into[i] = Get(b, first + i);
-}
-
 struct conversion {
     double (*get)(const unsigned char* bytes, std::size_t i);
     void (*set)(unsigned char* bytes, std::size_t i, double value);
-    void (*read)(const unsigned char* bytes, std::size_t first, std::size_t count, double* into);
 };
 constexpr conversion k_conversions[] = {
-    {get_float32, [](unsigned char* b, std::size_t i, double v) { store_element(b, i, static_cast<float>(v)); },
-     read_run<get_float32>},
-    {get_float64, [](unsigned char* b, std::size_t i, double v) { store_element(b, i, v); }, read_run<get_float64>},
-    {get_float16, [](unsigned char* b, std::size_t i, double v) { store_element(b, i, double_to_float16(v)); },
-     read_run<get_float16>},
-    {get_bfloat16,
-     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, float_to_bfloat16(static_cast<float>(v))); },
-     read_run<get_bfloat16>},
+    {[](const unsigned char* b, std::size_t i) -> double { return load_element<float>(b, i); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, static_cast<float>(v)); }},
+    {[](const unsigned char* b, std::size_t i) { return load_element<double>(b, i); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, v); }},
+    {[](const unsigned char* b, std::size_t i) { return float16_to_double(load_element<std::uint16_t>(b, i)); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, double_to_float16(v)); }},
+    {[](const unsigned char* b, std::size_t i) -> double { return bfloat16_to_float(load_element<std::uint16_t>(b, i)); },
+     [](unsigned char* b, std::size_t i, double v) { store_element(b, i, float_to_bfloat16(static_cast<float>(v))); }},
 };
 
 const conversion& conversion_of(config::dtype type) { return k_conversions[static_cast<std::size_t>(type)]; }
@@ -87,9 +73,6 @@ void set_element(config::dtype type, void* bytes, std::size_t i, double value) {
 }
 
 double typed_array::get(std::size_t i) const { return get_element(m_type, m_bytes.data(), i); }
-void typed_array::read(std::size_t first, std::size_t count, double* into) const {
-    conversion_of(m_type).read(m_bytes.data(), first, count, into);
-}
 void typed_array::set(std::size_t i, double value) { set_element(m_type, m_bytes.data(), i, value); }
 
 namespace {
@@ -234,18 +217,9 @@ comparison compare(const typed_array& out, const expected_values& ref, config::t
     std::mutex merge;
     parallel_ranges(entries, [&](std::size_t begin, std::size_t end) {
         comparison part;
-        constexpr std::size_t k_run = 1024;
-        std::array<double, k_run> run{};  // the outputs of entries [first, first + k_run)
         for (std::size_t entry = begin; entry < end; ++entry) {
             const std::size_t i = element_of(entry);
-            if ((entry - begin) % k_run == 0) {
-                const std::size_t count = std::min(k_run, end - entry);
-                if (sampled)
-                    for (std::size_t k = 0; k < count; ++k) run[k] = out.get(ref.sampled[entry + k]);
-                else
-                    out.read(entry, count, run.data());
-            }
-            const double value = run[(entry - begin) % k_run], expected = ref.values[entry];
+            const double value = out.get(i), expected = ref.values[entry];
             bool bad = false;
             if (!std::isfinite(value) || !std::isfinite(expected)) {
                 // A masked row's NaN, a -inf that flowed through: right where the reference agrees.

@@ -22,8 +22,6 @@ public:
     [[nodiscard]] std::size_t size() const { return m_bytes.size() / config::element_size(m_type); }
     [[nodiscard]] std::size_t bytes() const { return m_bytes.size(); }
     [[nodiscard]] double get(std::size_t i) const;
-    /// Elements [first, first + count) as double, into `into`.
-    void read(std::size_t first, std::size_t count, double* into) const;
     /// Stores `value` rounded to nearest (even) in the array's type.
     void set(std::size_t i, double value);
     [[nodiscard]] void* data() { return m_bytes.data(); }
