@@ -289,7 +289,7 @@ public:
         PyObject* stream = PyDict_GetItemWithError(arguments.ptr(), keyword);  // borrowed
         if (!stream && PyErr_Occurred()) throw nb::python_error();
         const stream_owner owner = describe_all(arguments, stream ? 1 : 0);
-        (*m_kernels)(m_arrays, stream_for(stream, owner));
+        (*m_kernels)(m_arrays, stream_for(stream == Py_None ? nullptr : stream, owner));  // (None: the default)
     }
     /// The check as a record's row (its check columns and status), as `--json` writes them.
     std::string verify(const nb::dict& arrays, nb::handle stream) {

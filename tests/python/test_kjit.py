@@ -227,12 +227,12 @@ def test_kernels_on_pytorch_tensors_match_kjit_run_bit_for_bit(session, tmp_path
     side.synchronize()
     assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
     if seen_as != "DLPack":
-        # No stream given: PyTorch's current one. Were the kernels on another, they would run
+        # No stream given (None): PyTorch's current one. Were the kernels on another, they would run
         # during the sleep, before the fill, and the NaNs would stay.
         with torch.cuda.stream(side):
             torch.cuda._sleep(100_000_000)
             out.fill_(float("nan"))
-            k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out))
+            k(greyscales=wrap(greyscales), weights=wrap(weights), out=wrap(out), stream=None)
         side.synchronize()
         assert numpy.array_equal(out.cpu().numpy().view(numpy.uint32), expected.view(numpy.uint32))
 
