@@ -15,6 +15,7 @@
 #include "reference/reference.hpp"
 #include "report/record.hpp"
 #include "run/build.hpp"
+#include "run/check.hpp"
 #include "run/gpu.hpp"
 #include "run/inputs.hpp"
 #include "run/measure.hpp"
@@ -111,12 +112,6 @@ struct run_options {
     /// opens); nullptr: built here.
     const built_variant* built = nullptr;
 };
-
-/// `out` compared with the float64 reference, as a record's check: the counts, the largest
-/// errors, and the first bad element with its inputs (`inputs` made for `p`, whose plan is `prog`).
-[[nodiscard]] report::check_row check_output(const config::pipeline& p, const family::program& prog,
-                                             const reference::input_arrays& inputs, const reference::typed_array& out,
-                                             const reference::expected_values& expected);
 
 /// The blocks of k's grid on a device that holds `resident` of them at once.
 [[nodiscard]] family::dims grid_on_device(const family::kernel& k, long long resident);
