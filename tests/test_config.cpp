@@ -2,6 +2,7 @@
 // path and what was expected.
 #include <chrono>
 
+#include "codegen/codegen.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -195,6 +196,24 @@ TEST_CASE("default tolerances follow the storage type") {
     const auto f64 = config::default_tolerance(kjit::testing::pipeline_with([](json& j) { j["dtype"] = "float64"; }));
     CHECK(f64.rtol < 1e-12);
     CHECK(f64.rounding == 0x1p-52);
+}
+
+TEST_CASE("tanh is approximated for 16-bit results and under fast math, never in float64") {
+    const auto with = [](const char* type, bool fast) {
+        return config::approximates_tanh(kjit::testing::pipeline_with([&](json& j) {
+            j["dtype"] = type;
+            j["compile"]["fast_math"] = fast;
+        }));
+    };
+    CHECK(with("float16", false));
+    CHECK(with("bfloat16", false));
+    CHECK_FALSE(with("float32", false));
+    CHECK(with("float32", true));
+    CHECK_FALSE(with("float64", true));
+    // and the generated code says so
+    const auto bf16 = kjit::testing::pipeline_with([](json& j) { j["dtype"] = "bfloat16"; });
+    CHECK(codegen::style_of(bf16).approximate_tanh);
+    CHECK_FALSE(codegen::style_of(family::load(kjit::testing::default_document())).approximate_tanh);
 }
 
 TEST_CASE("JSON syntax errors give line and column") {

@@ -6,6 +6,7 @@
 
 #include "expr/evaluate.hpp"
 #include "expr/expr.hpp"
+#include "expr/functions.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -25,11 +26,12 @@ std::pair<std::size_t, std::string> parse_failure(const std::string& text) {
 }
 
 /// The tree's value at x with w = 2, b = 0.5, alpha = 0.1.
-double value_at(const std::string& text, double x, double* scale = nullptr) {
+double value_at(const std::string& text, double x, double* scale = nullptr, bool approximate_tanh = false) {
     const std::map<std::string, double> scalars{{"alpha", 0.1}};
     const double w = 2, b = 0.5, zero = 0;
     const std::map<std::string, const double*> arrays{{"w", &w}, {"b", &b}};
-    const expr::chunk in{1, &x, &zero, &arrays, &scalars, true};
+    expr::chunk in{1, &x, &zero, &arrays, &scalars, true};
+    in.approximate_tanh = approximate_tanh;
     double value = 0, s = 0;
     expr::evaluate(expr::parse(text, k_names), in, &value, &s);
     if (scale) *scale = s;
@@ -79,11 +81,34 @@ TEST_CASE("error scale: rounding counted per operation, amplified by cancellatio
     CHECK(scale == doctest::Approx(0.9 + 0.1));  // 0.1 is not a float: its rounding counts too
 }
 
+TEST_CASE("error scale: an approximated tanh is charged its 2^-10.987, through what follows") {
+    double precise = 0, approximated = 0;
+    const double t = value_at("tanh(x)", 0.5, &precise);
+    (void)value_at("tanh(x)", 0.5, &approximated, true);
+    CHECK(precise == doctest::Approx(2 * t));
+    CHECK(approximated == doctest::Approx(expr::k_tanh_approx_ulps * t));
+    CHECK(expr::k_tanh_approx_ulps * 0x1p-24 >= std::exp2(-10.987));
+    // GELU's tanh form at x = -5 cancels (1 + tanh ≈ 1e-6): a tanh off by its whole 2^-10.987
+    // moves the result by thousands of times its size, and the bound (two roundings per unit of
+    // scale, as config::default_tolerance allows) still holds it.
+    const std::string gelu = "0.5 * x + 0.5 * x * tanh(x * (0.7978845608028654 + 0.035677408136300125 * x * x))";
+    const double x = -5, exact = value_at(gelu, x, &approximated, true);
+    const double u = x * (0.7978845608028654 + 0.035677408136300125 * x * x);
+    const double off = 0.5 * x + 0.5 * x * (std::tanh(u) * (1 - std::exp2(-10.987)));
+    CHECK(std::fabs(off - exact) > 100 * std::fabs(exact));
+    CHECK(std::fabs(off - exact) <= 2 * 0x1p-24 * approximated);
+    (void)value_at(gelu, x, &precise);
+    CHECK(std::fabs(off - exact) > 2 * 0x1p-24 * precise);  // what the precise tanh's bound allows
+}
+
 TEST_CASE("CUDA spelling follows the compute type and fast math") {
     const auto tree = expr::parse("exp(x) / 2 + tanh(x * alpha) + clamp(x, 0, 1)", k_names);
     CHECK(expr::to_cuda(tree, {false, false}) == "expf(x) / 2.0f + tanhf(x * alpha) + fminf(fmaxf(x, 0.0f), 1.0f)");
     CHECK(expr::to_cuda(tree, {true, false}) == "exp(x) / 2.0 + tanh(x * alpha) + fmin(fmax(x, 0.0), 1.0)");
-    CHECK(expr::to_cuda(tree, {false, true}) == "__expf(x) / 2.0f + tanhf(x * alpha) + fminf(fmaxf(x, 0.0f), 1.0f)");
+    CHECK(expr::to_cuda(tree, {false, true}) == "__expf(x) / 2.0f + __tanhf(x * alpha) + fminf(fmaxf(x, 0.0f), 1.0f)");
+    // tanh alone approximated (16-bit results): the other functions stay precise
+    CHECK(expr::to_cuda(tree, {false, false, false, true}) ==
+          "expf(x) / 2.0f + __tanhf(x * alpha) + fminf(fmaxf(x, 0.0f), 1.0f)");
     CHECK(expr::to_cuda(expr::parse("0.1 + 1e-30", k_names), {false, false}) == "0.1f + 1e-30f");
 }
 

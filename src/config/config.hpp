@@ -268,6 +268,11 @@ using loader = pipeline (*)(const document&);
 
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);
+/// True when the kernel computes tanh with the hardware's approximation (__tanhf, one instruction
+/// instead of about twenty): under fast math, and wherever results are stored in 16 bits, whose
+/// rounding (2⁻⁸ relative for bfloat16, 2⁻¹¹ for float16) is as coarse as its error (2⁻¹¹)
+/// or coarser. The reference charges that error where the kernel makes it.
+[[nodiscard]] bool approximates_tanh(const pipeline& p);
 
 /// The GPU architectures NVRTC compiles for (75 for sm_75, …).
 [[nodiscard]] const std::vector<int>& known_archs();

@@ -39,6 +39,10 @@ tolerance default_tolerance(const pipeline& p) {
     return tol;
 }
 
+bool approximates_tanh(const pipeline& p) {
+    return !computes_in_double(p.type) && (p.compile.fast_math || info(p.type).bytes == 2);
+}
+
 std::string_view to_string(dtype v) { return info(v).name; }
 const std::vector<int>& known_archs() {
     // nvrtcGetSupportedArchs of CUDA 13.0 (a test keeps this list equal to it).

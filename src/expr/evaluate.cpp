@@ -153,7 +153,8 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                 out.value[i] = r;
                 out.scale[i] = 0;
                 if (!with_scale) continue;  // the partials cost as much as the value again
-                double s = f.ulps * std::fabs(r);
+                const bool approximated = in.approximate_tanh && f.name == "tanh";
+                double s = (approximated ? k_tanh_approx_ulps : f.ulps) * std::fabs(r);
                 for (std::size_t k = 0; k < args.size(); ++k)
                     if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, r, static_cast<int>(k))) * args[k].scale[i];
                 out.scale[i] = std::isnan(s) ? 0.0 : s;

@@ -154,7 +154,8 @@ private:
 
     std::string spelling(const function_info& f) const {
         if (m_style->double_precision) return std::string(f.cuda_double);
-        return std::string(m_style->fast_math && !f.cuda_fast.empty() ? f.cuda_fast : f.cuda_float);
+        const bool fast = m_style->fast_math || (m_style->approximate_tanh && f.name == "tanh");
+        return std::string(fast && !f.cuda_fast.empty() ? f.cuda_fast : f.cuda_float);
     }
 
     std::string literal(double value) const {

@@ -91,6 +91,7 @@ struct cuda_style {
     /// arithmetic on them is widened to long long first (`(long long)row * cols`), so it cannot
     /// overflow. Otherwise they are `long long`.
     bool int_positions = false;
+    bool approximate_tanh = false;  ///< tanh as __tanhf, without fast math (config::approximates_tanh)
 };
 /// The CUDA type of positions in `style`: "int" or "long long".
 [[nodiscard]] inline const char* position_type(const cuda_style& style) { return style.int_positions ? "int" : "long long"; }

@@ -85,7 +85,7 @@ constexpr std::array k_functions{
     function_info{"sin", 1, "sinf", "sin", "__sinf", 2, v_sin, d_sin},
     function_info{"cos", 1, "cosf", "cos", "__cosf", 2, v_cos, d_cos},
     function_info{"tan", 1, "tanf", "tan", "__tanf", 4, v_tan, d_tan},
-    function_info{"tanh", 1, "tanhf", "tanh", "", 2, v_tanh, d_tanh},
+    function_info{"tanh", 1, "tanhf", "tanh", "__tanhf", 2, v_tanh, d_tanh},
     function_info{"sinh", 1, "sinhf", "sinh", "", 3, v_sinh, d_sinh},
     function_info{"cosh", 1, "coshf", "cosh", "", 2, v_cosh, d_cosh},
     function_info{"erf", 1, "erff", "erf", "", 2, v_erf, d_erf},

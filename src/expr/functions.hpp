@@ -21,6 +21,10 @@ struct function_info {
     double (*partial)(const double* args, double value, int which);
 };
 
+/// The error of __tanhf (tanh.approx.f32), in float's unit roundoff 2⁻²⁴ as `ulps` is: a relative
+/// error of up to 2^-10.987 (PTX ISA), so 2^13.013 ≈ 8264, rounded up.
+inline constexpr double k_tanh_approx_ulps = 8300;
+
 /// nullptr when `name` is not in the table.
 [[nodiscard]] const function_info* find_function(std::string_view name);
 /// "exp, exp2, log, …": for messages.

@@ -33,7 +33,7 @@ __device__ __forceinline__ real kjit_element(
     // stages[1]: weigh
     x = x * weights;
     // stages[2]: tanh=builtin
-    x = tanhf(x);
+    x = __tanhf(x);
     return x;
 }
 

@@ -54,23 +54,38 @@ __device__ __forceinline__ real kjit_epilogue(real x)
     return x;
 }
 
-// The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
-// kjit_width_c elements at a time where kjit_place(row, column) says: in C, or in shared memory
-// on the way there. A tensor-core warp holds such a piece as 4 accumulators a thread:
-// kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
-template <class Place>
+// Where the elements of a part of C go when they go to C itself: element (r, c) of the part
+// from `at`, in rows of `cols` elements.
+struct kjit_in_c {
+    store_t* at;
+    long long cols;
+    __device__ __forceinline__ store_t* operator()(int r, int c) const { return at + r * cols + c; }
+};
+
+// The epilogue on the 16 × 8 piece of C at row kjit_row and column kjit_col of a part of C that
+// starts at row kjit_from.x and column kjit_from.y (a block's tile, or a consumer's rows of it),
+// and the piece stored kjit_width_c elements at a time where kjit_place(row, column) of the part
+// says: in C, or in shared memory on the way there. Within a part, places are ints: 32-bit
+// arithmetic. Where kjit_clip, elements past C's last row or column are left out; a tile staged
+// in shared memory holds them all (the TMA unit's store clips them). A tensor-core warp holds
+// such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and
+// column 2 · (lane % 4) + h % 2.
+template <bool kjit_clip, class Place>
 __device__ __forceinline__ void kjit_store_piece(
-        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col, Place kjit_place,
-        long long rows, long long cols)
+        const float (&kjit_piece)[4], int kjit_row, int kjit_col, longlong2 kjit_from,
+        Place kjit_place, long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
-    const long long kjit_col0 = kjit_col + kjit_lane % 4 * 2;  // the thread's two columns
+    const int kjit_col0 = kjit_col + kjit_lane % 4 * 2;  // the thread's two columns
+    // C's rows and columns from the part's first, as far as a tile reaches
+    const int kjit_rows_left = (int)min(rows - kjit_from.x, (long long)kjit_tile_m);
+    const int kjit_cols_left = (int)min(cols - kjit_from.y, (long long)kjit_tile_n);
 #pragma unroll
     for (int kjit_h = 0; kjit_h < 4; kjit_h += kjit_width_c) {
-        const long long kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
-        const long long kjit_first = kjit_col0 + kjit_h % 2;
+        const int kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
+        const int kjit_first = kjit_col0 + kjit_h % 2;
         // cols is a multiple of kjit_width_c: a vector is all in or all out
-        if (kjit_r >= rows || kjit_first >= cols) continue;
+        if (kjit_clip && (kjit_r >= kjit_rows_left || kjit_first >= kjit_cols_left)) continue;
         vec_c kjit_y;
 #pragma unroll
         for (int kjit_e = 0; kjit_e < kjit_width_c; ++kjit_e) {
@@ -260,15 +275,18 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     }
     // The warp's mma tile (i, j) is the 16 × 8 piece of C at row kjit_wrow + 16 · i and column
     // kjit_wcol + 8 · j of the block's tile, stored straight to C.
-    const auto kjit_place = [&](long long r, long long c) { return kjit_to + r * cols + c; };
+    const longlong2 kjit_from = kjit_tile;
+    store_t* const kjit_c_tile = kjit_to + kjit_row0 * cols + kjit_col0;
+    const kjit_in_c kjit_place{kjit_c_tile, cols};
 #pragma unroll
     for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
         for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
-            const long long kjit_row = kjit_row0 + kjit_wrow + kjit_i * 16;
-            const long long kjit_col = kjit_col0 + kjit_wcol + kjit_j * 8;
-            kjit_store_piece(
-                    kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_place, rows, cols);
+            const int kjit_row = kjit_wrow + kjit_i * 16;
+            const int kjit_col = kjit_wcol + kjit_j * 8;
+            kjit_store_piece<true>(
+                    kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_from, kjit_place, rows,
+                    cols);
         }
     }
 }
@@ -307,7 +325,7 @@ extern "C" __global__ void mlp_layer_stage1(
 __device__ __forceinline__ real kjit_stage2(real x, real scale)
 {
     // stages[2]: map(tanh(x) * scale)
-    return tanhf(x) * scale;
+    return __tanhf(x) * scale;
 }
 
 extern "C" __global__ void mlp_layer_stage2(

@@ -53,15 +53,15 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
     // stages[1]: bias
     x = x + b;
     // stages[2]: tanh=builtin
-    x = tanhf(x);
+    x = __tanhf(x);
     return x;
 }
 
-// A per-column input's values at columns c and c + 1, for the elements there are (those past the
-// row's end are never used). Where rows hold whole pairs (kjit_width_c = 2), c is even and the
-// pair is one aligned load.
+// A per-column input's values at columns c and c + 1 from v, for the elements there are: `cols`
+// from v, and those past the end are never used. Where rows hold whole pairs (kjit_width_c = 2),
+// c is even and the pair is one aligned load.
 __device__ __forceinline__ void kjit_column_pair(
-        const store_t* __restrict__ v, long long c, long long cols, real (&at)[2])
+        const store_t* __restrict__ v, int c, int cols, real (&at)[2])
 {
     struct alignas(2 * sizeof(store_t)) pair {
         store_t e[2];
@@ -76,25 +76,32 @@ __device__ __forceinline__ void kjit_column_pair(
     at[1] = c + 1 < cols ? load(v[c + 1]) : real(0);
 }
 
-// The epilogue on the 16 × 8 piece of C from (kjit_row, kjit_col), and the piece stored
-// kjit_width_c elements at a time where kjit_place(row, column) says: in C, or in shared memory
-// on the way there. A tensor-core warp holds such a piece as 4 accumulators a thread:
-// kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
-template <class Place>
+// The epilogue on the 16 × 8 piece of C at row kjit_row and column kjit_col of a part of C that
+// starts at row kjit_from.x and column kjit_from.y (a block's tile, or a consumer's rows of it),
+// and the piece stored kjit_width_c elements at a time where kjit_place(row, column) of the part
+// says: in C, or in shared memory on the way there. Within a part, places are ints: 32-bit
+// arithmetic. Where kjit_clip, elements past C's last row or column are left out; a tile staged
+// in shared memory holds them all (the TMA unit's store clips them). A tensor-core warp holds
+// such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and
+// column 2 · (lane % 4) + h % 2.
+template <bool kjit_clip, class Place>
 __device__ __forceinline__ void kjit_store_piece(
-        const float (&kjit_piece)[4], long long kjit_row, long long kjit_col, Place kjit_place,
-        const store_t* __restrict__ b, long long rows, long long cols)
+        const float (&kjit_piece)[4], int kjit_row, int kjit_col, longlong2 kjit_from,
+        Place kjit_place, const store_t* __restrict__ b, long long rows, long long cols)
 {
     const int kjit_lane = threadIdx.x % 32;
-    const long long kjit_col0 = kjit_col + kjit_lane % 4 * 2;  // the thread's two columns
+    const int kjit_col0 = kjit_col + kjit_lane % 4 * 2;  // the thread's two columns
+    // C's rows and columns from the part's first, as far as a tile reaches
+    const int kjit_rows_left = (int)min(rows - kjit_from.x, (long long)kjit_tile_m);
+    const int kjit_cols_left = (int)min(cols - kjit_from.y, (long long)kjit_tile_n);
     real kjit_b_at[2];  // b there, read once for both of the piece's rows
-    kjit_column_pair(b, kjit_col0, cols, kjit_b_at);
+    kjit_column_pair(b + kjit_from.y, kjit_col0, kjit_cols_left, kjit_b_at);
 #pragma unroll
     for (int kjit_h = 0; kjit_h < 4; kjit_h += kjit_width_c) {
-        const long long kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
-        const long long kjit_first = kjit_col0 + kjit_h % 2;
+        const int kjit_r = kjit_row + kjit_lane / 4 + kjit_h / 2 * 8;
+        const int kjit_first = kjit_col0 + kjit_h % 2;
         // cols is a multiple of kjit_width_c: a vector is all in or all out
-        if (kjit_r >= rows || kjit_first >= cols) continue;
+        if (kjit_clip && (kjit_r >= kjit_rows_left || kjit_first >= kjit_cols_left)) continue;
         vec_c kjit_y;
 #pragma unroll
         for (int kjit_e = 0; kjit_e < kjit_width_c; ++kjit_e) {
@@ -541,8 +548,9 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             if (kjit_last >= 0 && kjit_leader) kjit_free_buffer(kjit_free + 8 * kjit_last);
             kjit_ring += (kjit_turns - 1) * kjit_depth_tiles;  // past the other consumer's tile
             // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
-            // warp and column 8 · j of the consumer's rows.
+            // warp and column 8 · j of the consumer's rows, which start at kjit_from.
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
+            const longlong2 kjit_from = make_longlong2(kjit_row0, kjit_tile.y);
             // C through shared memory: once the TMA unit has read this consumer's last tile
             // there, its threads write this one, and the TMA unit stores it (clipped to C) while
             // the consumer multiplies on.
@@ -550,22 +558,19 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             unsigned char* kjit_c_tile = kjit_buffers + kjit_c_at;
             if (kjit_leader) kjit_bulk_wait<true>();
             kjit_consumer_sync(kjit_consumer);
-            const auto kjit_place = [&](long long r, long long c) {  // x across, y down the tile
-                const unsigned kjit_x = (unsigned)(c - kjit_tile.y);
-                const unsigned kjit_y = (unsigned)(r - kjit_row0);
-                const unsigned kjit_slab = kjit_x / 64 * kjit_c_slab_bytes;
-                const unsigned kjit_at = kjit_slab + kjit_y * 128 + kjit_x % 64 * sizeof(store_t);
+            const auto kjit_place = [&](int r, int c) {  // in slabs of 64 columns, swizzled
+                const unsigned kjit_at = (unsigned)c / 64 * kjit_c_slab_bytes + (unsigned)r * 128 +
+                                         (unsigned)c % 64 * sizeof(store_t);
                 return reinterpret_cast<store_t*>(kjit_c_tile + kjit_swizzled(kjit_at));
             };
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
                 for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
-                    const long long kjit_row = kjit_row0 + kjit_i * 64 + kjit_warp * 16;
-                    const long long kjit_col = kjit_tile.y + kjit_j * 8;
-                    kjit_store_piece(
-                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_place, b, rows,
-                            cols);
+                    const int kjit_row = kjit_i * 64 + kjit_warp * 16, kjit_col = kjit_j * 8;
+                    kjit_store_piece<!kjit_staged>(
+                            kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_from, kjit_place, b,
+                            rows, cols);
                 }
             }
             // Make the writes visible to the TMA unit, which reads through the async proxy.

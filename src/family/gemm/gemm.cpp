@@ -198,6 +198,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("c_map", arrays.front() + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
+    data.set("c_direct", codegen::flag(!(wgmma && t.async_copies)));  // C's pieces go straight to C
     data.set("mma_type", p.type == config::dtype::bfloat16 ? "bf16" : "f16");
     data.set("a", a);
     data.set("b", b);
@@ -260,9 +261,9 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     // kjit_store_piece takes a piece of C, where it is and where it goes, and what the epilogue
     // needs: the kernel's arguments but A's, B's, C's and the depth. (Called on lines indented by
     // 12 in the mma kernel, by 20 in the wgmma kernel's consumer loop over its tiles.)
-    std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "long long kjit_row", "long long kjit_col",
-                                          "Place kjit_place"};
-    std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col", "kjit_place"};
+    std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "int kjit_row", "int kjit_col",
+                                          "longlong2 kjit_from", "Place kjit_place"};
+    std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col", "kjit_from", "kjit_place"};
     for (std::size_t i = 2; i + 1 < k.args.size(); ++i) {
         if (i == output_at) continue;
         store_params.push_back(k.args[i].cuda);
