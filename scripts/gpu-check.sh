@@ -482,7 +482,7 @@ PY
                 --set 'sweep={"dtype":["bfloat16","float16"],"fusion":["fused","separate"],"launch.rung":["wgmma"]}' \
                 --json "$out/gemm_odd/${m}x${n}x${k}.wgmma.json" >> "$out/gemm_odd.log" 2>&1 || status=1
         done; done; done
-        grep -cE " PASS " "$out/gemm_odd.log"; grep -E "FAIL|error" "$out/gemm_odd.log" | head -20 ;;
+        grep -cE " PASS$" "$out/gemm_odd.log"; grep -E "FAIL|error" "$out/gemm_odd.log" | head -20 ;;
     gemm-tune)
         # The mma rung's launch space at 8192³, the matmul alone, exhaustively; its best point is
         # what the gemm part then runs the mma variants with. Around the auto launch (the best of

@@ -201,8 +201,29 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     const int kjit_cb = threadIdx.x % (kjit_tile_n / kjit_chunk) * kjit_chunk;
     const store_t* kjit_from_a = x_in + (kjit_row0 + kjit_ra) * kjit_depth + kjit_ka;
     const store_t* kjit_from_b = W + kjit_kb * cols + kjit_col0 + kjit_cb;
+    // The block's tile is inside C: its tiles of A and B are whole but at the last depth.
+    const bool kjit_inside_c = kjit_row0 + kjit_tile_m <= rows && kjit_col0 + kjit_tile_n <= cols;
     // Starts the copies of the tiles at depth kjit_k0 into buffer kjit_to.
     const auto kjit_fetch = [&](int kjit_to, long long kjit_k0) {
+        if (kjit_inside_c && kjit_k0 + kjit_tile_k <= kjit_depth) {  // whole: no chunk to test
+#pragma unroll
+            for (int kjit_i = 0; kjit_i < kjit_copies_a; ++kjit_i) {
+                const bool kjit_past = threadIdx.x + kjit_i * kjit_threads >= kjit_chunks_a;
+                if (kjit_chunks_a % kjit_threads != 0 && kjit_past) break;
+                const int kjit_r = kjit_ra + kjit_i * kjit_step_a;
+                const store_t* kjit_at = kjit_from_a + kjit_i * kjit_step_a * kjit_depth + kjit_k0;
+                kjit_copy(&kjit_as[kjit_to][kjit_r][kjit_ka], kjit_at, kjit_chunk);
+            }
+#pragma unroll
+            for (int kjit_i = 0; kjit_i < kjit_copies_b; ++kjit_i) {
+                const bool kjit_past = threadIdx.x + kjit_i * kjit_threads >= kjit_chunks_b;
+                if (kjit_chunks_b % kjit_threads != 0 && kjit_past) break;
+                const int kjit_k = kjit_kb + kjit_i * kjit_step_b;
+                const store_t* kjit_at = kjit_from_b + (kjit_k0 + kjit_i * kjit_step_b) * cols;
+                kjit_copy(&kjit_bs[kjit_to][kjit_k][kjit_cb], kjit_at, kjit_chunk);
+            }
+            return;
+        }
 #pragma unroll
         for (int kjit_i = 0; kjit_i < kjit_copies_a; ++kjit_i) {
             // (a test the compiler drops where every thread copies as many chunks)
