@@ -198,11 +198,12 @@ TEST_CASE("default tolerances follow the storage type") {
     CHECK(f64.rounding == 0x1p-52);
 }
 
-TEST_CASE("tanh is approximated for 16-bit results and under fast math, never in float64") {
-    const auto with = [](const char* type, bool fast) {
+TEST_CASE("tanh is approximated for 16-bit results and under fast math, or as compile.tanh asks; never in float64") {
+    const auto with = [](const char* type, bool fast, const char* tanh = "auto") {
         return config::approximates_tanh(kjit::testing::pipeline_with([&](json& j) {
             j["dtype"] = type;
             j["compile"]["fast_math"] = fast;
+            j["compile"]["tanh"] = tanh;
         }));
     };
     CHECK(with("float16", false));
@@ -210,6 +211,16 @@ TEST_CASE("tanh is approximated for 16-bit results and under fast math, never in
     CHECK_FALSE(with("float32", false));
     CHECK(with("float32", true));
     CHECK_FALSE(with("float64", true));
+    CHECK_FALSE(with("bfloat16", false, "precise"));
+    CHECK(with("float32", false, "approx"));
+    CHECK_FALSE(with("float64", false, "approx"));
+    const auto m = config_error_after([](json& j) {
+        j["compile"]["fast_math"] = true;
+        j["compile"]["tanh"] = "precise";
+    });
+    CHECK(m.find("compile.tanh: \"precise\" cannot hold under compile.fast_math") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["compile"]["tanh"] = "fast"; })
+                  .find("compile.tanh: expected one of \"auto\", \"approx\", \"precise\", got \"fast\"") != std::string::npos);
     // and the generated code says so
     const auto bf16 = kjit::testing::pipeline_with([](json& j) { j["dtype"] = "bfloat16"; });
     CHECK(codegen::style_of(bf16).approximate_tanh);

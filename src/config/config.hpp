@@ -163,8 +163,13 @@ enum class compile_path { nvrtc, nvjitlink };
 /// NVRTC's fast-compile level (-Ofc): how much optimization it trades for compile time.
 enum class compile_effort { full, min, mid, max };
 
+/// How the kernel computes tanh: `automatic`, the hardware's approximation where results are
+/// stored in 16 bits (approximates_tanh), the precise function elsewhere; or as asked.
+enum class tanh_spelling { automatic, approx, precise };
+
 struct compile_spec {
     bool fast_math = false;
+    tanh_spelling tanh = tanh_spelling::automatic;
     compile_path path = compile_path::nvrtc;
     compile_effort effort = compile_effort::full;  ///< "default": no -Ofc
     std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or sm_90)
@@ -269,9 +274,10 @@ using loader = pipeline (*)(const document&);
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);
 /// True when the kernel computes tanh with the hardware's approximation (__tanhf, one instruction
-/// instead of about twenty): under fast math, and wherever results are stored in 16 bits, whose
-/// rounding (2⁻⁸ relative for bfloat16, 2⁻¹¹ for float16) is as coarse as its error (2⁻¹¹)
-/// or coarser. The reference charges that error where the kernel makes it.
+/// instead of about twenty): under fast math, where compile.tanh asks, and by default wherever
+/// results are stored in 16 bits, whose rounding (2⁻⁸ relative for bfloat16, 2⁻¹¹ for float16)
+/// is as coarse as its error (2⁻¹⁰·⁹⁸⁷) or coarser. Never in float64. The reference charges that
+/// error where the kernel makes it.
 [[nodiscard]] bool approximates_tanh(const pipeline& p);
 
 /// The GPU architectures NVRTC compiles for (75 for sm_75, …).

@@ -40,7 +40,9 @@ tolerance default_tolerance(const pipeline& p) {
 }
 
 bool approximates_tanh(const pipeline& p) {
-    return !computes_in_double(p.type) && (p.compile.fast_math || info(p.type).bytes == 2);
+    if (computes_in_double(p.type)) return false;
+    if (p.compile.tanh == tanh_spelling::automatic) return p.compile.fast_math || info(p.type).bytes == 2;
+    return p.compile.tanh == tanh_spelling::approx;
 }
 
 std::string_view to_string(dtype v) { return info(v).name; }
@@ -173,6 +175,8 @@ std::string variant_label(const pipeline& p) {
     for (const auto& [key, value] : p.launch.given.items())
         if (!parsed_here.count(key)) label += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
     if (p.compile.fast_math) label += " fast-math";
+    if (p.compile.tanh != tanh_spelling::automatic)
+        label += p.compile.tanh == tanh_spelling::approx ? " approx-tanh" : " precise-tanh";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
     return label;
