@@ -279,72 +279,46 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     };
     float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
     const int kjit_tiles = (int)((kjit_depth + kjit_tile_k - 1) / kjit_tile_k);
-    // Fill the pipeline: tiles 0 … kjit_stages − 1, one in each buffer, in flight.
+    // Fill the pipeline: tiles 0 … kjit_stages − 2 in flight before the first multiply.
 #pragma unroll
-    for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
+    for (int kjit_s = 0; kjit_s < kjit_stages - 1; ++kjit_s) {
         if (kjit_s < kjit_tiles) kjit_fetch(kjit_s, (long long)kjit_s * kjit_tile_k);
         kjit_commit();
     }
-    // The operands of one step (16 of depth) for the warp's mma tiles, loaded by ldmatrix. Lane
-    // l gives the address of row l % 16 and the 8 columns from (l / 16) · 8: for A, the four
-    // 8 × 8 quarters of a 16 × 16 tile; for B, two 16 × 8 tiles side by side.
-    struct kjit_operands {
-        unsigned a[kjit_mma_m][4], b[kjit_mma_n / 2][4];
-    };
-    const int kjit_lr = kjit_lane % 16, kjit_lc = kjit_lane / 16 * 8;
-    const auto kjit_load = [&](kjit_operands& kjit_to, int kjit_buffer, int kjit_k) {
-        const tile_a& kjit_ta = kjit_as[kjit_buffer];
-        const tile_b& kjit_tb = kjit_bs[kjit_buffer];
-#pragma unroll
-        for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
-            const int kjit_row = kjit_wrow + kjit_i * 16 + kjit_lr;
-            kjit_ldmatrix<false>(kjit_to.a[kjit_i], &kjit_ta[kjit_row][kjit_k + kjit_lc]);
-        }
-#pragma unroll
-        for (int kjit_j = 0; kjit_j < kjit_mma_n / 2; ++kjit_j) {
-            const int kjit_col = kjit_wcol + kjit_j * 16 + kjit_lc;
-            kjit_ldmatrix<true>(kjit_to.b[kjit_j], &kjit_tb[kjit_k + kjit_lr][kjit_col]);
-        }
-    };
-    // Each step multiplies operands loaded during the step before, so that ldmatrix's latency
-    // hides behind mma.syncs. The last step of a tile first waits for the next tile (its copies
-    // landed, every warp past its own last read of this tile's buffer), refills this tile's
-    // buffer with the tile kjit_stages ahead, and loads the next tile's first operands.
-    enum : int { kjit_steps = kjit_tile_k / 16 };
-    kjit_operands kjit_ops[2];
-    kjit_wait<kjit_stages - 1>();  // tile 0 has landed
-    __syncthreads();
-    kjit_load(kjit_ops[0], 0, 0);
     for (int kjit_t = 0; kjit_t < kjit_tiles; ++kjit_t) {
-        const int kjit_buffer = kjit_t % kjit_stages;
+        kjit_wait<kjit_stages - 2>();  // this thread's copies of tile kjit_t have landed
+        __syncthreads();  // everyone's have; and every warp is done with the buffer refilled next
+        const int kjit_next = kjit_t + kjit_stages - 1;
+        if (kjit_next < kjit_tiles) {
+            kjit_fetch(kjit_next % kjit_stages, (long long)kjit_next * kjit_tile_k);
+        }
+        kjit_commit();
+        const tile_a& kjit_ta = kjit_as[kjit_t % kjit_stages];
+        const tile_b& kjit_tb = kjit_bs[kjit_t % kjit_stages];
+        // Lane l gives the address of row l % 16 and the 8 columns from (l / 16) · 8: for A, the
+        // four 8 × 8 quarters of a 16 × 16 tile; for B, two 16 × 8 tiles side by side.
+        const int kjit_lr = kjit_lane % 16, kjit_lc = kjit_lane / 16 * 8;
 #pragma unroll
-        for (int kjit_s = 0; kjit_s < kjit_steps; ++kjit_s) {
-            kjit_operands& kjit_next = kjit_ops[(kjit_s + 1) % 2];
-            if (kjit_s + 1 < kjit_steps) {
-                kjit_load(kjit_next, kjit_buffer, (kjit_s + 1) * 16);
-            } else {
-                kjit_wait<kjit_stages - 2>();
-                __syncthreads();
-                if (kjit_t + kjit_stages < kjit_tiles) {
-                    kjit_fetch(kjit_buffer, (long long)(kjit_t + kjit_stages) * kjit_tile_k);
-                }
-                kjit_commit();
-                if (kjit_t + 1 < kjit_tiles) kjit_load(kjit_next, (kjit_t + 1) % kjit_stages, 0);
+        for (int kjit_k = 0; kjit_k < kjit_tile_k; kjit_k += 16) {
+            unsigned kjit_a[kjit_mma_m][4], kjit_b[kjit_mma_n / 2][4];
+#pragma unroll
+            for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
+                const int kjit_row = kjit_wrow + kjit_i * 16 + kjit_lr;
+                kjit_ldmatrix<false>(kjit_a[kjit_i], &kjit_ta[kjit_row][kjit_k + kjit_lc]);
             }
-            const kjit_operands& kjit_now = kjit_ops[kjit_s % 2];
+#pragma unroll
+            for (int kjit_j = 0; kjit_j < kjit_mma_n / 2; ++kjit_j) {
+                const int kjit_col = kjit_wcol + kjit_j * 16 + kjit_lc;
+                kjit_ldmatrix<true>(kjit_b[kjit_j], &kjit_tb[kjit_k + kjit_lr][kjit_col]);
+            }
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
                 for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
-                    const unsigned* kjit_pair = &kjit_now.b[kjit_j / 2][kjit_j % 2 * 2];
-                    kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_now.a[kjit_i], kjit_pair);
+                    const unsigned* kjit_pair = &kjit_b[kjit_j / 2][kjit_j % 2 * 2];
+                    kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_a[kjit_i], kjit_pair);
                 }
             }
-        }
-        if (kjit_steps % 2 == 1) {  // (one step a tile: the next tile's operands are in [1])
-            const kjit_operands kjit_first = kjit_ops[1];
-            kjit_ops[1] = kjit_ops[0];
-            kjit_ops[0] = kjit_first;
         }
     }
     // The warp's mma tile (i, j) is the 16 × 8 piece of C at row kjit_wrow + 16 · i and column
