@@ -108,7 +108,7 @@ enum : int {
     kjit_warp_n = kjit_tile_n / kjit_warps_n,  // and columns
     kjit_mma_m = kjit_warp_m / 16,  // a warp's mma tiles, down
     kjit_mma_n = kjit_warp_n / 8,  // and across
-    kjit_stages = 4,
+    kjit_stages = 3,
     kjit_chunk = 16 / sizeof(store_t),  // elements in 16 bytes, the unit of a copy
     // Rows of a tile in shared memory, padded by 16 bytes: the 8 rows an ldmatrix reads then
     // start in different banks.

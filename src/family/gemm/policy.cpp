@@ -18,9 +18,10 @@ using config::detail::shown;
 
 /// The policies where "auto". simt: 128 × 128 tiles of 8 × 8 per thread, the classic shape for
 /// CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 128 × 128 tiles on 4 warps of 64 × 64,
-/// four buffers 32 deep, the fastest of 60 launches at 8192³ bfloat16 on the H200
-/// (bench/results/2026-12-02-gemm/second: 3.24 ms, where 128 × 256 on 8 warps took 4.9 ms); two
-/// blocks share an SM. wgmma: 128 × 256 tiles, two consumer warp groups of 64 × 256 each, three
+/// 32 deep, the fastest of 60 launches at 8192³ bfloat16 on the H200
+/// (bench/results/2026-12-02-gemm/second: 3.24 ms, where 128 × 256 on 8 warps took 4.9 ms); with
+/// whole tiles copied untested, three buffers (3.16 ms against four's 3.28:
+/// bench/results/2026-12-03-epilogue/second); two blocks share an SM. wgmma: 128 × 256 tiles, two consumer warp groups of 64 × 256 each, three
 /// buffers 64 deep (the 128-byte rows the swizzle is made for), groups of 16 tile rows: the
 /// fastest of 16 launches at each of 4096³, 8192³ and 8192 × 4096 × 4096 on the H200
 /// (bench/results/2026-12-03-wgmma/third); one block fills an SM.
@@ -30,7 +31,7 @@ policy auto_policy(rung kind) {
     if (kind == rung::mma) {
         chosen.tile_k = 32;
         chosen.warps_m = chosen.warps_n = 2;
-        chosen.stages = 4;
+        chosen.stages = 3;
     }
     if (kind == rung::wgmma) {
         chosen.tile_n = 256;
