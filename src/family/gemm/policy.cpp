@@ -21,10 +21,11 @@ using config::detail::shown;
 /// 32 deep, the fastest of 60 launches at 8192³ bfloat16 on the H200
 /// (bench/results/2026-12-02-gemm/second: 3.24 ms, where 128 × 256 on 8 warps took 4.9 ms); with
 /// whole tiles copied untested, three buffers (3.16 ms against four's 3.28:
-/// bench/results/2026-12-03-epilogue/second); two blocks share an SM. wgmma: 128 × 256 tiles, two consumer warp groups of 64 × 256 each, three
-/// buffers 64 deep (the 128-byte rows the swizzle is made for), groups of 16 tile rows: the
-/// fastest of 16 launches at each of 4096³, 8192³ and 8192 × 4096 × 4096 on the H200
-/// (bench/results/2026-12-03-wgmma/third); one block fills an SM.
+/// bench/results/2026-12-03-epilogue/second); two blocks share an SM. wgmma: 128 × 256 tiles,
+/// two consumer warp groups of 64 × 256 each, three buffers 64 deep (the 128-byte rows the
+/// swizzle is made for), groups of 16 tile rows: the fastest of 16 launches at each of 4096³,
+/// 8192³ and 8192 × 4096 × 4096 on the H200 (bench/results/2026-12-03-wgmma/third); one block
+/// fills an SM.
 policy auto_policy(rung kind) {
     policy chosen;
     chosen.kind = kind;
