@@ -154,7 +154,7 @@ private:
 
     std::string spelling(const function_info& f) const {
         if (m_style->double_precision) return std::string(f.cuda_double);
-        const bool fast = m_style->fast_math || (m_style->approximate_tanh && f.name == "tanh");
+        const bool fast = m_style->fast_math || approximated_tanh(f, m_style->approximate_tanh);
         return std::string(fast && !f.cuda_fast.empty() ? f.cuda_fast : f.cuda_float);
     }
 

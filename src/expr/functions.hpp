@@ -25,6 +25,12 @@ struct function_info {
 /// error of up to 2^-10.987 (PTX ISA), so 2^13.013 ≈ 8264, rounded up.
 inline constexpr double k_tanh_approx_ulps = 8300;
 
+/// True when `f` is spelled __tanhf where tanh is approximated (config::approximates_tanh): the
+/// one function whose fast form a kernel takes without fast math.
+[[nodiscard]] inline bool approximated_tanh(const function_info& f, bool approximate_tanh) {
+    return approximate_tanh && f.name == "tanh";
+}
+
 /// nullptr when `name` is not in the table.
 [[nodiscard]] const function_info* find_function(std::string_view name);
 /// "exp, exp2, log, …": for messages.

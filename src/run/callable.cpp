@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "family/family.hpp"
+#include "run/check.hpp"
 #include "run/timed.hpp"
 #include "util/error.hpp"
 

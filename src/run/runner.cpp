@@ -12,6 +12,7 @@
 #include "expr/expr.hpp"
 #include "reference/reference.hpp"
 #include "report/trace.hpp"
+#include "run/check.hpp"
 #include "run/inputs.hpp"
 #include "run/per_call.hpp"
 #include "run/stats.hpp"

@@ -15,7 +15,6 @@
 #include "reference/reference.hpp"
 #include "report/record.hpp"
 #include "run/build.hpp"
-#include "run/check.hpp"
 #include "run/gpu.hpp"
 #include "run/inputs.hpp"
 #include "run/measure.hpp"

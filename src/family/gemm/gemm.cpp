@@ -150,6 +150,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     // cp.async and TMA copy 16 bytes; otherwise the widest of A's, B's and C's vectors.
     prog.array_alignment = t.async_copies ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
     const bool wgmma = t.kind == rung::wgmma;
+    const bool c_staged = wgmma && t.async_copies;  // where TMA copies A and B, it stores C
     if (wgmma) {
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
@@ -194,11 +195,11 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("clustered", codegen::flag(t.cluster_m > 1));
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
-        data.set("c_staged", t.async_copies ? "1" : "0");  // where TMA copies A and B, it stores C
+        data.set("c_staged", c_staged ? "1" : "0");
         data.set("c_map", arrays.front() + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
-    data.set("c_direct", codegen::flag(!(wgmma && t.async_copies)));  // C's pieces go straight to C
+    data.set("c_direct", codegen::flag(!c_staged));  // C's pieces go straight to C
     data.set("mma_type", p.type == config::dtype::bfloat16 ? "bf16" : "f16");
     data.set("a", a);
     data.set("b", b);
