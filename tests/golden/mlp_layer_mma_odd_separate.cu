@@ -54,6 +54,46 @@ __device__ __forceinline__ real kjit_epilogue(real x)
     return x;
 }
 
+// The mbarrier: a 64-bit counter in shared memory that completes a phase when `count` threads
+// have arrived (and, where the TMA unit copies, the bytes it expects have landed), then starts
+// the next phase. The tensor-core rungs' pipelines wait on them.
+__device__ __forceinline__ void kjit_barrier_init(unsigned barrier, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
+                 :
+                 : "r"(barrier), "r"(count));
+}
+
+__device__ __forceinline__ void kjit_arrive(unsigned barrier)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+                 :
+                 : "r"(barrier)
+                 : "memory");
+}
+
+// Waits until the phase of parity `phase` (0, 1, 0, … as phases complete) has completed. A new
+// barrier counts the phase before its first, of parity 1, as complete.
+__device__ __forceinline__ void kjit_wait(unsigned barrier, unsigned phase)
+{
+    unsigned done = 0;
+    while (!done) {
+        asm volatile(
+                "{\n"
+                ".reg .pred p;\n"
+#if __CUDA_ARCH__ >= 900  // (try_wait may suspend the thread a while; test_wait only looks)
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+#else
+                "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+#endif
+                "selp.u32 %0, 1, 0, p;\n"
+                "}\n"
+                : "=r"(done)
+                : "r"(barrier), "r"(phase)
+                : "memory");
+    }
+}
+
 // Where the elements of a part of C go when they go to C itself: element (r, c) of the part
 // from `at`, in rows of `cols` elements.
 struct kjit_in_c {
@@ -100,6 +140,9 @@ __device__ __forceinline__ void kjit_store_piece(
 // block's tile with mma.sync (16 × 8 × 16 multiply-adds per instruction, accumulated in float),
 // its operands read from shared memory by ldmatrix. Tiles of A and B arrive through a pipeline
 // of kjit_stages buffers, so that the copies of later tiles overlap the multiplies of this one.
+// Barriers in shared memory (mbarrier) say when a buffer has landed and when every warp has read
+// it: a warp waits for what it needs, never for the whole block, so warps drift apart and one's
+// copies and waits overlap another's multiplies.
 enum : int {
     kjit_warps_m = 2,  // the block's warps, down its tile
     kjit_warps_n = 2,  // and across
@@ -127,16 +170,10 @@ __device__ __forceinline__ void kjit_copy(store_t* to, const store_t* from, long
     }
 }
 
-__device__ __forceinline__ void kjit_commit()
+// Arrives on the barrier once this thread's copies so far have landed.
+__device__ __forceinline__ void kjit_arrive_on_copies(unsigned barrier)
 {
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-// Waits until at most `pending` groups of this thread's copies are in flight.
-template <int pending>
-__device__ __forceinline__ void kjit_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+    kjit_arrive(barrier);  // the element copies were plain stores: they have
 }
 
 // Four 8 × 8 matrices of 16-bit elements from shared memory, a register each: lanes 0–7 give the
@@ -203,27 +240,30 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     const store_t* kjit_from_b = W + kjit_kb * cols + kjit_col0 + kjit_cb;
     // The block's tile is inside C: its tiles of A and B are whole but at the last depth.
     const bool kjit_inside_c = kjit_row0 + kjit_tile_m <= rows && kjit_col0 + kjit_tile_n <= cols;
-    // Starts the copies of the tiles at depth kjit_k0 into buffer kjit_to. Whole tiles take loops
+    // Start the copies of the tiles at depth kjit_k0 into buffer kjit_to. Whole tiles take loops
     // of their own, with no test per chunk: written as one loop with a branch per chunk, the
     // compiler predicates both sides and issues them all (193 instructions a depth tile, not 177).
+    const auto kjit_fetch_whole = [&](int kjit_to, long long kjit_k0) {
+#pragma unroll
+        for (int kjit_i = 0; kjit_i < kjit_copies_a; ++kjit_i) {
+            const bool kjit_past = threadIdx.x + kjit_i * kjit_threads >= kjit_chunks_a;
+            if (kjit_chunks_a % kjit_threads != 0 && kjit_past) break;
+            const int kjit_r = kjit_ra + kjit_i * kjit_step_a;
+            const store_t* kjit_at = kjit_from_a + kjit_i * kjit_step_a * kjit_depth + kjit_k0;
+            kjit_copy(&kjit_as[kjit_to][kjit_r][kjit_ka], kjit_at, kjit_chunk);
+        }
+#pragma unroll
+        for (int kjit_i = 0; kjit_i < kjit_copies_b; ++kjit_i) {
+            const bool kjit_past = threadIdx.x + kjit_i * kjit_threads >= kjit_chunks_b;
+            if (kjit_chunks_b % kjit_threads != 0 && kjit_past) break;
+            const int kjit_k = kjit_kb + kjit_i * kjit_step_b;
+            const store_t* kjit_at = kjit_from_b + (kjit_k0 + kjit_i * kjit_step_b) * cols;
+            kjit_copy(&kjit_bs[kjit_to][kjit_k][kjit_cb], kjit_at, kjit_chunk);
+        }
+    };
     const auto kjit_fetch = [&](int kjit_to, long long kjit_k0) {
-        if (kjit_inside_c && kjit_k0 + kjit_tile_k <= kjit_depth) {  // whole
-#pragma unroll
-            for (int kjit_i = 0; kjit_i < kjit_copies_a; ++kjit_i) {
-                const bool kjit_past = threadIdx.x + kjit_i * kjit_threads >= kjit_chunks_a;
-                if (kjit_chunks_a % kjit_threads != 0 && kjit_past) break;
-                const int kjit_r = kjit_ra + kjit_i * kjit_step_a;
-                const store_t* kjit_at = kjit_from_a + kjit_i * kjit_step_a * kjit_depth + kjit_k0;
-                kjit_copy(&kjit_as[kjit_to][kjit_r][kjit_ka], kjit_at, kjit_chunk);
-            }
-#pragma unroll
-            for (int kjit_i = 0; kjit_i < kjit_copies_b; ++kjit_i) {
-                const bool kjit_past = threadIdx.x + kjit_i * kjit_threads >= kjit_chunks_b;
-                if (kjit_chunks_b % kjit_threads != 0 && kjit_past) break;
-                const int kjit_k = kjit_kb + kjit_i * kjit_step_b;
-                const store_t* kjit_at = kjit_from_b + (kjit_k0 + kjit_i * kjit_step_b) * cols;
-                kjit_copy(&kjit_bs[kjit_to][kjit_k][kjit_cb], kjit_at, kjit_chunk);
-            }
+        if (kjit_inside_c && kjit_k0 + kjit_tile_k <= kjit_depth) {
+            kjit_fetch_whole(kjit_to, kjit_k0);
             return;
         }
 #pragma unroll
@@ -252,50 +292,97 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
             kjit_copy(&kjit_bs[kjit_to][kjit_k][kjit_cb], kjit_source, kjit_count);
         }
     };
-    float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
+    // Per buffer, two barriers: "landed" completes when the copies of its tile have (each thread
+    // arrives as its own land), "read" when every warp has read it.
+    __shared__ unsigned long long kjit_barriers[2][kjit_stages];
+    const auto kjit_landed = [&](int kjit_s) {
+        return (unsigned)__cvta_generic_to_shared(&kjit_barriers[0][kjit_s]);
+    };
+    const auto kjit_read = [&](int kjit_s) {
+        return (unsigned)__cvta_generic_to_shared(&kjit_barriers[1][kjit_s]);
+    };
+    if (threadIdx.x == 0) {
+        for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
+            kjit_barrier_init(kjit_landed(kjit_s), kjit_threads);
+            kjit_barrier_init(kjit_read(kjit_s), kjit_warps_m * kjit_warps_n);
+        }
+    }
+    __syncthreads();
     const int kjit_tiles = (int)((kjit_depth + kjit_tile_k - 1) / kjit_tile_k);
+    // Copies depth tile kjit_n into its buffer, once every warp has read the tile it held before
+    // (tile kjit_n − kjit_stages: the phase of parity kjit_n / kjit_stages + 1).
+    const auto kjit_refill = [&](int kjit_n, bool kjit_whole_tile) {
+        const int kjit_s = kjit_n % kjit_stages;
+        kjit_wait(kjit_read(kjit_s), (kjit_n / kjit_stages + 1) % 2);
+        if (kjit_whole_tile) {
+            kjit_fetch_whole(kjit_s, (long long)kjit_n * kjit_tile_k);
+        } else {
+            kjit_fetch(kjit_s, (long long)kjit_n * kjit_tile_k);
+        }
+        kjit_arrive_on_copies(kjit_landed(kjit_s));
+    };
     // Fill the pipeline: tiles 0 … kjit_stages − 2 in flight before the first multiply.
 #pragma unroll
-    for (int kjit_s = 0; kjit_s < kjit_stages - 1; ++kjit_s) {
-        if (kjit_s < kjit_tiles) kjit_fetch(kjit_s, (long long)kjit_s * kjit_tile_k);
-        kjit_commit();
+    for (int kjit_n = 0; kjit_n < kjit_stages - 1; ++kjit_n) {
+        if (kjit_n < kjit_tiles) kjit_refill(kjit_n, false);
     }
-    for (int kjit_t = 0; kjit_t < kjit_tiles; ++kjit_t) {
-        kjit_wait<kjit_stages - 2>();  // this thread's copies of tile kjit_t have landed
-        __syncthreads();  // everyone's have; and every warp is done with the buffer refilled next
-        const int kjit_next = kjit_t + kjit_stages - 1;
-        if (kjit_next < kjit_tiles) {
-            kjit_fetch(kjit_next % kjit_stages, (long long)kjit_next * kjit_tile_k);
+    // A warp's operands at depth kjit_k of buffer kjit_s, into registers. Lane l gives the
+    // address of row l % 16 and the 8 columns from (l / 16) · 8: for A, the four 8 × 8 quarters
+    // of a 16 × 16 tile; for B, two 16 × 8 tiles side by side.
+    typedef unsigned kjit_a_regs[kjit_mma_m][4];
+    typedef unsigned kjit_b_regs[kjit_mma_n / 2][4];
+    const int kjit_lr = kjit_lane % 16, kjit_lc = kjit_lane / 16 * 8;
+    const auto kjit_load = [&](kjit_a_regs& kjit_a, kjit_b_regs& kjit_b, int kjit_s, int kjit_k) {
+#pragma unroll
+        for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
+            const int kjit_row = kjit_wrow + kjit_i * 16 + kjit_lr;
+            kjit_ldmatrix<false>(kjit_a[kjit_i], &kjit_as[kjit_s][kjit_row][kjit_k + kjit_lc]);
         }
-        kjit_commit();
-        const tile_a& kjit_ta = kjit_as[kjit_t % kjit_stages];
-        const tile_b& kjit_tb = kjit_bs[kjit_t % kjit_stages];
-        // Lane l gives the address of row l % 16 and the 8 columns from (l / 16) · 8: for A, the
-        // four 8 × 8 quarters of a 16 × 16 tile; for B, two 16 × 8 tiles side by side.
-        const int kjit_lr = kjit_lane % 16, kjit_lc = kjit_lane / 16 * 8;
+#pragma unroll
+        for (int kjit_j = 0; kjit_j < kjit_mma_n / 2; ++kjit_j) {
+            const int kjit_col = kjit_wcol + kjit_j * 16 + kjit_lc;
+            kjit_ldmatrix<true>(kjit_b[kjit_j], &kjit_bs[kjit_s][kjit_k + kjit_lr][kjit_col]);
+        }
+    };
+    float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
+    // Depth tile kjit_t: its steps of 16, each step's operands read while the step before
+    // multiplies; the refill of the buffer tile kjit_t − 1 held goes after the first step's
+    // multiplies, so that they are issued before it waits. Where kjit_whole_refill (a constant
+    // once inlined), the tile refilled is whole: no branch, and its copies interleave with the
+    // multiplies.
+    const auto kjit_multiply = [&](int kjit_t, bool kjit_whole_refill) {
+        const int kjit_s = kjit_t % kjit_stages;
+        kjit_wait(kjit_landed(kjit_s), kjit_t / kjit_stages % 2);
+        kjit_a_regs kjit_a[2];
+        kjit_b_regs kjit_b[2];
+        kjit_load(kjit_a[0], kjit_b[0], kjit_s, 0);
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_tile_k; kjit_k += 16) {
-            unsigned kjit_a[kjit_mma_m][4], kjit_b[kjit_mma_n / 2][4];
-#pragma unroll
-            for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
-                const int kjit_row = kjit_wrow + kjit_i * 16 + kjit_lr;
-                kjit_ldmatrix<false>(kjit_a[kjit_i], &kjit_ta[kjit_row][kjit_k + kjit_lc]);
-            }
-#pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_mma_n / 2; ++kjit_j) {
-                const int kjit_col = kjit_wcol + kjit_j * 16 + kjit_lc;
-                kjit_ldmatrix<true>(kjit_b[kjit_j], &kjit_tb[kjit_k + kjit_lr][kjit_col]);
+            const int kjit_now = kjit_k / 16 % 2, kjit_then = 1 - kjit_now;
+            if (kjit_k + 16 < kjit_tile_k) {
+                kjit_load(kjit_a[kjit_then], kjit_b[kjit_then], kjit_s, kjit_k + 16);
+            } else {  // the warp has read the buffer
+                __syncwarp();
+                if (kjit_lane == 0) kjit_arrive(kjit_read(kjit_s));
             }
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
                 for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
-                    const unsigned* kjit_pair = &kjit_b[kjit_j / 2][kjit_j % 2 * 2];
-                    kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_a[kjit_i], kjit_pair);
+                    const unsigned* kjit_pair = &kjit_b[kjit_now][kjit_j / 2][kjit_j % 2 * 2];
+                    kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_a[kjit_now][kjit_i], kjit_pair);
                 }
             }
+            const int kjit_next = kjit_t + kjit_stages - 1;
+            if (kjit_k == 0 && (kjit_whole_refill || kjit_next < kjit_tiles)) {
+                kjit_refill(kjit_next, kjit_whole_refill);
+            }
         }
-    }
+    };
+    const int kjit_whole = kjit_inside_c ? (int)(kjit_depth / kjit_tile_k) : 0;  // whole tiles
+    int kjit_t = 0;
+    for (; kjit_t + kjit_stages - 1 < kjit_whole; ++kjit_t) kjit_multiply(kjit_t, true);
+    for (; kjit_t < kjit_tiles; ++kjit_t) kjit_multiply(kjit_t, false);
     // The warp's mma tile (i, j) is the 16 × 8 piece of C at row kjit_wrow + 16 · i and column
     // kjit_wcol + 8 · j of the block's tile, stored straight to C.
     const longlong2 kjit_from = kjit_tile;

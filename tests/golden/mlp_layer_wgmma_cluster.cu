@@ -57,6 +57,46 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
     return x;
 }
 
+// The mbarrier: a 64-bit counter in shared memory that completes a phase when `count` threads
+// have arrived (and, where the TMA unit copies, the bytes it expects have landed), then starts
+// the next phase. The tensor-core rungs' pipelines wait on them.
+__device__ __forceinline__ void kjit_barrier_init(unsigned barrier, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
+                 :
+                 : "r"(barrier), "r"(count));
+}
+
+__device__ __forceinline__ void kjit_arrive(unsigned barrier)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+                 :
+                 : "r"(barrier)
+                 : "memory");
+}
+
+// Waits until the phase of parity `phase` (0, 1, 0, … as phases complete) has completed. A new
+// barrier counts the phase before its first, of parity 1, as complete.
+__device__ __forceinline__ void kjit_wait(unsigned barrier, unsigned phase)
+{
+    unsigned done = 0;
+    while (!done) {
+        asm volatile(
+                "{\n"
+                ".reg .pred p;\n"
+#if __CUDA_ARCH__ >= 900  // (try_wait may suspend the thread a while; test_wait only looks)
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+#else
+                "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+#endif
+                "selp.u32 %0, 1, 0, p;\n"
+                "}\n"
+                : "=r"(done)
+                : "r"(barrier), "r"(phase)
+                : "memory");
+    }
+}
+
 // A per-column input's values at columns c and c + 1 from v, for the elements there are: `cols`
 // from v, and those past the end are never used. Where rows hold whole pairs (kjit_width_c = 2),
 // c is even and the pair is one aligned load.
@@ -154,41 +194,6 @@ enum : int {
 __device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
 {
     return offset ^ offset / 128 % 8 * 16;
-}
-
-// The mbarrier: a 64-bit counter in shared memory that completes a phase when `count` threads
-// have arrived and the bytes it expects have landed, then starts the next phase.
-__device__ __forceinline__ void kjit_barrier_init(unsigned barrier, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n"
-                 :
-                 : "r"(barrier), "r"(count));
-}
-
-__device__ __forceinline__ void kjit_arrive(unsigned barrier)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n"
-                 :
-                 : "r"(barrier)
-                 : "memory");
-}
-
-// Waits until the phase of parity `phase` (0, 1, 0, … as phases complete) has completed. A new
-// barrier counts the phase before its first, of parity 1, as complete.
-__device__ __forceinline__ void kjit_wait(unsigned barrier, unsigned phase)
-{
-    unsigned done = 0;
-    while (!done) {
-        asm volatile(
-                "{\n"
-                ".reg .pred p;\n"
-                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                "selp.u32 %0, 1, 0, p;\n"
-                "}\n"
-                : "=r"(done)
-                : "r"(barrier), "r"(phase)
-                : "memory");
-    }
 }
 
 // Arrives, and tells the barrier that `bytes` more will land (by TMA) before its phase completes.
