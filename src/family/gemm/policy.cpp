@@ -17,11 +17,11 @@ using config::detail::quoted_list;
 using config::detail::shown;
 
 /// The policies where "auto". simt: 128 × 128 tiles of 8 × 8 per thread, the classic shape for
-/// CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 128 × 128 tiles on 4 warps of 64 × 64,
-/// 32 deep, the fastest of 60 launches at 8192³ bfloat16 on the H200
-/// (bench/results/2026-12-02-gemm/second: 3.24 ms, where 128 × 256 on 8 warps took 4.9 ms); with
-/// whole tiles copied untested, three buffers (3.16 ms against four's 3.28:
-/// bench/results/2026-12-03-epilogue/second); two blocks share an SM. wgmma: 128 × 256 tiles,
+/// CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 256 × 128 tiles on 8 warps of 64 × 64,
+/// 32 deep, three buffers (85 KiB): of 60 launches tuned at 8192³ bfloat16 on the H200, the
+/// fastest whose shared memory fits every GPU the rung runs on (99 KiB on sm_86 and sm_89):
+/// 2.93 ms, where the fastest of all (256 × 128 × 64 on 8 warps of 128 × 32, four buffers,
+/// 212 KiB: Hopper alone) took 2.65 (bench/results/2026-12-03-mma/second). wgmma: 128 × 256 tiles,
 /// two consumer warp groups of 64 × 256 each, three buffers 64 deep (the 128-byte rows the
 /// swizzle is made for), groups of 16 tile rows: the fastest of 16 launches at each of 4096³,
 /// 8192³ and 8192 × 4096 × 4096 on the H200 (bench/results/2026-12-03-wgmma/third); one block
@@ -30,8 +30,10 @@ policy auto_policy(rung kind) {
     policy chosen;
     chosen.kind = kind;
     if (kind == rung::mma) {
+        chosen.tile_m = 256;
         chosen.tile_k = 32;
-        chosen.warps_m = chosen.warps_n = 2;
+        chosen.warps_m = 4;
+        chosen.warps_n = 2;
         chosen.stages = 3;
     }
     if (kind == rung::wgmma) {
