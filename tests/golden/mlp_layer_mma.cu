@@ -271,9 +271,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     const store_t* kjit_from_b = W + kjit_kb * cols + kjit_col0 + kjit_cb;
     // The block's tile is inside C: its tiles of A and B are whole but at the last depth.
     const bool kjit_inside_c = kjit_row0 + kjit_tile_m <= rows && kjit_col0 + kjit_tile_n <= cols;
-    // Start the copies of the tiles at depth kjit_k0 into buffer kjit_to. Whole tiles take loops
-    // of their own, with no test per chunk: written as one loop with a branch per chunk, the
-    // compiler predicates both sides and issues them all (193 instructions a depth tile, not 177).
+    // These two start the copies of the tiles at depth kjit_k0 into buffer kjit_to. Whole tiles
+    // take loops of their own, with no test per chunk: written as one loop with a branch per
+    // chunk, the compiler predicates both sides and issues them all (193 instructions a depth
+    // tile, not 177).
     const auto kjit_fetch_whole = [&](int kjit_to, long long kjit_k0) {
 #pragma unroll
         for (int kjit_i = 0; kjit_i < kjit_copies_a; ++kjit_i) {
@@ -340,8 +341,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     }
     __syncthreads();
     const int kjit_tiles = (int)((kjit_depth + kjit_tile_k - 1) / kjit_tile_k);
-    // Copies depth tile kjit_n into its buffer, once every warp has read the tile it held before
-    // (tile kjit_n − kjit_stages: the phase of parity kjit_n / kjit_stages + 1).
+    // Copies depth tile kjit_n into its buffer, once every warp has read the tile it held before,
+    // kjit_n − kjit_stages: the phase of parity kjit_n / kjit_stages + 1 (for the first tiles, the
+    // phase before the first, which a new barrier counts as complete).
     const auto kjit_refill = [&](int kjit_n, bool kjit_whole_tile) {
         const int kjit_s = kjit_n % kjit_stages;
         kjit_wait(kjit_read(kjit_s), (kjit_n / kjit_stages + 1) % 2);
