@@ -384,7 +384,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
     // once inlined), the tile refilled is whole: no branch, and its copies interleave with the
     // multiplies.
     const auto kjit_multiply = [&](int kjit_t, bool kjit_whole_refill) {
-        const int kjit_s = kjit_t % kjit_stages;
+        const int kjit_s = kjit_t % kjit_stages, kjit_next = kjit_t + kjit_stages - 1;
         kjit_wait(kjit_landed(kjit_s), kjit_t / kjit_stages % 2);
         kjit_a_regs kjit_a[2];
         kjit_b_regs kjit_b[2];
@@ -406,7 +406,6 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
                     kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_a[kjit_now][kjit_i], kjit_pair);
                 }
             }
-            const int kjit_next = kjit_t + kjit_stages - 1;
             if (kjit_k == 0 && (kjit_whole_refill || kjit_next < kjit_tiles)) {
                 kjit_refill(kjit_next, kjit_whole_refill);
             }
