@@ -370,7 +370,7 @@ public:
         trace::span reading("read config");
         const config::document doc = document_of(config, sets);
         nb::gil_scoped_release unlocked;  // the GPU work needs no Python
-        const config::pipeline p = family::load(doc);
+        const config::pipeline p = family::load(doc, m_session.target_if_any(m_device));
         reading.end();
         // The device stays open in the session: the next run pays no CUDA start-up, this one no teardown.
         const auto records = m_session.run(p, doc.source, {.device = m_device, .keep_device = true});
@@ -381,7 +381,7 @@ public:
     std::pair<std::unique_ptr<run::callable>, std::string> load(const std::string& config,
                                                                 const std::vector<std::string>& sets) {
         const config::document doc = document_of(config, sets);
-        const config::pipeline p = family::load(doc);
+        const config::pipeline p = family::load(doc, m_session.target_if_any(m_device));
         report::record rec = run::new_record("kernel", p, doc.source);
         auto kernels = m_session.load(p, m_device, rec);
         return {std::move(kernels), rows_json({rec})};
@@ -391,7 +391,7 @@ public:
     std::pair<std::string, bool> sweep(const std::string& config, const std::vector<std::string>& sets,
                                        bool compile_only, const std::optional<nb::callable>& progress) {
         const config::document doc = document_of(config, sets);
-        const auto points = family::expand_sweep(doc);
+        const auto points = family::expand_sweep(doc, compile_only ? std::nullopt : m_session.target_if_any(m_device));
         run::sweep_request request;
         request.devices = std::to_string(m_device);
         request.compile_only = compile_only;

@@ -297,7 +297,7 @@ TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes on
     for (int i = 0; i < 1000; ++i) doc.json["sweep"]["seed"].push_back(i);
     for (int i = 0; i < 1000; ++i) doc.json["sweep"]["launch.block"].push_back(32 * (1 + i % 32));
     const auto start = std::chrono::steady_clock::now();
-    const auto one = family::expand_sweep(doc, 123456, 1000000);
+    const auto one = family::expand_sweep(doc, std::nullopt, 123456, 1000000);
     REQUIRE(one.size() == 1);
     CHECK(one[0].index == 123456);
     CHECK(one[0].pipeline.seed == 123);

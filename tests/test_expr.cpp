@@ -81,6 +81,22 @@ TEST_CASE("error scale: rounding counted per operation, amplified by cancellatio
     CHECK(scale == doctest::Approx(0.9 + 0.1));  // 0.1 is not a float: its rounding counts too
 }
 
+TEST_CASE("error scale: piecewise functions and choices carry their arguments' scales through the switch") {
+    // A pre-activation a rounding below 0: the kernel may compute it a rounding above, and relu
+    // then passes that rounding on, |relu(a) − relu(b)| ≤ |a − b|; the scale must say so.
+    double pre = 0;
+    const double r = value_at("x * w - 2", 0.9999999, &pre);
+    REQUIRE(r < 0);
+    REQUIRE(pre > 1e6 * std::fabs(r));
+    for (const char* piecewise : {"(x * w - 2) > 0 ? (x * w - 2) : 0", "max(x * w - 2, 0)", "min(2 - x * w, 0)",
+                                  "clamp(x * w - 2, 0, 1)", "abs(x * w - 2)"}) {
+        CAPTURE(piecewise);
+        double scale = 0;
+        (void)value_at(piecewise, 0.9999999, &scale);
+        CHECK(scale >= pre);
+    }
+}
+
 TEST_CASE("error scale: an approximated tanh is charged its 2^-10.987, through what follows") {
     double precise = 0, approximated = 0;
     const double t = value_at("tanh(x)", 0.5, &precise);

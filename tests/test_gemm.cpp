@@ -108,20 +108,64 @@ TEST_CASE("gemm: auto picks the rung by dtype, and vectors by what divides the r
     const auto odd = parsed(gemm_config(64, 17, 6));
     CHECK(family::family_of(odd).policy(odd).at("width_a") == 2);
     CHECK(family::family_of(odd).policy(odd).at("width_b") == 1);
-    const auto bf16 = parsed(gemm_config(64, 64, 64, "bfloat16"));
+    json on_l4 = gemm_config(8192, 4096, 4096, "bfloat16");
+    on_l4["compile"] = {{"target", "l4"}};
+    const auto bf16 = parsed(on_l4);
     const auto mma = family::family_of(bf16).policy(bf16);
     CHECK(mma.at("rung") == "mma");
     CHECK(mma.at("copies") == "cp.async");
     CHECK(mma.at("threads") == 256);
-    // auto's buffers fit the 99 KiB a block may have on sm_86 and sm_89, not Hopper's 227 alone
+    // the large-shape launch's buffers fit the 99 KiB a block may have on sm_86 and sm_89
     CHECK(family::gemm::policy_of(bf16).shared_bytes(config::dtype::bfloat16) <= 99 * 1024);
-    const auto unaligned = parsed(gemm_config(64, 64, 17, "bfloat16"));
-    CHECK(family::family_of(unaligned).policy(unaligned).at("copies") == "elementwise");
+    json unaligned = gemm_config(64, 64, 17, "bfloat16");
+    unaligned["compile"] = {{"target", "a100"}};
+    const auto unaligned_p = parsed(unaligned);
+    CHECK(family::family_of(unaligned_p).policy(unaligned_p).at("copies") == "elementwise");
+}
+
+TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the rows, tiles that fill the SMs") {
+    const auto policy_at = [](long long m, long long n, long long k, const std::string& target) {
+        json j = gemm_config(m, n, k, "bfloat16");
+        j["compile"] = {{"target", target}};
+        const auto p = parsed(j);
+        CHECK(p.target.name == target);
+        return family::family_of(p).policy(p);
+    };
+    const auto llama = policy_at(4096, 11008, 4096, "h200");  // LLaMA-2-7B's up-projection
+    CHECK(llama.at("rung") == "wgmma");
+    CHECK(llama.at("tile_m") == 128);
+    CHECK(llama.at("tile_n") == 256);
+    CHECK(llama.at("stages") == 3);
+    const auto decode = policy_at(16, 4096, 4096, "h100");  // one tile row: the smallest tiles, most blocks
+    CHECK(decode.at("rung") == "wgmma");
+    CHECK(decode.at("tile_m") == 64);
+    CHECK(decode.at("tile_n") == 64);
+    CHECK(decode.at("schedule") == "pingpong");
+    CHECK(decode.at("stages") == 4);
+    CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90
+    CHECK(policy_at(4096, 11008, 4096, "t4").at("rung") == "simt");    // no cp.async / mbarrier before sm_80
+    CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "mma");   // N odd: rows TMA cannot copy
+    // On an L4's 58 SMs the 64 tiles of 64 × 64 would take two waves: 64 × 128 takes one.
+    const auto small_on_l4 = policy_at(16, 4096, 4096, "l4");
+    CHECK(small_on_l4.at("tile_m") == 64);
+    CHECK(small_on_l4.at("tile_n") == 128);
+    // A launch that gives part of a tile starts from the large-shape launch, not the shape rule's.
+    json partial = gemm_config(16, 4096, 4096, "bfloat16");
+    partial["launch"] = {{"tile_n", 128}};
+    const auto given = parsed(partial);
+    CHECK(family::family_of(given).policy(given).at("tile_m") == 128);
+    // The shared-memory limit is the target's: 4 buffers of 256 × 128 × 64 fit an H200, not an L4.
+    json deep = gemm_config(8192, 4096, 4096, "bfloat16");
+    deep["launch"] = {{"rung", "mma"}, {"tile_k", 64}, {"stages", 4}};
+    CHECK_NOTHROW((void)parsed(deep));
+    deep["compile"] = {{"target", "l4"}};
+    CHECK(failure(deep).find("g.json: launch.stages: a block of 256 × 128 × 64 in 4 buffers needs") == 0);
+    CHECK(failure(deep).find("more than the 99 KiB a block may have on l4 (sm_89, 58 SMs)") != std::string::npos);
 }
 
 TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through tensor maps where rows allow") {
     json j = gemm_config(300, 200, 96, "bfloat16");
-    j["launch"] = {{"rung", "wgmma"}};
+    j["launch"] = {{"rung", "wgmma"}, {"tile_n", 256}};  // the large-shape launch (the shape rule's would be 64 × 64)
     const auto p = parsed(j);
     const auto policy = family::family_of(p).policy(p);
     CHECK(policy.at("threads") == 384);  // a producer warp group and two consumers
@@ -171,6 +215,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
 
 TEST_CASE("gemm: fused, one kernel with its epilogue; separate, the product and a kernel per stage after it") {
     json j = gemm_config(300, 200, 100, "bfloat16");
+    j["launch"] = {{"tile_m", 256}};  // the large-shape launch: 256 × 128 on 8 warps
     j["params"] = {{"alpha", 0.5}};
     j["stages"].push_back({{"op", "map"}, {"expr", "tanh(x) * alpha"}});
     const auto fused = family::plan(parsed(j), codegen::template_set::embedded());
@@ -216,6 +261,23 @@ TEST_CASE("gemm's reference: every element exact when small, with the dot produc
     const std::vector<double> expected{1 + 4 + 10, 0.5 + 0.5 + 20, -1 + 2 + 30, 3 - 8 + 10, 1.5 - 1 + 20, -3 - 4 + 30};
     for (std::size_t i = 0; i < 6; ++i) CHECK(ref.values[i] == expected[i]);
     CHECK(ref.scales[3] >= 3 * (3 + 8));  // (K + 1) · Σ|a·b| for row 1, column 0
+}
+
+TEST_CASE("gemm's reference: bias + relu of a pre-activation that sits at 0 keeps the product's error scale") {
+    // float16, as the H200 run that found it: out = 8.3e-07 where ref = 0 FAILed, since relu's
+    // choice of 0 carried no scale. The kernel may compute the pre-activation a rounding above 0.
+    json j = gemm_config(1, 2, 2, "float16");
+    j["stages"].push_back({{"op", "relu"}});
+    const auto p = parsed(j);
+    reference::input_arrays in;
+    in.emplace("a", filled(p.type, {1, 1}));
+    in.emplace("w", filled(p.type, {0.75, 0.5, -0.25, 0.5}));  // columns: 0.75 − 0.25 = 0.5, 0.5 + 0.5 = 1
+    in.emplace("b", filled(p.type, {-0.5, -1}));               // pre-activations exactly 0
+    const auto ref = family::family_of(p).reference(p, in);
+    REQUIRE(ref.values.size() == 2);
+    CHECK(ref.values[0] == 0);
+    CHECK(ref.scales[0] >= 0.75 + 0.25 + 0.5);  // the dot product's and the bias's, through relu
+    CHECK(ref.scales[1] >= 0.5 + 0.5 + 1);
 }
 
 TEST_CASE("gemm's reference at large sizes: a sample of every row and every column, the same each time") {

@@ -72,7 +72,7 @@ const std::vector<golden_case>& cases() {
                                   {{"op", "transpose"}},
                                   {{"op", "activate"}, {"fn", "tanh"}},
                                   {{"op", "map"}, {"expr", "x - b"}}})}}},
-        {"mlp_layer_mma", "mlp_layer.json", {}},
+        {"mlp_layer_mma", "mlp_layer.json", {{"launch", {{"rung", "mma"}}}}},
         {"mlp_layer_simt_f32", "mlp_layer.json", {{"dtype", "float32"}}},
         // Rows not 16-byte aligned (K = 17): copied element by element; an odd N: stored singly.
         {"mlp_layer_mma_odd_separate", "mlp_layer.json",
@@ -133,7 +133,7 @@ TEST_CASE("golden: the record's columns (schema 1.8.0) are tests/golden/record_c
     // A real compile record of the transpose: its family's policy, its params, a sweep axis.
     auto doc = config::load_document(kjit::testing::config_path("transpose.json"));
     doc.json["params"] = {{"k", 1.0}};
-    const auto point = family::expand_sweep(doc, 0, 1000).front();
+    const auto point = family::expand_sweep(doc, std::nullopt, 0, 1000).front();
     report::record rec = run::new_record("compile", point.pipeline, "golden");
     rec.sweep_values = point.values;
     std::string columns;

@@ -183,8 +183,23 @@ np.save('data/wide.npy', np.linspace(0, 1, 35).reshape(5, 7))
     for (std::size_t i = 0; i < 35; ++i) CHECK(inputs.at("a").get(i) == static_cast<double>(i * 37 % 256));
     CHECK(inputs.at("w").get(34) == 1.0);
     CHECK(inputs.at("w").get(1) == static_cast<double>(static_cast<float>(1.0 / 34)));  // rounded once, to float32
-    CHECK(run::describe_file_inputs(p) == "a ← grey.npy (uint8 5 × 7 → float32, exact); "
-                                          "w ← wide.npy (float64 5 × 7 → float32, rounded to nearest even)");
+    const std::string data = std::filesystem::absolute(dir.path() / "data").lexically_normal().string();
+    CHECK(run::describe_file_inputs(p) == "a ← " + data + "/grey.npy (uint8 5 × 7 → float32, exact); "
+                                          "w ← " + data + "/wide.npy (float64 5 × 7 → float32, rounded to nearest even)");
+    // A sweep's points (and a tune's) read the same files: the config's folder, not the working
+    // folder, which here holds a grey.npy of other values (wide.npy's).
+    j["sweep"] = {{"dtype", {"float32", "float64"}}};
+    fs::write_file_atomic(config, j.dump());
+    const auto working = std::filesystem::current_path();
+    std::filesystem::current_path(dir.path());
+    std::filesystem::copy_file("data/wide.npy", "grey.npy");
+    const auto points = family::expand_sweep(config::load_document("data/c.json"));
+    std::filesystem::current_path(working);
+    REQUIRE(points.size() == 2);
+    for (const auto& point : points) {
+        CHECK(point.pipeline.inputs.front().path == std::filesystem::absolute(dir.path() / "data" / "grey.npy").lexically_normal());
+        CHECK(run::make_inputs(point.pipeline).at("a").get(1) == 37.0);
+    }
     // The inputs' key follows the file's content: an edited file is read again.
     const std::string before = run::inputs_key(p);
     REQUIRE(run_python(dir.path(), "np.save('data/grey.npy', np.zeros((5, 7), dtype=np.uint8))\n") == 0);
@@ -205,5 +220,6 @@ TEST_CASE("file inputs: a raw bfloat16 file (NumPy has no bfloat16), read as its
     CHECK(a.get(0) == 1.0);
     CHECK(a.get(1) == -3.0);
     CHECK(std::isinf(a.get(3)));
-    CHECK(run::describe_file_inputs(p) == "a ← b.raw (bfloat16 4 → bfloat16, as stored)");
+    CHECK(run::describe_file_inputs(p) ==
+          "a ← " + std::filesystem::absolute(dir.path() / "b.raw").lexically_normal().string() + " (bfloat16 4 → bfloat16, as stored)");
 }

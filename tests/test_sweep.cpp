@@ -46,7 +46,7 @@ TEST_CASE("shards cover every point exactly once") {
     for (std::size_t count : {1u, 2u, 4u, 7u}) {
         std::vector<int> seen(points.size(), 0);
         for (std::size_t k = 0; k < count; ++k)
-            for (const auto& p : family::expand_sweep(doc, k, count)) {
+            for (const auto& p : family::expand_sweep(doc, std::nullopt, k, count)) {
                 CHECK(p.label == points[p.index].label);
                 ++seen[p.index];
             }

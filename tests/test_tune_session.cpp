@@ -4,6 +4,7 @@
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
 #include "run/session.hpp"
+#include "tune/database.hpp"
 #include "tune/tuner.hpp"
 #include "util/interrupt.hpp"
 
@@ -90,11 +91,41 @@ TEST_CASE("tune on a session: every point verified and stored; a second tune mea
     CHECK(note.find("launch.block=128") != std::string::npos);
     CHECK(family::load(resolved).launch.block == 128);
 
-    // A config the database has nothing for says so, at "launch".
+    // A tune made on another GPU of the same architecture serves where this GPU has none; the
+    // note says where it was made.
+    config::document other_shape = base;
+    other_shape.json["shape"] = {16, 256};
+    run::device_info sibling = s.device(0);
+    sibling.name = "Fake GPU, its sibling";
+    tune::database made_there(s.cache().root(), tune::key_of(other_shape, sibling, s.templates()));
+    made_there.add({{{"launch.block", 64}}, 0.5, std::nullopt, "PASS", "", "2026-12-03T00:00:00Z"});
+    made_there.save();
     tuned.json["shape"] = {16, 256};
-    const std::string message = kjit::testing::error_message([&] { (void)tune::with_tuned_launch(s, tuned, 0, note); });
-    CHECK(message.find("launch: \"tuned\" takes the best point of a tune of this config on this GPU (Fake GPU") !=
-          std::string::npos);
+    CHECK(tune::with_tuned_launch(s, tuned, 0, note).json["launch"]["block"] == 64);
+    CHECK(note.find("on Fake GPU, its sibling (the same architecture)") != std::string::npos);
+
+    // One the database has nothing for takes the family's rule, and the note says so.
+    tuned.json["shape"] = {32, 256};
+    const config::document ruled = tune::with_tuned_launch(s, tuned, 0, note);
+    CHECK(ruled.json["launch"] == json::object());
+    CHECK(note.find("no tune of this config on Fake GPU or another sm_90 GPU") != std::string::npos);
+}
+
+TEST_CASE("tuning key: every input's own shape and the GPU decide it, the inputs' values do not") {
+    kjit::testing::temp_dir dir;
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, block_sensitive_gpus(softmax_tune()));
+    config::document matmul = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
+    const run::device_info gpu = s.device(0);
+    const json key = tune::key_of(matmul, gpu, s.templates());
+    config::document other_fill = matmul;
+    other_fill.json["inputs"]["W"]["std"] = 0.5;
+    CHECK(tune::key_of(other_fill, gpu, s.templates()) == key);
+    config::document wider = matmul;  // the same M and K, another N: another tune
+    wider.json["inputs"]["W"]["shape"] = {4096, 11008};
+    CHECK(tune::key_of(wider, gpu, s.templates()) != key);
+    run::device_info older = gpu;
+    older.arch = 80;
+    CHECK(tune::key_of(matmul, older, s.templates()) != key);
 }
 
 TEST_CASE("tune replay: the same search on recorded rows, with no GPU") {

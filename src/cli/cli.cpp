@@ -53,6 +53,16 @@ int parse_arch_option(const std::string& text) {
     return *arch;
 }
 
+std::string parse_target_option(const std::string& text) {
+    if (!config::named_target(text))
+        throw error(error_kind::usage, "--target " + text + ": expected one of " + config::known_target_list());
+    return text;
+}
+
+/// --target's help, for compile, emit, and sweeps and tunes that compile only.
+const std::string target_help = "resolve every \"auto\" and compile for GPU (" + config::known_target_list() +
+                                "; default the config's compile.target or compile.arch, else h200; run: the GPU's)";
+
 exit_status run_command(const std::string& name, const options& o, std::ostream& out, std::ostream& err);
 
 exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -67,8 +77,9 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         parser.parse_positional({"config"});
     }
     if (sub.compile) {
-        parser.add_options()("arch", "compile for sm_XX (compile: default the config's or sm_90; run: the GPU's)",
+        parser.add_options()("arch", "compile for sm_XX (compile: default the target's; run: the GPU's)",
                              cxxopts::value<std::string>(), "sm_XX")(
+            "target", target_help, cxxopts::value<std::string>(), "GPU")(
             "cache-dir", "cache directory (default $KJIT_CACHE_DIR, $XDG_CACHE_HOME/kjit or ~/.cache/kjit)",
             cxxopts::value<std::string>(), "DIR")("no-cache", "compile, and neither read nor write the cache")(
             "refresh", "compile, and replace the cache entry")(
@@ -104,8 +115,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     }
     if (std::string(sub.name) == "emit") {
         parser.add_options()("ptx", "compile with NVRTC and print the PTX instead of the source")(
-            "arch", "with --ptx: compile for sm_XX (default the config's, or sm_90)", cxxopts::value<std::string>(),
-            "sm_XX");
+            "arch", "with --ptx: compile for sm_XX (default the target's)", cxxopts::value<std::string>(),
+            "sm_XX")("target", target_help, cxxopts::value<std::string>(), "GPU");
     }
     if (std::string(sub.name) == "run") {
         parser.add_options()("load", "what to load: cubin, or ptx (the driver JIT-compiles it)",
@@ -176,6 +187,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     }
     if (args.count("set")) o.sets = args["set"].as<std::vector<std::string>>();
     if (args.count("arch")) o.arch = parse_arch_option(args["arch"].as<std::string>());
+    if (args.count("target")) o.target = parse_target_option(args["target"].as<std::string>());
     if (args.count("device")) o.device = args["device"].as<int>();
     text("devices", o.devices);
     text("shard", o.shard);

@@ -21,12 +21,13 @@ config::document load_document(const options& o) {
     config::document doc = config::load_document(o.config_path);
     for (const auto& assignment : o.sets) config::apply_override(doc, assignment);
     if (o.arch) config::set_path(doc.json, "compile.arch", *o.arch, "--arch");
+    if (o.target) config::set_path(doc.json, "compile.target", *o.target, "--target");
     return doc;
 }
 
-loaded_config load(const options& o) {
+loaded_config load(const options& o, const std::optional<config::target>& gpu) {
     config::document doc = load_document(o);
-    config::pipeline p = family::load(doc);
+    config::pipeline p = family::load(doc, gpu);
     return {std::move(p), doc.source};
 }
 
@@ -73,7 +74,7 @@ exit_status cmd_emit(const options& o, std::ostream& out) {
         out << generated.source;
         return exit_status::ok;
     }
-    const int arch = cfg.pipeline.compile.arch.value_or(90);
+    const int arch = cfg.pipeline.compile.arch.value_or(cfg.pipeline.target.arch);
     const auto request = run::compile_request_for(cfg.pipeline, generated, arch);
     out << jit::build(request, nullptr, jit::cache_mode::off, config::variant_label(cfg.pipeline)).ptx;
     return exit_status::ok;
@@ -96,7 +97,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     run::session s = session_for(o);
     run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling, o.save};
     if (tune::wants_tuned_launch(doc)) doc = tune::with_tuned_launch(s, doc, o.device, request.tuned_launch);
-    const loaded_config cfg{family::load(doc), doc.source};
+    const loaded_config cfg{family::load(doc, s.target_if_any(o.device)), doc.source};
     bool failed = false;
     auto records = s.run(cfg.pipeline, cfg.source, request, [&](const report::record& rec) {
         if (rec.call_index.value_or(1) > 1) out << "\n";

@@ -26,6 +26,7 @@ struct options {
     bool no_cache = false;
     bool refresh = false;
     std::optional<int> arch;
+    std::optional<std::string> target;  ///< --target: compile.target
     std::string json_path, csv_path;
     std::string trace_path;  ///< --trace: Chrome trace-event JSON of the command
     int device = 0;
@@ -59,7 +60,7 @@ struct loaded_config {
 /// The config (or the embedded default) with --set and --arch applied, not yet validated.
 [[nodiscard]] config::document load_document(const options& o);
 /// The same, validated.
-[[nodiscard]] loaded_config load(const options& o);
+[[nodiscard]] loaded_config load(const options& o, const std::optional<config::target>& gpu = std::nullopt);
 /// The session the options describe: templates, cache (--cache-dir, --cache-limit, --no-cache,
 /// --refresh) and the Driver API's GPUs.
 [[nodiscard]] run::session session_for(const options& o);

@@ -24,6 +24,7 @@ exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err) {
     }
     file_watch files(watched);
     run::session s = session_for(o);
+    const auto gpu = s.target_if_any(o.device);
 
     std::optional<std::filesystem::file_time_type> saved;  // when the file that triggered the run was written
     bool templates_changed = false;
@@ -43,7 +44,7 @@ exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err) {
             }
             first = false;
             try {
-                auto cfg = load(o);
+                auto cfg = load(o, gpu);
                 return run::watch_step{std::move(cfg.pipeline), cfg.source, std::exchange(templates_changed, false)};
             } catch (const error& e) {  // a bad edit: say why, and wait for the next save
                 err << "kjit: " << e.what() << std::endl;

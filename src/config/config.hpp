@@ -5,6 +5,7 @@
 // and nlohmann/json; knows nothing of CUDA.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/target.hpp"
 #include "expr/expr.hpp"
 #include "util/npy.hpp"
 
@@ -172,7 +174,10 @@ struct compile_spec {
     tanh_spelling tanh = tanh_spelling::automatic;
     compile_path path = compile_path::nvrtc;
     compile_effort effort = compile_effort::full;  ///< "default": no -Ofc
-    std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or sm_90)
+    std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or the target's)
+    /// "target": the GPU `compile` and `emit` resolve for (a name or sm_XX); nullopt = the arch's
+    /// typical GPU, or default_target(). `run` resolves for its device whatever this says.
+    std::optional<config::target> target;
     std::vector<std::string> options;  ///< extra NVRTC options, passed as given
 };
 
@@ -202,6 +207,7 @@ struct tolerance {
 
 struct pipeline {
     std::string family;  ///< the kernel family that resolved it (src/family): "" until then
+    config::target target;  ///< the GPU its family resolved every "auto" for (family::load)
     std::string name;
     long long n = 0;                 ///< elements of every input array (rows × cols for a shape)
     std::optional<row_shape> shape;  ///< "shape": [rows, cols]; nullopt = 1-D over n
@@ -217,10 +223,13 @@ struct pipeline {
     std::uint64_t seed = 1;
 };
 
-/// Where a document came from, for error messages: a file path or "<embedded hidden_layer.json>".
+/// Where a document came from, for error messages: a file path or "<embedded hidden_layer.json>";
+/// and the folder its relative input paths resolve against, whatever `source` says (a sweep
+/// point's is "CONFIG: sweep point N").
 struct document {
     json_value json;
     std::string source;
+    std::filesystem::path folder = {};  ///< the config file's folder; empty: the working folder
 };
 
 /// Parses JSON text (comments allowed) with kjit's limits: a duplicate key or nesting deeper than
@@ -257,7 +266,7 @@ struct sweep_point {
 inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 
 /// Makes a validated pipeline of a document (family::load).
-using loader = pipeline (*)(const document&);
+using loader = std::function<pipeline(const document&)>;
 
 /// The cartesian product of the document's "sweep" block (one point when there is none), or its
 /// shard: the points whose index is shard_index modulo shard_count (the others are not made).

@@ -117,7 +117,9 @@ document load_document(const std::string& path) {
     } catch (const error& e) {
         throw error(error_kind::usage, e.what());  // a missing config is a usage error (exit 2)
     }
-    return parse_document(text, path);
+    document doc = parse_document(text, path);
+    doc.folder = std::filesystem::absolute(path).parent_path();  // as it is now, whatever the working folder later
+    return doc;
 }
 
 }  // namespace kjit::config

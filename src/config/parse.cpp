@@ -70,6 +70,14 @@ std::optional<int> read_arch(const object_reader& r) {
     return arch;
 }
 
+std::optional<target> read_target(const object_reader& r) {
+    const json* value = r.find("target");
+    if (value == nullptr || (value->is_string() && value->get<std::string>() == "auto")) return std::nullopt;
+    std::optional<target> named = value->is_string() ? named_target(value->get<std::string>()) : std::nullopt;
+    if (!named) r.fail("target", "expected \"auto\" or one of " + known_target_list() + ", got " + shown(*value));
+    return named;
+}
+
 /// A config with neither "n" nor "shape" takes them from its first file input's .npy shape.
 void size_from_file(const object_reader& r, pipeline& p) {
     const auto from_file = std::find_if(p.inputs.begin(), p.inputs.end(), [](const input_spec& in) {
@@ -145,7 +153,7 @@ pipeline from_json(const document& doc) {
         const std::string path = "inputs." + name;
         if (!is_identifier(name) || is_reserved(name))
             r.fail_at(path, "expected a C identifier that is not a reserved name, got " + shown(name));
-        p.inputs.push_back(read_input(name, spec, path, src));
+        p.inputs.push_back(read_input(name, spec, path, src, doc.folder));
     }
     if (p.n == 0) size_from_file(r, p);
     check_file_sizes(r, p);
@@ -231,7 +239,7 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* compile = r.find("compile")) {
-        object_reader c(*compile, "compile", src, {"fast_math", "tanh", "arch", "options", "method", "effort"});
+        object_reader c(*compile, "compile", src, {"fast_math", "tanh", "arch", "target", "options", "method", "effort"});
         p.compile.fast_math = c.boolean("fast_math", false);
         p.compile.tanh = c.choice<tanh_spelling>(
                 "tanh", {{"auto", tanh_spelling::automatic}, {"approx", tanh_spelling::approx}, {"precise", tanh_spelling::precise}},
@@ -246,6 +254,10 @@ pipeline from_json(const document& doc) {
                                                      {"mid", compile_effort::mid}, {"max", compile_effort::max}},
                                                     compile_effort::full);
         p.compile.arch = read_arch(c);
+        p.compile.target = read_target(c);
+        if (p.compile.target && p.compile.arch && p.compile.target->arch != *p.compile.arch)
+            c.fail("target", p.compile.target->name + " is sm_" + std::to_string(p.compile.target->arch) + ", but compile.arch is sm_" +
+                                 std::to_string(*p.compile.arch) + ": give one of the two");
         if (const json* options = c.find("options")) {
             if (!options->is_array()) c.fail("options", "expected a list of strings, got " + shown(*options));
             for (std::size_t i = 0; i < options->size(); ++i) {

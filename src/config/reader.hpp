@@ -138,8 +138,9 @@ private:
 /// True for a name a user's input or param may not take: one the kernels or CUDA already use.
 [[nodiscard]] bool is_reserved(const std::string& name);
 /// inputs.NAME, read at `path`.
+/// A file's relative path resolves against `folder` (document::folder).
 [[nodiscard]] input_spec read_input(const std::string& name, const json& value, const std::string& path,
-                                    const std::string& source);
+                                    const std::string& source, const std::filesystem::path& folder);
 /// Reads stages[index] into trees bound to the pipeline's inputs, scalars and the row values of
 /// earlier reduce stages (`row_names`, to which a reduce adds its own); numbers given to an op
 /// become scalars of `p` named s<index>_<param>.

@@ -47,15 +47,15 @@ bool is_reserved(const std::string& name) {
 
 namespace {
 
-/// fill "file": the file's path, resolved against the config's folder, and its header (or raw
-/// layout) checked now, so that emit and compile report a bad file too.
-void read_file_input(const object_reader& r, const std::string& source, input_spec& in) {
+/// fill "file": the file's path, resolved against the config's folder (absolute, so records name
+/// the file that was read), and its header (or raw layout) checked now, so that emit and compile
+/// report a bad file too.
+void read_file_input(const object_reader& r, const std::filesystem::path& folder, input_spec& in) {
     for (const char* key : {"low", "high", "mean", "std", "value", "round"})
         if (r.find(key)) r.fail(key, "does not apply to fill \"file\": the file holds the values");
     const std::filesystem::path given = r.string("path", std::nullopt);
     if (given.empty()) r.fail("path", "expected the path of an .npy or raw file, got \"\"");
-    const std::filesystem::path config_file(source);
-    in.path = given.is_absolute() || !std::filesystem::is_regular_file(config_file) ? given : config_file.parent_path() / given;
+    in.path = std::filesystem::absolute(folder / given).lexically_normal();  // an absolute `given` replaces the folder
     const npy::element_type* raw = nullptr;
     if (r.find("format")) {
         const std::string format = r.string("format", std::nullopt);
@@ -72,7 +72,7 @@ void read_file_input(const object_reader& r, const std::string& source, input_sp
 }  // namespace
 
 input_spec read_input(const std::string& name, const json& value, const std::string& path,
-                      const std::string& source) {
+                      const std::string& source, const std::filesystem::path& folder) {
     object_reader r(value, path, source,
                     {"fill", "low", "high", "round", "mean", "std", "value", "per", "shape", "path", "format"});
     input_spec in;
@@ -105,7 +105,7 @@ input_spec read_input(const std::string& name, const json& value, const std::str
             in.value = r.number("value", std::nullopt);
             only_for({"low", "high", "mean", "std"}, "uniform/normal");
             break;
-        case fill_kind::file: read_file_input(r, source, in); break;
+        case fill_kind::file: read_file_input(r, folder, in); break;
     }
     if (in.fill != fill_kind::file) only_for({"path", "format"}, "file");
     in.round = r.choice<rounding>(

@@ -44,6 +44,11 @@ run::device_info query_device(const driver_api& api, CUdevice device, int index,
     info.memory_clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock rate") / 1000;
     info.memory_bus_bits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "memory bus width");
     info.max_threads_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per SM");
+    info.shared_per_block = static_cast<std::size_t>(
+            attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "shared memory per block (opt-in)"));
+    info.shared_per_sm = static_cast<std::size_t>(
+            attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "shared memory per SM"));
+    info.registers_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "registers per SM");
     api.check(api.cuDeviceTotalMem(&info.memory_bytes, device), "cuDeviceTotalMem");
     return info;
 }

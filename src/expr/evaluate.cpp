@@ -96,7 +96,10 @@ column eval(const node& n, const chunk& in, bool with_scale) {
             for (std::size_t i = 0; i < count; ++i) {
                 const column& chosen = c.value[i] != 0 ? t : f;
                 out.value[i] = chosen.value[i];
-                out.scale[i] = chosen.scale[i];
+                // Where the condition sits a rounding from flipping, the kernel may take the other
+                // branch; for a choice continuous at its switch (x > 0 ? x : 0, a clamp) the error
+                // is then at most that branch's: either branch's scale carries through.
+                out.scale[i] = std::max(t.scale[i], f.scale[i]);
             }
             return out;
         }

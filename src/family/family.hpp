@@ -29,7 +29,8 @@ public:
     [[nodiscard]] virtual bool accepts(const config::pipeline& p) const = 0;
     /// Its launch keys ("block", …): any other key in the config's launch block is an error.
     [[nodiscard]] virtual std::vector<std::string> launch_keys() const = 0;
-    /// Validates what is its own in `p` and resolves every "auto" into p.launch, once. Throws
+    /// Validates what is its own in `p` and resolves every "auto" into p.launch, once, for the GPU
+    /// p.target (which the registry sets first) and the shape. Throws
     /// kjit::error(config) naming `source` and the key path.
     virtual void resolve(config::pipeline& p, const std::string& source) const = 0;
     /// The launch space `kjit tune` searches when a config has no "tune" block, in that block's
@@ -52,11 +53,17 @@ public:
 /// The family that resolved `p` (p.family).
 [[nodiscard]] const family& family_of(const config::pipeline& p);
 
-/// A config document as a resolved pipeline: config::from_json, then its family's resolve.
-[[nodiscard]] config::pipeline load(const config::document& doc);
-/// config::expand_sweep with every point resolved by its family, before any work starts.
-[[nodiscard]] std::vector<config::sweep_point> expand_sweep(const config::document& doc, std::size_t shard_index = 0,
-                                                            std::size_t shard_count = 1);
+/// The GPU a pipeline is resolved for where no device is given (`compile`, `emit`): the config's
+/// compile.target, else a typical GPU of its compile.arch, else config::default_target().
+[[nodiscard]] config::target configured_target(const config::compile_spec& c);
+/// A config document as a resolved pipeline: config::from_json, then its family's resolve for
+/// `device` (the GPU it will run on), or where none is given for configured_target.
+[[nodiscard]] config::pipeline load(const config::document& doc, const std::optional<config::target>& device = std::nullopt);
+/// config::expand_sweep with every point resolved by its family for `device` (as load), before any
+/// work starts.
+[[nodiscard]] std::vector<config::sweep_point> expand_sweep(const config::document& doc,
+                                                            const std::optional<config::target>& device = std::nullopt,
+                                                            std::size_t shard_index = 0, std::size_t shard_count = 1);
 
 /// The program of `p`: family_of(p).plan.
 [[nodiscard]] program plan(const config::pipeline& p, const codegen::template_set& templates);

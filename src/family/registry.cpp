@@ -64,8 +64,15 @@ const family& family_of(const config::pipeline& p) {
     throw error(error_kind::usage, "pipeline \"" + p.name + "\" has no kernel family: load it with family::load");
 }
 
-config::pipeline load(const config::document& doc) {
+config::target configured_target(const config::compile_spec& c) {
+    if (c.target) return *c.target;
+    if (c.arch) return *config::named_target("sm_" + std::to_string(*c.arch));
+    return config::default_target();
+}
+
+config::pipeline load(const config::document& doc, const std::optional<config::target>& device) {
     config::pipeline p = config::from_json(doc);
+    p.target = device ? *device : configured_target(p.compile);
     const family* chosen = nullptr;
     for (const family* f : families())
         if (f->accepts(p)) chosen = f;
@@ -76,9 +83,9 @@ config::pipeline load(const config::document& doc) {
     return p;
 }
 
-std::vector<config::sweep_point> expand_sweep(const config::document& doc, std::size_t shard_index,
-                                              std::size_t shard_count) {
-    return config::expand_sweep(doc, &load, shard_index, shard_count);
+std::vector<config::sweep_point> expand_sweep(const config::document& doc, const std::optional<config::target>& device,
+                                              std::size_t shard_index, std::size_t shard_count) {
+    return config::expand_sweep(doc, [&](const config::document& point) { return load(point, device); }, shard_index, shard_count);
 }
 
 program plan(const config::pipeline& p, const codegen::template_set& templates) {

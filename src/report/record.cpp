@@ -96,7 +96,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         {"sweep_point", r.sweep_point},
     };
     for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed", "family",
-                            "input_files"})
+                            "target", "input_files"})
         columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
     for (const auto& [key, value] : r.policy.items()) columns.emplace_back("policy_" + key, nlohmann::json(value));
     for (const auto& [name, value] : r.params.items()) columns.emplace_back("param_" + name, nlohmann::json(value));

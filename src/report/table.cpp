@@ -65,6 +65,7 @@ std::string describe_states(const device_state& before, const device_state& afte
 void print_record(std::ostream& out, const record& r) {
     out << "kjit " << r.command << " · " << r.name << " (" << r.config_source << ")\n";
     out << "  variant  " << r.variant << "\n";
+    if (const std::string target = r.config.value("target", ""); !target.empty()) out << "  target   " << target << "\n";
     if (!r.tuned_launch.empty()) out << "  launch   " << r.tuned_launch << "\n";
     if (const std::string files = r.config.value("input_files", ""); !files.empty()) out << "  inputs   " << files << "\n";
     if (!r.device_name.empty())

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config/target.hpp"
 #include "family/program.hpp"
 #include "report/device_state.hpp"
 #include "report/trace.hpp"
@@ -27,8 +28,15 @@ struct device_info {
     int memory_clock_mhz = 0;
     int memory_bus_bits = 0;
     int max_threads_per_sm = 0;
+    std::size_t shared_per_block = 0;  ///< the most dynamic shared memory a block may opt in to
+    std::size_t shared_per_sm = 0;
+    int registers_per_sm = 0;
     int driver_version = 0;  ///< e.g. 13000
 };
+
+/// The GPU `d` is, as the target a pipeline is resolved for: its own limits where it gave them,
+/// else those of a typical GPU of its architecture (config::named_target).
+[[nodiscard]] config::target target_of(const device_info& d);
 
 using module_id = std::uint32_t;
 using kernel_id = std::uint32_t;

@@ -128,7 +128,7 @@ std::string describe_file_inputs(const config::pipeline& p) {
     for (const auto& in : p.inputs) {
         if (in.fill != config::fill_kind::file) continue;
         const std::string_view from = in.file.type->name, to = config::to_string(p.type);
-        text += (text.empty() ? "" : "; ") + in.name + " ← " + in.path.filename().string() + " (" + std::string(from) +
+        text += (text.empty() ? "" : "; ") + in.name + " ← " + in.path.string() + " (" + std::string(from) +
                 " " + npy::shape_text(in.file.shape) + " → " + std::string(to) + ", " +
                 (from == to ? "as stored" : converts_exactly(*in.file.type, p.type) ? "exact" : "rounded to nearest even") + ")";
     }

@@ -75,6 +75,7 @@ report::record new_record(const std::string& command, const config::pipeline& p,
                   {"fast_math", p.compile.fast_math},
                   {"seed", p.seed},
                   {"family", p.family},
+                  {"target", p.target.describe()},
                   {"input_files", describe_file_inputs(p)}};
     rec.policy = family::family_of(p).policy(p);
     for (const auto& s : p.scalars) rec.params[s.name] = s.value;

@@ -18,6 +18,19 @@ jit::disk_cache cache_in(const std::string& dir, std::optional<std::uintmax_t> l
                            limit.value_or(jit::disk_cache::default_limit()));
 }
 
+config::target target_of(const device_info& d) {
+    config::target t = config::named_target("sm_" + std::to_string(d.arch)).value_or(config::default_target());
+    t.name = d.name;
+    t.arch = d.arch;
+    t.from_device = true;
+    if (d.sm_count > 0) t.sm_count = d.sm_count;
+    if (d.shared_per_block > 0) t.shared_per_block = d.shared_per_block;
+    if (d.shared_per_sm > 0) t.shared_per_sm = d.shared_per_sm;
+    if (d.registers_per_sm > 0) t.registers_per_sm = d.registers_per_sm;
+    if (d.l2_bytes > 0) t.l2_bytes = d.l2_bytes;
+    return t;
+}
+
 session::session(const session_options& options, std::unique_ptr<gpu_provider> gpus)
     : m_templates_dir(options.templates_dir),
       m_templates(templates_in(options.templates_dir)),
@@ -43,6 +56,16 @@ device_info session::device(int index) {
     return known[static_cast<std::size_t>(index)];
 }
 
+std::optional<config::target> session::target_if_any(int index) {
+    if (!m_gpus || !m_gpus->unavailable().empty()) return std::nullopt;
+    return target_of(device(index));
+}
+
+std::optional<config::target> session::target_if_any(const std::string& devices) {
+    if (!m_gpus || !m_gpus->unavailable().empty()) return std::nullopt;
+    return target_if_any(parse_devices(devices, static_cast<int>(m_gpus->devices().size())).front());
+}
+
 namespace {
 /// The process's time before the first phase, where kjit's main set the marks: spawn → main
 /// (when a parent passed the spawn time) and main → now.
@@ -60,7 +83,7 @@ void record_process_start(report::record& rec) {
 report::record session::compile(const config::pipeline& p, const std::string& source) {
     report::record rec = new_record("compile", p, source);
     record_process_start(rec);
-    (void)build_variant(p, p.compile.arch.value_or(90), context(), rec);
+    (void)build_variant(p, p.compile.arch.value_or(p.target.arch), context(), rec);
     return rec;
 }
 
@@ -180,7 +203,7 @@ void session::watch(const run_request& request, const std::function<std::optiona
 sweep_result session::sweep(const std::vector<config::sweep_point>& points, const std::string& source,
                             const sweep_request& request, const std::function<void(const report::record&)>& step) {
     std::vector<int> devices;
-    int arch = 90;
+    int arch = points.empty() ? config::default_target().arch : points.front().pipeline.target.arch;  // compile-only: the target's
     if (!request.compile_only) {
         require_gpu("`kjit sweep --compile-only`");
         const auto known = m_gpus->devices();

@@ -90,7 +90,7 @@ public:
     /// or KJIT_CACHE_LIMIT.
     session(const session_options& options, std::unique_ptr<gpu_provider> gpus);
 
-    /// Codegen and compile-or-load for the config's arch (or sm_90).
+    /// Codegen and compile-or-load for the config's arch (or its target's).
     [[nodiscard]] report::record compile(const config::pipeline& p, const std::string& source);
     /// `request.calls` runs of `p` on one GPU; `done` sees each record as soon as it is made.
     /// Throws kjit::error(driver) when there is no GPU (saying `kjit compile` works without one).
@@ -123,6 +123,12 @@ public:
     /// What device `index` is; throws kjit::error(driver) when there is no GPU, (usage) when
     /// there is no such device.
     [[nodiscard]] device_info device(int index);
+    /// The target pipelines are resolved for when they run on device `index`; nullopt where there
+    /// is no GPU (the run then fails, after the config has been checked). Throws
+    /// kjit::error(usage) for a device that does not exist.
+    [[nodiscard]] std::optional<config::target> target_if_any(int index);
+    /// The same for a sweep on `devices` (as --devices takes them): the first of them.
+    [[nodiscard]] std::optional<config::target> target_if_any(const std::string& devices);
 
 private:
     [[nodiscard]] build_context context(prebuilt_binaries* prebuilt = nullptr);

@@ -29,11 +29,17 @@ json_value key_of(const config::document& doc, const run::device_info& device, c
     json_value config = doc.json;
     for (const char* away : {"launch", "tune", "sweep", "measure", "name", "description", "tolerance", "seed"})
         config.erase(away);
-    // Of an input, only its shape ("per": a value per row or column) reaches the kernels; its
-    // values (the fill, a file) do not decide which launch is fastest.
+    // Of an input, only its shape (its own "shape", as a matmul's W has, and "per": a value per
+    // row or column) reaches the kernels; its values (the fill, a file) do not decide which launch
+    // is fastest.
     if (config.contains("inputs") && config["inputs"].is_object())
-        for (auto& [name, input] : config["inputs"].items())
-            if (input.is_object()) input = input.contains("per") ? json_value{{"per", input["per"]}} : json_value::object();
+        for (auto& [name, input] : config["inputs"].items()) {
+            if (!input.is_object()) continue;
+            json_value kept = json_value::object();
+            for (const char* shaping : {"shape", "per"})
+                if (input.contains(shaping)) kept[shaping] = input[shaping];
+            input = kept;
+        }
     field_hasher kernels;
     kernels.add(KJIT_VERSION).add(std::to_string(jit::disk_cache::k_format_version));
     for (const auto& [file, text] : templates.files) kernels.add(file).add(text);
@@ -50,7 +56,8 @@ database::database(const std::filesystem::path& cache_root, json_value key)
     std::error_code ec;
     if (!std::filesystem::exists(m_file, ec)) return;
     try {
-        const json_value stored = json_value::parse(fs::read_file(m_file));
+        // kjit's reader, whose depth limit refuses a damaged file before it could exhaust the stack.
+        const json_value stored = config::parse_json(fs::read_file(m_file), m_file.string());
         if (stored.value("format", 0) != k_database_format || stored.at("key") != m_key)
             throw std::runtime_error("another format or key");
         for (const auto& p : stored.at("points"))
@@ -61,6 +68,24 @@ database::database(const std::filesystem::path& cache_root, json_value key)
         m_warning = "the tuning database " + m_file.string() + " could not be read (" + e.what() +
                     "); its points are measured again and the file replaced";
     }
+}
+
+std::optional<json_value> key_on_same_arch(const std::filesystem::path& cache_root, const json_value& key) {
+    json_value wanted = key;
+    wanted.erase("device");
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(cache_root / "tune", ec)) {
+        if (!entry.is_regular_file(ec) || entry.path().extension() != ".json") continue;
+        try {
+            const json_value stored = config::parse_json(fs::read_file(entry.path()), entry.path().string());
+            json_value other = stored.at("key");
+            if (other.value("device", "") == key.value("device", "")) continue;
+            other.erase("device");
+            if (other == wanted && stored.value("format", 0) == k_database_format) return stored.at("key");
+        } catch (const std::exception&) {  // a damaged entry is another tune's problem: skipped
+        }
+    }
+    return std::nullopt;
 }
 
 const stored_point* database::find(const json_value& values) const {

@@ -16,10 +16,15 @@
 namespace kjit::tune {
 
 /// The key of a tune of `doc` on `device`: the config's JSON less "launch", "tune", "sweep",
-/// "measure", "name", "description", "tolerance", "seed" and its inputs' values (their "per"
-/// stays), and the versions that change kernels.
+/// "measure", "name", "description", "tolerance", "seed" and its inputs' values (their "shape"
+/// and "per" stay), and the versions that change kernels.
 [[nodiscard]] config::json_value key_of(const config::document& doc, const run::device_info& device,
                                         const codegen::template_set& templates);
+
+/// The key of a tune under `cache_root` that differs from `key` only in its device's name: one
+/// made on another GPU of the same architecture, driver and kernels; nullopt when there is none.
+[[nodiscard]] std::optional<config::json_value> key_on_same_arch(const std::filesystem::path& cache_root,
+                                                                 const config::json_value& key);
 
 /// A measured point as stored.
 struct stored_point {
@@ -46,6 +51,7 @@ public:
     /// The fastest point that passed; nullptr when none did.
     [[nodiscard]] const stored_point* best() const;
     [[nodiscard]] const std::filesystem::path& file() const { return m_file; }
+    [[nodiscard]] const config::json_value& key() const { return m_key; }
     [[nodiscard]] const std::string& warning() const { return m_warning; }
 
 private:

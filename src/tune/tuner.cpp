@@ -25,18 +25,19 @@ config::document base_of(const config::document& doc) {
     return base;
 }
 
-/// The space of `doc`: its block, else its family's.
-space space_of(const config::document& base, const config::document& doc) {
-    const config::pipeline p = family::load(base);  // a mistake outside the space is reported once, plainly
+/// The space of `doc`: its block, else its family's (for `gpu`, as load).
+space space_of(const config::document& base, const config::document& doc, const std::optional<config::target>& gpu) {
+    const config::pipeline p = family::load(base, gpu);  // a mistake outside the space is reported once, plainly
     return parse_space(doc, family::family_of(p).tune_space(p));
 }
 
 /// `base` with a point's values set, validated by its family; nullopt when refused.
-std::optional<config::sweep_point> point_of(const config::document& base, const json_value& values, std::size_t index) {
+std::optional<config::sweep_point> point_of(const config::document& base, const json_value& values, std::size_t index,
+                                            const config::target& gpu) {
     config::document variant = with_values(base, values);
     variant.source = base.source + ": tune point (" + config::point_label(values) + ")";
     try {
-        return config::sweep_point{index, config::point_label(values), values, family::load(variant)};
+        return config::sweep_point{index, config::point_label(values), values, family::load(variant, gpu)};
     } catch (const error& e) {
         if (e.kind() != error_kind::config) throw;
         return std::nullopt;
@@ -109,14 +110,15 @@ std::pair<std::string, std::size_t> strategy_for(const tune_options& o, std::siz
 tune_result tune(run::session& s, const config::document& doc, const tune_options& o,
                  const std::function<void(const tuned_point&)>& step) {
     const config::document base = base_of(doc);
-    const space sp = space_of(base, doc);
+    const space sp = space_of(base, doc, s.target_if_any(o.device));  // a config error first, then "no GPU"
     const run::device_info device = s.device(o.device);
+    const config::target gpu = run::target_of(device);
     database db(s.cache().root(), key_of(base, device, s.templates()));
 
     std::map<std::size_t, std::optional<config::sweep_point>> points;  // each point loaded once
     const auto point_at = [&](std::size_t index) -> const std::optional<config::sweep_point>& {
         auto it = points.find(index);
-        if (it == points.end()) it = points.emplace(index, point_of(base, sp.values_of(index), index)).first;
+        if (it == points.end()) it = points.emplace(index, point_of(base, sp.values_of(index), index, gpu)).first;
         return it->second;
     };
     const auto stored = [&](std::size_t index) { return db.find(sp.values_of(index)); };
@@ -178,7 +180,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
 
 tune_result replay(const config::document& doc, const std::vector<report::row>& recorded, const tune_options& o) {
     const config::document base = base_of(doc);
-    const space sp = space_of(base, doc);
+    const space sp = space_of(base, doc, std::nullopt);
     std::map<std::string, measurement> times;  // the point's values as JSON text → what it took
     for (const auto& row : recorded) {
         if (!row.contains("values") || !row.contains("ms")) continue;
@@ -235,18 +237,24 @@ bool wants_tuned_launch(const config::document& doc) {
 
 config::document with_tuned_launch(run::session& s, const config::document& doc, int device, std::string& note) {
     const run::device_info info = s.device(device);
-    const database db(s.cache().root(), key_of(doc, info, s.templates()));
-    const stored_point* best = db.best();
-    if (best == nullptr)
-        throw config_error(doc.source, "launch",
-                           "\"tuned\" takes the best point of a tune of this config on this GPU (" + info.name +
-                               ", sm_" + std::to_string(info.arch) + "), and the tuning database has none: run "
-                               "`kjit tune` on this config first");
+    const json_value key = key_of(doc, info, s.templates());
+    std::optional<database> db(std::in_place, s.cache().root(), key);
+    if (db->best() == nullptr) {  // a tune on another GPU of the same architecture, else none
+        const auto other = key_on_same_arch(s.cache().root(), key);
+        db = other ? std::optional<database>(std::in_place, s.cache().root(), *other) : std::nullopt;
+    }
     config::document tuned = doc;
     tuned.json["launch"] = json_value::object();
+    const stored_point* best = db ? db->best() : nullptr;
+    if (best == nullptr) {
+        note = "no tune of this config on " + info.name + " or another sm_" + std::to_string(info.arch) +
+               " GPU in the tuning database: the family's rule (every key \"auto\"); `kjit tune` makes one";
+        return tuned;
+    }
     tuned = with_values(tuned, best->values);
-    note = "launch tuned " + best->measured + " on " + info.name + " (" + units::duration_ms(*best->ms) + " then; " +
-           config::point_label(best->values) + ")";
+    const std::string tuned_on = db->key().at("device").get<std::string>();
+    note = "launch tuned " + best->measured + " on " + tuned_on + (tuned_on == info.name ? "" : " (the same architecture)") + " (" +
+           units::duration_ms(*best->ms) + " then; " + config::point_label(best->values) + ")";
     return tuned;
 }
 

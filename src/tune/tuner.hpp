@@ -70,8 +70,8 @@ struct tune_result {
 /// True when `doc` says launch: "tuned".
 [[nodiscard]] bool wants_tuned_launch(const config::document& doc);
 /// `doc` with its launch replaced by the best stored point's values for the session's device
-/// `device`; `note` says which entry ("tuned 2026-12-02T10:11:12Z on NVIDIA H200: 38.0 µs").
-/// Throws kjit::error(config) at "launch" when the database has none.
+/// `device`, else for another GPU of its architecture, else by the family's rule (an empty launch
+/// block: every key "auto"); `note` says which ("tuned 2026-12-02T10:11:12Z on NVIDIA H200: 38.0 µs").
 [[nodiscard]] config::document with_tuned_launch(run::session& s, const config::document& doc, int device, std::string& note);
 /// `doc` with the values of `best` applied (kjit tune --write-best): the launch block as found.
 [[nodiscard]] config::document with_values(const config::document& doc, const config::json_value& values);

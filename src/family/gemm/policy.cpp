@@ -1,6 +1,7 @@
 #include "family/gemm/policy.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "config/reader.hpp"
 #include "expr/expr.hpp"
@@ -16,17 +17,17 @@ using config::detail::object_reader;
 using config::detail::quoted_list;
 using config::detail::shown;
 
-/// The policies where "auto". simt: 128 × 128 tiles of 8 × 8 per thread, the classic shape for
-/// CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 256 × 128 tiles on 8 warps of 64 × 64,
-/// 32 deep, three buffers (85 KiB): of 60 launches tuned at 8192³ bfloat16 on the H200, the
-/// fastest whose shared memory fits every GPU the rung runs on (99 KiB on sm_86 and sm_89):
-/// 2.93 ms, where the fastest of all (256 × 128 × 64 on 8 warps of 128 × 32, four buffers,
+/// The policies where "auto" at large shapes. simt: 128 × 128 tiles of 8 × 8 per thread, the
+/// classic shape for CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 256 × 128 tiles on 8
+/// warps of 64 × 64, 32 deep, three buffers (85 KiB): of 60 launches tuned at 8192³ bfloat16 on the
+/// H200, the fastest whose shared memory fits every GPU the rung runs on (99 KiB on sm_86 and
+/// sm_89): 2.93 ms, where the fastest of all (256 × 128 × 64 on 8 warps of 128 × 32, four buffers,
 /// 212 KiB: Hopper alone) took 2.65 (bench/results/2026-12-03-mma/second). wgmma: 128 × 256 tiles,
 /// two consumer warp groups of 64 × 256 each, three buffers 64 deep (the 128-byte rows the
 /// swizzle is made for), groups of 16 tile rows: the fastest of 16 launches at each of 4096³,
 /// 8192³ and 8192 × 4096 × 4096 on the H200 (bench/results/2026-12-03-wgmma/third); one block
 /// fills an SM.
-policy auto_policy(rung kind) {
+policy large_shape_policy(rung kind) {
     policy chosen;
     chosen.kind = kind;
     if (kind == rung::mma) {
@@ -45,10 +46,93 @@ policy auto_policy(rung kind) {
     return chosen;
 }
 
-/// wgmma: a consumer warp group's accumulators per thread.
-int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
+/// A tile the shape rule may choose, and the share of the rung's best rate it reached on a full
+/// machine (one block an SM, tiles enough for many waves).
+struct tile_choice {
+    int tile_m, tile_n;
+    bool pingpong;  ///< wgmma's schedule
+    int warps_m, warps_n;  ///< mma's warps
+    int stages;
+    double rate;
+};
+
+/// wgmma tiles, largest first. Each rate is its time per wave of tiles at 4096 × 11008 × 4096
+/// (LLaMA-2-7B's up-projection: 1376 tiles of 128 × 256, 11 waves) against 128 × 256's, on the
+/// H200, each tile at its fastest depth: 3 buffers for 128 × 256 and 256 × 128 (4 do not fit
+/// beside the staged C), 4 for the others (bench/results/2026-12-03-defaults/first: 16 launches
+/// at 8 shapes; the 4096 × 4096 × 11008 product gives the same order, 128 × 128 at 0.91).
+constexpr tile_choice k_wgmma_tiles[] = {
+        {128, 256, false, 0, 0, 3, 1.00},
+        {128, 128, false, 0, 0, 4, 0.93},
+        {256, 128, false, 0, 0, 3, 0.91},
+        {64, 256, true, 0, 0, 4, 0.85},
+        {64, 128, true, 0, 0, 4, 0.61},
+        {64, 64, true, 0, 0, 4, 0.37},
+};
+/// mma tiles, largest first, at the large-shape policy's depth (3 buffers of 32). Not measured
+/// per tile: the rates are wgmma's for the same area.
+constexpr tile_choice k_mma_tiles[] = {
+        {256, 128, false, 4, 2, 3, 1.00},
+        {128, 128, false, 2, 2, 3, 0.93},
+        {64, 128, false, 2, 2, 3, 0.61},
+        {64, 64, false, 2, 2, 3, 0.37},
+};
+
+/// The tile of `tiles` whose estimated time at `s` is least: the waves it takes one block an SM
+/// (a tile's last wave costs a whole one) times its area over its rate. A tile whose area the
+/// product would leave mostly empty (M of 16 in 128 rows) loses to a smaller one this way; so does
+/// one of too few tiles to fill the SMs. At the 8 shapes measured, the tile chosen ran within 2 %
+/// of the fastest of the 16 launches (decode at M ≤ 64 is bound by W's bytes, not by area: there
+/// the smallest tiles are all within 2 % of each other).
+template <std::size_t count>
+const tile_choice& fastest_tile(const tile_choice (&tiles)[count], const sizes& s, const config::target& gpu) {
+    const tile_choice* best = &tiles[0];
+    double best_time = INFINITY;
+    for (const tile_choice& t : tiles) {
+        const long long blocks = (s.m + t.tile_m - 1) / t.tile_m * ((s.n + t.tile_n - 1) / t.tile_n);
+        const long long waves = (blocks + gpu.sm_count - 1) / gpu.sm_count;
+        const double time = static_cast<double>(waves) * t.tile_m * t.tile_n / t.rate;
+        if (time < best_time) {
+            best = &t;
+            best_time = time;
+        }
+    }
+    return *best;
+}
+
+/// The policy where "auto": the rung's large-shape policy, with the tile the shape rule chooses
+/// for `s` on `gpu`.
+policy auto_policy(rung kind, const sizes& s, const config::target& gpu) {
+    policy chosen = large_shape_policy(kind);
+    if (kind == rung::simt) return chosen;
+    const tile_choice& tile = kind == rung::wgmma ? fastest_tile(k_wgmma_tiles, s, gpu) : fastest_tile(k_mma_tiles, s, gpu);
+    chosen.tile_m = tile.tile_m;
+    chosen.tile_n = tile.tile_n;
+    chosen.stages = tile.stages;
+    if (kind == rung::wgmma) chosen.pingpong = tile.pingpong;
+    if (kind == rung::mma) {
+        chosen.warps_m = tile.warps_m;
+        chosen.warps_n = tile.warps_n;
+    }
+    return chosen;
+}
+
+/// The launch keys the shape rule chooses together.
+constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "stages", "warps_m", "warps_n"};
 
 bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
+
+/// The rung where "auto": 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
+/// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
+/// bytes), else mma (sm_80 and newer: cp.async and mbarrier); CUDA cores for the rest.
+rung auto_rung(const pipeline& p) {
+    if (!tensor_core_type(p.type) || p.target.arch < 80) return rung::simt;
+    const sizes s = sizes_of(p);
+    return p.target.hopper() && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
+}
+
+/// wgmma: a consumer warp group's accumulators per thread.
+int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 
 /// The widest of 4, 2, 1 elements, at most 16 bytes, that divides `extent`: a vector never
 /// straddles two rows.
@@ -154,12 +238,14 @@ void resolve(pipeline& p, const std::string& source) {
     };
     const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
                                                      std::nullopt)
-                      : tensor_core_type(p.type) ? rung::mma
-                                                 : rung::simt;
+                                    : auto_rung(p);
     if (kind != rung::simt && !tensor_core_type(p.type))
         l.fail("rung", "\"" + std::string(to_string(kind)) + "\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
                              std::string(config::to_string(p.type)) + ": use \"simt\"");
-    policy chosen = auto_policy(kind);
+    // The shape rule chooses a whole tile (its size, schedule or warps, and depth) or none of it:
+    // a launch that gives any of these starts from the large-shape policy, as it always did.
+    const bool tile_given = std::any_of(std::begin(k_tile_keys), std::end(k_tile_keys), given);
+    policy chosen = tile_given ? large_shape_policy(kind) : auto_policy(kind, sizes_of(p), p.target);
     const auto read = [&](const char* key, int& field, std::vector<int> allowed) {
         if (!given(key)) return;
         const long long value = l.integer(key, 1, 1 << 20, std::nullopt);  // then one of `allowed`
@@ -212,10 +298,12 @@ void resolve(pipeline& p, const std::string& source) {
                                  std::to_string(a_vectors) + " vectors of A and " + std::to_string(b_vectors) +
                                  " of B a step, which must be multiples of them: use a deeper tile_k");
     }
-    if (chosen.shared_bytes(p.type) > k_max_shared_bytes)
+    if (chosen.shared_bytes(p.type) > p.target.shared_per_block)
         l.fail(mma || wgmma ? "stages" : "tile_k", "a block of " + tile + (mma || wgmma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
                                               " needs " + std::to_string(chosen.shared_bytes(p.type)) +
-                                              " bytes of shared memory, more than the 227 KiB a block may have");
+                                              " bytes of shared memory, more than the " +
+                                              std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
+                                              p.target.describe());
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
     p.launch.vector_width = chosen.width_c;
