@@ -7,7 +7,8 @@ object per line: {"op", "tool", "dtype", "m", "n", "k", "median_ms", "p10_ms", "
     python3 bench/peers/gemm_peers.py [--repeat K] [--shapes 4096x4096x4096,8192x8192x8192]
 
 Shapes are M x N x K: x is M x K, W is K x N, b has N values. Tools:
-  bfloat16: cublas (x @ W), cublaslt_gelu (torch._addmm_activation(b, x, W, use_gelu=True): cuBLASLt's
+  bfloat16: cublas (x @ W), cublaslt_bias (torch.addmm(b, x, W): cuBLASLt's bias epilogue),
+            eager_silu (silu(x @ W): two kernels), cublaslt_gelu (torch._addmm_activation(b, x, W, use_gelu=True): cuBLASLt's
             fused bias + GELU epilogue), eager_gelu and eager_tanh (torch.addmm, then the activation:
             two kernels), compile_gelu (torch.compile, mode given by --compile-mode, of addmm + GELU),
             triton (bench's own Triton matmul, the best of four configs, each timed)
@@ -101,6 +102,8 @@ def main():
         report("cublaslt_gelu", "bfloat16", lambda: torch._addmm_activation(b, x, w, use_gelu=True))
         report("eager_gelu", "bfloat16", lambda: F.gelu(torch.addmm(b, x, w), approximate="tanh"))
         report("eager_tanh", "bfloat16", lambda: torch.tanh(torch.addmm(b, x, w)))
+        report("eager_silu", "bfloat16", lambda: F.silu(x @ w))
+        report("cublaslt_bias", "bfloat16", lambda: torch.addmm(b, x, w))
         report("compile_gelu", "bfloat16", lambda: compiled(x, w, b))
         if triton is not None:
             best = None
