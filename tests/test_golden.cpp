@@ -33,7 +33,9 @@ const std::vector<golden_case>& cases() {
           {"stages[2]", {{"op", "map"}, {"expr", "x * k + next - first"}}}}},
         {"softmax", "softmax.json", {}},
         {"softmax_separate", "softmax.json", {{"fusion", "separate"}}},
-        {"softmax_cluster", "softmax.json", {{"shape", {2, 65536}}}},
+        // A row longer than shared memory, read again in each pass by a cluster of 8 blocks.
+        {"softmax_cluster", "softmax.json",
+         {{"shape", {2, 65536}}, {"launch.row_cache", "none"}, {"launch.cluster", 8}, {"launch.block", 1024}, {"launch.streaming", true}}},
         {"softmax_bf16_row_inputs", "softmax.json", {{"dtype", "bfloat16"}, {"launch.row_cache", "inputs"}}},
         {"softmax_row_none", "softmax.json", {{"launch.row_cache", "none"}}},
         {"softmax_row_shared", "softmax.json", {{"launch.row_cache", "shared"}}},

@@ -518,7 +518,11 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     // Longer: in shared memory, 128 bytes of it a thread, streamed.
     CHECK(policy(32768, "bfloat16") == "shared 512 streaming");
     CHECK(policy(32768, "float32") == "shared 1024 streaming");
-    // Longer than shared memory holds: read again in each pass, any length, by a cluster of 8 blocks.
+    // Longer than a block's shared memory: an eighth of it in each of a cluster of 8 blocks of 128.
+    CHECK(policy(128256, "bfloat16") == "shared 128 streaming cluster");
+    CHECK(policy(128256, "float32") == "shared 128 streaming cluster");
+    // Longer than a cluster's shared memory holds: read again in each pass, any length, by a
+    // cluster of 8 blocks of 1024.
     CHECK(policy(1 << 20, "float32") == "none 1024 streaming cluster");
     CHECK(policy(3000001, "bfloat16") == "none 1024 streaming cluster");
     // What the launch block gives is kept; the rest still follows the rule.
@@ -528,6 +532,18 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     CHECK(policy(4096, "float32", {{"block", 128}}) == "values 128");
     CHECK(policy(65536, "bfloat16", {{"row_cache", "values"}}) == "values 1024 cluster");
     CHECK(policy(32768, "float32", {{"grid", "resident"}}) == "none 1024 streaming");  // two rows do not fit
+    CHECK(policy(128256, "bfloat16", {{"cluster", 4}}) == "none 1024 streaming cluster");  // a cluster given: as it was
+    // Clusters are sm_90's: on an A100 a row longer than shared memory is read again in each pass.
+    const auto on_a100 = [&](long long cols) {
+        json j = softmax_config();
+        j["shape"] = {3, cols};
+        j["dtype"] = "bfloat16";
+        j["compile"] = {{"target", "a100"}};
+        const auto p = parsed(j);
+        return std::string(config::to_string(p.launch.cache)) + " " + std::to_string(p.launch.cluster);
+    };
+    CHECK(on_a100(128256) == "none 1");
+    CHECK(on_a100(32768) == "shared 1");
 }
 
 TEST_CASE("\"auto\" for a pipeline that computes from positions: 32 elements a thread, a warp per row where it holds one") {

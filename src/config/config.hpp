@@ -134,7 +134,7 @@ struct launch_spec {
     /// again wherever x is used. "none": nowhere: each pass reads the row from memory again (from
     /// L2, mostly), applying the maps again; any row length, and few registers. "shared": in the
     /// block's shared memory as loaded (copied there asynchronously, sm_80 and newer), the maps
-    /// applied again; up to k_max_shared_row_bytes a block: a row, or with launch.cluster each
+    /// applied again; up to rows::max_shared_row_bytes a block: a row, or with launch.cluster each
     /// block's share of it.
     enum class row_cache { values, inputs, none, shared } cache = row_cache::values;
     int vector_width = 0;           ///< elements per load: 1, 2, 4 or 8; 0 = auto until resolved

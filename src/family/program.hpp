@@ -53,8 +53,6 @@ struct argument {
 /// (grid-stride or row loops that need no more), or exactly that many (launch.grid "resident").
 enum class resident_rule { none, at_most, exactly };
 
-/// The most dynamic shared memory a block may have on sm_90 (the H100 and H200): 227 KiB.
-inline constexpr std::size_t k_max_shared_bytes = 227 * 1024;
 
 struct kernel {
     std::string name;  ///< extern "C", so it needs no name lowering

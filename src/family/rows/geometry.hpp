@@ -21,9 +21,8 @@ inline constexpr long long k_auto_shared_bytes_per_thread = 128;
 /// H200: 1.10× at 16; at 32, 1.03× on a warp per row and 1.06× in blocks of 128;
 /// bench/results/2026-12-02-h200-causal).
 inline constexpr int k_positional_row_items = k_max_row_items;
-/// The most bytes of a row that row_cache "shared" holds: what one block may have on sm_90
-/// (k_max_shared_bytes), less the few words the reductions use.
-inline constexpr long long k_max_shared_row_bytes = static_cast<long long>(k_max_shared_bytes) - 1024;
+/// The few words of shared memory the reductions use, beside a row that row_cache "shared" holds.
+inline constexpr std::size_t k_reduction_shared_bytes = 1024;
 /// Levels of the template's warp butterfly (kjit_warp_reduce: 32 lanes). kjit_block_reduce runs
 /// it twice: over each warp's lanes, then over the (at most 32) warps' results.
 inline constexpr long long k_warp_levels = 5;
@@ -50,6 +49,9 @@ inline constexpr long long k_warp_levels = 5;
 /// Dynamic shared memory per block of a kernel that reads a row: with row_cache "shared", the
 /// block's row (two when it loops over rows: the next one arrives while this one is worked on);
 /// otherwise none.
+/// The most bytes of a row that row_cache "shared" holds: what one block may have on the target,
+/// less the reductions' words.
+[[nodiscard]] std::size_t max_shared_row_bytes(const config::pipeline& p);
 [[nodiscard]] std::size_t shared_bytes(const config::pipeline& p);
 
 /// The longest chains of roundings in a row's sums: a thread adds its elements in order, then

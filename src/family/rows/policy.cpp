@@ -74,6 +74,9 @@ bool is_auto(const pipeline& p, const char* key) {
     return it == p.launch.given.end() || (it->is_string() && *it == "auto");
 }
 
+/// The architecture the kernels are compiled for: the config's compile.arch, else the target's.
+int arch_of(const pipeline& p) { return p.compile.arch.value_or(p.target.arch); }
+
 /// True when a stage computes from the element's position (a mask such as `col > row`).
 bool uses_positions(const pipeline& p) {
     expr::used_names used;
@@ -85,8 +88,12 @@ bool uses_positions(const pipeline& p) {
 /// on the H200 over the exhaustive launch spaces of softmax, layer norm and RMS norm
 /// (docs/tuning.md): a row that a block holds in registers at k_auto_row_items elements a thread
 /// stays there, in the smallest such block; a longer row goes to shared memory where it fits,
-/// streamed, with 128 bytes of it per thread; a row longer still is read again from memory in each
-/// pass by a cluster of 8 blocks of 1024 (one row of 2^20: 5.4 times faster than one block).
+/// streamed, with 128 bytes of it per thread; a row longer still stays in shared memory spread over a
+/// cluster of 8 blocks of 128 (sm_90), each holding an eighth (softmax over 1024 rows of 128,256
+/// bfloat16: 189 µs, the best of the row family's 152 launches, where reading it again in each
+/// pass took 412: bench/results/2026-12-03-defaults/second); one whose eighth does not fit either
+/// is read again from memory in each pass by a cluster of 8 blocks of 1024 (one row of 2^20: 5.4
+/// times faster than one block).
 /// A pipeline that computes from positions does work per element that a copy does not (the
 /// causal mask's compare and select): where its row stays in registers it takes
 /// k_positional_row_items elements a thread, on one warp per row where a warp holds the row so.
@@ -112,17 +119,27 @@ void choose_row_cache(pipeline& p) {
         }
         return;  // "values"
     }
-    p.launch.cache = p.compile.arch.value_or(90) >= 80 ? cache::shared : cache::none;
+    p.launch.cache = arch_of(p) >= 80 ? cache::shared : cache::none;
     if (p.launch.block_auto) {
         int block = 64;
         while (block < 1024 && block * k_auto_shared_bytes_per_thread < row_bytes(p)) block *= 2;
         p.launch.block = block;
         p.launch.block_auto = false;
     }
-    if (p.launch.cache == cache::shared && (shared_bytes(p) > k_max_shared_row_bytes || !is_auto(p, "cluster"))) {
+    const bool clusters = p.launch.cluster_auto && !rows_loop(p) && arch_of(p) >= 90;
+    if (p.launch.cache == cache::shared && shared_bytes(p) > max_shared_row_bytes(p) && clusters && is_auto(p, "cluster")) {
+        p.launch.cluster = 8;  // an eighth of the row a block, if that fits
+        if (is_auto(p, "block")) p.launch.block = 128;
+        if (shared_bytes(p) <= max_shared_row_bytes(p)) {
+            p.launch.cluster_auto = false;
+        } else {
+            p.launch.cluster = 1;
+        }
+    }
+    if (p.launch.cache == cache::shared && (shared_bytes(p) > max_shared_row_bytes(p) || !is_auto(p, "cluster"))) {
         p.launch.cache = cache::none;
         if (is_auto(p, "block")) p.launch.block = 1024;
-        if (p.launch.cluster_auto && !rows_loop(p) && p.compile.arch.value_or(90) >= 90) {
+        if (clusters) {
             p.launch.cluster = 8;
             p.launch.cluster_auto = false;
         }
@@ -183,14 +200,14 @@ void choose_row_launch(pipeline& p, const failer& fail) {
                             "from memory in each pass with launch.row_cache \"none\"");
     if (p.launch.cache == cache::shared) {
         // A block that loops over rows holds two: the next is copied while this one is worked on.
-        const long long share = row_bytes_per_block(p), held = static_cast<long long>(shared_bytes(p));
+        const long long share = row_bytes_per_block(p);
         const std::string what = p.launch.cluster > 1 ? "a block's share (" + std::to_string(share) + " bytes) of a row is" :
                                  rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds "
                                                 "them) of " + std::to_string(share) + " bytes are"
                                               : "a row of " + std::to_string(share) + " bytes is";
-        if (held > k_max_shared_row_bytes)
+        if (shared_bytes(p) > max_shared_row_bytes(p))
             fail("shape", what + " more than launch.row_cache \"shared\" holds (" +
-                                std::to_string(k_max_shared_row_bytes) + " bytes of a block's shared memory); use \"none\"" +
+                                std::to_string(max_shared_row_bytes(p)) + " bytes of a block's shared memory); use \"none\"" +
                                 (rows_loop(p) ? " or launch.grid \"auto\"" : ", or spread the row over a launch.cluster"));
     }
     if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
@@ -246,6 +263,10 @@ bool row_in_registers(const pipeline& p) {
 }
 
 bool may_skip_reads(const pipeline& p) { return row_in_registers(p) && !rows_loop(p) && !p.launch.warp_per_row; }
+
+std::size_t max_shared_row_bytes(const pipeline& p) {
+    return p.target.shared_per_block - k_reduction_shared_bytes;
+}
 
 std::size_t shared_bytes(const pipeline& p) {
     if (p.launch.cache != config::launch_spec::row_cache::shared) return 0;
