@@ -470,6 +470,7 @@ NB_MODULE(_kjit, m) {
     m.def("write_trace", [](const std::string& path) {
         const std::string json = trace::to_json().dump();
         trace::stop_collecting();
+        fs::check_distinct_outputs({{"kjit.trace", path}}, fs::files_read());  // never a config or input file read
         fs::write_output(path, json);
     });
     nb::class_<python_session>(m, "Session")

@@ -190,6 +190,15 @@ np.save('data/wide.npy', np.linspace(0, 1, 35).reshape(5, 7))
     // folder, which here holds a grey.npy of other values (wide.npy's).
     j["sweep"] = {{"dtype", {"float32", "float64"}}};
     fs::write_file_atomic(config, j.dump());
+    // No result file replaces an input file: it is refused before any work, and the file stays.
+    const std::string grey = (dir.path() / "data" / "grey.npy").string(), grey_bytes = fs::read_file(grey);
+    for (const char* option : {"--json", "--csv", "--trace"}) {
+        const auto over = kjit::testing::kjit_cli({"compile", config.string(), option, grey});
+        CHECK(over.status == exit_status::usage);
+        CHECK(over.err.find(std::string(option) + " " + grey + ": is ") == 6);  // after "kjit: "
+        CHECK(over.err.find("which kjit reads") != std::string::npos);
+    }
+    CHECK(fs::read_file(grey) == grey_bytes);
     const auto working = std::filesystem::current_path();
     std::filesystem::current_path(dir.path());
     std::filesystem::copy_file("data/wide.npy", "grey.npy");

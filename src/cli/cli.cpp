@@ -249,6 +249,13 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     // Each result is a file of its own, and never one kjit reads.
     std::vector<std::filesystem::path> reads(o.files.begin(), o.files.end());
     if (!o.config_path.empty()) reads.emplace_back(o.config_path);
+    if (sub.config) {  // the config's input files; a config that does not load is reported by the command
+        try {
+            const auto files = config::input_files(load_document(o));
+            reads.insert(reads.end(), files.begin(), files.end());
+        } catch (const error&) {
+        }
+    }
     if (!o.replay_path.empty()) reads.emplace_back(o.replay_path);
     if (!o.templates_dir.empty()) {
         std::error_code ec;

@@ -232,6 +232,13 @@ struct document {
     std::filesystem::path folder = {};  ///< the config file's folder; empty: the working folder
 };
 
+/// Where an input's `path` points: against the config's folder (document::folder) unless absolute,
+/// made absolute, so records name the file that was read.
+[[nodiscard]] std::filesystem::path input_path(const std::filesystem::path& folder, const std::filesystem::path& given);
+/// The files `doc`'s inputs read (fill "file"), resolved as from_json resolves them, with no other
+/// check: what a result file must not replace.
+[[nodiscard]] std::vector<std::filesystem::path> input_files(const document& doc);
+
 /// Parses JSON text (comments allowed) with kjit's limits: a duplicate key or nesting deeper than
 /// 64 levels throws kjit::error(config) naming the key path; a syntax error throws
 /// nlohmann's parse_error.

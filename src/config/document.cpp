@@ -107,6 +107,20 @@ document parse_document(std::string_view text, std::string source) {
     }
 }
 
+std::filesystem::path input_path(const std::filesystem::path& folder, const std::filesystem::path& given) {
+    return std::filesystem::absolute(folder / given).lexically_normal();  // an absolute `given` replaces the folder
+}
+
+std::vector<std::filesystem::path> input_files(const document& doc) {
+    std::vector<std::filesystem::path> files;
+    const auto inputs = doc.json.is_object() ? doc.json.find("inputs") : doc.json.end();
+    if (inputs == doc.json.end() || !inputs->is_object()) return files;
+    for (const auto& [name, input] : inputs->items())
+        if (input.is_object() && input.value("fill", json_value()) == "file" && input.contains("path") && input["path"].is_string())
+            files.push_back(input_path(doc.folder, input["path"].get<std::string>()));
+    return files;
+}
+
 document load_document(const std::string& path) {
     if (path.empty())
         return parse_document(embedded_file("configs/hidden_layer.json"),
@@ -117,6 +131,7 @@ document load_document(const std::string& path) {
     } catch (const error& e) {
         throw error(error_kind::usage, e.what());  // a missing config is a usage error (exit 2)
     }
+    fs::note_read(path);
     document doc = parse_document(text, path);
     doc.folder = std::filesystem::absolute(path).parent_path();  // as it is now, whatever the working folder later
     return doc;

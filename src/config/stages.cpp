@@ -8,6 +8,7 @@
 #include "config/reader.hpp"
 #include "expr/functions.hpp"
 #include "util/error.hpp"
+#include "util/fs.hpp"
 
 namespace kjit::config::detail {
 
@@ -55,7 +56,8 @@ void read_file_input(const object_reader& r, const std::filesystem::path& folder
         if (r.find(key)) r.fail(key, "does not apply to fill \"file\": the file holds the values");
     const std::filesystem::path given = r.string("path", std::nullopt);
     if (given.empty()) r.fail("path", "expected the path of an .npy or raw file, got \"\"");
-    in.path = std::filesystem::absolute(folder / given).lexically_normal();  // an absolute `given` replaces the folder
+    in.path = input_path(folder, given);
+    fs::note_read(in.path);
     const npy::element_type* raw = nullptr;
     if (r.find("format")) {
         const std::string format = r.string("format", std::nullopt);

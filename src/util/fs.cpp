@@ -1,5 +1,8 @@
 #include "util/fs.hpp"
 
+#include <algorithm>
+#include <mutex>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,6 +110,21 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
         return std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec).lexically_normal();
     };
     return resolved(a) == resolved(b);
+}
+
+namespace {
+std::mutex g_read_mutex;
+std::vector<std::filesystem::path> g_read;  // guarded by g_read_mutex
+}  // namespace
+
+void note_read(const std::filesystem::path& path) {
+    const std::lock_guard lock(g_read_mutex);
+    if (std::find(g_read.begin(), g_read.end(), path) == g_read.end()) g_read.push_back(path);
+}
+
+std::vector<std::filesystem::path> files_read() {
+    const std::lock_guard lock(g_read_mutex);
+    return g_read;
 }
 
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,

@@ -23,8 +23,14 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 /// otherwise the same path once resolved.
 [[nodiscard]] bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
 
+/// Notes that the process read `path` as a config or an input file: no result file of kjit's may
+/// replace it later (Python's kjit.trace, whose path is named before the block reads anything).
+void note_read(const std::filesystem::path& path);
+/// Every path note_read was given, in order.
+[[nodiscard]] std::vector<std::filesystem::path> files_read();
+
 /// Refuses (kjit::error(usage)) output files that are one file under two options, or a file
-/// kjit reads (`reads`: the config, templates, merge inputs). `outputs` are (option, path); an
+/// kjit reads (`reads`: the config, its input files, templates, merge inputs). `outputs` are (option, path); an
 /// empty path is an option not given, and "-" is standard output.
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
                             const std::vector<std::filesystem::path>& reads);

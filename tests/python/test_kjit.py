@@ -93,6 +93,16 @@ def test_trace_writes_the_spans_of_its_block_only(session, tmp_path):
     assert "codegen" not in spans[1]  # emit plans without timing it, and the first block's spans are gone
 
 
+def test_trace_never_replaces_a_config_it_read(session, tmp_path):
+    config = tmp_path / "softmax.json"
+    config.write_text((CONFIGS / "softmax.json").read_text())
+    before = config.read_text()
+    with pytest.raises(kjit.ConfigError, match="which kjit reads"):
+        with kjit.trace(config):
+            session.emit(config)
+    assert config.read_text() == before
+
+
 def test_version():
     assert kjit.__version__.count(".") == 2
 
