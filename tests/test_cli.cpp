@@ -59,6 +59,27 @@ TEST_CASE("bad config and bad --set exit 2 with one line naming the key") {
     CHECK(threads.err == "kjit: --host-threads takes a number of threads in 0..1024\n");
 }
 
+TEST_CASE("a rung on an architecture it cannot run on: one line, exit 2, from compile, emit --ptx and sweeps alike") {
+    kjit::testing::temp_dir dir;
+    const std::string mlp = kjit::testing::config_path("mlp_layer.json");
+    const auto wgmma = kjit_cli({"emit", "--ptx", mlp, "--set", "launch.rung=wgmma", "--arch", "sm_100"});
+    CHECK(wgmma.status == exit_status::usage);
+    CHECK(wgmma.err == "kjit: mlp_layer: this variant runs on sm_90 alone (the wgmma rung: Hopper's warp-group tensor cores, "
+                       "the TMA unit and setmaxnreg), not on sm_100\n");
+    const auto mma = kjit_cli({"compile", mlp, "--set", "launch.rung=mma", "--set", "launch.tile_m=64", "--arch", "sm_75",
+                               "--cache-dir", dir.path().string()});
+    CHECK(mma.status == exit_status::usage);
+    CHECK(mma.err == "kjit: mlp_layer: this variant needs sm_80 or newer (the mma rung: its copies (cp.async) and their "
+                     "barriers (mbarrier)), not sm_75\n");
+    // A sweep over the rungs refuses the point, not the sweep, and compiles the others.
+    const auto sweep = kjit_cli({"sweep", mlp, "--compile-only", "--arch", "sm_100", "--quiet", "--set", "shape=[64,64]",
+                                 "--set", "inputs.W.shape=[64,64]", "--set", "sweep={\"launch.rung\":[\"wgmma\",\"simt\"]}",
+                                 "--cache-dir", dir.path().string()});
+    CHECK(sweep.status == exit_status::failure);
+    CHECK(sweep.out.find("2 points, 1 distinct sources, 1 compiled") != std::string::npos);
+    CHECK(sweep.out.find("1 failed") != std::string::npos);
+}
+
 TEST_CASE("cache path, stats and clear on an empty cache") {
     kjit::testing::temp_dir dir;
     const auto path = kjit_cli({"cache", "path", "--cache-dir", dir.path().string()});

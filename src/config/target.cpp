@@ -55,7 +55,8 @@ int represented_by(int arch) {
 }  // namespace
 
 std::string target::describe() const {
-    return name + " (sm_" + std::to_string(arch) + ", " + std::to_string(sm_count) + " SMs)";
+    const std::string sms = std::to_string(sm_count) + " SMs)";
+    return name + (like.empty() ? " (sm_" + std::to_string(arch) + ", " + sms : " (like " + like + ": " + sms);
 }
 
 std::string known_target_list() {
@@ -73,6 +74,7 @@ std::optional<target> named_target(std::string_view text) {
     const auto typical = std::find_if(k_known.begin(), k_known.end(), [&](const known_gpu& g) { return g.arch == represented_by(arch); });
     target t = from_known(*typical, "sm_" + std::to_string(arch));
     t.arch = arch;
+    t.like = std::string(typical->name);
     return t;
 }
 

@@ -75,6 +75,10 @@ struct program {
     /// wgmma and setmaxnreg, compiled for sm_90a); 0 for any.
     int only_arch = 0;
     std::string only_arch_why;  ///< "the wgmma rung: Hopper's warp-group tensor cores"
+    /// The oldest architecture it runs on (80: cp.async and mbarrier); 0 for any. Both are checked
+    /// in one place, run::check_arch, for compile, emit --ptx and run.
+    int min_arch = 0;
+    std::string min_arch_why;  ///< "the mma rung: cp.async and mbarrier"
     std::vector<kernel> kernels;       ///< in launch order
     std::vector<buffer> buffers;       ///< every device buffer, inputs first
     bool double_scalars = false;       ///< scalars are passed as double (float64 pipelines)

@@ -23,6 +23,19 @@ std::optional<jit::build_output> prebuilt_binaries::take(const std::string& key,
     return build;
 }
 
+bool runs_on(const family::program& program, int arch) {
+    return (program.only_arch == 0 || program.only_arch == arch) && arch >= program.min_arch;
+}
+
+void check_arch(const config::pipeline& p, const family::program& program, int arch) {
+    if (program.only_arch != 0 && program.only_arch != arch)
+        throw error(error_kind::config, p.name + ": this variant runs on sm_" + std::to_string(program.only_arch) + " alone (" +
+                                           program.only_arch_why + "), not on sm_" + std::to_string(arch));
+    if (program.min_arch != 0 && arch < program.min_arch)
+        throw error(error_kind::config, p.name + ": this variant needs sm_" + std::to_string(program.min_arch) + " or newer (" +
+                                           program.min_arch_why + "), not sm_" + std::to_string(arch));
+}
+
 jit::compile_request compile_request_for(const config::pipeline& p, const family::program& program, int arch) {
     jit::compile_request request;
     request.source = program.source;
@@ -40,9 +53,7 @@ jit::compile_request compile_request_for(const config::pipeline& p, const family
 built_variant build_variant(const config::pipeline& p, int arch, const build_context& ctx, report::record& rec) {
     built_variant built;
     built.program = timed(rec, phase::codegen, [&] { return family::plan(p, ctx.templates); });
-    if (built.program.only_arch != 0 && built.program.only_arch != arch)
-        throw error(error_kind::config, p.name + ": this variant runs on sm_" + std::to_string(built.program.only_arch) +
-                                           " alone (" + built.program.only_arch_why + "), not on sm_" + std::to_string(arch));
+    check_arch(p, built.program, arch);
     const jit::compile_request request = compile_request_for(p, built.program, arch);
     std::optional<jit::build_output> ready;
     // With the cache off or refreshed, later variants of one source would not find it in the

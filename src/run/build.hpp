@@ -41,6 +41,13 @@ struct built_variant {
     jit::build_output binary;
 };
 
+/// Refuses (kjit::error(config), one line naming why) a program that cannot run on sm_<arch>: one
+/// made for another architecture alone, or for newer ones (family::program's only_arch, min_arch).
+/// The one check for compile, emit --ptx, run and sweeps.
+void check_arch(const config::pipeline& p, const family::program& program, int arch);
+/// True when check_arch lets `program` run on sm_<arch>.
+[[nodiscard]] bool runs_on(const family::program& program, int arch);
+
 /// The NVRTC request for `program` (the program of `p`) for sm_<arch>: one place decides the
 /// options, so a sweep's parallel compile and a run agree on cache keys.
 [[nodiscard]] jit::compile_request compile_request_for(const config::pipeline& p, const family::program& program,

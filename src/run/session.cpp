@@ -21,6 +21,7 @@ jit::disk_cache cache_in(const std::string& dir, std::optional<std::uintmax_t> l
 config::target target_of(const device_info& d) {
     config::target t = config::named_target("sm_" + std::to_string(d.arch)).value_or(config::default_target());
     t.name = d.name;
+    t.like.clear();
     t.arch = d.arch;
     t.from_device = true;
     if (d.sm_count > 0) t.sm_count = d.sm_count;

@@ -22,9 +22,6 @@ double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-jit::compile_request request_for(const config::pipeline& p, int arch, const build_context& ctx) {
-    return compile_request_for(p, family::plan(p, ctx.templates), p.compile.arch.value_or(arch));
-}
 
 report::record record_for(const config::sweep_point& point, const std::string& command, const std::string& source) {
     report::record rec = new_record(command, point.pipeline, source);
@@ -151,7 +148,10 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
     summary.points = points.size();
     std::map<std::string, std::pair<jit::compile_request, std::string>> distinct;  // key → request, label
     for (const auto& point : points) {
-        auto request = request_for(point.pipeline, arch, ctx);
+        const family::program program = family::plan(point.pipeline, ctx.templates);
+        const int point_arch = point.pipeline.compile.arch.value_or(arch);
+        if (!runs_on(program, point_arch)) continue;  // refused, in one line, when the point runs
+        auto request = compile_request_for(point.pipeline, program, point_arch);
         const std::string key = jit::cache_key(request);
         distinct.try_emplace(key, std::move(request), config::variant_label(point.pipeline));
     }

@@ -155,6 +155,10 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
     }
+    if (t.kind == rung::mma) {
+        prog.min_arch = 80;
+        prog.min_arch_why = "the mma rung: its copies (cp.async) and their barriers (mbarrier)";
+    }
     prog.output_rows = s.m;
     prog.output_cols = s.n;
     prog.inputs_align_with_output = false;
