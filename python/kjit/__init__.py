@@ -41,14 +41,35 @@ class ConfigError(Error, ValueError):
 _kjit.set_error_types(Error, ConfigError)  # the module raises these itself
 
 
+def _number(value):
+    """JSON's default for what NumPy and PyTorch hand out as numbers: a scalar (np.int64(1000),
+    a 0-d array or tensor) as its Python number, an array's shape or a 1-d array as a list."""
+    if getattr(value, "shape", None) == () and hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(type(value).__name__)
+
+
+def _json(value, where):
+    """`value` as JSON text; what JSON cannot hold is a ConfigError naming `where`."""
+    try:
+        return json.dumps(value, default=_number, allow_nan=True)
+    except (TypeError, ValueError, RecursionError) as e:
+        what = "nested too deeply" if isinstance(e, RecursionError) else f"a value JSON cannot hold ({e})"
+        raise ConfigError(f"{where}: expected numbers, strings, lists and dicts, got {what}", "config") from None
+
+
 def _config_text(config):
     if isinstance(config, dict):
-        return json.dumps(config)
+        return _json(config, "config")
     return str(config)
 
 
 def _sets(values):
-    return [f"{path}={json.dumps(value)}" for path, value in (values or {}).items()]
+    if values is not None and not isinstance(values, dict):
+        raise ConfigError(f"set: expected a dict of key path → value, got {type(values).__name__}", "config")
+    return [f"{path}={_json(value, f'set[{path!r}]')}" for path, value in (values or {}).items()]
 
 
 class Result:
@@ -149,9 +170,15 @@ def first_call(config, set=None, repeat=5):
     with tempfile.TemporaryDirectory(prefix="kjit-first-call-") as scratch:
         path = str(config)
         if isinstance(config, dict) or str(config).lstrip().startswith("{"):
+            # Written to a scratch folder, the config's relative input files still mean the working
+            # folder's, as they do for the session's calls: made absolute first.
+            text = json.loads(_config_text(config))
+            for spec in (text.get("inputs") or {}).values() if isinstance(text, dict) else ():
+                if isinstance(spec, dict) and isinstance(spec.get("path"), str):
+                    spec["path"] = os.path.abspath(spec["path"])
             path = os.path.join(scratch, "config.json")
             with open(path, "w") as f:
-                f.write(_config_text(config))
+                f.write(json.dumps(text))
         rows = os.path.join(scratch, "rows.json")
         sets = [arg for assignment in _sets(set) for arg in ("--set", assignment)]
         done = subprocess.run([_command(), "first-call", path, *sets, "--repeat", str(repeat), "--json", rows],

@@ -103,6 +103,17 @@ def test_trace_never_replaces_a_config_it_read(session, tmp_path):
     assert config.read_text() == before
 
 
+def test_set_takes_numpy_numbers_and_refuses_the_rest_as_config_errors(session):
+    np = pytest.importorskip("numpy")
+    source = session.emit(CONFIGS / "hidden_layer.json", set={"n": np.int64(1000), "launch.block": np.array(128)})
+    assert "hidden_layer" in source
+    assert session.emit(CONFIGS / "softmax.json", set={"shape": np.zeros((8, 64)).shape}) == \
+        session.emit(CONFIGS / "softmax.json", set={"shape": [8, 64]})
+    for bad in ({"n": object()}, {"n": {1, 2}}, ["n=1000"]):
+        with pytest.raises(kjit.ConfigError):
+            session.emit(CONFIGS / "hidden_layer.json", set=bad)
+
+
 def test_version():
     assert kjit.__version__.count(".") == 2
 
