@@ -173,7 +173,8 @@ def first_call(config, set=None, repeat=5):
             # Written to a scratch folder, the config's relative input files still mean the working
             # folder's, as they do for the session's calls: made absolute first.
             text = json.loads(_config_text(config))
-            for spec in (text.get("inputs") or {}).values() if isinstance(text, dict) else ():
+            inputs = text.get("inputs") if isinstance(text, dict) else None
+            for spec in inputs.values() if isinstance(inputs, dict) else ():
                 if isinstance(spec, dict) and isinstance(spec.get("path"), str):
                     spec["path"] = os.path.abspath(spec["path"])
             path = os.path.join(scratch, "config.json")
