@@ -80,6 +80,15 @@ TEST_CASE("a rung on an architecture it cannot run on: one line, exit 2, from co
     CHECK(sweep.out.find("1 failed") != std::string::npos);
 }
 
+TEST_CASE("a value cxxopts cannot parse names its option") {
+    const auto spaced = kjit_cli({"tune", "--budget", "-1"});
+    CHECK(spaced.status == exit_status::usage);
+    CHECK(spaced.err.find("kjit: tune: --budget: Argument ") == 0);
+    CHECK(spaced.err.find("-1") != std::string::npos);
+    const auto joined = kjit_cli({"run", "--calls=many"});
+    CHECK(joined.err.find("kjit: run: --calls: Argument ") == 0);
+}
+
 TEST_CASE("cache path, stats and clear on an empty cache") {
     kjit::testing::temp_dir dir;
     const auto path = kjit_cli({"cache", "path", "--cache-dir", dir.path().string()});

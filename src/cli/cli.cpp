@@ -53,6 +53,23 @@ int parse_arch_option(const std::string& text) {
     return *arch;
 }
 
+/// cxxopts's message with the option it is about: "Argument '-1' failed to parse" names only the
+/// value, so the option that took it ("--budget -1" or "--budget=-1") is found on the command line.
+std::string option_named(const std::string& what, int argc, const char* const* argv) {
+    const bool curly = what.find("‘") != std::string::npos;  // cxxopts quotes as ‘-1’ where the locale allows
+    const std::string left = curly ? "‘" : "'", right = curly ? "’" : "'";
+    const auto open = what.find(left), close = open == std::string::npos ? open : what.find(right, open + left.size());
+    if (close == std::string::npos || what.find("failed to parse") == std::string::npos) return what;
+    const std::string value = what.substr(open + left.size(), close - open - left.size());
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == value && i > 1 && std::string(argv[i - 1]).starts_with("-")) return std::string(argv[i - 1]) + ": " + what;
+        if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos && arg.substr(eq + 1) == value)
+            return arg.substr(0, eq) + ": " + what;
+    }
+    return what;
+}
+
 std::string parse_target_option(const std::string& text) {
     if (!config::named_target(text))
         throw error(error_kind::usage, "--target " + text + ": expected one of " + config::known_target_list());
@@ -159,7 +176,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     try {
         args = parser.parse(argc, argv);
     } catch (const cxxopts::exceptions::exception& e) {
-        throw error(error_kind::usage, std::string(sub.name) + ": " + e.what() + " (see kjit " + sub.name + " --help)");
+        throw error(error_kind::usage, std::string(sub.name) + ": " + option_named(e.what(), argc, argv) + " (see kjit " + sub.name +
+                                           " --help)");
     }
     if (args.count("help")) {
         out << parser.help();
