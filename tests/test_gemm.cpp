@@ -93,6 +93,10 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j).find("g.json: launch.tile_n: a consumer warp group of a 128 × 256 × 64 tile holds 256 accumulators") == 0);
     j["launch"] = {{"rung", "mma"}, {"schedule", "pingpong"}};
     CHECK(failure(j) == "g.json: launch.schedule: a key of the \"wgmma\" policy; this one is \"mma\"");
+    // The product's M × N is bounded as any array is: 2^39 × 2 by 2 × 2^39 would be 2^78 elements.
+    json huge = gemm_config(1LL << 39, 1LL << 39, 2);
+    huge["shape"] = {1LL << 39, 2};
+    CHECK(failure(huge).find("g.json: inputs.w.shape: the product of a 549755813888-row matrix by 549755813888 columns") == 0);
     // A matrix with its own shape belongs to a matmul; elsewhere it is refused.
     json e = kjit::testing::default_document().json;
     e["inputs"]["weights"]["shape"] = {1000, 1000};

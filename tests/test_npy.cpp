@@ -105,6 +105,8 @@ np.save('fortran.npy', np.asfortranarray(a.reshape(3, 4)))
 np.save('big.npy', a.astype('>f4'))
 np.save('complex.npy', a.astype(np.complex64))
 np.save('three_d.npy', a.reshape(2, 3, 2))
+np.save('empty.npy', np.zeros(0, dtype=np.float32))
+np.save('no_cols.npy', np.zeros((64, 0), dtype=np.float32))
 raw = open('good.npy', 'rb').read()
 open('truncated.npy', 'wb').write(raw[:-5])
 open('header_cut.npy', 'wb').write(raw[:20])
@@ -161,6 +163,15 @@ os.mkdir('folder.npy')
           std::string::npos);
     fs::write_file_atomic(config, config_with_file({{"fill", "file"}, {"path", "three_d.npy"}}, json::object()).dump());
     CHECK(kjit::testing::kjit_cli({"emit", config.string()}).err.find("has 3 dimensions") != std::string::npos);
+    // A size taken from a file has the bounds of one given: no empty array, no dimension of 0.
+    for (const char* file : {"empty.npy", "no_cols.npy"}) {
+        CAPTURE(file);
+        fs::write_file_atomic(config, config_with_file({{"fill", "file"}, {"path", file}}, json::object()).dump());
+        const auto sized = kjit::testing::kjit_cli({"emit", config.string()});
+        CHECK(sized.status == exit_status::usage);
+        CHECK(sized.err.find("inputs.a.path: ") != std::string::npos);
+        CHECK(sized.err.find("the size it gives must be 1 to 2^40 elements, none of its dimensions 0") != std::string::npos);
+    }
 }
 
 TEST_CASE("file inputs: relative to the config, sized by a 2-D file, converted to the dtype and said how") {

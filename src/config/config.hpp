@@ -269,6 +269,9 @@ struct sweep_point {
     config::pipeline pipeline;
 };
 
+/// The most elements an array may have (n, a shape's rows × cols, a product's M × N): 2^40.
+inline constexpr long long k_max_elements = 1LL << 40;
+
 /// The most points a sweep may have.
 inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 

@@ -84,15 +84,21 @@ void size_from_file(const object_reader& r, pipeline& p) {
         return in.fill == fill_kind::file && !in.per_column && in.dims.empty();
     });
     if (from_file == p.inputs.end()) {
-        (void)r.integer("n", 1, 1LL << 40, std::nullopt);  // the usual "missing" error
+        (void)r.integer("n", 1, k_max_elements, std::nullopt);  // the usual "missing" error
         return;
     }
     const auto& shape = from_file->file.shape;
     if (shape.size() > 2)
         r.fail_at("inputs." + from_file->name + ".path", from_file->path.string() + " has " + std::to_string(shape.size()) +
                                                              " dimensions; give \"n\" or \"shape\" for it");
+    // The bounds a size given as "n" or "shape" has, for one taken from a file.
+    const long long count = from_file->file.count();
+    if (count < 1 || count > k_max_elements || (shape.size() == 2 && (shape[0] < 1 || shape[1] < 1)))
+        r.fail_at("inputs." + from_file->name + ".path", from_file->path.string() + " holds " + npy::shape_text(shape) +
+                                                             " elements; the size it gives must be 1 to 2^40 elements, none of its "
+                                                             "dimensions 0");
     if (shape.size() == 2) p.shape = row_shape{shape[0], shape[1]};
-    p.n = from_file->file.count();
+    p.n = count;
 }
 
 /// Every file holds as many elements as its input needs: n (or a shape's rows and cols), or cols
@@ -135,12 +141,12 @@ pipeline from_json(const document& doc) {
             !(*shape)[1].is_number_integer() || (*shape)[0].get<long long>() < 1 || (*shape)[1].get<long long>() < 1)
             r.fail("shape", "expected [rows, cols], two integers ≥ 1, got " + shown(*shape));
         const row_shape given{(*shape)[0].get<long long>(), (*shape)[1].get<long long>()};
-        if (given.rows > (1LL << 40) / given.cols)
+        if (given.rows > k_max_elements / given.cols)
             r.fail("shape", "expected at most 2^40 elements in all, got " + shown(*shape));
         p.shape = given;
         p.n = given.rows * given.cols;
     } else if (r.find("n")) {
-        p.n = r.integer("n", 1, 1LL << 40, std::nullopt);
+        p.n = r.integer("n", 1, k_max_elements, std::nullopt);
     }
     std::vector<std::pair<std::string, dtype>> dtypes;
     for (const dtype_info& d : dtype_table()) dtypes.emplace_back(d.name, d.type);

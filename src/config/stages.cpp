@@ -119,7 +119,7 @@ input_spec read_input(const std::string& name, const json& value, const std::str
         if (!shape->is_array() || shape->size() != 2 || !std::all_of(shape->begin(), shape->end(), positive))
             r.fail("shape", "expected [rows, cols], two integers ≥ 1, got " + shown(*shape));
         in.dims = {(*shape)[0].get<long long>(), (*shape)[1].get<long long>()};
-        if (in.dims[0] > (1LL << 40) / in.dims[1]) r.fail("shape", "expected at most 2^40 elements in all, got " + shown(*shape));
+        if (in.dims[0] > k_max_elements / in.dims[1]) r.fail("shape", "expected at most 2^40 elements in all, got " + shown(*shape));
         if (in.per_column) r.fail("shape", "an input has a shape of its own or one value per column, not both");
     }
     return in;

@@ -178,6 +178,10 @@ void check_stages(const pipeline& p, const std::string& source) {
         throw config_error(source, "inputs." + matrix->name + ".shape",
                            "a " + std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols) + " matrix is multiplied by one of " +
                                std::to_string(p.shape->cols) + " rows, got " + std::to_string(matrix->dims[0]));
+    if (p.shape->rows > config::k_max_elements / matrix->dims[1])
+        throw config_error(source, "inputs." + matrix->name + ".shape",
+                           "the product of a " + std::to_string(p.shape->rows) + "-row matrix by " + std::to_string(matrix->dims[1]) +
+                               " columns would have more than 2^40 elements");
     for (std::size_t i = 1; i < p.stages.size(); ++i) {
         const std::string at = "stages[" + std::to_string(i) + "]";
         expr::used_names used;
