@@ -391,8 +391,34 @@ TEST_CASE("merge reads only what a result can be: a record nested 100,000 deep i
     kjit::testing::temp_dir dir;
     const auto path = dir.path() / "deep.json";
     std::ofstream(path) << "[{\"schema_version\": \"1.5.0\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}]";
-    CHECK(kjit::testing::error_message([&] { (void)report::read_rows(path); }, error_kind::usage) ==
-          path.string() + ": nested deeper than 16 levels: not a kjit JSON result");
+    const std::string deep = kjit::testing::error_message([&] { (void)report::read_rows(path); }, error_kind::config);
+    CHECK(deep.find(path.string() + ": [0].x") == 0);
+    CHECK(deep.find(": nested deeper than 64 levels") != std::string::npos);
+}
+
+TEST_CASE("kjit's JSON texts: a regular file of at most 64 MiB, at most 4096 keys an object, read in one reader") {
+    kjit::testing::temp_dir dir;
+    // Not regular: refused before it is opened (/dev/zero would be read until memory runs out, a
+    // FIFO would wait for ever).
+    REQUIRE(::mkfifo((dir.path() / "fifo").c_str(), 0600) == 0);
+    for (const std::filesystem::path& endless : {std::filesystem::path("/dev/zero"), dir.path() / "fifo"}) {
+        CAPTURE(endless);
+        CHECK(kjit::testing::error_message([&] { (void)fs::read_text_file(endless); }, error_kind::io) ==
+              endless.string() + ": not a regular file (a JSON text is read from a file)");
+        CHECK(kjit::testing::kjit_cli({"merge", endless.string()}).status == exit_status::usage);
+        CHECK(kjit::testing::kjit_cli({"emit", endless.string()}).status == exit_status::usage);
+    }
+    const auto big = dir.path() / "big.json";
+    std::ofstream(big) << "[";
+    std::filesystem::resize_file(big, fs::k_max_text_bytes + 1);
+    CHECK(kjit::testing::error_message([&] { (void)fs::read_text_file(big); }, error_kind::io).find("bytes; a JSON text kjit reads is at most 64 MiB") !=
+          std::string::npos);
+    // An object of 40,000 keys (params) is refused as it is read, not searched for seconds.
+    std::string wide = "{\"params\": {";
+    for (int i = 0; i < 40000; ++i) wide += (i ? ", \"p" : "\"p") + std::to_string(i) + "\": 1";
+    wide += "}}";
+    CHECK(kjit::testing::error_message([&] { (void)config::parse_document(wide, "wide.json"); }, error_kind::config) ==
+          "wide.json: params.p4096: more than 4096 keys in one object");
 }
 
 TEST_CASE("CSV cells a spreadsheet would run are quoted as text; a merged row's control characters are escaped on the terminal") {

@@ -17,7 +17,7 @@ double median(std::vector<double> values) { return run::summarize(std::move(valu
 /// The rows of `kjit tune --json`.
 std::vector<report::row> read_recording(const std::string& path) {
     try {
-        const report::row rows = config::parse_json(fs::read_file(path), "--replay " + path);  // depth-limited
+        const report::row rows = config::parse_json(fs::read_text_file(path), "--replay " + path);  // depth-limited
         if (!rows.is_array() || rows.empty() || !rows[0].contains("values"))
             throw error(error_kind::usage, "--replay " + path + ": expected the rows of `kjit tune --json`");
         return {rows.begin(), rows.end()};

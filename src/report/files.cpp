@@ -38,24 +38,18 @@ std::vector<row> rows_of(const std::vector<record>& records) {
 std::vector<row> read_rows(const std::filesystem::path& path) {
     std::string text;
     try {
-        text = fs::read_file(path);
+        text = fs::read_text_file(path);
     } catch (const error& e) {
         throw error(error_kind::usage, e.what());
     }
-    // Records are shallow (a record, its policy, its columns): a deeper document is not one, and
-    // is refused as it is read, before its depth could exhaust the stack.
-    constexpr int k_max_depth = 16;
-    bool too_deep = false;
-    const row parsed = row::parse(
-        text,
-        [&](int depth, row::parse_event_t, row&) {
-            too_deep = too_deep || depth > k_max_depth;
-            return !too_deep;
-        },
-        false);
-    if (too_deep)
-        throw error(error_kind::usage, path.string() + ": nested deeper than " + std::to_string(k_max_depth) +
-                                           " levels: not a kjit JSON result");
+    // kjit's one JSON reader: its depth, key and string limits refuse a text no kjit wrote as it is
+    // read, before it could exhaust the stack or take seconds.
+    row parsed;
+    try {
+        parsed = config::parse_json(text, path.string());
+    } catch (const row::exception& e) {
+        throw error(error_kind::usage, path.string() + ": not a kjit JSON result (" + std::string(e.what()).substr(0, 200) + ")");
+    }
     if (!parsed.is_array() || !std::all_of(parsed.begin(), parsed.end(), [](const row& r) {
             return r.is_object() && r.contains("schema_version");
         }))

@@ -57,7 +57,7 @@ database::database(const std::filesystem::path& cache_root, json_value key)
     if (!std::filesystem::exists(m_file, ec)) return;
     try {
         // kjit's reader, whose depth limit refuses a damaged file before it could exhaust the stack.
-        const json_value stored = config::parse_json(fs::read_file(m_file), m_file.string());
+        const json_value stored = config::parse_json(fs::read_text_file(m_file), m_file.string());
         if (stored.value("format", 0) != k_database_format || stored.at("key") != m_key)
             throw std::runtime_error("another format or key");
         for (const auto& p : stored.at("points"))
@@ -77,7 +77,7 @@ std::optional<json_value> key_on_same_arch(const std::filesystem::path& cache_ro
     for (const auto& entry : std::filesystem::directory_iterator(cache_root / "tune", ec)) {
         if (!entry.is_regular_file(ec) || entry.path().extension() != ".json") continue;
         try {
-            const json_value stored = config::parse_json(fs::read_file(entry.path()), entry.path().string());
+            const json_value stored = config::parse_json(fs::read_text_file(entry.path()), entry.path().string());
             json_value other = stored.at("key");
             if (other.value("device", "") == key.value("device", "")) continue;
             other.erase("device");

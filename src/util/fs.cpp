@@ -32,6 +32,19 @@ std::string read_file(const std::filesystem::path& path) {
     return std::move(buffer).str();
 }
 
+std::string read_text_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (std::filesystem::is_directory(status)) throw error(error_kind::io, path.string() + ": is a directory");
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        throw error(error_kind::io, path.string() + ": not a regular file (a JSON text is read from a file)");
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > k_max_text_bytes)
+        throw error(error_kind::io, path.string() + ": " + std::to_string(size) + " bytes; a JSON text kjit reads is at most " +
+                                        std::to_string(k_max_text_bytes >> 20) + " MiB");
+    return read_file(path);
+}
+
 std::string unique_suffix() {
     static std::atomic<unsigned> counter{0};
     return std::to_string(::getpid()) + "." +

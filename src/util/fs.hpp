@@ -13,6 +13,12 @@ namespace kjit::fs {
 
 /// Reads a whole file; throws kjit::error(io) naming the path when it cannot.
 [[nodiscard]] std::string read_file(const std::filesystem::path& path);
+/// The most bytes a JSON text kjit reads may have (a config, records, a recording, the tuning
+/// database): far more than any kjit writes, and read in well under a second.
+inline constexpr std::uintmax_t k_max_text_bytes = 64ull << 20;
+/// read_file for a JSON text: a regular file (a FIFO, /dev/zero or a directory is refused before
+/// it is opened, so nothing waits or reads without end) of at most k_max_text_bytes.
+[[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
 
 /// Writes `bytes` to `path` so that readers see the old file or the new one, never a torn one:
 /// a temp file with an unguessable name created (O_EXCL | O_NOFOLLOW) in the same directory,
