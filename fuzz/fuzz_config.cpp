@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const config::pipeline p = family::load(doc);
         (void)family::plan(p, templates);
         // One shard of many: bounded work whatever the sweep's size, as `--shard` gives.
-        (void)family::expand_sweep(doc, 0, 4096);
+        (void)family::expand_sweep(doc, std::nullopt, 0, 4096);
     } catch (const error&) {
     }
     return 0;

@@ -1,6 +1,9 @@
 // kjit tune on fake GPUs whose launch time depends on the block: the search measures through a
 // session, remembers every point in the tuning database (a second tune spends no GPU time, a
 // longer one measures only what is new), and launch "tuned" takes the best. Needs NVRTC.
+#include <algorithm>
+#include <fstream>
+
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
 #include "run/session.hpp"
@@ -79,6 +82,7 @@ TEST_CASE("tune on a session: every point verified and stored; a second tune mea
     for (const auto& p : again.points) CHECK(p.from == "database");
     CHECK(provider->opened == opened);
     CHECK(again.exhaustive_best_ms == all.exhaustive_best_ms);
+    CHECK(again.database_warning.empty());
 
     // launch "tuned": the best point's values, and a note naming the device and the date.
     config::document tuned = base;
@@ -103,6 +107,13 @@ TEST_CASE("tune on a session: every point verified and stored; a second tune mea
     tuned.json["shape"] = {16, 256};
     CHECK(tune::with_tuned_launch(s, tuned, 0, note).json["launch"]["block"] == 64);
     CHECK(note.find("on Fake GPU, its sibling (the same architecture)") != std::string::npos);
+
+    // A damaged database is said, in the result and in the note, and its points measured again.
+    std::ofstream(again.database_file) << std::string(100000, '[');
+    const auto damaged = tune::tune(s, doc, o);
+    CHECK(damaged.database_warning.find("could not be read (") != std::string::npos);
+    CHECK(damaged.database_warning.size() < 600);  // the parser's message, bounded
+    CHECK(std::count_if(damaged.points.begin(), damaged.points.end(), [](const auto& p) { return p.from == "measured"; }) == 6);
 
     // One the database has nothing for takes the family's rule, and the note says so.
     tuned.json["shape"] = {32, 256};

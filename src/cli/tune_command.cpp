@@ -22,7 +22,7 @@ std::vector<report::row> read_recording(const std::string& path) {
             throw error(error_kind::usage, "--replay " + path + ": expected the rows of `kjit tune --json`");
         return {rows.begin(), rows.end()};
     } catch (const report::row::exception& e) {
-        throw error(error_kind::usage, "--replay " + path + ": not JSON (" + e.what() + ")");
+        throw error(error_kind::usage, "--replay " + path + ": not JSON (" + std::string(e.what()).substr(0, 200) + ")");
     }
 }
 
@@ -68,6 +68,7 @@ exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err) {
             << (p.from == "database" ? "  (database)" : "") << "\n";
     });
     finish(s, err);
+    if (!result.database_warning.empty()) err << "kjit: warning: " << result.database_warning << "\n";
     tune::print_summary(out, result);
     write_rows(o, tune::rows_of(result));
     const auto winner = std::min_element(result.points.begin(), result.points.end(), [](const auto& a, const auto& b) {

@@ -65,7 +65,7 @@ database::database(const std::filesystem::path& cache_root, json_value key)
                                 p.at("status").get<std::string>(), p.value("message", ""), p.value("measured", "")});
     } catch (const std::exception& e) {
         m_points.clear();
-        m_warning = "the tuning database " + m_file.string() + " could not be read (" + e.what() +
+        m_warning = "the tuning database " + m_file.string() + " could not be read (" + std::string(e.what()).substr(0, 200) +
                     "); its points are measured again and the file replaced";
     }
 }

@@ -174,6 +174,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
             return known->ms.value_or(INFINITY);
         });
     r.database_file = db.file().string();
+    r.database_warning = db.warning();
     r.device = device.name;
     return r;
 }
@@ -246,9 +247,10 @@ config::document with_tuned_launch(run::session& s, const config::document& doc,
     config::document tuned = doc;
     tuned.json["launch"] = json_value::object();
     const stored_point* best = db ? db->best() : nullptr;
+    const std::string warning = db && !db->warning().empty() ? " (" + db->warning() + ")" : "";
     if (best == nullptr) {
         note = "no tune of this config on " + info.name + " or another sm_" + std::to_string(info.arch) +
-               " GPU in the tuning database: the family's rule (every key \"auto\"); `kjit tune` makes one";
+               " GPU in the tuning database: the family's rule (every key \"auto\"); `kjit tune` makes one" + warning;
         return tuned;
     }
     tuned = with_values(tuned, best->values);

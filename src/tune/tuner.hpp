@@ -53,6 +53,7 @@ struct tune_result {
     /// the recording replayed): how near each evaluation came is measured against it.
     std::optional<double> exhaustive_best_ms;
     std::string database_file;  ///< empty for a replay
+    std::string database_warning;  ///< why the database's file could not be read (its points are measured again)
     std::string device;
 };
 
