@@ -74,7 +74,7 @@ exit_status cmd_emit(const options& o, std::ostream& out) {
         out << generated.source;
         return exit_status::ok;
     }
-    const int arch = cfg.pipeline.compile.arch.value_or(cfg.pipeline.target.arch);
+    const int arch = config::compiled_arch(cfg.pipeline);
     run::check_arch(cfg.pipeline, generated, arch);
     const auto request = run::compile_request_for(cfg.pipeline, generated, arch);
     out << jit::build(request, nullptr, jit::cache_mode::off, config::variant_label(cfg.pipeline)).ptx;

@@ -290,6 +290,10 @@ using loader = std::function<pipeline(const document&)>;
 /// model describes it ("stages[0]=gelu=tanh").
 [[nodiscard]] std::string point_label(const json_value& values, const pipeline* p = nullptr);
 
+/// The architecture `p`'s kernels are compiled for where no device says: compile.arch, else its
+/// target's (run and sweeps on a GPU compile for the device's own).
+[[nodiscard]] inline int compiled_arch(const pipeline& p) { return p.compile.arch.value_or(p.target.arch); }
+
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.
 [[nodiscard]] tolerance default_tolerance(const pipeline& p);
 /// True when the kernel computes tanh with the hardware's approximation (__tanhf, one instruction

@@ -19,13 +19,8 @@ struct target {
     std::size_t shared_per_sm = 228 * 1024;
     int registers_per_sm = 65536;
     std::size_t l2_bytes = 0;
-    std::string like;          ///< a target named by its architecture: the GPU whose limits it takes ("a100")
-    bool from_device = false;  ///< read off a device, not named
+    std::string like;  ///< a target named by its architecture: the GPU whose limits it takes ("a100")
 
-    /// Thread-block clusters and distributed shared memory: sm_90 and newer.
-    [[nodiscard]] bool clusters() const { return arch >= 90; }
-    /// Hopper's own instructions (wgmma, setmaxnreg), compiled for sm_90a: sm_90 alone.
-    [[nodiscard]] bool hopper() const { return arch == 90; }
     /// "h200 (sm_90, 132 SMs)", "sm_80 (like a100: 108 SMs)" for reports and messages.
     [[nodiscard]] std::string describe() const;
     bool operator==(const target&) const = default;

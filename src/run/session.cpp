@@ -23,7 +23,6 @@ config::target target_of(const device_info& d) {
     t.name = d.name;
     t.like.clear();
     t.arch = d.arch;
-    t.from_device = true;
     if (d.sm_count > 0) t.sm_count = d.sm_count;
     if (d.shared_per_block > 0) t.shared_per_block = d.shared_per_block;
     if (d.shared_per_sm > 0) t.shared_per_sm = d.shared_per_sm;
@@ -84,7 +83,7 @@ void record_process_start(report::record& rec) {
 report::record session::compile(const config::pipeline& p, const std::string& source) {
     report::record rec = new_record("compile", p, source);
     record_process_start(rec);
-    (void)build_variant(p, p.compile.arch.value_or(p.target.arch), context(), rec);
+    (void)build_variant(p, config::compiled_arch(p), context(), rec);
     return rec;
 }
 

@@ -216,7 +216,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
         for (std::size_t i = 0; i < points.size() && !interrupted(); ++i) {
             report::record rec = record_for(points[i], "compile", source);
             try {
-                (void)build_variant(points[i].pipeline, points[i].pipeline.compile.arch.value_or(points[i].pipeline.target.arch), ctx, rec);
+                (void)build_variant(points[i].pipeline, config::compiled_arch(points[i].pipeline), ctx, rec);
             } catch (const error& e) {
                 record_failure(rec, e.what());
             }

@@ -126,9 +126,10 @@ bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || 
 /// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
 /// bytes), else mma (sm_80 and newer: cp.async and mbarrier); CUDA cores for the rest.
 rung auto_rung(const pipeline& p) {
-    if (!tensor_core_type(p.type) || p.target.arch < 80) return rung::simt;
+    const int arch = config::compiled_arch(p);
+    if (!tensor_core_type(p.type) || arch < 80) return rung::simt;
     const sizes s = sizes_of(p);
-    return p.target.hopper() && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
+    return arch == 90 && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
 }
 
 /// wgmma: a consumer warp group's accumulators per thread.

@@ -74,9 +74,6 @@ bool is_auto(const pipeline& p, const char* key) {
     return it == p.launch.given.end() || (it->is_string() && *it == "auto");
 }
 
-/// The architecture the kernels are compiled for: the config's compile.arch, else the target's.
-int arch_of(const pipeline& p) { return p.compile.arch.value_or(p.target.arch); }
-
 /// True when a stage computes from the element's position (a mask such as `col > row`).
 bool uses_positions(const pipeline& p) {
     expr::used_names used;
@@ -119,14 +116,14 @@ void choose_row_cache(pipeline& p) {
         }
         return;  // "values"
     }
-    p.launch.cache = arch_of(p) >= 80 ? cache::shared : cache::none;
+    p.launch.cache = config::compiled_arch(p) >= 80 ? cache::shared : cache::none;
     if (p.launch.block_auto) {
         int block = 64;
         while (block < 1024 && block * k_auto_shared_bytes_per_thread < row_bytes(p)) block *= 2;
         p.launch.block = block;
         p.launch.block_auto = false;
     }
-    const bool clusters = p.launch.cluster_auto && !rows_loop(p) && arch_of(p) >= 90;
+    const bool clusters = p.launch.cluster_auto && !rows_loop(p) && config::compiled_arch(p) >= 90;
     if (p.launch.cache == cache::shared && shared_bytes(p) > max_shared_row_bytes(p) && clusters && is_auto(p, "cluster")) {
         p.launch.cluster = 8;  // an eighth of the row a block, if that fits
         if (is_auto(p, "block")) p.launch.block = 128;
