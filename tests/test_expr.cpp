@@ -138,9 +138,11 @@ TEST_CASE("positions and constants: exact integers in CUDA, real where they meet
     CHECK(cuda("1 / row") == "1.0f / (real)row");      // never an integer division
     CHECK(cuda("row / col") == "(real)row / (real)col");
     CHECK(cuda("row * cols + col") == "(real)(row * cols + col)");  // exact, then one conversion
-    CHECK(cuda("row - col < 2 ? x : 0") == "(real)(row - col) < 2.0f ? x : 0.0f");
+    CHECK(cuda("row - col < 2 ? x : 0") == "row - col < 2 ? x : 0.0f");  // whole numbers meet positions exactly
     CHECK(cuda("i == n ? x : -i") == "i == n ? x : (real)(-i)");
-    CHECK(cuda("i == n - 1 ? x : 0") == "(real)i == (real)n - 1.0f ? x : 0.0f");  // 1 is a real literal
+    CHECK(cuda("i == n - 1 ? x : 0") == "i == n - 1 ? x : 0.0f");
+    CHECK(cuda("i < 0.5 ? x : 0") == "(real)i < 0.5f ? x : 0.0f");  // 0.5 is not whole
+    CHECK(cuda("x * 2 + (row > 1 ? 1 : 2)") == "x * 2.0f + (row > 1 ? 1.0f : 2.0f)");  // numbers alone stay real
     CHECK(cuda("exp(-col)") == "expf((real)(-col))");
     CHECK(cuda("sigmoid(x)") == "1.0f / (1.0f + expf(-x))");
     CHECK(cuda("sigmoid(x * w)") == "1.0f / (1.0f + expf(-(x * w)))");
@@ -151,6 +153,55 @@ TEST_CASE("positions and constants: exact integers in CUDA, real where they meet
     CHECK(narrow("col > row ? -inf : x") == "col > row ? -__int_as_float(0x7f800000) : x");
     CHECK(narrow("row * cols + col == i ? x : 0") == "(long long)row * (long long)cols + (long long)col == i ? x : 0.0f");
     CHECK(narrow("x * row") == "x * (real)row");
+}
+
+TEST_CASE("// and % of integers: as NumPy's (rounded down, the divisor's sign, 0 for a divisor of 0), exact") {
+    expr::scope matrix = k_names;
+    matrix.has_shape = true;
+    const auto text = [&](const std::string& e) { return expr::to_text(expr::parse(e, matrix)); };
+    CHECK(text("(i // 3) % 5") == "i // 3 % 5");
+    CHECK(text("i // (3 % 5)") == "i // (3 % 5)");
+    CHECK(text("i%2*3") == "i % 2 * 3");
+    const auto narrow = [&](const std::string& e) { return expr::to_cuda(expr::parse(e, matrix), {false, false, true}); };
+    CHECK(narrow("col > row % cols ? -inf : x") == "col > kjit_floor_mod(row, cols) ? -__int_as_float(0x7f800000) : x");
+    CHECK(narrow("x + (row - 40) // -7") == "x + (real)kjit_floor_div((long long)row - 40, -7)");
+    CHECK(narrow("x * (i % 2 == 0 ? 1 : -1)") == "x * (kjit_floor_mod(i, 2) == 0 ? 1.0f : -1.0f)");
+    CHECK(narrow("x + (row + 1) * 2 % 3") == "x + (real)kjit_floor_mod(((long long)row + 1) * 2, 3)");
+    CHECK(expr::uses_integer_division(expr::parse("x + (i > 2 ? i % 2 : 0)", matrix)));
+    CHECK_FALSE(expr::uses_integer_division(expr::parse("x / 2 + i", matrix)));
+
+    const std::vector<double> x(4, 0.0), zero(4, 0.0);
+    const expr::positions where{7, 3, 5, 15};  // elements 7..10: (1, 2) (1, 3) (1, 4) (2, 0)
+    const expr::chunk in{4, x.data(), zero.data(), nullptr, nullptr, true, nullptr, &where};
+    const auto values = [&](const std::string& e) {
+        std::vector<double> out(4), scales(4);
+        expr::evaluate(expr::parse(e, matrix), in, out.data(), scales.data());
+        CHECK(scales == std::vector<double>(4, 0.0));  // exact: no rounding to charge
+        return out;
+    };
+    CHECK(values("i // 2") == std::vector<double>{3, 4, 4, 5});
+    CHECK(values("i % 4") == std::vector<double>{3, 0, 1, 2});
+    CHECK(values("(col - 3) // 2") == std::vector<double>{-1, 0, 0, -2});  // -1 // 2 is -1, not 0
+    CHECK(values("(col - 3) % 2") == std::vector<double>{1, 0, 1, 1});     // -1 % 2 is 1
+    CHECK(values("i % -3") == std::vector<double>{-2, -1, 0, -2});        // the divisor's sign
+    CHECK(values("i // -3") == std::vector<double>{-3, -3, -3, -4});
+    CHECK(values("i % (row - 1)") == std::vector<double>{0, 0, 0, 0});     // row 1: a divisor of 0 gives 0
+    CHECK(values("i // (col - 2)") == std::vector<double>{0, 8, 4, -5});
+
+    const auto failure = [&](const std::string& e) {
+        try {
+            (void)expr::parse(e, matrix);
+        } catch (const expr::parse_error& error) {
+            return std::make_pair(error.column(), std::string(error.what()));
+        }
+        FAIL("expected a parse error for: " << e);
+        return std::make_pair(std::size_t{0}, std::string());
+    };
+    CHECK(failure("x % 2") == std::make_pair(std::size_t{1}, std::string("'%' takes integers: positions (i, row, col, …), whole "
+                                                                          "numbers and +, -, *, //, % of them; use / for real division")));
+    CHECK(failure("i // (row + 0.5)").first == 11);  // at the + that makes it real
+    CHECK(failure("i % 1e300").first == 5);  // whole, but past 2^53
+    CHECK(failure("i % (i / 2)").second.rfind("'%' takes integers", 0) == 0);
 }
 
 TEST_CASE("positions in float64 by hand: a chunk that starts inside a row of a 3 × 5 matrix") {
@@ -256,8 +307,8 @@ TEST_CASE("flowing_ignored_where: where a choice of positions picks a branch wit
 // the same text) or fails with a parse_error at a column inside the text. Nothing else may escape.
 TEST_CASE("fuzz: 30,000 random and mutated expressions never crash and always answer") {
     const std::vector<std::string> seeds{"x * w + b", "x > 0 ? x : alpha * x", "0.5 * x * (1 + tanh(0.79 * (x + 0.04 * x * x * x)))",
-                                         "clamp(x, -1, 1) + pow(w, 2) / (1e-3 + abs(b))", "!(x < 1) && w >= 2 || b != 3 ? -x : x"};
-    const std::string alphabet = "xwb alpha01.5e+-*/()<>=!&|?:,tanhexpclamp \t$\xff";
+                                         "clamp(x, -1, 1) + pow(w, 2) / (1e-3 + abs(b))", "!(x < 1) && w >= 2 || b != 3 ? -x : x", "x + (i // 3) % -2 * (n - i)"};
+    const std::string alphabet = "xwbin alpha01.5e+-*/%()<>=!&|?:,tanhexpclamp \t$\xff";
     std::mt19937 rng(12345);
     int parsed = 0, rejected = 0;
     for (int i = 0; i < 30000; ++i) {

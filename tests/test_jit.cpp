@@ -291,6 +291,24 @@ TEST_CASE("the online softmax compiles in every dtype: fused, streamed, separate
         }
 }
 
+TEST_CASE("// and % compile: a mask per head over stacked heads, and an elementwise map of positions, in every dtype") {
+    for (const char* dtype : {"float32", "float64", "bfloat16"}) {
+        auto heads = config::load_document(kjit::testing::config_path("causal_softmax_heads.json"));
+        heads.json["dtype"] = dtype;
+        auto positions = kjit::testing::default_document();
+        positions.json["dtype"] = dtype;
+        positions.json["stages"] = json::array({{{"op", "map"}, {"input", "greyscales"}, {"expr", "x * (i % 2 == 0 ? 1 : -1) + (i - 7) // 3"}}});
+        for (const auto* doc : {&heads, &positions}) {
+            CAPTURE(dtype);
+            const auto result = jit::compile(request_for(family::load(*doc)));
+            INFO(result.nvrtc_log);
+            REQUIRE(result.ok);
+            // row % cols: the helper's division by a divisor known only at run time
+            if (doc == &heads) CHECK(result.ptx.find("div.s64") != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("float16 and bfloat16 include their header, 16-byte loads of 8 elements, float arithmetic") {
     for (const char* dtype : {"float16", "bfloat16"}) {
         CAPTURE(dtype);

@@ -44,6 +44,20 @@ double position(position_name which, long long index, const positions& at) {
     return static_cast<double>(at.n);
 }
 
+/// `//` and `%` of two whole numbers, as NumPy's on integers (0 for a divisor of 0), computed in
+/// integers: exact, as the kernel's, where a double's division may round. The result is exact, so
+/// its error scale is 0: the kernel's operands are the same integers.
+struct quotient_remainder {
+    double quotient, remainder;
+};
+quotient_remainder floor_division(double x, double y) {
+    const auto a = static_cast<long long>(x), b = static_cast<long long>(y);
+    if (b == 0) return {0, 0};
+    long long q = a / b;
+    if (q * b != a && (a < 0) != (b < 0)) --q;
+    return {static_cast<double>(q), static_cast<double>(a - q * b)};
+}
+
 // The error scale s of a result r, in units of one rounding u: |computed − exact| ≲ u·s. Each
 // operation adds its own rounding (|r| times its ulps) to the scales of its operands carried
 // through its partial derivatives; a condition, a min or a step passes on what it selects.
@@ -129,6 +143,12 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                         r = x / y;
                         s = sx / std::fabs(y) + std::fabs(r / y) * sy + std::fabs(r);
                     });
+                    break;
+                case binary_op::floor_div:
+                    each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).quotient; s = 0; });
+                    break;
+                case binary_op::mod:
+                    each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).remainder; s = 0; });
                     break;
                 case binary_op::lt: each([](double x, double y, double, double, sink r, sink s) { r = x < y; s = 0; }); break;
                 case binary_op::le: each([](double x, double y, double, double, sink r, sink s) { r = x <= y; s = 0; }); break;

@@ -29,7 +29,9 @@ int precedence(const node& n) {
                 case binary_op::add:
                 case binary_op::sub: return 6;
                 case binary_op::mul:
-                case binary_op::div: return 7;
+                case binary_op::div:
+                case binary_op::floor_div:
+                case binary_op::mod: return 7;
             }
             return 0;
         case node_kind::negate:
@@ -44,6 +46,8 @@ const char* symbol(binary_op op) {
         case binary_op::sub: return "-";
         case binary_op::mul: return "*";
         case binary_op::div: return "/";
+        case binary_op::floor_div: return "//";
+        case binary_op::mod: return "%";
         case binary_op::lt: return "<";
         case binary_op::le: return "<=";
         case binary_op::gt: return ">";
@@ -56,19 +60,24 @@ const char* symbol(binary_op op) {
     return "?";
 }
 
-/// True where the kernel computes a subtree in integers: a position, and sums, differences,
-/// products and choices of them (exact in long long, as in the reference's doubles).
-bool is_integer(const node& n) {
-    switch (n.kind) {
-        case node_kind::name: return n.binding == name_kind::position;
-        case node_kind::negate: return is_integer(*n.args[0]);
-        case node_kind::binary:
-            return (n.op == binary_op::add || n.op == binary_op::sub || n.op == binary_op::mul) &&
-                   is_integer(*n.args[0]) && is_integer(*n.args[1]);
-        case node_kind::conditional: return is_integer(*n.args[1]) && is_integer(*n.args[2]);
-        default: return false;
-    }
+bool is_integer_division(binary_op op) { return op == binary_op::floor_div || op == binary_op::mod; }
+
+/// A whole number the kernel may write as an integer literal: exact in double, and in long long.
+bool is_whole_number(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 0x1p53; }
+
+/// True where a whole subtree holds numbers alone (no position, no // or %): `2 * 3`.
+bool numbers_only(const node& n) {
+    if (n.kind == node_kind::number) return true;
+    if (n.kind == node_kind::negate) return numbers_only(*n.args[0]);
+    if (n.kind == node_kind::binary) return !is_integer_division(n.op) && numbers_only(*n.args[0]) && numbers_only(*n.args[1]);
+    if (n.kind == node_kind::conditional) return numbers_only(*n.args[1]) && numbers_only(*n.args[2]);
+    return false;
 }
+
+/// True where the kernel computes a subtree in integers: a whole subtree with a position or a //
+/// or % in it (exact in long long, as in the reference's doubles). Numbers alone stay real
+/// literals: x * 2 multiplies by 2.0f.
+bool is_integer(const node& n) { return is_whole(n) && !numbers_only(n); }
 
 bool is_arithmetic(binary_op op) {
     return op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div;
@@ -81,32 +90,39 @@ class printer {
 public:
     explicit printer(const cuda_style* style, std::size_t max_nodes = SIZE_MAX) : m_style(style), m_budget(max_nodes) {}
 
-    std::string print(const node& n) const {
+    /// `n`, where `integers` says its context computes in integers (whole numbers then print as
+    /// integer literals).
+    std::string print(const node& n, bool integers = false) const {
         if (m_budget == 0) return "…";
         --m_budget;
         switch (n.kind) {
-            case node_kind::number: return literal(n.number);
+            case node_kind::number: return integers && m_style ? integer_literal(n.number) : literal(n.number);
             case node_kind::name: return n.name;
             case node_kind::negate:
             case node_kind::logical_not: {
                 const node& operand = *n.args[0];
                 const bool wrap = precedence(operand) < 8 || operand.kind == node_kind::negate;
-                return (n.kind == node_kind::negate ? "-" : "!") + wrapped(operand, wrap);
+                return (n.kind == node_kind::negate ? "-" : "!") + wrapped(operand, wrap, integers || is_integer(n));
             }
             case node_kind::binary: {
+                if (m_style && is_integer_division(n.op))
+                    return std::string(n.op == binary_op::mod ? "kjit_floor_mod" : "kjit_floor_div") + "(" +
+                           print(*n.args[0], true) + ", " + print(*n.args[1], true) + ")";
                 const int mine = precedence(n);
-                // Integers stay integers only among themselves: 1 / row is real, row < col exact.
-                const bool real_operands = is_arithmetic(n.op) ? !is_integer(n)
-                                                               : !(is_integer(*n.args[0]) && is_integer(*n.args[1]));
-                const bool widen = is_arithmetic(n.op) && !real_operands;
-                return operand(*n.args[0], precedence(*n.args[0]) < mine, real_operands, widen) + " " + symbol(n.op) +
-                       " " + operand(*n.args[1], precedence(*n.args[1]) <= mine, real_operands, widen);
+                // Integers stay integers only among themselves: 1 / row is real, row < col and
+                // row + 1 exact.
+                const bool exact = is_arithmetic(n.op) ? integers || is_integer(n)
+                                                       : is_whole(*n.args[0]) && is_whole(*n.args[1]) &&
+                                                                 (is_integer(*n.args[0]) || is_integer(*n.args[1]));
+                const bool widen = is_arithmetic(n.op) && exact;
+                return operand(*n.args[0], precedence(*n.args[0]) < mine, exact, widen) + " " + symbol(n.op) + " " +
+                       operand(*n.args[1], precedence(*n.args[1]) <= mine, exact, widen);
             }
             case node_kind::conditional: {
-                const bool real_operands = !is_integer(n);
+                const bool exact = integers || is_integer(n);
                 return wrapped(*n.args[0], precedence(*n.args[0]) <= 1) + " ? " +
-                       operand(*n.args[1], precedence(*n.args[1]) <= 1, real_operands) + " : " +
-                       operand(*n.args[2], precedence(*n.args[2]) <= 1, real_operands);
+                       operand(*n.args[1], precedence(*n.args[1]) <= 1, exact) + " : " +
+                       operand(*n.args[2], precedence(*n.args[2]) <= 1, exact);
             }
             case node_kind::call: return call(n);
         }
@@ -114,22 +130,28 @@ public:
     }
 
     /// `n` as a value of the compute type.
-    std::string real_value(const node& n) const { return operand(n, false, true); }
+    std::string real_value(const node& n) const { return operand(n, false, false); }
 
 private:
     const cuda_style* m_style;  // nullptr: kjit's own text form
     mutable std::size_t m_budget;  // nodes still to print
 
-    std::string wrapped(const node& n, bool parenthesize) const {
-        return parenthesize ? "(" + print(n) + ")" : print(n);
+    std::string wrapped(const node& n, bool parenthesize, bool integers = false) const {
+        return parenthesize ? "(" + print(n, integers) + ")" : print(n, integers);
     }
 
-    /// An operand, converted to the compute type where `as_real` and it is an integer in CUDA;
-    /// else, with `widen` (integer arithmetic), an int position widened first.
-    std::string operand(const node& n, bool parenthesize, bool as_real, bool widen = false) const {
-        if (!m_style || !is_integer(n)) return wrapped(n, parenthesize);
-        if (as_real) return "(real)" + wrapped(n, precedence(n) < 9);
-        if (widen && m_style->int_positions && n.kind == node_kind::name) return "(long long)" + n.name;
+    /// An operand: in integers where `exact` (an int position widened first with `widen`, for
+    /// arithmetic that may pass 2^31), else in the compute type, an integer converted.
+    std::string operand(const node& n, bool parenthesize, bool exact, bool widen = false) const {
+        if (!m_style) return wrapped(n, parenthesize);
+        if (exact) {
+            if (widen && m_style->int_positions && n.kind == node_kind::name) return "(long long)" + n.name;
+            return wrapped(n, parenthesize, true);
+        }
+        if (is_integer(n)) {  // kjit_floor_mod(…) needs no parentheses
+            const bool call = n.kind == node_kind::binary && is_integer_division(n.op);
+            return "(real)" + wrapped(n, precedence(n) < 9 && !call);
+        }
         return wrapped(n, parenthesize);
     }
 
@@ -157,6 +179,9 @@ private:
         const bool fast = m_style->fast_math || approximated_tanh(f, m_style->approximate_tanh);
         return std::string(fast && !f.cuda_fast.empty() ? f.cuda_fast : f.cuda_float);
     }
+
+    /// A whole number as C++ writes an integer (a long long past 2^31).
+    static std::string integer_literal(double value) { return std::to_string(static_cast<long long>(value)); }
 
     std::string literal(double value) const {
         if (m_style && !std::isfinite(value)) {  // inf and nan by their bits: CUDA has no literal for them
@@ -230,6 +255,25 @@ ignored ignored_where(const tree& t) {
 std::string position_argument(const std::string& value, const cuda_style& style) {
     if (!style.int_positions) return value;
     return value.find(' ') == std::string::npos ? "(int)" + value : "(int)(" + value + ")";
+}
+
+bool is_whole(const node& n) {
+    switch (n.kind) {
+        case node_kind::number: return is_whole_number(n.number);
+        case node_kind::name: return n.binding == name_kind::position;
+        case node_kind::negate: return is_whole(*n.args[0]);
+        case node_kind::binary:
+            if (is_integer_division(n.op)) return true;  // the parser admits whole operands alone
+            return (n.op == binary_op::add || n.op == binary_op::sub || n.op == binary_op::mul) && is_whole(*n.args[0]) &&
+                   is_whole(*n.args[1]);
+        case node_kind::conditional: return is_whole(*n.args[1]) && is_whole(*n.args[2]);
+        default: return false;
+    }
+}
+
+bool uses_integer_division(const tree& t) {
+    if (t->kind == node_kind::binary && is_integer_division(t->op)) return true;
+    return std::any_of(t->args.begin(), t->args.end(), uses_integer_division);
 }
 
 bool is_language_name(std::string_view name) {

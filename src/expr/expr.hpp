@@ -1,4 +1,5 @@
-// Stage expressions: kjit's small language (numbers, names, + - * /, comparisons, && || !, ?:,
+// Stage expressions: kjit's small language (numbers, names, + - * /, // and % of integers,
+// comparisons, && || !, ?:,
 // calls from a fixed table, the constants inf, nan and pi, and the element's position: i, row,
 // col, rows, cols, n), parsed once into a typed tree. The tree is the only way config text
 // reaches the generated CUDA (to_cuda) and the float64 reference (evaluate.hpp), so nothing a
@@ -16,7 +17,10 @@ namespace kjit::expr {
 
 enum class value_type { real, boolean };
 enum class node_kind { number, name, negate, logical_not, binary, call, conditional };
-enum class binary_op { add, sub, mul, div, lt, le, gt, ge, eq, ne, logical_and, logical_or };
+/// floor_div and mod are `//` and `%`: of integers only (positions, whole numbers and integer
+/// arithmetic of them), as NumPy's on integers: the quotient rounded down, the remainder with the
+/// divisor's sign, and 0 for a divisor of 0.
+enum class binary_op { add, sub, mul, div, floor_div, mod, lt, le, gt, ge, eq, ne, logical_and, logical_or };
 /// What a name stands for: the value flowing in (`x`), an element of an array, a scalar, a
 /// row's value that a reduce stage made (one per row, the same for every element of the row), or
 /// the element's position (k_position_names: integers, exact in the kernel and the reference).
@@ -71,6 +75,12 @@ private:
 /// Longest expression text and deepest nesting accepted; beyond them, a parse_error (never a crash).
 inline constexpr std::size_t k_max_length = 16384;
 inline constexpr std::size_t k_max_depth = 200;
+
+/// True where `n` is an integer the kernel can compute exactly: a position, a whole number (at most
+/// 2^53), or +, -, *, //, %, negation and choices of them. `//` and `%` take these alone.
+[[nodiscard]] bool is_whole(const node& n);
+/// True where `t` uses `//` or `%` (the generated source then defines their helpers).
+[[nodiscard]] bool uses_integer_division(const tree& t);
 
 /// Parses and type-checks `text`; the result is real-valued. Throws parse_error.
 [[nodiscard]] tree parse(std::string_view text, const scope& names);

@@ -22,7 +22,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 ///   or := and ('||' and)*          and := equality ('&&' equality)*
 ///   equality := relation (('==' | '!=') relation)*
 ///   relation := sum (('<' | '<=' | '>' | '>=') sum)*
-///   sum := product (('+' | '-') product)*      product := unary (('*' | '/') unary)*
+///   sum := product (('+' | '-') product)*      product := unary (('*' | '//' | '/' | '%') unary)*
 ///   unary := ('-' | '+' | '!') unary | primary
 ///   primary := number | name | name '(' conditional (',' conditional)* ')' | '(' conditional ')'
 class parser {
@@ -178,25 +178,30 @@ private:
                                                {">", binary_op::gt}});
     }
 
-    tree arithmetic_chain(tree (parser::*operand)(), std::initializer_list<std::pair<char, binary_op>> ops) {
+    tree arithmetic_chain(tree (parser::*operand)(), std::initializer_list<std::pair<std::string_view, binary_op>> ops) {
         tree left = (this->*operand)();
         for (;;) {
             skip_space();
-            if (at_end()) return left;
-            const auto found =
-                std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return m_text[m_pos] == op.first; });
-            if (found == ops.end()) return left;
             const std::size_t at = column();
-            ++m_pos;
+            const auto found = std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return accept(op.first); });
+            if (found == ops.end()) return left;
             tree right = (this->*operand)();
-            const std::string name = std::string("'") + found->first + "'";
+            const std::string name = "'" + std::string(found->first) + "'";
             require_real(left, "the left side of " + name);
             require_real(right, "the right side of " + name);
+            if (found->second == binary_op::floor_div || found->second == binary_op::mod)
+                for (const tree* side : {&left, &right})
+                    if (!is_whole(**side))
+                        throw parse_error((*side)->column, name + " takes integers: positions (i, row, col, …), whole numbers "
+                                                                  "and +, -, *, //, % of them; use / for real division");
             left = make_binary(found->second, left, right, at, value_type::real);
         }
     }
-    tree sum() { return arithmetic_chain(&parser::product, {{'+', binary_op::add}, {'-', binary_op::sub}}); }
-    tree product() { return arithmetic_chain(&parser::unary, {{'*', binary_op::mul}, {'/', binary_op::div}}); }
+    tree sum() { return arithmetic_chain(&parser::product, {{"+", binary_op::add}, {"-", binary_op::sub}}); }
+    tree product() {  // "//" before "/"
+        return arithmetic_chain(&parser::unary, {{"*", binary_op::mul}, {"//", binary_op::floor_div}, {"/", binary_op::div},
+                                                 {"%", binary_op::mod}});
+    }
 
     tree unary() {
         skip_space();

@@ -28,7 +28,7 @@ __device__ __forceinline__ real kjit_element(real logits, int col, int row, int 
 {
     real x = logits;
     // stages[0]: map(col > row ? -inf : x * (i + 1))
-    x = col > row ? -__int_as_float(0x7f800000) : x * ((real)i + 1.0f);
+    x = col > row ? -__int_as_float(0x7f800000) : x * (real)((long long)i + 1);
     return x;
 }
 
