@@ -25,6 +25,7 @@
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/interrupt.hpp"
+#include "util/strings.hpp"
 
 namespace nb = nanobind;
 using namespace kjit;
@@ -456,7 +457,7 @@ NB_MODULE(_kjit, m) {
                 return;
             }
             PyObject* type = kind == error_kind::config || kind == error_kind::usage ? g_config_error_type : g_error_type;
-            PyErr_SetObject(type ? type : PyExc_RuntimeError, nb::make_tuple(e.what(), kind_name(kind)).ptr());
+            PyErr_SetObject(type ? type : PyExc_RuntimeError, nb::make_tuple(printable_message(e.what()), kind_name(kind)).ptr());
         }
     });
     m.attr("version") = KJIT_VERSION;

@@ -89,6 +89,24 @@ TEST_CASE("a value cxxopts cannot parse names its option") {
     CHECK(joined.err.find("kjit: run: --calls: Argument ") == 0);
 }
 
+TEST_CASE("a path with control characters or of 16 KB is shown escaped and bounded, on one line") {
+    const std::string escaped = std::string("/tmp/a\nb\x1b[2Jc") + std::string(16384, 'd') + ".json";
+    for (const auto& args : {std::vector<std::string>{"emit", escaped}, std::vector<std::string>{"compile", escaped, "--set", "n=5"}}) {
+        const auto result = kjit_cli(args);
+        CHECK(result.status == exit_status::usage);
+        CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+        CHECK(result.err.find('\x1b') == std::string::npos);
+        CHECK(result.err.find("/tmp/a\\x0ab\\x1b[2Jc") != std::string::npos);  // shown as \x0a and \x1b
+        CHECK(result.err.find("dddd.json") != std::string::npos);                 // the name's tail kept
+        CHECK(result.err.size() < 400);
+    }
+    // A message of many lines (an expression's caret) keeps its lines, each bounded.
+    const auto expression = kjit_cli({"emit", "--set", "stages[2].expr=\"x + " + std::string(5000, '(') + "\""});
+    CHECK(expression.status == exit_status::usage);
+    std::istringstream lines(expression.err);
+    for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 400);
+}
+
 TEST_CASE("cache path, stats and clear on an empty cache") {
     kjit::testing::temp_dir dir;
     const auto path = kjit_cli({"cache", "path", "--cache-dir", dir.path().string()});

@@ -133,6 +133,26 @@ TEST_CASE("normalize by zero") {
           std::string::npos);
 }
 
+TEST_CASE("numbers a float cannot hold are refused in float compute, naming the stage or param; float64 takes them") {
+    const auto with_map = [](const std::string& expr, const char* dtype) {
+        return [=](json& j) {
+            j["dtype"] = dtype;
+            j["stages"][1] = {{"op", "map"}, {"expr", expr}};
+        };
+    };
+    const std::string why = " does not fit float, the compute type of bfloat16 data (about 1.4e-45 to 3.4e38 in size): use "
+                            "float64, or a number a float holds";
+    CHECK(config_error_after(with_map("x * 1e39", "bfloat16")).ends_with(": stages[1]: the number 1e+39" + why));
+    CHECK(config_error_after(with_map("x + 5e-324", "bfloat16")).ends_with(": stages[1]: the number 5e-324" + why));
+    CHECK(config_error_after([](json& j) {
+              j["dtype"] = "bfloat16";
+              j["params"] = {{"big", -1e300}};
+          }).ends_with(": params.big: the param big = -1e+300" + why));
+    // what a float holds, and any number in float64
+    for (const char* fits : {"x * 3e38", "x + 1e-45", "x * 0 + inf"}) CHECK_NOTHROW((void)kjit::testing::pipeline_with(with_map(fits, "float32")));
+    CHECK_NOTHROW((void)kjit::testing::pipeline_with(with_map("x * 1e300 + 5e-324", "float64")));
+}
+
 TEST_CASE("input fill rules") {
     CHECK(config_error_after([](json& j) { j["inputs"]["greyscales"]["high"] = -1; })
               .find("inputs.greyscales.high: expected a number greater than low") != std::string::npos);

@@ -116,6 +116,8 @@ open('version9.npy', 'wb').write(raw[:6] + b'\x09' + raw[7:])
 open('odd.raw', 'wb').write(b'\0' * 7)
 huge = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }\n"
 open('huge.npy', 'wb').write(b'\x93NUMPY\x01\x00' + len(huge).to_bytes(2, 'little') + huge)
+empty_descr = b"{'descr': '', 'fortran_order': False, 'shape': (12,), }\n"
+open('empty_descr.npy', 'wb').write(b'\x93NUMPY\x01\x00' + len(empty_descr).to_bytes(2, 'little') + empty_descr + bytes(48))
 os.mkdir('folder.npy')
 )") == 0);
     struct bad {
@@ -134,6 +136,7 @@ os.mkdir('folder.npy')
         {"fortran.npy", {}, "Fortran order"},
         {"big.npy", {}, "big-endian data (>f4)"},
         {"complex.npy", {}, "element type '<c8' is not supported"},
+        {"empty_descr.npy", {}, "element type '' is not supported"},
         {"odd.raw", {{"format", "float32"}}, "7 bytes is not a whole number of float32 elements"},
         {"huge.npy", {}, "holds more than 2^40 elements"},
         {"good.npy", {{"format", "float128"}}, "expected the raw file's element type, one of float16"},

@@ -9,12 +9,15 @@
     k = s.kernel("configs/hidden_layer.json")             # kjit's kernels, on your arrays
     k(greyscales=a, weights=b, out=c)                     # PyTorch, CuPy, JAX, Numba device arrays
 
-A config is a path, a JSON string or a dict; `set` maps key paths to values as --set does.
+A config is a path, a JSON string or a dict; `set` maps key paths to values as --set does. A
+config file's relative input paths mean files beside it; a dict's or JSON string's mean files in
+the working folder, or in `base=` where given.
 Mistakes in a config or an argument raise ConfigError (the command exits 2 for them); failures
 while working (a compile error, no GPU, a failed check) raise Error (exit 1).
 """
 import contextlib
 import json
+import operator
 import os
 import shutil
 import subprocess
@@ -60,10 +63,64 @@ def _json(value, where):
         raise ConfigError(f"{where}: expected numbers, strings, lists and dicts, got {what}", "config") from None
 
 
-def _config_text(config):
-    if isinstance(config, dict):
-        return _json(config, "config")
-    return str(config)
+def _inputs_under(config, base):
+    """The config (a dict) with its inputs' relative paths joined to the folder `base`."""
+    inputs = config.get("inputs")
+    if not isinstance(inputs, dict):
+        return config
+    moved = {name: dict(spec, path=os.path.join(base, spec["path"]))
+             if isinstance(spec, dict) and isinstance(spec.get("path"), str) else spec for name, spec in inputs.items()}
+    return dict(config, inputs=moved)
+
+
+def _config_text(config, base=None):
+    """What the module takes: a config file's path, or JSON text, whose relative input paths mean
+    files in `base` (made absolute here) or, without one, in the working folder."""
+    if isinstance(config, os.PathLike):
+        config = os.fspath(config)
+    if isinstance(config, str):
+        if base is None:
+            return config
+        if not config.lstrip().startswith("{"):
+            raise ConfigError("base: for a dict or JSON text config; a config file's inputs are found beside it", "config")
+        try:
+            config = json.loads(config)
+        except (ValueError, RecursionError):
+            return config  # the module says where the JSON is wrong
+    if not isinstance(config, dict):
+        raise ConfigError(f"config: expected a path, a JSON text or a dict, got {type(config).__name__}", "config")
+    if base is not None:
+        if not isinstance(base, (str, os.PathLike)):
+            raise ConfigError(f"base: expected a folder's path, got {type(base).__name__}", "config")
+        config = _inputs_under(config, os.path.abspath(os.fspath(base)))
+    return _json(config, "config")
+
+
+@contextlib.contextmanager
+def _arguments(call):
+    """nanobind's TypeError for an argument of a type the module does not take, as the
+    ConfigError every other mistake in an argument is."""
+    try:
+        yield
+    except TypeError as e:
+        lines = str(e).splitlines()
+        if "incompatible function arguments" not in str(e) or len(lines) < 2:
+            raise
+        takes = lines[1].strip().removeprefix("1. ").replace("self, ", "")
+        raise ConfigError(f"{call}: an argument of a type it does not take; it takes {takes}", "usage") from None
+
+
+def _integer(value, name, what):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ConfigError(f"{name}: expected {what}, got {type(value).__name__}", "usage") from None
+
+
+def _folder(path, name):
+    if path is None or isinstance(path, (str, os.PathLike)):
+        return None if path is None else os.fspath(path)
+    raise ConfigError(f"{name}: expected a folder's path, got {type(path).__name__}", "usage")
 
 
 def _sets(values):
@@ -123,8 +180,9 @@ class Kernel(_kjit.Kernel):
     it reads the arrays without calling into Python where their library allows.
     """
 
-    def __init__(self, session, config, set=None):
-        super().__init__(session._session, _config_text(config), _sets(set))
+    def __init__(self, session, config, set=None, base=None):
+        with _arguments("Kernel"):
+            super().__init__(session._session, _config_text(config, base), _sets(set))
         self.record = json.loads(self._record)[0]
         #: (name, shape, written) per array, in the order the kernels take them: inputs, then out.
         self.parameters = self._parameters
@@ -132,7 +190,8 @@ class Kernel(_kjit.Kernel):
     def verify(self, stream=None, **arrays):
         """One call, then its inputs and output read back and compared with the float64
         reference: the check as Result.check gives it ("status", errors, the first bad element)."""
-        return Result(json.loads(self._verify(arrays, stream))[0]).check
+        with _arguments("Kernel.verify"):
+            return Result(json.loads(self._verify(arrays, stream))[0]).check
 
     def __repr__(self):
         arrays = ", ".join(name for name, _, _ in self.parameters)
@@ -162,24 +221,23 @@ def trace(path):
         _kjit.write_trace(str(path))
 
 
-def first_call(config, set=None, repeat=5):
+def first_call(config, set=None, repeat=5, base=None):
     """`kjit first-call`: what a first call costs, in fresh processes started in each start state
     (empty cache, PTX only, cubin, a second call in one process), `repeat` times each; one row
     per state with each phase's median, as a pandas.DataFrame."""
     import pandas
+    repeat = _integer(repeat, "repeat", "a count (an int)")
     with tempfile.TemporaryDirectory(prefix="kjit-first-call-") as scratch:
-        path = str(config)
-        if isinstance(config, dict) or str(config).lstrip().startswith("{"):
+        path = os.fspath(config) if isinstance(config, os.PathLike) else config
+        if not isinstance(path, str) or path.lstrip().startswith("{"):
             # Written to a scratch folder, the config's relative input files still mean the working
-            # folder's, as they do for the session's calls: made absolute first.
-            text = json.loads(_config_text(config))
-            inputs = text.get("inputs") if isinstance(text, dict) else None
-            for spec in inputs.values() if isinstance(inputs, dict) else ():
-                if isinstance(spec, dict) and isinstance(spec.get("path"), str):
-                    spec["path"] = os.path.abspath(spec["path"])
+            # folder's (or base's), as they do for the session's calls: made absolute first.
+            text = _config_text(config, os.getcwd() if base is None else base)
             path = os.path.join(scratch, "config.json")
             with open(path, "w") as f:
-                f.write(json.dumps(text))
+                f.write(text)
+        elif base is not None:
+            raise ConfigError("base: for a dict or JSON text config; a config file's inputs are found beside it", "config")
         rows = os.path.join(scratch, "rows.json")
         sets = [arg for assignment in _sets(set) for arg in ("--set", assignment)]
         done = subprocess.run([_command(), "first-call", path, *sets, "--repeat", str(repeat), "--json", rows],
@@ -216,22 +274,22 @@ class Session:
     open: a second run pays no CUDA start-up."""
 
     def __init__(self, device=0, cache_dir=None):
-        self._session = _kjit.Session(device, cache_dir)
+        self._session = _kjit.Session(_integer(device, "device", "a GPU's index (an int)"), _folder(cache_dir, "cache_dir"))
         self.last_sweep = None  #: the last sweep's rows, also when Ctrl-C stopped it
 
-    def emit(self, config, set=None):
+    def emit(self, config, set=None, base=None):
         """The generated CUDA source."""
-        return self._session.emit(_config_text(config), _sets(set))
+        return self._session.emit(_config_text(config, base), _sets(set))
 
-    def compile(self, config, set=None):
+    def compile(self, config, set=None, base=None):
         """Generate and compile (no GPU needed)."""
-        return Result(json.loads(self._session.compile(_config_text(config), _sets(set)))[0])
+        return Result(json.loads(self._session.compile(_config_text(config, base), _sets(set)))[0])
 
-    def run(self, config, set=None):
+    def run(self, config, set=None, base=None):
         """Run on the GPU and verify against the float64 reference."""
-        return Result(json.loads(self._session.run(_config_text(config), _sets(set)))[0])
+        return Result(json.loads(self._session.run(_config_text(config, base), _sets(set)))[0])
 
-    def sweep(self, config, set=None, compile_only=False, progress=True):
+    def sweep(self, config, set=None, compile_only=False, progress=True, base=None):
         """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
         progress bar (tqdm) where tqdm is installed and `progress` is true; a callable
         `progress(done, total)` is called after each point instead.
@@ -239,7 +297,9 @@ class Session:
         Ctrl-C stops the sweep after the points in flight and raises KeyboardInterrupt; the
         rows of the points that finished stay readable in `last_sweep`."""
         import pandas
-        rows, interrupted = self._session.sweep(_config_text(config), _sets(set), compile_only,
+        if not (isinstance(progress, bool) or progress is None or callable(progress)):
+            raise ConfigError(f"progress: expected True, False or a callable(done, total), got {type(progress).__name__}", "usage")
+        rows, interrupted = self._session.sweep(_config_text(config, base), _sets(set), bool(compile_only),
                                                 _progress_bar() if progress is True else progress or None)
         self.last_sweep = pandas.DataFrame(json.loads(rows))
         if interrupted:
@@ -247,10 +307,10 @@ class Session:
                                     "their rows are in Session.last_sweep")
         return self.last_sweep
 
-    def kernel(self, config, set=None):
+    def kernel(self, config, set=None, base=None):
         """The config's kernels, built (or taken from the cache) and loaded on this session's GPU,
         as a Kernel to call on your own device arrays."""
-        return Kernel(self, config, set)
+        return Kernel(self, config, set, base)
 
 
 def load_ipython_extension(ipython):

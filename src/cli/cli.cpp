@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "report/trace.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 #include "util/units.hpp"
 
 namespace kjit::cli {
@@ -332,10 +333,10 @@ exit_status run(int argc, const char* const* argv, std::ostream& out, std::ostre
             if (argv[1] == std::string(sub.name)) return dispatch(sub, argc - 1, argv + 1, out, err);
         throw error(error_kind::usage, std::string("unknown command '") + argv[1] + "' (see kjit --help)");
     } catch (const error& e) {
-        err << "kjit: " << e.what() << "\n";
+        err << "kjit: " << printable_message(e.what()) << "\n";
         return exit_status_for(e.kind());
     } catch (const std::exception& e) {  // a bug or an exhausted resource: still one clear line
-        err << "kjit: internal error: " << e.what() << "\n";
+        err << "kjit: internal error: " << printable_message(e.what()) << "\n";
         return exit_status::failure;
     }
 }

@@ -1,5 +1,6 @@
 // JSON → validated pipeline. Every check throws one line: "SOURCE: key.path: expected …, got …".
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "config/config.hpp"
@@ -124,6 +125,23 @@ void check_file_sizes(const object_reader& r, const pipeline& p) {
 
 }  // namespace
 
+/// In float compute (float32, float16, bfloat16 data), every param and every number of a stage's
+/// expression must be a float: 1e39 would be inf, 5e-324 0, and NVRTC refuses such literals.
+void check_numbers_fit(const object_reader& r, const pipeline& p, std::size_t user_params) {
+    if (computes_in_double(p.type)) return;
+    const std::string why = " does not fit float, the compute type of " + std::string(to_string(p.type)) +
+                            " data (about 1.4e-45 to 3.4e38 in size): use float64, or a number a float holds";
+    for (std::size_t k = 0; k < p.scalars.size(); ++k) {
+        const auto& [name, value] = p.scalars[k];
+        const float held = static_cast<float>(value);
+        if (std::isfinite(value) && value != 0 && (std::isinf(held) || held == 0))
+            r.fail_at(k < user_params ? "params." + name : "stages", "the param " + name + " = " + shown(json(value)) + why);
+    }
+    for (std::size_t i = 0; i < p.stages.size(); ++i)
+        if (const expr::node* number = expr::number_outside_float(p.stages[i].kernel))
+            r.fail_at("stages[" + std::to_string(i) + "]", "the number " + shown(json(number->number)) + why);
+}
+
 pipeline from_json(const document& doc) {
     const std::string& src = doc.source;
     object_reader r(doc.json, "", src,
@@ -189,6 +207,8 @@ pipeline from_json(const document& doc) {
     std::vector<std::string> row_names;
     for (std::size_t i = 0; i < stages.size(); ++i)
         p.stages.push_back(read_stage(stages[i], i, i + 1 == stages.size(), src, p, user_params, config_ops, row_names));
+
+    check_numbers_fit(r, p, user_params);
 
     p.fuse = r.choice<fusion>("fusion", {{"fused", fusion::fused}, {"separate", fusion::separate}},
                               fusion::fused);

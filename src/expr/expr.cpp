@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 
 #include "expr/functions.hpp"
 #include "util/strings.hpp"
@@ -269,6 +270,18 @@ bool is_whole(const node& n) {
         case node_kind::conditional: return is_whole(*n.args[1]) && is_whole(*n.args[2]);
         default: return false;
     }
+}
+
+const node* number_outside_float(const tree& t) {
+    if (t->kind == node_kind::number) {
+        const double v = std::fabs(t->number);
+        const bool fits = !std::isfinite(v) || v == 0 ||
+                          (v <= std::numeric_limits<float>::max() && v > static_cast<double>(std::numeric_limits<float>::denorm_min()) / 2);  // half the least rounds to 0
+        return fits ? nullptr : t.get();
+    }
+    for (const auto& a : t->args)
+        if (const node* found = number_outside_float(a)) return found;
+    return nullptr;
 }
 
 bool uses_integer_division(const tree& t) {

@@ -82,6 +82,10 @@ inline constexpr std::size_t k_max_depth = 200;
 /// True where `t` uses `//` or `%` (the generated source then defines their helpers).
 [[nodiscard]] bool uses_integer_division(const tree& t);
 
+/// The first number in `t` that a float cannot hold: past its largest finite value (it would be
+/// inf), or not 0 but below half its smallest (it would be 0); nullptr where every one fits.
+[[nodiscard]] const node* number_outside_float(const tree& t);
+
 /// Parses and type-checks `text`; the result is real-valued. Throws parse_error.
 [[nodiscard]] tree parse(std::string_view text, const scope& names);
 

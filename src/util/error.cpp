@@ -1,5 +1,7 @@
 #include "util/error.hpp"
 
+#include "util/strings.hpp"
+
 namespace kjit {
 
 exit_status exit_status_for(error_kind kind) noexcept {
@@ -12,7 +14,7 @@ exit_status exit_status_for(error_kind kind) noexcept {
 }
 
 error config_error(const std::string& source, const std::string& key_path, const std::string& what) {
-    std::string message = source + ": ";
+    std::string message = shown_path(source) + ": ";
     if (!key_path.empty()) message += key_path + ": ";
     return error(error_kind::config, message + what);
 }

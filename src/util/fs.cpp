@@ -18,29 +18,30 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::fs {
 
 std::string read_file(const std::filesystem::path& path) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw error(error_kind::io, path.string() + ": is a directory");
+    if (std::filesystem::is_directory(path, ec)) throw error(error_kind::io, shown_path(path.string()) + ": is a directory");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw error(error_kind::io, path.string() + ": cannot open: " + std::strerror(errno));
+    if (!in) throw error(error_kind::io, shown_path(path.string()) + ": cannot open: " + std::strerror(errno));
     std::ostringstream buffer;
     buffer << in.rdbuf();
-    if (in.bad()) throw error(error_kind::io, path.string() + ": read failed");
+    if (in.bad()) throw error(error_kind::io, shown_path(path.string()) + ": read failed");
     return std::move(buffer).str();
 }
 
 std::string read_text_file(const std::filesystem::path& path) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
-    if (std::filesystem::is_directory(status)) throw error(error_kind::io, path.string() + ": is a directory");
+    if (std::filesystem::is_directory(status)) throw error(error_kind::io, shown_path(path.string()) + ": is a directory");
     if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-        throw error(error_kind::io, path.string() + ": not a regular file (a JSON text is read from a file)");
+        throw error(error_kind::io, shown_path(path.string()) + ": not a regular file (a JSON text is read from a file)");
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec && size > k_max_text_bytes)
-        throw error(error_kind::io, path.string() + ": " + std::to_string(size) + " bytes; a JSON text kjit reads is at most " +
+        throw error(error_kind::io, shown_path(path.string()) + ": " + std::to_string(size) + " bytes; a JSON text kjit reads is at most " +
                                         std::to_string(k_max_text_bytes >> 20) + " MiB");
     return read_file(path);
 }
@@ -68,7 +69,7 @@ temp_directory::temp_directory(const std::string& prefix) {
             return;
         }
         if (errno != EEXIST || attempt == 16)
-            throw error(error_kind::io, m_path.string() + ": cannot create a private directory: " + std::strerror(errno));
+            throw error(error_kind::io, shown_path(m_path.string()) + ": cannot create a private directory: " + std::strerror(errno));
     }
 }
 
@@ -87,14 +88,14 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
         const std::string reason = std::strerror(errno);
         std::error_code ec;
         std::filesystem::remove(temp, ec);
-        throw error(error_kind::io, path.string() + ": " + what + ": " + reason);
+        throw error(error_kind::io, shown_path(path.string()) + ": " + what + ": " + reason);
     };
     struct stat replaced {};
     const bool replaces = ::stat(path.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
         const std::string reason = std::strerror(errno);  // nothing of ours to remove
-        throw error(error_kind::io, path.string() + ": cannot create temp file: " + reason);
+        throw error(error_kind::io, shown_path(path.string()) + ": cannot create temp file: " + reason);
     }
     const removed_if_interrupted removed(temp);  // ours now: a signal before the rename removes it
     // A replaced file keeps its permissions (a private 0600 result stays private).
@@ -147,11 +148,11 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
         if (path.empty() || path == "-") continue;
         for (std::size_t j = 0; j < i; ++j)
             if (outputs[j].second != "-" && !outputs[j].second.empty() && same_file(outputs[j].second, path))
-                throw error(error_kind::usage, outputs[j].first + " and " + option + " name the same file " + path +
+                throw error(error_kind::usage, outputs[j].first + " and " + option + " name the same file " + shown_path(path) +
                                                    ": one would overwrite the other");
         for (const auto& read : reads)
             if (same_file(read, path))
-                throw error(error_kind::usage, option + " " + path + ": is " + read.string() +
+                throw error(error_kind::usage, option + " " + shown_path(path) + ": is " + shown_path(read.string()) +
                                                    ", which kjit reads; results go to a file of their own");
     }
 }
@@ -177,7 +178,7 @@ void write_output(const std::filesystem::path& path, std::string_view bytes) {
     const auto status = std::filesystem::status(path, ec);  // follows symlinks
     if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
         const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0) throw error(error_kind::io, path.string() + ": cannot open: " + std::strerror(errno));
+        if (fd < 0) throw error(error_kind::io, shown_path(path.string()) + ": cannot open: " + std::strerror(errno));
         try {
             write_all(fd, bytes, path.string());
         } catch (...) {
@@ -202,7 +203,7 @@ void check_output_path(const std::filesystem::path& path, const std::string& opt
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
     const auto fail = [&](const std::string& why) {
-        throw error(error_kind::usage, option + " " + path.string() + ": " + why);
+        throw error(error_kind::usage, option + " " + shown_path(path.string()) + ": " + why);
     };
     if (std::filesystem::is_directory(status)) fail("is a directory");
     if (std::filesystem::exists(status)) {
@@ -210,7 +211,7 @@ void check_output_path(const std::filesystem::path& path, const std::string& opt
         return;
     }
     const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    if (!std::filesystem::is_directory(dir, ec)) fail("its directory " + dir.string() + " does not exist");
+    if (!std::filesystem::is_directory(dir, ec)) fail("its directory " + shown_path(dir.string()) + " does not exist");
     if (::access(dir.c_str(), W_OK) != 0) fail("its directory cannot be written: " + std::string(std::strerror(errno)));
 }
 

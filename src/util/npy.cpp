@@ -6,6 +6,7 @@
 
 #include "util/bytes.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 #include "util/half.hpp"
 
 namespace kjit::npy {
@@ -15,7 +16,7 @@ constexpr std::string_view k_magic = "\x93NUMPY";
 constexpr std::size_t k_max_header = 1 << 16;  // NumPy writes a few hundred bytes
 
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
-    throw error(error_kind::config, path.string() + ": " + what);
+    throw error(error_kind::config, shown_path(path.string()) + ": " + what);
 }
 
 std::uint64_t checked_size(const std::filesystem::path& path) {
@@ -143,7 +144,7 @@ layout read_header(const std::filesystem::path& path) {
     for (const auto& t : element_types()) {
         if (t.descr.empty()) continue;
         // One-byte types are written with '|'; NumPy also accepts '<' and '=' for them.
-        if (stripped == t.descr || (t.bytes == 1 && stripped.substr(1) == t.descr.substr(1))) at.type = &t;
+        if (stripped == t.descr || (t.bytes == 1 && !stripped.empty() && stripped.substr(1) == t.descr.substr(1))) at.type = &t;
     }
     if (!at.type)
         fail(path, "element type " + descr + " is not supported; kjit reads " + type_names() + " (bfloat16 as raw files)");

@@ -1,6 +1,7 @@
 // Joining strings, the one way kjit does it, and showing untrusted text on a terminal. Depends on the
 // standard library only.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,37 @@ namespace kjit {
         shown += "\\x";
         shown += k_hex[byte >> 4];
         shown += k_hex[byte & 0xF];
+    }
+    return shown;
+}
+
+/// `text` at most `max` characters (bytes): its head, " … ", and its tail, where it is longer. The
+/// cut never splits a UTF-8 character.
+[[nodiscard]] inline std::string bounded(std::string_view text, std::size_t max) {
+    if (text.size() <= max) return std::string(text);
+    const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
+    std::size_t head = (max - 5) * 2 / 5, tail = text.size() - (max - 5 - head);
+    while (head > 0 && continuation(text[head])) --head;
+    while (tail < text.size() && continuation(text[tail])) ++tail;
+    return std::string(text.substr(0, head)) + " … " + std::string(text.substr(tail));
+}
+
+/// A path as a message shows it: printable (a newline in a name stays on its line) and at most 200
+/// characters, its tail (the file's name) kept.
+[[nodiscard]] inline std::string shown_path(std::string_view path) { return bounded(printable(path), 200); }
+
+/// A message as kjit prints it: each line printable and at most 400 characters. Lines stay lines
+/// (a compile log, an expression's caret); tabs stay tabs.
+[[nodiscard]] inline std::string printable_message(std::string_view text) {
+    std::string shown;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        std::string line;
+        for (const char c : text.substr(start, end - start)) line += c == '\t' ? std::string(1, c) : printable(std::string_view(&c, 1));
+        shown += bounded(line, 400);
+        if (end == text.size()) break;
+        shown += '\n';
+        start = end + 1;
     }
     return shown;
 }

@@ -5,6 +5,7 @@ skips (pytest -rs shows the reasons)."""
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 
@@ -112,6 +113,37 @@ def test_set_takes_numpy_numbers_and_refuses_the_rest_as_config_errors(session):
     for bad in ({"n": object()}, {"n": {1, 2}}, ["n=1000"]):
         with pytest.raises(kjit.ConfigError):
             session.emit(CONFIGS / "hidden_layer.json", set=bad)
+
+
+def test_arguments_of_the_wrong_type_are_config_errors_naming_the_argument(session, tmp_path):
+    cases = [
+        (lambda: kjit.Session(device=1.5), "device: expected a GPU's index (an int), got float"),
+        (lambda: kjit.Session(cache_dir=5), "cache_dir: expected a folder's path, got int"),
+        (lambda: session.emit(5), "config: expected a path, a JSON text or a dict, got int"),
+        (lambda: session.emit(None), "got NoneType"),
+        (lambda: session.emit(b"{}"), "got bytes"),
+        (lambda: session.sweep(CONFIGS / "sweep_hidden_layer.json", compile_only=True, progress=5),
+         "progress: expected True, False or a callable(done, total), got int"),
+        (lambda: session.emit({"name": "x"}, base=5), "base: expected a folder's path, got int"),
+        (lambda: session.emit(CONFIGS / "softmax.json", base=tmp_path), "base: for a dict or JSON text config"),
+        (lambda: kjit.first_call(CONFIGS / "softmax.json", repeat="5"), "repeat: expected a count (an int), got str"),
+    ]
+    for call, says in cases:
+        with pytest.raises(kjit.ConfigError, match=re.escape(says)):
+            call()
+    assert kjit.Session(device=0, cache_dir=tmp_path / "cache") is not None  # a Path is a path
+
+
+def test_a_dict_configs_input_files_are_found_in_base_or_the_working_folder(session, tmp_path, monkeypatch):
+    np = pytest.importorskip("numpy")
+    np.save(tmp_path / "g.npy", np.arange(12, dtype=np.float32))
+    config = {"name": "b", "inputs": {"a": {"fill": "file", "path": "g.npy"}}, "stages": [{"op": "map", "input": "a", "expr": "x * 2"}]}
+    assert "b_fused" in session.emit(config, base=tmp_path)
+    assert "b_fused" in session.emit(json.dumps(config), base=str(tmp_path))
+    with pytest.raises(kjit.ConfigError, match="g.npy: no such file"):
+        session.emit(config)  # the working folder's: not there
+    monkeypatch.chdir(tmp_path)
+    assert "b_fused" in session.emit(config)
 
 
 def test_version():
