@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -197,6 +198,37 @@ TEST_CASE("prune keeps the most recently used entries that fit the limit; a hit 
     for (const auto& e : bounded.list()) kept.insert(e.key);
     CHECK(kept == std::set<std::string>{key_of(0), key_of(4), key_of(5)});
     CHECK(bounded.leftovers().empty());  // removed entries leave no .old-*
+}
+
+TEST_CASE("tuning records (CACHE/tune/<hash>.json) are counted by stats and pruned with the entries, oldest first; no other file") {
+    kjit::testing::temp_dir dir;
+    jit::disk_cache unbounded(dir.path(), 0);
+    unbounded.store(key_of(0), sample_entry("0"), false);
+    used_minutes_ago(unbounded, key_of(0), 30);
+    const std::uintmax_t entry = entry_bytes(unbounded);
+    const auto tune = dir.path() / jit::k_tuning_folder;
+    std::filesystem::create_directories(tune);
+    const auto record = [&](int i, int minutes_ago) {
+        const auto path = tune / (std::string(31, 'a') + std::to_string(i) + ".json");
+        std::ofstream(path) << std::string(entry, 'r');  // a record as large as the entry
+        std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - std::chrono::minutes(minutes_ago));
+        return path;
+    };
+    const auto oldest = record(1, 60), newest = record(2, 10);
+    std::ofstream(tune / "notes.json") << std::string(10 * entry, 'n');  // not kjit's: never counted, never removed
+    CHECK(unbounded.records().size() == 2);
+    const auto stats = kjit::testing::kjit_cli({"cache", "stats", "--cache-dir", dir.path().string()});
+    CHECK(stats.out.find("1 entries") != std::string::npos);
+    CHECK(stats.out.find("; 2 tuning records, ") != std::string::npos);
+
+    jit::disk_cache bounded(dir.path(), 2 * entry + entry / 2);  // room for two of the three
+    const auto pruned = bounded.prune();
+    CHECK(pruned.records == 1);
+    CHECK(pruned.least_used == 0);
+    CHECK_FALSE(std::filesystem::exists(oldest));
+    CHECK(std::filesystem::exists(newest));
+    CHECK(std::filesystem::exists(tune / "notes.json"));
+    CHECK(bounded.list().size() == 1);
 }
 
 TEST_CASE("verify re-hashes every entry without marking it used; prune(true) removes the damaged ones") {

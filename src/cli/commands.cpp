@@ -148,9 +148,16 @@ exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err) {
                     << units::bytes(static_cast<double>(e.bytes))
                     << meta_text(e.meta, "label", meta_text(e.meta, "problem", "")) << "\n";
         }
+        const auto records = cache.records();
+        std::uintmax_t record_bytes = 0;
+        for (const auto& r : records) record_bytes += r.bytes;
         if (action == "stats" || entries.empty()) {
             out << entries.size() << " entries, " << units::bytes(static_cast<double>(total)) << " in "
                 << cache.entries_dir().string();
+            if (!records.empty())
+                out << "; " << records.size() << " tuning records, " << units::bytes(static_cast<double>(record_bytes)) << " in "
+                    << (cache.root() / jit::k_tuning_folder).string();
+            total += record_bytes;
             if (cache.limit() > 0)
                 out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ", "
                     << std::lround(100.0 * static_cast<double>(total) / static_cast<double>(cache.limit())) << "% used)";
@@ -167,7 +174,7 @@ exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err) {
     } else if (action == "prune") {
         const auto pruned = cache.prune(true);
         out << "removed " << pruned.damaged << " damaged and " << pruned.least_used << " least recently used entries, "
-            << pruned.leftovers << " stale leftovers: " << units::bytes(static_cast<double>(pruned.bytes_freed))
+            << pruned.records << " tuning records, " << pruned.leftovers << " stale leftovers: " << units::bytes(static_cast<double>(pruned.bytes_freed))
             << " freed, " << units::bytes(static_cast<double>(pruned.bytes_kept)) << " kept";
         if (cache.limit() > 0) out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ")";
         out << "\n";

@@ -1,6 +1,7 @@
 #include "jit/disk_cache.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -255,6 +256,20 @@ std::vector<damaged_entry> disk_cache::verify() const {
     return damaged;
 }
 
+std::vector<record_file> disk_cache::records() const {
+    std::vector<record_file> found;
+    std::error_code ec;
+    for (const char* folder : k_record_folders)
+        for (const auto& item : stdfs::directory_iterator(m_root / folder, ec)) {
+            const std::string name = item.path().filename().string();
+            const bool own = name.size() == 32 + 5 && name.ends_with(".json") &&
+                             std::all_of(name.begin(), name.end() - 5, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+            if (!own || !item.is_regular_file(ec) || item.is_symlink(ec)) continue;
+            found.push_back({item.path(), item.file_size(ec), item.last_write_time(ec)});
+        }
+    return found;
+}
+
 prune_result disk_cache::prune(bool remove_damaged) {
     prune_result result;
     const stdfs::path dir = entries_dir();
@@ -268,17 +283,32 @@ prune_result disk_cache::prune(bool remove_damaged) {
             ++result.damaged;
             return true;
         });
-    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
-    for (const auto& e : entries) {  // most recently used first: keep while they fit
-        if (m_limit == 0 || result.bytes_kept + e.bytes <= m_limit) {
-            result.bytes_kept += e.bytes;
+    // Entries and records in one order, most recently used first: kept while they fit.
+    struct candidate {
+        stdfs::file_time_type used;
+        std::uintmax_t bytes;
+        const entry_summary* entry;  ///< or a record:
+        const record_file* record;
+    };
+    const std::vector<record_file> kept_records = records();
+    std::vector<candidate> candidates;
+    for (const auto& e : entries) candidates.push_back({e.last_used, e.bytes, &e, nullptr});
+    for (const auto& r : kept_records) candidates.push_back({r.written, r.bytes, nullptr, &r});
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.used > b.used; });
+    std::error_code ec;
+    for (const auto& c : candidates) {
+        if (m_limit == 0 || result.bytes_kept + c.bytes <= m_limit) {
+            result.bytes_kept += c.bytes;
             continue;
         }
-        remove_entry(dir / e.key, e.key);
-        result.bytes_freed += e.bytes;
-        ++result.least_used;
+        if (c.entry) {
+            remove_entry(dir / c.entry->key, c.entry->key);
+            ++result.least_used;
+        } else if (stdfs::remove(c.record->path, ec)) {
+            ++result.records;
+        }
+        result.bytes_freed += c.bytes;
     }
-    std::error_code ec;
     const auto stale = stdfs::file_time_type::clock::now() - std::chrono::hours(1);
     for (const auto& path : leftovers()) {
         const auto changed = stdfs::last_write_time(path, ec);

@@ -43,12 +43,26 @@ struct damaged_entry {
     std::string problem;
 };
 
+/// A record another module keeps under the cache's root in a folder of its own, one file each,
+/// named <32 hex digits>.json: the tuning database (CACHE/tune/). Counted and bounded with the
+/// compiled entries; files of other names there are never touched.
+struct record_file {
+    std::filesystem::path path;
+    std::uintmax_t bytes = 0;
+    std::filesystem::file_time_type written;  ///< its last save: a record's last use
+};
+
+/// The tuning database's folder under the root; the folders of records.
+inline constexpr const char* k_tuning_folder = "tune";
+inline constexpr const char* k_record_folders[] = {k_tuning_folder};
+
 struct prune_result {
     std::size_t damaged = 0;       ///< entries removed because they failed verification
     std::size_t least_used = 0;    ///< entries removed to fit the limit
+    std::size_t records = 0;       ///< records removed to fit the limit
     std::size_t leftovers = 0;     ///< stale .tmp-* / .old-* removed
     std::uintmax_t bytes_freed = 0;
-    std::uintmax_t bytes_kept = 0;  ///< what the entries that stay take
+    std::uintmax_t bytes_kept = 0;  ///< what the entries and records that stay take
 };
 
 class disk_cache {
@@ -85,11 +99,13 @@ public:
     void store(const std::string& key, const cache_entry& entry, bool replace);
 
     [[nodiscard]] std::vector<entry_summary> list() const;
+    /// Every record (k_record_folders) under the root.
+    [[nodiscard]] std::vector<record_file> records() const;
     /// What killed or blocked writers left behind (.tmp-*, .old-*); `clear` removes them.
     [[nodiscard]] std::vector<std::filesystem::path> leftovers() const;
     /// Re-hashes every entry against its meta.json (without marking any used).
     [[nodiscard]] std::vector<damaged_entry> verify() const;
-    /// Removes the least recently used entries until the rest fit the limit, and leftovers
+    /// Removes the least recently used entries and records until the rest fit the limit, and leftovers
     /// older than an hour (a younger one may be a writer at work). With `remove_damaged`, also
     /// every entry verify() rejects. Entries are renamed away before they are deleted, so a
     /// concurrent reader sees a whole entry or none. Throws kjit::error(io) if one cannot be removed.

@@ -52,7 +52,7 @@ json_value key_of(const config::document& doc, const run::device_info& device, c
 }
 
 database::database(const std::filesystem::path& cache_root, json_value key)
-    : m_file(cache_root / "tune" / (xxh3_128_hex(key.dump()) + ".json")), m_key(std::move(key)) {
+    : m_file(cache_root / jit::k_tuning_folder / (xxh3_128_hex(key.dump()) + ".json")), m_key(std::move(key)) {
     std::error_code ec;
     if (!std::filesystem::exists(m_file, ec)) return;
     try {
@@ -74,7 +74,7 @@ std::optional<json_value> key_on_same_arch(const std::filesystem::path& cache_ro
     json_value wanted = key;
     wanted.erase("device");
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(cache_root / "tune", ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(cache_root / jit::k_tuning_folder, ec)) {
         if (!entry.is_regular_file(ec) || entry.path().extension() != ".json") continue;
         try {
             const json_value stored = config::parse_json(fs::read_text_file(entry.path()), entry.path().string());
