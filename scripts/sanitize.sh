@@ -29,7 +29,7 @@ fi
 
 findings=build-sanitize/fuzz-findings
 mkdir -p "$findings"
-for target in fuzz_config fuzz_set fuzz_expr; do
+for target in fuzz_config fuzz_set fuzz_expr fuzz_files; do
     scratch=$(mktemp -d)  # new inputs go here, not into the checked-in seeds
     seeds=(fuzz/corpus/$target)
     [ "$target" = fuzz_config ] && seeds+=(configs)
