@@ -73,7 +73,9 @@ def main():
     parser.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192,8192x4096x4096")
     parser.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
     parser.add_argument("--no-fp32", action="store_true")
+    parser.add_argument("--tools", default="", help="only these tools (comma-separated names as reported)")
     args = parser.parse_args()
+    wanted = set(filter(None, args.tools.split(",")))
 
     def gelu_layer(x, w, b):
         return F.gelu(torch.addmm(b, x, w), approximate="tanh")
@@ -86,6 +88,8 @@ def main():
         flops = 2.0 * m * n * k
 
         def report(tool, dtype, f):
+            if wanted and tool not in wanted:
+                return
             try:
                 median, p10, p90 = time_cold(lambda _: f(), None, args.repeat)  # f holds its operands
             except Exception as e:  # a tool that cannot run a shape is reported, not fatal
@@ -105,7 +109,7 @@ def main():
         report("eager_silu", "bfloat16", lambda: F.silu(x @ w))
         report("cublaslt_bias", "bfloat16", lambda: torch.addmm(b, x, w))
         report("compile_gelu", "bfloat16", lambda: compiled(x, w, b))
-        if triton is not None:
+        if triton is not None and (not wanted or "triton" in wanted):
             best = None
             for config in TRITON_CONFIGS:
                 try:
