@@ -145,7 +145,7 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(decode.at("tile_m") == 64);
     CHECK(decode.at("tile_n") == 64);
     CHECK(decode.at("schedule") == "pingpong");
-    CHECK(decode.at("stages") == 4);
+    CHECK(decode.at("stages") == 8);  // streams W: more of it in flight
     CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90
     CHECK(policy_at(4096, 11008, 4096, "t4").at("rung") == "simt");    // no cp.async / mbarrier before sm_80
     CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "mma");   // N odd: rows TMA cannot copy

@@ -60,14 +60,17 @@ struct tile_choice {
 /// (LLaMA-2-7B's up-projection: 1376 tiles of 128 × 256, 11 waves) against 128 × 256's, on the
 /// H200, each tile at its fastest depth: 3 buffers for 128 × 256 and 256 × 128 (4 do not fit
 /// beside the staged C), 4 for the others (bench/results/2026-12-03-defaults/first: 16 launches
-/// at 8 shapes; the 4096 × 4096 × 11008 product gives the same order, 128 × 128 at 0.91).
+/// at 8 shapes; the 4096 × 4096 × 11008 product gives the same order, 128 × 128 at 0.91). The
+/// smallest tile, chosen where M is a decode step's, streams W: 8 buffers keep more of it in
+/// flight, 21.4 µs at M = 16 and 64 (N = K = 4096) where 4 took 28.5
+/// (bench/results/2026-12-03-decode/first).
 constexpr tile_choice k_wgmma_tiles[] = {
         {128, 256, false, 0, 0, 3, 1.00},
         {128, 128, false, 0, 0, 4, 0.93},
         {256, 128, false, 0, 0, 3, 0.91},
         {64, 256, true, 0, 0, 4, 0.85},
         {64, 128, true, 0, 0, 4, 0.61},
-        {64, 64, true, 0, 0, 4, 0.37},
+        {64, 64, true, 0, 0, 8, 0.37},
 };
 /// mma tiles, largest first, at the large-shape policy's depth (3 buffers of 32). Not measured
 /// per tile: the rates are wgmma's for the same area.
