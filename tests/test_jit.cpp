@@ -167,6 +167,40 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
         }
 }
 
+TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC refuses a plan a byte short or a warp off") {
+    for (const auto& [rung, k] : std::vector<std::pair<std::string, long long>>{{"simt", 64}, {"mma", 64}, {"wgmma", 64}, {"wgmma", 17}}) {
+        auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
+        doc.json.merge_patch(config::json_value({{"dtype", rung == "simt" ? "float32" : "bfloat16"},
+                                                 {"shape", {1000, k}},
+                                                 {"inputs", {{"W", {{"shape", {k, 1000}}}}}},
+                                                 {"launch", {{"rung", rung}}}}));
+        const auto p = family::load(doc);
+        const auto honest = request_for(p);
+        CAPTURE(rung);
+        CAPTURE(k);
+        REQUIRE(jit::compile(honest).ok);
+        // The plan's numbers as the template sees them; one changed at a time.
+        const auto constant = [&](const std::string& name) {
+            const std::size_t at = honest.source.find(name + " = ");
+            REQUIRE(at != std::string::npos);
+            const std::size_t value = at + name.size() + 3;
+            return std::make_pair(value, std::stoll(honest.source.substr(value)));
+        };
+        for (const auto& [name, changed, says] :
+             std::vector<std::tuple<std::string, long long, std::string>>{
+                     {"kjit_plan_shared_bytes", -1, "the plan gives less shared memory than"},
+                     {"kjit_plan_threads", 32, "the plan launches another number of threads"}}) {
+            const auto [at, value] = constant(name);
+            auto tampered = honest;
+            tampered.source.replace(at, std::to_string(value).size(), std::to_string(value + changed));
+            const auto result = jit::compile(tampered);
+            CAPTURE(name);
+            CHECK_FALSE(result.ok);
+            CHECK(result.nvrtc_log.find(says) != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("row_cache \"inputs\", \"none\" and \"shared\" compile for every shipped row config and dtype") {
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})

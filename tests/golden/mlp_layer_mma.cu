@@ -25,6 +25,10 @@ enum : int {
     kjit_tile_k = 32,  // the depth of A and B a block holds in shared memory at once
     kjit_group_m = 8,  // tile rows in a group (kjit_tile_of)
     kjit_width_c = 2,  // elements of C stored at once
+    // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
+    // rung below asserts that its threads and its shared-memory layout are these.
+    kjit_plan_threads = 256,
+    kjit_plan_shared_bytes = 87552,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -183,6 +187,15 @@ enum : int {
     kjit_stride_b = kjit_tile_n + kjit_chunk,
 };
 
+// The block's shared memory: the pipeline's buffers of A's and B's tiles, rows padded.
+struct kjit_shared_layout {
+    store_t a[kjit_stages][kjit_tile_m][kjit_stride_a];
+    store_t b[kjit_stages][kjit_tile_k][kjit_stride_b];
+};
+static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
+static_assert(sizeof(kjit_shared_layout) <= kjit_plan_shared_bytes,
+              "the plan gives less shared memory than the tiles take");
+
 // Copies the `count` elements of [from, from + kjit_chunk) that are inside the matrix to `to`,
 // and zeros for the rest.
 __device__ __forceinline__ void kjit_copy(store_t* to, const store_t* from, long long count)
@@ -239,11 +252,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols,
         long long kjit_depth)
 {
-    typedef store_t tile_a[kjit_tile_m][kjit_stride_a];
-    typedef store_t tile_b[kjit_tile_k][kjit_stride_b];
     extern __shared__ uint4 kjit_shared[];
-    tile_a* kjit_as = reinterpret_cast<tile_a*>(kjit_shared);
-    tile_b* kjit_bs = reinterpret_cast<tile_b*>(kjit_as + kjit_stages);
+    kjit_shared_layout& kjit_smem = *reinterpret_cast<kjit_shared_layout*>(kjit_shared);
+    auto* const kjit_as = kjit_smem.a;  // kjit_as[buffer][row][depth]
+    auto* const kjit_bs = kjit_smem.b;  // kjit_bs[buffer][depth][column]
     const longlong2 kjit_tile = kjit_tile_of(blockIdx.x, rows, cols);
     const long long kjit_row0 = kjit_tile.x, kjit_col0 = kjit_tile.y;
     const int kjit_lane = threadIdx.x % 32;

@@ -25,6 +25,10 @@ enum : int {
     kjit_tile_k = 8,  // the depth of A and B a block holds in shared memory at once
     kjit_group_m = 8,  // tile rows in a group (kjit_tile_of)
     kjit_width_c = 4,  // elements of C stored at once
+    // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
+    // rung below asserts that its threads and its shared-memory layout are these.
+    kjit_plan_threads = 256,
+    kjit_plan_shared_bytes = 16640,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -72,6 +76,16 @@ enum : int {
     kjit_stride_a = kjit_tile_m + 4,
 };
 
+// The block's shared memory: two buffers of each tile, in the compute type: A's transposed (a row
+// is a column of A), B's as it is.
+struct kjit_shared_layout {
+    real a[2][kjit_tile_k][kjit_stride_a];
+    real b[2][kjit_tile_k][kjit_tile_n];
+};
+static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
+static_assert(sizeof(kjit_shared_layout) <= kjit_plan_shared_bytes,
+              "the plan gives less shared memory than the tiles take");
+
 struct alignas(kjit_width_a * sizeof(store_t)) vec_a {
     store_t e[kjit_width_a];
 };
@@ -87,13 +101,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols,
         long long kjit_depth)
 {
-    // Two buffers of each tile, in the compute type: A's transposed (a row is a column of A), B's
-    // as it is.
-    typedef real tile_a[kjit_tile_k][kjit_stride_a];
-    typedef real tile_b[kjit_tile_k][kjit_tile_n];
     extern __shared__ quad kjit_shared[];
-    tile_a* kjit_as = reinterpret_cast<tile_a*>(kjit_shared);
-    tile_b* kjit_bs = reinterpret_cast<tile_b*>(kjit_as + 2);
+    kjit_shared_layout& kjit_smem = *reinterpret_cast<kjit_shared_layout*>(kjit_shared);
+    auto* const kjit_as = kjit_smem.a;  // kjit_as[buffer][depth][row]
+    auto* const kjit_bs = kjit_smem.b;
     const longlong2 kjit_tile = kjit_tile_of(blockIdx.x, rows, cols);
     const long long kjit_row0 = kjit_tile.x, kjit_col0 = kjit_tile.y;
     // The thread's rows of C: 4 from kjit_ty · 4, and 4 more half a tile down; its columns

@@ -25,6 +25,10 @@ enum : int {
     kjit_tile_k = 64,  // the depth of A and B a block holds in shared memory at once
     kjit_group_m = 16,  // tile rows in a group (kjit_tile_of)
     kjit_width_c = 2,  // elements of C stored at once
+    // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
+    // rung below asserts that its threads and its shared-memory layout are these.
+    kjit_plan_threads = 384,
+    kjit_plan_shared_bytes = 214080,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -188,6 +192,21 @@ enum : int {
     kjit_c_slab_bytes = kjit_consumer_m * 128,
     kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
 };
+
+// The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
+// 1024 bytes more than the layout, for the alignment): the ring of buffers, each A's tile then
+// B's slabs; each consumer's rows of C, which TMA stores from there;
+// then the barriers: full[s], buffer s holds its tiles; free[s], its consumers are done with it;
+// ping-pong's turn[c], consumer c may start multiplying its next tile.
+struct kjit_layout {
+    unsigned char buffers[kjit_stages][kjit_stage_bytes];
+    unsigned char c[kjit_consumers][kjit_c_bytes];
+    unsigned long long full[kjit_stages], free[kjit_stages], turn[kjit_consumers];
+};
+static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
+static_assert(sizeof(kjit_layout) + 1024 <= kjit_plan_shared_bytes,
+              "the plan gives less shared memory than the buffers, C and the barriers take");
+static_assert(kjit_stage_bytes % 1024 == 0, "a buffer must start on a 1024-byte boundary");
 
 // Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
 // moves to chunk c ^ (r % 8).
@@ -426,18 +445,19 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
         const __grid_constant__ kjit_tensor_map out_map, long long rows, long long cols,
         long long kjit_depth)
 {
-    // The swizzle pattern repeats every 1024 bytes, so the buffers start on such a boundary
-    // (the launch asks for 1024 bytes more than they need). Then the barriers: kjit_full[s],
-    // buffer s holds its tiles; kjit_free[s], its consumers are done with it; ping-pong's
-    // kjit_turn[c], consumer c may start multiplying its next tile.
+    // kjit_layout from the first 1024-byte boundary; the barriers by their shared-memory
+    // addresses, as the PTX instructions take them.
     extern __shared__ unsigned char kjit_shared[];
     const unsigned kjit_shared_at = (unsigned)__cvta_generic_to_shared(kjit_shared);
     const unsigned kjit_base = (kjit_shared_at + 1023) / 1024 * 1024;
-    unsigned char* kjit_buffers = kjit_shared + (kjit_base - kjit_shared_at);
-    const unsigned kjit_staging = kjit_stages * kjit_stage_bytes;  // from kjit_base: C's tiles
-    const unsigned kjit_full = kjit_base + kjit_staging + kjit_consumers * kjit_c_bytes;
-    const unsigned kjit_free = kjit_full + 8 * kjit_stages;
-    const unsigned kjit_turn = kjit_free + 8 * kjit_stages;
+    unsigned char* const kjit_aligned = kjit_shared + (kjit_base - kjit_shared_at);
+    kjit_layout& kjit_smem = *reinterpret_cast<kjit_layout*>(kjit_aligned);
+    const auto kjit_address = [&](const void* member) {  // (the base plus a constant offset)
+        return kjit_base + (unsigned)((const unsigned char*)member - kjit_aligned);
+    };
+    const unsigned kjit_full = kjit_address(kjit_smem.full);
+    const unsigned kjit_free = kjit_address(kjit_smem.free);
+    const unsigned kjit_turn = kjit_address(kjit_smem.turn);
     if (threadIdx.x == 0) {
         for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
             kjit_barrier_init(kjit_full + 8 * kjit_s, 1);
@@ -559,8 +579,8 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             // C through shared memory: once the TMA unit has read this consumer's last tile
             // there, its threads write this one, and the TMA unit stores it (clipped to C) while
             // the consumer multiplies on.
-            const unsigned kjit_c_at = kjit_staging + kjit_consumer * kjit_c_bytes;  // (from base)
-            unsigned char* kjit_c_tile = kjit_buffers + kjit_c_at;
+            unsigned char* kjit_c_tile = kjit_smem.c[kjit_consumer];
+            const unsigned kjit_c_at = kjit_address(kjit_c_tile);
             if (kjit_leader) kjit_bulk_wait<true>();
             kjit_consumer_sync(kjit_consumer);
             const auto kjit_place = [&](int r, int c) {  // in slabs of 64 columns, swizzled
@@ -587,7 +607,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             if (kjit_leader) {
                 for (int kjit_j = 0; kjit_j < kjit_tile_n / 64; ++kjit_j) {
                     const int kjit_col = (int)kjit_tile.y + 64 * kjit_j;
-                    const unsigned kjit_slab = kjit_base + kjit_c_at + kjit_j * kjit_c_slab_bytes;
+                    const unsigned kjit_slab = kjit_c_at + kjit_j * kjit_c_slab_bytes;
                     kjit_store_box(out_map, kjit_col, (int)kjit_row0, kjit_slab);
                 }
                 kjit_bulk_commit();

@@ -25,6 +25,10 @@ enum : int {
     kjit_tile_k = 64,  // the depth of A and B a block holds in shared memory at once
     kjit_group_m = 16,  // tile rows in a group (kjit_tile_of)
     kjit_width_c = 1,  // elements of C stored at once
+    // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
+    // rung below asserts that its threads and its shared-memory layout are these.
+    kjit_plan_threads = 384,
+    kjit_plan_shared_bytes = 74816,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -197,6 +201,20 @@ enum : int {
     kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
 };
 
+// The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
+// 1024 bytes more than the layout, for the alignment): the ring of buffers, each A's tile then
+// B's slabs;
+// then the barriers: full[s], buffer s holds its tiles; free[s], its consumers are done with it;
+// ping-pong's turn[c], consumer c may start multiplying its next tile.
+struct kjit_layout {
+    unsigned char buffers[kjit_stages][kjit_stage_bytes];
+    unsigned long long full[kjit_stages], free[kjit_stages], turn[kjit_consumers];
+};
+static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
+static_assert(sizeof(kjit_layout) + 1024 <= kjit_plan_shared_bytes,
+              "the plan gives less shared memory than the buffers, C and the barriers take");
+static_assert(kjit_stage_bytes % 1024 == 0, "a buffer must start on a 1024-byte boundary");
+
 // Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
 // moves to chunk c ^ (r % 8).
 __device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
@@ -294,18 +312,19 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
         const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols,
         long long kjit_depth)
 {
-    // The swizzle pattern repeats every 1024 bytes, so the buffers start on such a boundary
-    // (the launch asks for 1024 bytes more than they need). Then the barriers: kjit_full[s],
-    // buffer s holds its tiles; kjit_free[s], its consumers are done with it; ping-pong's
-    // kjit_turn[c], consumer c may start multiplying its next tile.
+    // kjit_layout from the first 1024-byte boundary; the barriers by their shared-memory
+    // addresses, as the PTX instructions take them.
     extern __shared__ unsigned char kjit_shared[];
     const unsigned kjit_shared_at = (unsigned)__cvta_generic_to_shared(kjit_shared);
     const unsigned kjit_base = (kjit_shared_at + 1023) / 1024 * 1024;
-    unsigned char* kjit_buffers = kjit_shared + (kjit_base - kjit_shared_at);
-    const unsigned kjit_staging = kjit_stages * kjit_stage_bytes;  // from kjit_base: C's tiles
-    const unsigned kjit_full = kjit_base + kjit_staging + kjit_consumers * kjit_c_bytes;
-    const unsigned kjit_free = kjit_full + 8 * kjit_stages;
-    const unsigned kjit_turn = kjit_free + 8 * kjit_stages;
+    unsigned char* const kjit_aligned = kjit_shared + (kjit_base - kjit_shared_at);
+    kjit_layout& kjit_smem = *reinterpret_cast<kjit_layout*>(kjit_aligned);
+    const auto kjit_address = [&](const void* member) {  // (the base plus a constant offset)
+        return kjit_base + (unsigned)((const unsigned char*)member - kjit_aligned);
+    };
+    const unsigned kjit_full = kjit_address(kjit_smem.full);
+    const unsigned kjit_free = kjit_address(kjit_smem.free);
+    const unsigned kjit_turn = kjit_address(kjit_smem.turn);
     if (threadIdx.x == 0) {
         for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
             kjit_barrier_init(kjit_full + 8 * kjit_s, 128);
@@ -352,7 +371,7 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
                 kjit_wait(kjit_free + 8 * kjit_s, kjit_round ^ 1);  // free since its last use
                 const unsigned kjit_full_s = kjit_full + 8 * kjit_s;
                 const int kjit_k0 = kjit_k * kjit_tile_k;
-                unsigned char* kjit_a_tile = kjit_buffers + kjit_s * kjit_stage_bytes;
+                unsigned char* kjit_a_tile = kjit_smem.buffers[kjit_s];
                 for (int kjit_e = threadIdx.x; kjit_e < kjit_tile_m * kjit_tile_k; kjit_e += 128) {
                     const int kjit_r = kjit_e / kjit_tile_k, kjit_d = kjit_e % kjit_tile_k;
                     kjit_copy_element(kjit_a_tile, kjit_e * sizeof(store_t), x_in, rows,

@@ -179,7 +179,8 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
                                            t.width_c, prog.headers);
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, int>>{
              {"tile_m", t.tile_m}, {"tile_n", t.tile_n}, {"tile_k", t.tile_k}, {"group_m", t.group_m}, {"width_c", t.width_c},
-             {"width_a", t.width_a}, {"width_b", t.width_b}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}, {"stages", t.stages}})
+             {"width_a", t.width_a}, {"width_b", t.width_b}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}, {"stages", t.stages},
+             {"threads", t.threads()}, {"shared_bytes", static_cast<int>(t.shared_bytes(p.type))}})
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
     data.set("mma", codegen::flag(t.kind == rung::mma));
