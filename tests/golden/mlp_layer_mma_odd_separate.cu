@@ -164,12 +164,12 @@ enum : int {
 };
 
 // The block's shared memory: the pipeline's buffers of A's and B's tiles, rows padded.
-struct kjit_shared_layout {
+struct kjit_layout {
     store_t a[kjit_stages][kjit_tile_m][kjit_stride_a];
     store_t b[kjit_stages][kjit_tile_k][kjit_stride_b];
 };
 static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
-static_assert(sizeof(kjit_shared_layout) <= kjit_plan_shared_bytes,
+static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the tiles take");
 
 // Copies the `count` elements of [from, from + kjit_chunk) that are inside the matrix to `to`,
@@ -222,7 +222,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         store_t* __restrict__ kjit_to, long long rows, long long cols, long long kjit_depth)
 {
     extern __shared__ uint4 kjit_shared[];
-    kjit_shared_layout& kjit_smem = *reinterpret_cast<kjit_shared_layout*>(kjit_shared);
+    kjit_layout& kjit_smem = *reinterpret_cast<kjit_layout*>(kjit_shared);
     auto* const kjit_as = kjit_smem.a;  // kjit_as[buffer][row][depth]
     auto* const kjit_bs = kjit_smem.b;  // kjit_bs[buffer][depth][column]
     const longlong2 kjit_tile = kjit_tile_of(blockIdx.x, rows, cols);

@@ -78,12 +78,12 @@ enum : int {
 
 // The block's shared memory: two buffers of each tile, in the compute type: A's transposed (a row
 // is a column of A), B's as it is.
-struct kjit_shared_layout {
+struct kjit_layout {
     real a[2][kjit_tile_k][kjit_stride_a];
     real b[2][kjit_tile_k][kjit_tile_n];
 };
 static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
-static_assert(sizeof(kjit_shared_layout) <= kjit_plan_shared_bytes,
+static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the tiles take");
 
 struct alignas(kjit_width_a * sizeof(store_t)) vec_a {
@@ -102,7 +102,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         long long kjit_depth)
 {
     extern __shared__ quad kjit_shared[];
-    kjit_shared_layout& kjit_smem = *reinterpret_cast<kjit_shared_layout*>(kjit_shared);
+    kjit_layout& kjit_smem = *reinterpret_cast<kjit_layout*>(kjit_shared);
     auto* const kjit_as = kjit_smem.a;  // kjit_as[buffer][depth][row]
     auto* const kjit_bs = kjit_smem.b;
     const longlong2 kjit_tile = kjit_tile_of(blockIdx.x, rows, cols);
