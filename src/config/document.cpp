@@ -1,6 +1,7 @@
 // Config documents: JSON text (comments allowed) with kjit's limits, a file or the embedded default.
-#include <functional>
-#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "config/config.hpp"
 #include "config/reader.hpp"
@@ -14,81 +15,111 @@ using json = json_value;
 
 namespace {
 
-/// Where the parser is, for messages about a key: a stack of object keys and array indices.
-class json_path_tracker {
+/// Builds a document from the parser's events in one pass, applying kjit's limits as the text
+/// enters: nesting, keys an object, the length of keys and strings, no duplicate key. Keys keep
+/// their order (ordered_json), each appended after a hash lookup for duplicates: ordered_json's own
+/// insertion searches the object's keys one by one, which made wide objects quadratic.
+class document_builder : public nlohmann::json_sax<json> {
 public:
-    /// The nlohmann parser callback: rejects duplicate keys and nesting deeper than a config
-    /// needs (deep nesting would exhaust the stack later, when the document is copied or printed).
-    bool operator()(int depth, json::parse_event_t event, json& parsed) {
-        switch (event) {
-            case json::parse_event_t::object_start:
-            case json::parse_event_t::array_start:
-                if (depth >= k_max_depth)
-                    throw config_error(m_source, path(), "nested deeper than " + std::to_string(k_max_depth) + " levels");
-                m_frames.push_back({event == json::parse_event_t::array_start, 0, {}, {}});
-                break;
-            case json::parse_event_t::key: {
-                frame& top = m_frames.back();
-                if (parsed.get_ref<const std::string&>().size() > k_max_key)
-                    throw config_error(m_source, path(), "a key of " + std::to_string(parsed.get_ref<const std::string&>().size()) +
-                                                             " characters: at most " + std::to_string(k_max_key));
-                top.key = parsed.get<std::string>();
-                if (top.keys.size() == k_max_keys)  // a key is found by a linear search: bounded, so is the work
-                    throw config_error(m_source, path(), "more than " + std::to_string(k_max_keys) + " keys in one object");
-                if (!top.keys.insert(top.key).second)
-                    throw config_error(m_source, path(), "duplicate key (JSON would keep only the last)");
-                break;
-            }
-            case json::parse_event_t::object_end:
-            case json::parse_event_t::array_end:
-                m_frames.pop_back();
-                element_done();
-                break;
-            case json::parse_event_t::value:
-                if (parsed.is_string() && parsed.get_ref<const std::string&>().size() > k_max_string)
-                    throw config_error(m_source, path(), "a string of " + std::to_string(parsed.get_ref<const std::string&>().size()) +
-                                                             " characters: at most " + std::to_string(k_max_string));
-                element_done();
-                break;
-        }
+    explicit document_builder(const std::string& source) : m_source(source) {}
+    [[nodiscard]] json take() { return std::move(m_root); }
+
+    bool null() override { return value(json(nullptr)); }
+    bool boolean(bool v) override { return value(json(v)); }
+    bool number_integer(number_integer_t v) override { return value(json(v)); }
+    bool number_unsigned(number_unsigned_t v) override { return value(json(v)); }
+    bool number_float(number_float_t v, const string_t& /*text*/) override { return value(json(v)); }
+    bool binary(binary_t& v) override { return value(json::binary(std::move(v))); }  // (never in JSON text)
+    bool string(string_t& v) override {
+        if (v.size() > k_max_string)
+            throw config_error(m_source, path(), "a string of " + std::to_string(v.size()) + " characters: at most " +
+                                                     std::to_string(k_max_string));
+        return value(json(std::move(v)));
+    }
+    bool start_object(std::size_t /*unknown*/) override { return open(json::object()); }
+    bool start_array(std::size_t /*unknown*/) override { return open(json::array()); }
+    bool key(string_t& k) override {
+        frame& top = m_frames.back();
+        if (k.size() > k_max_key)  // (named by where it is, not quoted)
+            throw config_error(m_source, path(), "a key of " + std::to_string(k.size()) + " characters: at most " +
+                                                     std::to_string(k_max_key));
+        top.key = k;
+        if (top.keys.size() == k_max_keys)
+            throw config_error(m_source, path(), "more than " + std::to_string(k_max_keys) + " keys in one object");
+        if (!top.keys.insert(k).second) throw config_error(m_source, path(), "duplicate key (JSON would keep only the last)");
         return true;
     }
-    explicit json_path_tracker(const std::string& source) : m_source(source) {}
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+    /// A syntax error or a number out of range: thrown as nlohmann's own parser throws it.
+    bool parse_error(std::size_t /*position*/, const std::string& /*token*/, const nlohmann::detail::exception& e) override {
+        if (e.id / 100 == 1) throw *static_cast<const json::parse_error*>(&e);
+        if (e.id / 100 == 4) throw *static_cast<const json::out_of_range*>(&e);
+        throw config_error(m_source, path(), std::string("invalid JSON: ") + e.what());
+    }
 
 private:
-    static constexpr int k_max_depth = 64;
+    /// Deep nesting would exhaust the stack later, when the document is copied or printed.
+    static constexpr std::size_t k_max_depth = 64;
     /// The longest key and string a document may hold: longer than any key path or expression
     /// needs (an expression is at most expr::k_max_length), short enough that every message
     /// quoting one stays a line.
     static constexpr std::size_t k_max_key = 256, k_max_string = expr::k_max_length;
-    /// The most keys an object may have: a config's params or a record's columns number in the
-    /// hundreds; ordered_json finds a key by a linear search, so 40,000 of them took seconds.
+    /// The most keys an object may have: a config's params or a record's columns (about 150)
+    /// number in the tens to hundreds; more is a mistake or an attack.
     static constexpr std::size_t k_max_keys = 4096;
+
     struct frame {
-        bool array;
-        std::size_t index;
-        std::string key;
-        std::set<std::string> keys;
+        json value;  ///< the object or array being read
+        std::size_t index = 0;  ///< an array's next element
+        std::string key;  ///< an object's current key
+        std::unordered_set<std::string> keys;
     };
-    void element_done() {
-        if (!m_frames.empty() && m_frames.back().array) ++m_frames.back().index;
+
+    bool open(json container) {
+        if (m_frames.size() >= k_max_depth)
+            throw config_error(m_source, path(), "nested deeper than " + std::to_string(k_max_depth) + " levels");
+        m_frames.emplace_back().value = std::move(container);
+        return true;
+    }
+    bool close() {
+        json done = std::move(m_frames.back().value);
+        m_frames.pop_back();
+        return value(std::move(done));
+    }
+    bool value(json v) {
+        if (m_frames.empty()) {
+            m_root = std::move(v);
+            return true;
+        }
+        frame& top = m_frames.back();
+        if (top.value.is_array()) {
+            top.value.get_ref<json::array_t&>().push_back(std::move(v));
+            ++top.index;
+        } else {
+            top.value.get_ref<json::object_t&>().emplace_back(top.key, std::move(v));  // a new key: key() checked
+        }
+        return true;
     }
     [[nodiscard]] std::string path() const {
         std::string text;
         for (const auto& f : m_frames)
-            text += f.array ? "[" + std::to_string(f.index) + "]" : (text.empty() ? "" : ".") + f.key;
+            text += f.value.is_array() ? "[" + std::to_string(f.index) + "]" : (text.empty() ? "" : ".") + f.key;
         return text;
     }
+
     const std::string& m_source;
     std::vector<frame> m_frames;
+    json m_root;
 };
 
 }  // namespace
 
 json_value parse_json(std::string_view text, const std::string& source) {
-    json_path_tracker tracker(source);
+    document_builder builder(source);
     // Comments are allowed: a config is edited by hand, and a note beside a value helps.
-    return json::parse(text, std::ref(tracker), /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    json::sax_parse(text, &builder, json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/true);
+    return builder.take();
 }
 
 document parse_document(std::string_view text, std::string source) {
