@@ -267,6 +267,22 @@ std::vector<report::row> recorded(const std::string& name) {
 }
 }  // namespace
 
+TEST_CASE("tune replay: a space with no point to measure says why, not that the recording lacks points") {
+    auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/tune_softmax.json");
+    const auto rows = recorded("tune_softmax");
+    const auto refused = [&](const json& block) {
+        doc.json["tune"] = block;
+        return kjit::testing::error_message([&] { (void)tune::replay(doc, rows, {}); });
+    };
+    CHECK(refused({{"axes", {{"launch.block", {33, 65}}}}}) ==
+          doc.source + ": tune: the family refuses every point of the space; the first: " + doc.source +
+                  ": tune point (launch.block=33): launch.block: expected a multiple of 32 in 32..1024 or \"auto\", got 33");
+    CHECK(refused({{"axes", {{"launch.block", {64, 128}}}}, {"constraints", {"block > 1000"}}}) ==
+          doc.source + ": tune: no point of the space meets its constraints");
+    const auto shipped = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/tune_softmax.json");
+    CHECK(tune::replay(shipped, rows, {}).allowed_points > 0);  // allowed, and recorded
+}
+
 TEST_CASE("tune replay of the H200's exhaustive tunes: each search reaches 98 % of the best in 15 % of the points, "
           "and beats random search") {
     for (const char* name : {"tune_softmax", "tune_layernorm"}) {

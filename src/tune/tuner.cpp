@@ -31,17 +31,35 @@ space space_of(const config::document& base, const config::document& doc, const 
     return parse_space(doc, family::family_of(p).tune_space(p));
 }
 
-/// `base` with a point's values set, validated by its family; nullopt when refused.
+/// `base` with a point's values set, validated by its family; nullopt when refused, with the
+/// family's reason in `refusal` where given.
 std::optional<config::sweep_point> point_of(const config::document& base, const json_value& values, std::size_t index,
-                                            const config::target& gpu) {
+                                            const config::target& gpu, std::string* refusal = nullptr) {
     config::document variant = with_values(base, values);
     variant.source = base.source + ": tune point (" + config::point_label(values) + ")";
     try {
         return config::sweep_point{index, config::point_label(values), values, family::load(variant, gpu)};
     } catch (const error& e) {
         if (e.kind() != error_kind::config) throw;
+        if (refusal) *refusal = e.what();
         return std::nullopt;
     }
+}
+
+/// Refuses a space of which no point can be measured, saying why: none meets the constraints, or
+/// the family refuses every one (the first one's reason). A space with a point to measure passes.
+void require_a_point(const config::document& base, const space& sp, const config::target& gpu) {
+    std::string first_refusal;
+    bool constrained_out = true;
+    for (std::size_t index = 0; index < sp.size(); ++index) {
+        if (!sp.allowed(index)) continue;
+        constrained_out = false;
+        std::string refusal;
+        if (point_of(base, sp.values_of(index), index, gpu, &refusal)) return;
+        if (first_refusal.empty()) first_refusal = refusal;
+    }
+    throw config_error(base.source, "tune", constrained_out ? "no point of the space meets its constraints"
+                                                            : "the family refuses every point of the space; the first: " + first_refusal);
 }
 
 /// The search with the bookkeeping both tune and replay do: allowed points counted, each point
@@ -114,6 +132,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
     const run::device_info device = s.device(o.device);
     const config::target gpu = run::target_of(device);
     database db(s.cache().root(), key_of(base, device, s.templates()));
+    require_a_point(base, sp, gpu);
 
     std::map<std::size_t, std::optional<config::sweep_point>> points;  // each point loaded once
     const auto point_at = [&](std::size_t index) -> const std::optional<config::sweep_point>& {
@@ -182,6 +201,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
 tune_result replay(const config::document& doc, const std::vector<report::row>& recorded, const tune_options& o) {
     const config::document base = base_of(doc);
     const space sp = space_of(base, doc, std::nullopt);
+    require_a_point(base, sp, config::default_target());  // (then a point the recording lacks is its fault)
     std::map<std::string, measurement> times;  // the point's values as JSON text → what it took
     for (const auto& row : recorded) {
         if (!row.contains("values") || !row.contains("ms")) continue;
