@@ -117,10 +117,10 @@ def _integer(value, name, what):
         raise ConfigError(f"{name}: expected {what}, got {type(value).__name__}", "usage") from None
 
 
-def _folder(path, name):
+def _folder(path, name, what="a folder's path"):
     if path is None or isinstance(path, (str, os.PathLike)):
         return None if path is None else os.fspath(path)
-    raise ConfigError(f"{name}: expected a folder's path, got {type(path).__name__}", "usage")
+    raise ConfigError(f"{name}: expected {what}, got {type(path).__name__}", "usage")
 
 
 def _sets(values):
@@ -214,11 +214,14 @@ def trace(path):
         with kjit.trace("run.json"):
             s.run("configs/softmax.json")
     """
+    path = _folder(path, "trace", "a file's path")
+    if path is None:
+        raise ConfigError("trace: expected a file's path, got NoneType", "usage")
     _kjit.start_trace()
     try:
         yield
     finally:
-        _kjit.write_trace(str(path))
+        _kjit.write_trace(path)
 
 
 def first_call(config, set=None, repeat=5, base=None):

@@ -127,6 +127,8 @@ def test_arguments_of_the_wrong_type_are_config_errors_naming_the_argument(sessi
         (lambda: session.emit({"name": "x"}, base=5), "base: expected a folder's path, got int"),
         (lambda: session.emit(CONFIGS / "softmax.json", base=tmp_path), "base: for a dict or JSON text config"),
         (lambda: kjit.first_call(CONFIGS / "softmax.json", repeat="5"), "repeat: expected a count (an int), got str"),
+        (lambda: kjit.trace(5).__enter__(), "trace: expected a file's path, got int"),
+        (lambda: kjit.trace(None).__enter__(), "trace: expected a file's path, got NoneType"),
     ]
     for call, says in cases:
         with pytest.raises(kjit.ConfigError, match=re.escape(says)):
