@@ -127,6 +127,21 @@ TEST_CASE("gemm: auto picks the rung by dtype, and vectors by what divides the r
     CHECK(family::family_of(unaligned_p).policy(unaligned_p).at("copies") == "elementwise");
 }
 
+TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the launch block stays as written") {
+    json j = gemm_config(4096, 4096, 4096, "bfloat16");
+    j["launch"] = {{"rung", "auto"}, {"stages", 2}};
+    const auto p = parsed(j);
+    CHECK(p.launch.given == config::json_value({{"rung", "auto"}, {"stages", 2}}));  // no resolved values written back
+    const family::gemm::policy& t = family::gemm::policy_of(p);
+    CHECK(t.kind == family::gemm::rung::wgmma);
+    CHECK(t.stages == 2);
+    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 stages=2 schedule=cooperative cluster_m=1");
+    CHECK(p.policy->columns() == family::family_of(p).policy(p));
+    CHECK(*p.policy == *parsed(j).policy);  // the same launch, resolved again
+    j["launch"]["stages"] = 3;
+    CHECK_FALSE(*p.policy == *parsed(j).policy);
+}
+
 TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the rows, tiles that fill the SMs") {
     const auto policy_at = [](long long m, long long n, long long k, const std::string& target) {
         json j = gemm_config(m, n, k, "bfloat16");

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -205,6 +206,19 @@ struct tolerance {
     double rounding = 0;
 };
 
+/// A family's resolved launch, typed in its family (src/family/<name>/policy.hpp): made once by
+/// the family's resolve and carried with the pipeline to its plan, the variant's label and the
+/// record. Here only what every one has.
+struct launch_policy {
+    virtual ~launch_policy() = default;
+    /// Every launch choice as record columns, key → value.
+    [[nodiscard]] virtual json_value columns() const = 0;
+    /// The choices of its own, as the variant's label shows them: " rung=wgmma tile_m=128 …".
+    [[nodiscard]] virtual std::string label() const = 0;
+};
+/// Two policies that choose the same launch.
+[[nodiscard]] inline bool operator==(const launch_policy& a, const launch_policy& b) { return a.columns() == b.columns(); }
+
 struct pipeline {
     std::string family;  ///< the kernel family that resolved it (src/family): "" until then
     config::target target;  ///< the GPU its family resolved every "auto" for (family::load)
@@ -217,6 +231,8 @@ struct pipeline {
     std::vector<stage> stages;
     config::fusion fuse = fusion::fused;
     launch_spec launch;
+    /// The family's typed policy, where it has one (gemm, transpose); set by its resolve.
+    std::shared_ptr<const launch_policy> policy;
     compile_spec compile;
     measure_spec measure;
     std::optional<tolerance> tol;  ///< nullopt = the default for dtype, formula and fast-math

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
-#include <set>
 
 #include "config/config.hpp"
 #include "expr/expr.hpp"
@@ -169,11 +168,7 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
     if (p.launch.min_blocks_per_sm) label += " min-blocks=" + std::to_string(p.launch.min_blocks_per_sm);
     if (p.launch.streaming) label += " streaming";
-    // A family's own launch keys (a transpose's tile), as its resolve left them.
-    static const std::set<std::string, std::less<>> parsed_here{"block", "vector_width", "grid", "cluster", "row_mapping",
-                                                                "row_cache", "streaming", "min_blocks_per_sm"};
-    for (const auto& [key, value] : p.launch.given.items())
-        if (!parsed_here.count(key)) label += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    if (p.policy) label += p.policy->label();  // a family's own choices (a transpose's tile)
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.tanh != tanh_spelling::automatic)
         label += p.compile.tanh == tanh_spelling::approx ? " approx-tanh" : " precise-tanh";

@@ -116,16 +116,7 @@ public:
                   {"launch.stages", {2, 3, 4, 5}}}}};
     }
 
-    config::json_value policy(const pipeline& p) const override {
-        const gemm::policy t = gemm::policy_of(p);
-        config::json_value columns = p.launch.given;
-        columns["threads"] = t.threads();
-        columns["width_a"] = t.width_a;
-        columns["width_b"] = t.width_b;
-        columns["width_c"] = t.width_c;
-        if (t.kind != rung::simt) columns["copies"] = !t.async_copies ? "elementwise" : t.kind == rung::mma ? "cp.async" : "TMA";
-        return columns;
-    }
+    config::json_value policy(const pipeline& p) const override { return gemm::policy_of(p).columns(); }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override;
 
@@ -136,7 +127,7 @@ public:
 };
 
 program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
-    const gemm::policy t = gemm::policy_of(p);
+    const gemm::policy& t = gemm::policy_of(p);
     const gemm::sizes s = gemm::sizes_of(p);
     const std::string a = p.stages.front().input, b = gemm::multiplier(p);
     const bool separate = p.fuse == config::fusion::separate && p.stages.size() > 1;

@@ -148,7 +148,7 @@ int width_dividing(long long extent, std::size_t element_bytes, int widest) {
 
 /// What follows from the shapes, for a tile: the vector widths, and whether rows of A and B are
 /// 16-byte chunks that cp.async or TMA can copy (and so whether clusters can multicast). Made here
-/// only; resolve and policy_of both ask.
+/// only, for resolve.
 void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
     if (chosen.kind != rung::simt) {
@@ -315,38 +315,44 @@ void resolve(pipeline& p, const std::string& source) {
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
     p.launch.vector_width = chosen.width_c;
-    p.launch.given = {{"rung", to_string(kind)}, {"tile_m", chosen.tile_m}, {"tile_n", chosen.tile_n}, {"tile_k", chosen.tile_k},
-                      {"group_m", chosen.group_m}};
-    if (mma) {
-        p.launch.given["warps_m"] = chosen.warps_m;
-        p.launch.given["warps_n"] = chosen.warps_n;
-    }
-    if (mma || wgmma) p.launch.given["stages"] = chosen.stages;
-    if (wgmma) {
-        p.launch.given["schedule"] = chosen.pingpong ? "pingpong" : "cooperative";
-        p.launch.given["cluster_m"] = chosen.cluster_m;
-    }
+    p.policy = std::make_shared<const policy>(chosen);
 }
 
-policy policy_of(const pipeline& p) {
-    const auto& g = p.launch.given;
-    policy chosen;
-    chosen.kind = g.at("rung") == "wgmma" ? rung::wgmma : g.at("rung") == "mma" ? rung::mma : rung::simt;
-    chosen.tile_m = g.at("tile_m").get<int>();
-    chosen.tile_n = g.at("tile_n").get<int>();
-    chosen.tile_k = g.at("tile_k").get<int>();
-    chosen.group_m = g.at("group_m").get<int>();
-    if (chosen.kind == rung::mma) {
-        chosen.warps_m = g.at("warps_m").get<int>();
-        chosen.warps_n = g.at("warps_n").get<int>();
+config::json_value policy::choices() const {
+    config::json_value chosen = {{"rung", to_string(kind)}, {"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"group_m", group_m}};
+    if (kind == rung::mma) {
+        chosen["warps_m"] = warps_m;
+        chosen["warps_n"] = warps_n;
     }
-    if (chosen.kind != rung::simt) chosen.stages = g.at("stages").get<int>();
-    if (chosen.kind == rung::wgmma) {
-        chosen.pingpong = g.at("schedule") == "pingpong";
-        chosen.cluster_m = g.at("cluster_m").get<int>();
+    if (kind != rung::simt) chosen["stages"] = stages;
+    if (kind == rung::wgmma) {
+        chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
+        chosen["cluster_m"] = cluster_m;
     }
-    fit_to(chosen, sizes_of(p), p.type);
     return chosen;
+}
+
+config::json_value policy::columns() const {
+    config::json_value columns = choices();
+    columns["threads"] = threads();
+    columns["width_a"] = width_a;
+    columns["width_b"] = width_b;
+    columns["width_c"] = width_c;
+    if (kind != rung::simt) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
+    return columns;
+}
+
+std::string policy::label() const {
+    const config::json_value chosen = choices();  // (a temporary's items() would dangle)
+    std::string text;
+    for (const auto& [key, value] : chosen.items()) text += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    return text;
+}
+
+const policy& policy_of(const pipeline& p) {
+    const auto* resolved = dynamic_cast<const policy*>(p.policy.get());
+    if (!resolved) throw std::logic_error("gemm::policy_of: the pipeline was not resolved by the gemm family");
+    return *resolved;
 }
 
 }  // namespace kjit::family::gemm

@@ -1,5 +1,5 @@
 // The GEMM family's policy: which rung computes the product, and its tiles. Resolved once from
-// the launch block (every "auto" chosen here) and kept, resolved, in launch.given.
+// the launch block (every "auto" chosen here) and carried with the pipeline (pipeline::policy).
 #pragma once
 #include <string>
 
@@ -11,7 +11,7 @@ namespace kjit::family::gemm {
 /// cores fed by the TMA unit (wgmma, sm_90 alone). The tensor-core rungs take bfloat16 and float16.
 enum class rung { simt, mma, wgmma };
 
-struct policy {
+struct policy final : config::launch_policy {
     rung kind = rung::simt;
     int tile_m = 128, tile_n = 128, tile_k = 8;  ///< the block's tile of C, and the depth it holds at once
     int warps_m = 2, warps_n = 4;                ///< mma: the block's warps, down and across its tile
@@ -30,6 +30,10 @@ struct policy {
     [[nodiscard]] int threads() const;
     /// Dynamic shared memory per block.
     [[nodiscard]] std::size_t shared_bytes(config::dtype type) const;
+    /// The launch keys it chose, as a launch block would give them: rung, tiles, and the rung's own.
+    [[nodiscard]] config::json_value choices() const;
+    [[nodiscard]] config::json_value columns() const override;
+    [[nodiscard]] std::string label() const override;
 };
 
 /// The pipeline's M, N and K: rows of x, columns of the matrix it is multiplied by, and its depth.
@@ -42,10 +46,10 @@ struct sizes {
 
 /// The launch keys.
 [[nodiscard]] std::vector<std::string> launch_keys();
-/// Checks the matmul, its inputs and epilogue, and resolves the launch into p.launch.given.
+/// Checks the matmul, its inputs and epilogue, and resolves the launch into p.policy.
 void resolve(config::pipeline& p, const std::string& source);
 /// The resolved policy of `p`.
-[[nodiscard]] policy policy_of(const config::pipeline& p);
+[[nodiscard]] const policy& policy_of(const config::pipeline& p);
 [[nodiscard]] std::string_view to_string(rung r);
 /// wgmma: the rows of a tile a consumer warp group computes (half of them, or all in ping-pong).
 [[nodiscard]] int consumer_rows(const policy& t);

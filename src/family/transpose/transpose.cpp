@@ -34,23 +34,27 @@ auto_policy auto_policy_for(std::size_t element_bytes) {
 /// on both, their intermediate value would be rounded to the storage type in between.
 enum class tile_layout { padded, swizzled };
 
-/// The policy's own keys, kept resolved in launch.given.
-struct tile_policy {
+/// The transpose's launch, resolved, carried with the pipeline (pipeline::policy).
+struct tile_policy final : config::launch_policy {
     int tile = 32;      ///< a tile is tile × tile elements
     tile_layout layout = tile_layout::padded;
     int padding = 1;    ///< elements of padding per tile row in shared memory (padded only)
     int width = 1;      ///< elements a thread moves at once (launch.vector_width)
     int tile_rows = 8;  ///< the block's rows of threads, each tile / width threads wide
+
+    [[nodiscard]] std::string_view layout_name() const { return layout == tile_layout::swizzled ? "swizzled" : "padded"; }
+    [[nodiscard]] config::json_value columns() const override {
+        return {{"tile", tile}, {"block", tile_rows * (tile / width)}, {"layout", layout_name()}, {"padding", padding}, {"vector_width", width}};
+    }
+    [[nodiscard]] std::string label() const override {
+        return " tile=" + std::to_string(tile) + " layout=" + std::string(layout_name()) + " padding=" + std::to_string(padding);
+    }
 };
 
-tile_policy policy_of(const pipeline& p) {
-    tile_policy t;
-    t.tile = p.launch.given.at("tile").get<int>();
-    t.layout = p.launch.given.at("layout") == "swizzled" ? tile_layout::swizzled : tile_layout::padded;
-    t.padding = p.launch.given.at("padding").get<int>();
-    t.width = p.launch.vector_width;
-    t.tile_rows = p.launch.block / (t.tile / t.width);
-    return t;
+const tile_policy& policy_of(const pipeline& p) {
+    const auto* resolved = dynamic_cast<const tile_policy*>(p.policy.get());
+    if (!resolved) throw std::logic_error("transpose: the pipeline was not resolved by the transpose family");
+    return *resolved;
 }
 
 std::size_t transpose_stage(const pipeline& p) {
@@ -150,9 +154,13 @@ public:
             throw config_error(source, "shape", "a transpose's grid has a block row per " + std::to_string(tile) +
                                                     " rows, at most 65535: expected at most " + std::to_string(65535LL * tile) +
                                                     " rows, got " + std::to_string(p.shape->rows));
-        p.launch.given["tile"] = tile;
-        p.launch.given["layout"] = swizzled ? "swizzled" : "padded";
-        p.launch.given["padding"] = padding;
+        auto resolved = std::make_shared<tile_policy>();
+        resolved->tile = tile;
+        resolved->layout = swizzled ? tile_layout::swizzled : tile_layout::padded;
+        resolved->padding = padding;
+        resolved->width = width;
+        resolved->tile_rows = tile_rows;
+        p.policy = std::move(resolved);
     }
 
     /// Tile, its layout, and the threads that move it (a block the tile cannot take is refused).
@@ -163,14 +171,7 @@ public:
                   {"launch.block", {64, 128, 256, 512, 1024}}}}};
     }
 
-    config::json_value policy(const pipeline& p) const override {
-        const tile_policy t = policy_of(p);
-        return {{"tile", t.tile},
-                {"block", p.launch.block},
-                {"layout", p.launch.given.at("layout")},
-                {"padding", t.padding},
-                {"vector_width", t.width}};
-    }
+    config::json_value policy(const pipeline& p) const override { return policy_of(p).columns(); }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override;
     reference::expected_values reference(const pipeline& p, const reference::input_arrays& inputs) const override;
@@ -203,7 +204,7 @@ void element_function(const pipeline& p, std::size_t first, std::size_t last, co
 }
 
 program transpose::plan(const pipeline& p, const codegen::template_set& templates) const {
-    const tile_policy t = policy_of(p);
+    const tile_policy& t = policy_of(p);
     const std::size_t at = transpose_stage(p);
     program prog;
     prog.family = std::string(name());
