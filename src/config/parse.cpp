@@ -123,8 +123,6 @@ void check_file_sizes(const object_reader& r, const pipeline& p) {
     }
 }
 
-}  // namespace
-
 /// In float compute (float32, float16, bfloat16 data), every param and every number of a stage's
 /// expression must be a float: 1e39 would be inf, 5e-324 0, and NVRTC refuses such literals.
 void check_numbers_fit(const object_reader& r, const pipeline& p, std::size_t user_params) {
@@ -141,6 +139,8 @@ void check_numbers_fit(const object_reader& r, const pipeline& p, std::size_t us
         if (const expr::node* number = expr::number_outside_float(p.stages[i].kernel))
             r.fail_at("stages[" + std::to_string(i) + "]", "the number " + shown(json(number->number)) + why);
 }
+
+}  // namespace
 
 pipeline from_json(const document& doc) {
     const std::string& src = doc.source;
