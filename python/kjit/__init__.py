@@ -117,7 +117,8 @@ def _integer(value, name, what):
         raise ConfigError(f"{name}: expected {what}, got {type(value).__name__}", "usage") from None
 
 
-def _folder(path, name, what="a folder's path"):
+def _path(path, name, what="a folder's path"):
+    """`path` (a str or os.PathLike) as a str; None stays None; anything else is ConfigError."""
     if path is None or isinstance(path, (str, os.PathLike)):
         return None if path is None else os.fspath(path)
     raise ConfigError(f"{name}: expected {what}, got {type(path).__name__}", "usage")
@@ -214,7 +215,7 @@ def trace(path):
         with kjit.trace("run.json"):
             s.run("configs/softmax.json")
     """
-    path = _folder(path, "trace", "a file's path")
+    path = _path(path, "trace", "a file's path")
     if path is None:
         raise ConfigError("trace: expected a file's path, got NoneType", "usage")
     _kjit.start_trace()
@@ -277,7 +278,7 @@ class Session:
     open: a second run pays no CUDA start-up."""
 
     def __init__(self, device=0, cache_dir=None):
-        self._session = _kjit.Session(_integer(device, "device", "a GPU's index (an int)"), _folder(cache_dir, "cache_dir"))
+        self._session = _kjit.Session(_integer(device, "device", "a GPU's index (an int)"), _path(cache_dir, "cache_dir"))
         self.last_sweep = None  #: the last sweep's rows, also when Ctrl-C stopped it
 
     def emit(self, config, set=None, base=None):
