@@ -168,7 +168,9 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
 }
 
 TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC refuses a plan a byte short or a warp off") {
-    for (const auto& [rung, k] : std::vector<std::pair<std::string, long long>>{{"simt", 64}, {"mma", 64}, {"wgmma", 64}, {"wgmma", 17}}) {
+    for (const auto& rung_and_depth : std::vector<std::pair<std::string, long long>>{{"simt", 64}, {"mma", 64}, {"wgmma", 64}, {"wgmma", 17}}) {
+        const std::string rung = rung_and_depth.first;  // (clang 14 captures no bindings)
+        const long long k = rung_and_depth.second;
         auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
         doc.json.merge_patch(config::json_value({{"dtype", rung == "simt" ? "float32" : "bfloat16"},
                                                  {"shape", {1000, k}},
@@ -186,15 +188,15 @@ TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC re
             const std::size_t value = at + name.size() + 3;
             return std::make_pair(value, std::stoll(honest.source.substr(value)));
         };
-        for (const auto& [name, changed, says] :
-             std::vector<std::tuple<std::string, long long, std::string>>{
+        for (const auto& tampering : std::vector<std::tuple<std::string, long long, std::string>>{
                      {"kjit_plan_shared_bytes", -1, "the plan gives less shared memory than"},
                      {"kjit_plan_threads", 32, "the plan launches another number of threads"}}) {
+            const auto& [name, changed, says] = tampering;
             const auto [at, value] = constant(name);
             auto tampered = honest;
             tampered.source.replace(at, std::to_string(value).size(), std::to_string(value + changed));
             const auto result = jit::compile(tampered);
-            CAPTURE(name);
+            CAPTURE(std::get<0>(tampering));
             CHECK_FALSE(result.ok);
             CHECK(result.nvrtc_log.find(says) != std::string::npos);
         }
