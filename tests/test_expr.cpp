@@ -14,10 +14,10 @@ using namespace kjit;
 namespace {
 const expr::scope k_names{{"w", "b"}, {"alpha"}};
 
-/// The parse error's column and message for `text`.
-std::pair<std::size_t, std::string> parse_failure(const std::string& text) {
+/// The parse error's column and message for `text` in `names`.
+std::pair<std::size_t, std::string> parse_failure(const std::string& text, const expr::scope& names = k_names) {
     try {
-        (void)expr::parse(text, k_names);
+        (void)expr::parse(text, names);
     } catch (const expr::parse_error& e) {
         return {e.column(), e.what()};
     }
@@ -188,15 +188,7 @@ TEST_CASE("// and % of integers: as NumPy's (rounded down, the divisor's sign, 0
     CHECK(values("i % (row - 1)") == std::vector<double>{0, 0, 0, 0});     // row 1: a divisor of 0 gives 0
     CHECK(values("i // (col - 2)") == std::vector<double>{0, 8, 4, -5});
 
-    const auto failure = [&](const std::string& e) {
-        try {
-            (void)expr::parse(e, matrix);
-        } catch (const expr::parse_error& error) {
-            return std::make_pair(error.column(), std::string(error.what()));
-        }
-        FAIL("expected a parse error for: " << e);
-        return std::make_pair(std::size_t{0}, std::string());
-    };
+    const auto failure = [&](const std::string& e) { return parse_failure(e, matrix); };
     CHECK(failure("x % 2") == std::make_pair(std::size_t{1}, std::string("'%' takes integers: positions (i, row, col, …), whole "
                                                                           "numbers and +, -, *, //, % of them; use / for real division")));
     CHECK(failure("i // (row + 0.5)").first == 11);  // at the + that makes it real

@@ -7,6 +7,7 @@
 #include "tune/summary.hpp"
 #include "util/fs.hpp"
 #include "util/interrupt.hpp"
+#include "util/strings.hpp"
 #include "util/units.hpp"
 
 namespace kjit::cli {
@@ -22,7 +23,7 @@ std::vector<report::row> read_recording(const std::string& path) {
             throw error(error_kind::usage, "--replay " + path + ": expected the rows of `kjit tune --json`");
         return {rows.begin(), rows.end()};
     } catch (const report::row::exception& e) {
-        throw error(error_kind::usage, "--replay " + path + ": not JSON (" + std::string(e.what()).substr(0, 200) + ")");
+        throw error(error_kind::usage, "--replay " + path + ": not JSON (" + bounded(e.what(), 200) + ")");
     }
 }
 

@@ -70,8 +70,7 @@ private:
     static constexpr std::size_t k_max_keys = 4096;
 
     struct frame {
-        json value;  ///< the object or array being read
-        std::size_t index = 0;  ///< an array's next element
+        json value;  ///< the object or array being read (an array's size: its next element's index)
         std::string key;  ///< an object's current key
         std::unordered_set<std::string> keys;
     };
@@ -95,7 +94,6 @@ private:
         frame& top = m_frames.back();
         if (top.value.is_array()) {
             top.value.get_ref<json::array_t&>().push_back(std::move(v));
-            ++top.index;
         } else {
             top.value.get_ref<json::object_t&>().emplace_back(top.key, std::move(v));  // a new key: key() checked
         }
@@ -104,7 +102,7 @@ private:
     [[nodiscard]] std::string path() const {
         std::string text;
         for (const auto& f : m_frames)
-            text += f.value.is_array() ? "[" + std::to_string(f.index) + "]" : (text.empty() ? "" : ".") + f.key;
+            text += f.value.is_array() ? "[" + std::to_string(f.value.size()) + "]" : (text.empty() ? "" : ".") + f.key;
         return text;
     }
 

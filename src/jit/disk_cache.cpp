@@ -1,7 +1,6 @@
 #include "jit/disk_cache.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -261,9 +260,8 @@ std::vector<record_file> disk_cache::records() const {
     std::error_code ec;
     for (const char* folder : k_record_folders)
         for (const auto& item : stdfs::directory_iterator(m_root / folder, ec)) {
-            const std::string name = item.path().filename().string();
-            const bool own = name.size() == 32 + 5 && name.ends_with(".json") &&
-                             std::all_of(name.begin(), name.end() - 5, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+            const std::filesystem::path& name = item.path().filename();
+            const bool own = name.extension() == ".json" && is_entry_key(name.stem().string());  // <key>.json
             if (!own || !item.is_regular_file(ec) || item.is_symlink(ec)) continue;
             found.push_back({item.path(), item.file_size(ec), item.last_write_time(ec)});
         }

@@ -6,6 +6,7 @@
 #include "config/config.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::report {
 namespace {
@@ -48,7 +49,7 @@ std::vector<row> read_rows(const std::filesystem::path& path) {
     try {
         parsed = config::parse_json(text, path.string());
     } catch (const row::exception& e) {
-        throw error(error_kind::usage, path.string() + ": not a kjit JSON result (" + std::string(e.what()).substr(0, 200) + ")");
+        throw error(error_kind::usage, path.string() + ": not a kjit JSON result (" + bounded(e.what(), 200) + ")");
     }
     if (!parsed.is_array() || !std::all_of(parsed.begin(), parsed.end(), [](const row& r) {
             return r.is_object() && r.contains("schema_version");

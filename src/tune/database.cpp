@@ -8,6 +8,7 @@
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::tune {
 namespace {
@@ -65,7 +66,7 @@ database::database(const std::filesystem::path& cache_root, json_value key)
                                 p.at("status").get<std::string>(), p.value("message", ""), p.value("measured", "")});
     } catch (const std::exception& e) {
         m_points.clear();
-        m_warning = "the tuning database " + m_file.string() + " could not be read (" + std::string(e.what()).substr(0, 200) +
+        m_warning = "the tuning database " + m_file.string() + " could not be read (" + bounded(e.what(), 200) +
                     "); its points are measured again and the file replaced";
     }
 }
