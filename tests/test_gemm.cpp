@@ -135,7 +135,7 @@ TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the la
     const family::gemm::policy& t = family::gemm::policy_of(p);
     CHECK(t.kind == family::gemm::rung::wgmma);
     CHECK(t.stages == 2);
-    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 stages=2 schedule=cooperative cluster_m=1");
+    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 stages=2 schedule=cooperative cluster_m=1 split_k=1");
     CHECK(p.policy->columns() == family::family_of(p).policy(p));
     CHECK(*p.policy == *parsed(j).policy);  // the same launch, resolved again
     j["launch"]["stages"] = 3;
@@ -160,7 +160,11 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(decode.at("tile_m") == 64);
     CHECK(decode.at("tile_n") == 64);
     CHECK(decode.at("schedule") == "pingpong");
-    CHECK(decode.at("stages") == 8);  // streams W: more of it in flight
+    CHECK(decode.at("stages") == 8);   // streams W: more of it in flight
+    CHECK(decode.at("split_k") == 2);  // 64 tiles on 132 SMs: two blocks each
+    CHECK(decode.at("a_rows_copied") == 16);  // x's 16 rows of the tile's 64
+    CHECK(policy_at(512, 4096, 4096, "h200").at("split_k") == 1);  // 128 tiles of 128 × 128 fill the SMs
+    CHECK(policy_at(4096, 768, 3072, "h200").at("tile_n") == 192);  // 128 tiles where 128 × 256 makes 96
     CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90
     CHECK(policy_at(4096, 11008, 4096, "t4").at("rung") == "simt");    // no cp.async / mbarrier before sm_80
     CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "mma");   // N odd: rows TMA cannot copy
@@ -216,6 +220,27 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(clustered.kernels[0].grid == family::dims{2 * 1 * 2, 1, 1});  // ⌈300 / 256⌉ pairs × ⌈200 / 256⌉ × 2
     CHECK(clustered.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
     CHECK(clustered.kernels[0].resident == family::resident_rule::none);  // a block a tile pair
+
+    // A split of the depth: a cluster of blocks a tile, each its part of the depth; the partial
+    // tiles (float) wait in shared memory for the first block.
+    j = gemm_config(16, 4096, 4096, "bfloat16");
+    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"stages", 8}, {"split_k", 2}};
+    const auto split = family::plan(parsed(j), codegen::template_set::embedded());
+    CHECK(split.kernels[0].grid == family::dims{64 * 2, 1, 1});  // 64 tiles of 64 columns, two blocks each
+    CHECK(split.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
+    CHECK(split.source.find("kjit_split = 2,") != std::string::npos);
+    CHECK(split.kernels[0].resident == family::resident_rule::none);
+    CHECK(split.kernels[0].shared_bytes == 8 * ((64 + 64) * 64 * 2 + 16) + 2 * 64 * 64 * 2 + 2 * 64 * 64 * 4 + 32 + 16 + 1024);
+    CHECK(split.kernels[0].args[0].map == family::tensor_map{family::tensor_map::element::bfloat16, 16, 4096, 16, 64});
+    j["launch"]["cluster_m"] = 2;
+    CHECK(failure(j).find("launch.split_k: a cluster either shares B's tiles (cluster_m) or splits the depth") != std::string::npos);
+    j["launch"].erase("cluster_m");
+    j["shape"] = {16, 48};
+    j["inputs"]["w"]["shape"] = {48, 4096};
+    CHECK(failure(j).find("launch.split_k: each of the 2 parts of the depth takes 64 of it at least; this product is 48 deep") !=
+          std::string::npos);
+    j["launch"] = {{"rung", "mma"}, {"split_k", 2}};
+    CHECK(failure(j).find("launch.split_k: a key of the \"wgmma\" policy; this one is \"mma\"") != std::string::npos);
 
     // Rows of 17 elements do not start on 16-byte boundaries: the producer's threads copy.
     j = gemm_config(300, 200, 17, "float16");

@@ -82,6 +82,9 @@ const std::vector<golden_case>& cases() {
           {"stages[2]", {{"op", "map"}, {"expr", "tanh(x) * scale"}}}}},
         // Two blocks a cluster, sharing the weights' tile by TMA multicast.
         {"mlp_layer_wgmma_cluster", "mlp_layer.json", {{"launch", {{"rung", "wgmma"}, {"cluster_m", 2}}}}},
+        // A decode step (M = 16) at the defaults: few tiles, each split along the depth over a
+        // cluster of blocks.
+        {"mlp_layer_wgmma_split", "mlp_layer.json", {{"shape", {16, 4096}}, {"compile", {{"target", "h200"}}}}},
         // K = 17 again: the producer's threads copy element by element, swizzled as TMA would;
         // the consumers take turns.
         {"mlp_layer_wgmma_odd", "mlp_layer.json",

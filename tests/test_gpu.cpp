@@ -153,6 +153,36 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
             }
 }
 
+TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths, both copy paths, schedules and dtypes") {
+    session s;
+    const std::vector<std::pair<std::string, json>> launches{
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"split_k", 2}}},
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"schedule", "pingpong"}, {"stages", 4}, {"split_k", 4}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 2}, {"split_k", 4}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_n", 192}, {"stages", 4}}},
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"stages", 2}, {"split_k", 2}}},
+        {"bfloat16", {{"rung", "auto"}}}};
+    // (No structured bindings: clang does not let CAPTURE's lambda name them.)
+    for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}})
+        for (const auto& launch : launches) {
+            const long long m = size[0], n = size[1], k = size[2];
+            CAPTURE(m);
+            CAPTURE(n);
+            CAPTURE(k);
+            CAPTURE(launch.first);
+            CAPTURE(launch.second.dump());
+            auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
+            doc.json.erase("sweep");
+            doc.json["shape"] = {m, k};
+            doc.json["inputs"]["W"]["shape"] = {k, n};
+            doc.json["dtype"] = launch.first;
+            doc.json["launch"] = launch.second;
+            doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+            const auto rec = s.run(family::load(doc));
+            CHECK(rec.status == report::outcome::pass);
+        }
+}
+
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {
     session s;
     for (const char* dtype : {"float32", "float64"})

@@ -138,8 +138,10 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
         int tile_m, tile_n;
         long long k;  // 17: rows not 16-byte aligned, copied element by element
         int cluster_m = 1;
+        int split_k = 1;
     };
-    for (const shape s : {shape{128, 256, 64}, shape{256, 128, 64}, shape{128, 64, 64}, shape{128, 128, 17}, shape{128, 256, 64, 2}})
+    for (const shape s : {shape{128, 256, 64}, shape{256, 128, 64}, shape{128, 64, 64}, shape{128, 128, 17}, shape{128, 256, 64, 2},
+                          shape{128, 192, 64}, shape{128, 128, 1024, 1, 2}, shape{128, 64, 1001, 1, 4}})
         for (const char* dtype : {"bfloat16", "float16"}) {
             CAPTURE(s.tile_m);
             CAPTURE(s.tile_n);
@@ -152,15 +154,18 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
                                                                      {{"rung", "wgmma"},
                                                                       {"tile_m", s.tile_m},
                                                                       {"tile_n", s.tile_n},
-                                                                      {"cluster_m", s.cluster_m}}}});
+                                                                      {"cluster_m", s.cluster_m},
+                                                                      {"split_k", s.split_k}}}});
             INFO(result.nvrtc_log, result.link_log);
             REQUIRE(result.ok);
             CHECK(result.ptx.find(".target sm_90a") != std::string::npos);
             CHECK(result.ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(s.tile_n) + "k16") != std::string::npos);
             CHECK(result.ptx.find("setmaxnreg.inc.sync.aligned.u32 232") != std::string::npos);
-            CHECK((result.ptx.find("cp.async.bulk.tensor.2d") != std::string::npos) == (s.k == 64));
+            CHECK((result.ptx.find("cp.async.bulk.tensor.2d") != std::string::npos) == (s.k % 8 == 0));
             CHECK((result.ptx.find(".multicast::cluster") != std::string::npos) == (s.cluster_m == 2));
-            CHECK((result.ptx.find(".explicitcluster") != std::string::npos) == (s.cluster_m == 2));
+            CHECK((result.ptx.find(".explicitcluster") != std::string::npos) == (s.cluster_m * s.split_k > 1));
+            // the split's first block reads the others' partial tiles from their shared memory
+            CHECK((result.ptx.find("ld.shared::cluster.v4.f32") != std::string::npos) == (s.split_k > 1));
             REQUIRE(result.kernels.size() == 1);
             CHECK(result.kernels[0].registers == 168);  // 65536 / 384 threads: setmaxnreg shares them out
             if (s.k == 64) CHECK(result.kernels[0].spill_store_bytes == 0);

@@ -175,6 +175,12 @@ enum : int {
     // producer copying a part of it to all of them at once (TMA multicast), so that B is read
     // from L2 once for the cluster.
     kjit_cluster = 2,
+    // Blocks in a cluster that split the depth: each multiplies its part of K's tiles, and the
+    // cluster's first block adds the others' partial tiles, read from their shared memory
+    // (distributed shared memory), to its own before the epilogue. More blocks on fewer tiles,
+    // where the tiles alone would leave SMs idle.
+    kjit_split = 1,
+    kjit_cluster_blocks = kjit_cluster * kjit_split,
     kjit_mma_m = kjit_consumer_m / 64,  // its wgmma pieces, down
     kjit_mma_n = kjit_tile_n / 8,  // the 16 × 8 pieces of C across a wgmma's, per warp
     kjit_stages = 3,
@@ -186,6 +192,10 @@ enum : int {
     // B's tile: kjit_tile_n / 64 slabs of 64 columns, each kjit_tile_k rows of 128 bytes
     kjit_slab_bytes = kjit_tile_k * 64 * sizeof(store_t),
     kjit_stage_bytes = kjit_a_bytes + kjit_tile_n / 64 * kjit_slab_bytes,
+    // The rows of A's tile copied: all of them, or where one tile row holds all of C's rows (a
+    // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
+    kjit_a_rows_copied = 128,
+    kjit_copied_bytes = kjit_stage_bytes - (kjit_tile_m - kjit_a_rows_copied) * kjit_row_bytes,
     // Where TMA copies, it stores C too: each consumer's rows of a tile wait in shared memory,
     // slabs of 64 columns as B's are, kjit_c_slab_bytes each.
     kjit_staged = 1,
@@ -207,12 +217,37 @@ static_assert(kjit_threads == kjit_plan_threads, "the plan launches another numb
 static_assert(sizeof(kjit_layout) + 1024 <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the buffers, C and the barriers take");
 static_assert(kjit_stage_bytes % 1024 == 0, "a buffer must start on a 1024-byte boundary");
+static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_tile_m,
+              "A's rows are copied in whole swizzle patterns of 8, within the tile");
+static_assert(kjit_cluster == 1 || kjit_split == 1,
+              "a cluster shares B's tiles or splits the depth, not both");
 
 // Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
 // moves to chunk c ^ (r % 8).
 __device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
 {
     return offset ^ offset / 128 % 8 * 16;
+}
+
+// The shared-memory address in block `rank` of the cluster of what is at `address` in this one.
+__device__ __forceinline__ unsigned kjit_in_block(unsigned address, unsigned rank)
+{
+    unsigned there;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+                 : "=r"(there)
+                 : "r"(address), "r"(rank));
+    return there;
+}
+
+// Waits until every thread of every block of the cluster has come here.
+__device__ __forceinline__ void kjit_cluster_sync()
+{
+    asm volatile(
+            "barrier.cluster.arrive.release.aligned;\n"
+            "barrier.cluster.wait.acquire.aligned;\n"
+            :
+            :
+            : "memory");
 }
 
 // Arrives, and tells the barrier that `bytes` more will land (by TMA) before its phase completes.
@@ -229,6 +264,16 @@ __device__ __forceinline__ void kjit_arrive_expecting(unsigned barrier, unsigned
 struct alignas(64) kjit_tensor_map {
     unsigned long long opaque[16];
 };
+
+// Fetches a tensor map into the TMA unit's cache, so that the first copy with it does not wait
+// for it to come from memory.
+__device__ __forceinline__ void kjit_prefetch_map(const kjit_tensor_map& map)
+{
+    asm volatile("prefetch.tensormap [%0];\n"
+                 :
+                 : "l"(&map)
+                 : "memory");
+}
 
 // TMA: copies the box of `map` whose first element is at column x and row y to shared memory at
 // `to`, swizzled; the barrier counts its bytes. Elements outside the matrix arrive as zeros.
@@ -307,27 +352,11 @@ __device__ __forceinline__ void kjit_copy_box_to_all(unsigned to, const kjit_ten
 __device__ __forceinline__ void kjit_arrive_everywhere(unsigned barrier)
 {
     for (unsigned rank = 0; rank < kjit_cluster; ++rank) {
-        asm volatile(
-                "{\n"
-                ".reg .b32 there;\n"
-                "mapa.shared::cluster.u32 there, %0, %1;\n"
-                "mbarrier.arrive.shared::cluster.b64 _, [there];\n"
-                "}\n"
-                :
-                : "r"(barrier), "r"(rank)
-                : "memory");
+        asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n"
+                     :
+                     : "r"(kjit_in_block(barrier, rank))
+                     : "memory");
     }
-}
-
-// Waits until every thread of every block of the cluster has come here.
-__device__ __forceinline__ void kjit_cluster_sync()
-{
-    asm volatile(
-            "barrier.cluster.arrive.release.aligned;\n"
-            "barrier.cluster.wait.acquire.aligned;\n"
-            :
-            :
-            : "memory");
 }
 
 // wgmma's view of a matrix in shared memory: its address; the byte offset between its 8 × 128-
@@ -480,12 +509,18 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
     const long long kjit_tiles = (kjit_cluster_rows + kjit_tile_m - 1) / kjit_tile_m *
                                  ((cols + kjit_tile_n - 1) / kjit_tile_n);
     const int kjit_rank = blockIdx.x % kjit_cluster;
-    const long long kjit_clusters = gridDim.x / kjit_cluster;
+    const long long kjit_clusters = gridDim.x / kjit_cluster_blocks;
     const auto kjit_tile_at = [&](long long t) {
         const longlong2 kjit_band = kjit_tile_of(t, kjit_cluster_rows, cols);
         return make_longlong2(kjit_band.x * kjit_cluster + kjit_rank * kjit_tile_m, kjit_band.y);
     };
+    // This block's part of the depth: tiles kjit_k_from… of a tile's kjit_depth_tiles, in the
+    // kjit_part-th of the kjit_split parts (all of them where the depth is not split).
     const int kjit_depth_tiles = (int)((kjit_depth + kjit_tile_k - 1) / kjit_tile_k);
+    const int kjit_part = blockIdx.x / kjit_cluster % kjit_split;
+    const int kjit_k_from = kjit_depth_tiles * kjit_part / kjit_split;
+    const int kjit_k_to = kjit_depth_tiles * (kjit_part + 1) / kjit_split;
+    const int kjit_steps = kjit_k_to - kjit_k_from;
     const int kjit_group = threadIdx.x / 128;
     // The ring: the n-th depth tile the producer copies goes to buffer n % kjit_stages, in the
     // buffer's (n / kjit_stages)-th use, whose parity its barriers' phases have; the consumers
@@ -495,17 +530,23 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
         // The producer needs few registers: it gives them to the consumers.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         const bool kjit_copier = threadIdx.x == 0;  // one thread asks the TMA unit for every copy
-        for (long long kjit_t = blockIdx.x / kjit_cluster; kjit_copier && kjit_t < kjit_tiles;
+        if (kjit_copier) {
+            kjit_prefetch_map(x_in_map);
+            kjit_prefetch_map(W_map);
+            kjit_prefetch_map(out_map);
+        }
+        const long long kjit_first_tile = blockIdx.x / kjit_cluster_blocks;  // the cluster's
+        for (long long kjit_t = kjit_first_tile; kjit_copier && kjit_t < kjit_tiles;
              kjit_t += kjit_clusters) {
             const longlong2 kjit_tile = kjit_tile_at(kjit_t);
-            for (int kjit_k = 0; kjit_k < kjit_depth_tiles; ++kjit_k, ++kjit_ring) {
+            for (int kjit_k = kjit_k_from; kjit_k < kjit_k_to; ++kjit_k, ++kjit_ring) {
                 const unsigned kjit_s = kjit_ring % kjit_stages;
                 const unsigned kjit_round = kjit_ring / kjit_stages % 2;
                 kjit_wait(kjit_free + 8 * kjit_s, kjit_round ^ 1);  // free since its last use
                 const unsigned kjit_full_s = kjit_full + 8 * kjit_s;
                 const int kjit_k0 = kjit_k * kjit_tile_k;
                 const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes;
-                kjit_arrive_expecting(kjit_full_s, kjit_stage_bytes);
+                kjit_arrive_expecting(kjit_full_s, kjit_copied_bytes);
                 kjit_copy_box(kjit_a_at, x_in_map, kjit_k0, (int)kjit_tile.x, kjit_full_s);
                 const unsigned kjit_b_at = kjit_a_at + kjit_a_bytes;
 #pragma unroll
@@ -531,16 +572,16 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
         const int kjit_turns = kjit_pingpong ? kjit_consumers : 1;
         const int kjit_rows_at = kjit_pingpong ? 0 : kjit_consumer * kjit_consumer_m;  // in a tile
         float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
-        kjit_ring = kjit_first * kjit_depth_tiles;
+        kjit_ring = kjit_first * kjit_steps;
         unsigned kjit_mine = 0;  // tiles this consumer has taken
-        for (long long kjit_t = blockIdx.x / kjit_cluster + kjit_first * kjit_clusters;
+        for (long long kjit_t = blockIdx.x / kjit_cluster_blocks + kjit_first * kjit_clusters;
              kjit_t < kjit_tiles; kjit_t += kjit_turns * kjit_clusters, ++kjit_mine) {
             const longlong2 kjit_tile = kjit_tile_at(kjit_t);
             if (kjit_pingpong) {  // (the other's tile before this one: its phase's parity)
                 kjit_wait(kjit_turn + 8 * kjit_consumer, (kjit_mine + kjit_consumer + 1) % 2);
             }
             int kjit_last = -1;  // the buffer the wgmmas in flight read, freed once they are done
-            for (int kjit_k = 0; kjit_k < kjit_depth_tiles; ++kjit_k, ++kjit_ring) {
+            for (int kjit_k = kjit_k_from; kjit_k < kjit_k_to; ++kjit_k, ++kjit_ring) {
                 const unsigned kjit_s = kjit_ring % kjit_stages;
                 const unsigned kjit_round = kjit_ring / kjit_stages % 2;
                 kjit_wait(kjit_full + 8 * kjit_s, kjit_round);
@@ -560,7 +601,8 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
                         const unsigned kjit_b_piece = kjit_b_at + kjit_d * 128;
                         const auto kjit_a = kjit_descriptor(kjit_a_piece, 16);  // (16: unused)
                         const auto kjit_b = kjit_descriptor(kjit_b_piece, kjit_slab_bytes);
-                        kjit_wgmma(kjit_acc[kjit_i], kjit_a, kjit_b, kjit_k == 0 && kjit_d == 0);
+                        const bool kjit_first_step = kjit_k == kjit_k_from && kjit_d == 0;
+                        kjit_wgmma(kjit_acc[kjit_i], kjit_a, kjit_b, kjit_first_step);
                     }
                 }
                 kjit_wgmma_commit();
@@ -571,7 +613,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             if (kjit_pingpong && kjit_leader) kjit_arrive(kjit_turn + 8 * (1 - kjit_consumer));
             kjit_wgmma_wait<0>();
             if (kjit_last >= 0 && kjit_leader) kjit_free_buffer(kjit_free + 8 * kjit_last);
-            kjit_ring += (kjit_turns - 1) * kjit_depth_tiles;  // past the other consumer's tile
+            kjit_ring += (kjit_turns - 1) * kjit_steps;  // past the other consumer's tile
             // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
             // warp and column 8 · j of the consumer's rows, which start at kjit_from.
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;

@@ -105,6 +105,7 @@ public:
                       {"launch.tile_n", {128, 256}},
                       {"launch.schedule", {"cooperative", "pingpong"}},
                       {"launch.cluster_m", {1, 2}},
+                      {"launch.split_k", {1, 2, 4}},
                       {"launch.stages", {3, 4}},
                       {"launch.group_m", {8, 16}}}}};
         return {{"axes",
@@ -189,6 +190,11 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("pingpong", t.pingpong ? "1" : "0");
         data.set("cluster_m", std::to_string(t.cluster_m));
         data.set("clustered", codegen::flag(t.cluster_m > 1));
+        data.set("split_k", std::to_string(t.split_k));
+        data.set("a_rows_copied", std::to_string(t.async_copies ? t.a_rows_copied : t.tile_m));
+        data.set("split", codegen::flag(t.split_k > 1));
+        data.set("cluster_blocks", std::to_string(t.cluster_blocks()));
+        data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
         data.set("c_staged", c_staged ? "1" : "0");
@@ -212,22 +218,23 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     k.reads_x = a;
     k.block = {t.threads(), 1, 1};
     k.grid = {((s.m + t.tile_m - 1) / t.tile_m) * ((s.n + t.tile_n - 1) / t.tile_n), 1, 1};
-    if (wgmma) {  // clusters of cluster_m blocks, each on cluster_m tiles one under another
+    if (wgmma) {  // clusters of cluster_m blocks, each on cluster_m tiles one under another,
+        // or of split_k blocks on one tile, each on a part of its depth
         const long long band = static_cast<long long>(t.tile_m) * t.cluster_m;
-        k.grid.x = ((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * t.cluster_m;
+        k.grid.x = ((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * t.cluster_blocks();
         // Single blocks are persistent, a tile after another, as many as fit at once. Clusters
         // take one tile each: the occupancy API kjit asks counts blocks, not clusters, so a
         // persistent grid could hold more clusters than fit at once, and one left over would
         // run its whole share of tiles after the others.
-        if (t.cluster_m == 1) k.resident = resident_rule::at_most;
+        if (t.cluster_blocks() == 1) k.resident = resident_rule::at_most;
     }
     k.shared_bytes = t.shared_bytes(p.type);
     k.args = {array_argument(a, false), array_argument(b, false)};
-    // wgmma with TMA: A in boxes of a tile's rows by 64 deep, B in boxes 64 deep by 64 columns,
+    // wgmma with TMA: A in boxes of a tile's rows (those copied) by 64 deep, B in boxes 64 deep by 64 columns,
     // and C stored in boxes of a consumer's rows by 64 columns.
     const bool tma = wgmma && t.async_copies;
     const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
-    if (tma) k.args = {map_argument(a, {type, s.m, s.k, t.tile_m, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
+    if (tma) k.args = {map_argument(a, {type, s.m, s.k, t.a_rows_copied, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     const std::size_t output_at = k.args.size();
     const std::string output_name = separate ? "kjit_to" : "";

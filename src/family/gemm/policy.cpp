@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "config/reader.hpp"
 #include "expr/expr.hpp"
@@ -63,15 +64,23 @@ struct tile_choice {
 /// at 8 shapes; the 4096 × 4096 × 11008 product gives the same order, 128 × 128 at 0.91). The
 /// smallest tile, chosen where M is a decode step's, streams W: 8 buffers keep more of it in
 /// flight, 21.4 µs at M = 16 and 64 (N = K = 4096) where 4 took 28.5
-/// (bench/results/2026-12-03-decode/first).
+/// (bench/results/2026-12-03-decode/first). 128 × 192 ran LLaMA's up-projection's 15 waves in
+/// 498.5 µs where 128 × 256 ran 11 in 484.4 (a rate of 0.99), and fills the SMs where 128 × 256
+/// leaves a quarter idle: GPT-2's down-projection (4096 × 768 × 3072) in 31.6 µs where 128 × 256
+/// took 40.2 (bench/results/2026-12-04-split/first).
 constexpr tile_choice k_wgmma_tiles[] = {
         {128, 256, false, 0, 0, 3, 1.00},
+        {128, 192, false, 0, 0, 4, 0.99},
         {128, 128, false, 0, 0, 4, 0.93},
         {256, 128, false, 0, 0, 3, 0.91},
         {64, 256, true, 0, 0, 4, 0.85},
         {64, 128, true, 0, 0, 4, 0.61},
         {64, 64, true, 0, 0, 8, 0.37},
 };
+/// What a split of the depth costs beside the time it divides: the partial tiles' trip through
+/// shared memory, and blocks that start in clusters.
+constexpr double k_split_cost = 1.1;
+
 /// mma tiles, largest first, at the large-shape policy's depth (3 buffers of 32). Not measured
 /// per tile: the rates are wgmma's for the same area.
 constexpr tile_choice k_mma_tiles[] = {
@@ -80,60 +89,6 @@ constexpr tile_choice k_mma_tiles[] = {
         {64, 128, false, 2, 2, 3, 0.61},
         {64, 64, false, 2, 2, 3, 0.37},
 };
-
-/// The tile of `tiles` whose estimated time at `s` is least: the waves it takes one block an SM
-/// (a tile's last wave costs a whole one) times its area over its rate. A tile whose area the
-/// product would leave mostly empty (M of 16 in 128 rows) loses to a smaller one this way; so does
-/// one of too few tiles to fill the SMs. At the 8 shapes measured, the tile chosen ran within 2 %
-/// of the fastest of the 16 launches (decode at M ≤ 64 is bound by W's bytes, not by area: there
-/// the smallest tiles are all within 2 % of each other).
-template <std::size_t count>
-const tile_choice& fastest_tile(const tile_choice (&tiles)[count], const sizes& s, const config::target& gpu) {
-    const tile_choice* best = &tiles[0];
-    double best_time = INFINITY;
-    for (const tile_choice& t : tiles) {
-        const long long blocks = (s.m + t.tile_m - 1) / t.tile_m * ((s.n + t.tile_n - 1) / t.tile_n);
-        const long long waves = (blocks + gpu.sm_count - 1) / gpu.sm_count;
-        const double time = static_cast<double>(waves) * t.tile_m * t.tile_n / t.rate;
-        if (time < best_time) {
-            best = &t;
-            best_time = time;
-        }
-    }
-    return *best;
-}
-
-/// The policy where "auto": the rung's large-shape policy, with the tile the shape rule chooses
-/// for `s` on `gpu`.
-policy auto_policy(rung kind, const sizes& s, const config::target& gpu) {
-    policy chosen = large_shape_policy(kind);
-    if (kind == rung::simt) return chosen;
-    const tile_choice& tile = kind == rung::wgmma ? fastest_tile(k_wgmma_tiles, s, gpu) : fastest_tile(k_mma_tiles, s, gpu);
-    chosen.tile_m = tile.tile_m;
-    chosen.tile_n = tile.tile_n;
-    chosen.stages = tile.stages;
-    if (kind == rung::wgmma) chosen.pingpong = tile.pingpong;
-    if (kind == rung::mma) {
-        chosen.warps_m = tile.warps_m;
-        chosen.warps_n = tile.warps_n;
-    }
-    return chosen;
-}
-
-/// The launch keys the shape rule chooses together.
-constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "stages", "warps_m", "warps_n"};
-
-bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
-
-/// The rung where "auto": 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
-/// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
-/// bytes), else mma (sm_80 and newer: cp.async and mbarrier); CUDA cores for the rest.
-rung auto_rung(const pipeline& p) {
-    const int arch = config::compiled_arch(p);
-    if (!tensor_core_type(p.type) || arch < 80) return rung::simt;
-    const sizes s = sizes_of(p);
-    return arch == 90 && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
-}
 
 /// wgmma: a consumer warp group's accumulators per thread.
 int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
@@ -154,12 +109,88 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     if (chosen.kind != rung::simt) {
         chosen.async_copies = s.k % 8 == 0 && s.n % 8 == 0;
         if (!chosen.async_copies) chosen.cluster_m = 1;  // multicast is a TMA copy
+        chosen.a_rows_copied = static_cast<int>(std::min<long long>(chosen.tile_m, (s.m + 7) / 8 * 8));
         chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
         return;
     }
     chosen.width_a = width_dividing(s.k, element, 4);
     chosen.width_b = width_dividing(s.n, element, 4);
     chosen.width_c = chosen.width_b;
+}
+
+/// The tile and split whose estimated time at `s` is least: the waves of blocks it takes, one
+/// block an SM (a tile's last wave costs a whole one), times the tile's area over its rate and over
+/// the split, which divides each block's depth. A tile whose area the product would leave mostly
+/// empty (M of 16 in 128 rows) loses to a smaller one this way; so does one of too few tiles to
+/// fill the SMs, unless a split of its depth fills them. At the 8 shapes measured without splits,
+/// the tile chosen ran within 2 % of the fastest of the 16 launches (decode at M ≤ 64 is bound by
+/// W's bytes, not by area: there the smallest tiles are all within 2 % of each other).
+double estimated_time(const policy& candidate, double rate, const sizes& s, const config::target& gpu) {
+    const long long tiles = (s.m + candidate.tile_m - 1) / candidate.tile_m * ((s.n + candidate.tile_n - 1) / candidate.tile_n);
+    const long long blocks = tiles * candidate.split_k;
+    const long long waves = (blocks + gpu.sm_count - 1) / gpu.sm_count;
+    const double split_cost = candidate.split_k > 1 ? k_split_cost : 1.0;
+    return static_cast<double>(waves) * candidate.tile_m * candidate.tile_n / (rate * candidate.split_k) * split_cost;
+}
+
+/// Whether the shape rule may split the depth of `candidate`'s tiles: on wgmma, where the split
+/// fills SMs the tiles leave idle (it never adds a wave), each part is at least as deep as the
+/// ring of buffers (a shorter part never fills the pipeline), and the partial tiles fit beside the
+/// buffers in the target's shared memory.
+bool split_fits(const policy& candidate, const sizes& s, const config::target& gpu, config::dtype type) {
+    if (candidate.split_k == 1) return true;
+    const long long tiles = (s.m + candidate.tile_m - 1) / candidate.tile_m * ((s.n + candidate.tile_n - 1) / candidate.tile_n);
+    const long long depth_tiles = (s.k + candidate.tile_k - 1) / candidate.tile_k;
+    return candidate.kind == rung::wgmma && tiles * candidate.split_k <= gpu.sm_count &&
+           depth_tiles >= static_cast<long long>(candidate.split_k) * candidate.stages &&
+           candidate.shared_bytes(type) <= gpu.shared_per_block;
+}
+
+/// The policy where "auto": the rung's large-shape policy, with the tile and split the shape rule
+/// chooses for `s` on `gpu`.
+policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config::dtype type) {
+    policy best = large_shape_policy(kind);
+    if (kind == rung::simt) return best;
+    const std::span<const tile_choice> tiles = kind == rung::wgmma ? std::span<const tile_choice>(k_wgmma_tiles) : k_mma_tiles;
+    double best_time = INFINITY;
+    for (const tile_choice& tile : tiles)
+        // Splits in two at most: clusters of 4 ran every decode step slower than 2 or none
+        // (30.6–35.0 µs at N = K = 4096 where 2 took 19.2–24.4: bench/results/2026-12-04-split).
+        for (const int split : {1, 2}) {
+            policy candidate = large_shape_policy(kind);
+            candidate.tile_m = tile.tile_m;
+            candidate.tile_n = tile.tile_n;
+            candidate.stages = tile.stages;
+            candidate.pingpong = kind == rung::wgmma && tile.pingpong;
+            if (kind == rung::mma) {
+                candidate.warps_m = tile.warps_m;
+                candidate.warps_n = tile.warps_n;
+            }
+            candidate.split_k = split;
+            fit_to(candidate, s, type);
+            if (!split_fits(candidate, s, gpu, type)) continue;
+            const double time = estimated_time(candidate, tile.rate, s, gpu);
+            if (time < best_time) {
+                best = candidate;
+                best_time = time;
+            }
+        }
+    return best;
+}
+
+/// The launch keys the shape rule chooses together.
+constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "stages", "warps_m", "warps_n"};
+
+bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
+
+/// The rung where "auto": 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
+/// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
+/// bytes), else mma (sm_80 and newer: cp.async and mbarrier); CUDA cores for the rest.
+rung auto_rung(const pipeline& p) {
+    const int arch = config::compiled_arch(p);
+    if (!tensor_core_type(p.type) || arch < 80) return rung::simt;
+    const sizes s = sizes_of(p);
+    return arch == 90 && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
 }
 
 void check_stages(const pipeline& p, const std::string& source) {
@@ -216,10 +247,13 @@ int policy::threads() const {
 
 std::size_t policy::shared_bytes(config::dtype type) const {
     if (kind == rung::wgmma) {  // from a 1024-byte boundary: the buffers, each consumer's tile of C
-        // where TMA stores it, two barriers a buffer and two more
+        // where TMA stores it, each consumer's partial tile where the depth is split (in float),
+        // two barriers a buffer and two more (four more for a split)
         const std::size_t element = config::element_size(type);
-        const std::size_t staged = async_copies ? 2 * static_cast<std::size_t>(consumer_rows(*this)) * tile_n * element : 0;
-        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + 16 + 1024;
+        const auto consumer_tile = static_cast<std::size_t>(consumer_rows(*this)) * tile_n;
+        const std::size_t staged = async_copies ? 2 * consumer_tile * element : 0;
+        const std::size_t partial = split_k > 1 ? 2 * consumer_tile * sizeof(float) + 32 : 0;
+        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
     }
     if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
         return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
@@ -234,7 +268,7 @@ sizes sizes_of(const pipeline& p) {
 std::string multiplier(const pipeline& p) { return p.stages.front().options.at("by").get<std::string>(); }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "group_m", "schedule", "cluster_m"};
+    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "group_m", "schedule", "cluster_m", "split_k"};
 }
 
 void resolve(pipeline& p, const std::string& source) {
@@ -253,7 +287,7 @@ void resolve(pipeline& p, const std::string& source) {
     // The shape rule chooses a whole tile (its size, schedule or warps, and depth) or none of it:
     // a launch that gives any of these starts from the large-shape policy, as it always did.
     const bool tile_given = std::any_of(std::begin(k_tile_keys), std::end(k_tile_keys), given);
-    policy chosen = tile_given ? large_shape_policy(kind) : auto_policy(kind, sizes_of(p), p.target);
+    policy chosen = tile_given ? large_shape_policy(kind) : auto_policy(kind, sizes_of(p), p.target, p.type);
     const auto read = [&](const char* key, int& field, std::vector<int> allowed) {
         if (!given(key)) return;
         const long long value = l.integer(key, 1, 1 << 20, std::nullopt);  // then one of `allowed`
@@ -269,11 +303,12 @@ void resolve(pipeline& p, const std::string& source) {
         if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
         chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
     }
-    if (!wgmma && given("cluster_m"))
-        l.fail("cluster_m", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
+    for (const char* key : {"cluster_m", "split_k"})
+        if (!wgmma && given(key)) l.fail(key, "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
     read("cluster_m", chosen.cluster_m, {1, 2});
+    read("split_k", chosen.split_k, {1, 2, 4});
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
-    read("tile_n", chosen.tile_n, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    read("tile_n", chosen.tile_n, wgmma ? std::vector{64, 128, 192, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_k", chosen.tile_k, wgmma ? std::vector{64} : mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
     for (const char* key : {"warps_m", "warps_n"})
@@ -295,6 +330,12 @@ void resolve(pipeline& p, const std::string& source) {
         if (consumer_rows(chosen) < 64)
             l.fail("tile_m", "each of the two consumer warp groups takes half the rows of a cooperative tile, 64 at least: "
                              "use 128 or 256, or \"schedule\": \"pingpong\"");
+        if (chosen.cluster_m > 1 && chosen.split_k > 1)
+            l.fail("split_k", "a cluster either shares B's tiles (cluster_m) or splits the depth (split_k): give one of them");
+        const long long depth_tiles = (sizes_of(p).k + chosen.tile_k - 1) / chosen.tile_k;
+        if (chosen.split_k > depth_tiles)
+            l.fail("split_k", "each of the " + std::to_string(chosen.split_k) + " parts of the depth takes 64 of it at least; this product is " +
+                                  std::to_string(sizes_of(p).k) + " deep");
         if (accumulators(chosen) > 128)
             l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
                                  " accumulators a thread, more than the 128 that fit beside its other registers");
@@ -328,6 +369,7 @@ config::json_value policy::choices() const {
     if (kind == rung::wgmma) {
         chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
         chosen["cluster_m"] = cluster_m;
+        chosen["split_k"] = split_k;
     }
     return chosen;
 }
@@ -339,6 +381,7 @@ config::json_value policy::columns() const {
     columns["width_b"] = width_b;
     columns["width_c"] = width_c;
     if (kind != rung::simt) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
+    if (kind == rung::wgmma && async_copies) columns["a_rows_copied"] = a_rows_copied;
     return columns;
 }
 

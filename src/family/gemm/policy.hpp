@@ -23,11 +23,21 @@ struct policy final : config::launch_policy {
     /// wgmma: blocks in a cluster, on tiles one under another, sharing B's tile by TMA multicast
     /// (1 where the tiles are not copied by TMA).
     int cluster_m = 1;
+    /// wgmma: blocks in a cluster that split the depth of one tile, the first adding the others'
+    /// partial tiles (read from their shared memory) before the epilogue.
+    int split_k = 1;
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
     /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
     /// on 16-byte boundaries; else the tiles are copied element by element.
     bool async_copies = false;
+    /// wgmma with TMA: the rows of A's tile copied, M's rounded up to 8 where one tile row holds
+    /// all of M (a decode step), else the tile's. The rows past them hold what an earlier tile
+    /// left: they make rows of C past M, which are never stored, and are not worth the TMA unit's
+    /// zero-filling.
+    int a_rows_copied = 0;
     [[nodiscard]] int threads() const;
+    /// Blocks a cluster holds: cluster_m or split_k (the policy refuses both).
+    [[nodiscard]] int cluster_blocks() const { return cluster_m * split_k; }
     /// Dynamic shared memory per block.
     [[nodiscard]] std::size_t shared_bytes(config::dtype type) const;
     /// The launch keys it chose, as a launch block would give them: rung, tiles, and the rung's own.
