@@ -163,6 +163,13 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(decode.at("stages") == 8);   // streams W: more of it in flight
     CHECK(decode.at("split_k") == 2);  // 64 tiles on 132 SMs: two blocks each
     CHECK(decode.at("a_rows_copied") == 16);  // x's 16 rows of the tile's 64
+    const auto wide_decode = policy_at(8, 5120, 5120, "h200");  // 80 tiles: split, they would need 160 SMs
+    CHECK(wide_decode.at("tile_n") == 64);
+    CHECK(wide_decode.at("split_k") == 1);
+    CHECK(wide_decode.at("stages") == 12);  // no partial tiles: room for more of W in flight
+    const auto shallow_decode = policy_at(16, 3072, 768, "h200");  // GPT-2's up-projection, 12 tiles deep
+    CHECK(shallow_decode.at("split_k") == 2);
+    CHECK(shallow_decode.at("stages") == 6);  // each half's 6 tiles
     CHECK(policy_at(512, 4096, 4096, "h200").at("split_k") == 1);  // 128 tiles of 128 × 128 fill the SMs
     CHECK(policy_at(4096, 768, 3072, "h200").at("tile_n") == 192);  // 128 tiles where 128 × 256 makes 96
     CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90

@@ -146,28 +146,59 @@ bool split_fits(const policy& candidate, const sizes& s, const config::target& g
            candidate.shared_bytes(type) <= gpu.shared_per_block;
 }
 
-/// The policy where "auto": the rung's large-shape policy, with the tile and split the shape rule
-/// chooses for `s` on `gpu`.
+/// The rung's large-shape policy with `tile`, its depth split in `split`, fitted to `s`.
+policy with_tile(rung kind, const tile_choice& tile, int split, const sizes& s, config::dtype type) {
+    policy chosen = large_shape_policy(kind);
+    chosen.tile_m = tile.tile_m;
+    chosen.tile_n = tile.tile_n;
+    chosen.stages = tile.stages;
+    chosen.pingpong = kind == rung::wgmma && tile.pingpong;
+    if (kind == rung::mma) {
+        chosen.warps_m = tile.warps_m;
+        chosen.warps_n = tile.warps_n;
+    }
+    chosen.split_k = split;
+    fit_to(chosen, s, type);
+    return chosen;
+}
+
+/// A decode step's buffers where its depth is not split: more of W in flight than 8 where the
+/// partial tiles do not take their room.
+constexpr int k_decode_stages = 12;
+
+/// A decode step on wgmma: all of M in one 64-row tile. It streams W, and its time is W's bytes
+/// (how many SMs pull them, how much of it each keeps in flight), not the tiles' area the wave
+/// model weighs: the 64 × 64 tile, its depth split in two where that fills SMs the tiles leave
+/// idle (8 buffers, or as many as half its depth fills), else in 12 buffers. On the H200 (bench/results/2026-12-04-split, second and fourth), at
+/// N = K = 4096 and M = 1, 16, 64: split 18.8–19.3 µs, unsplit 21.1–21.5 (8 buffers) and 19.5–19.8
+/// (12), 64 × 128 split 24.1–24.7; at 8 × 5120 × 5120 (80 tiles): 12 buffers 23.4 µs, 8 27.8,
+/// 64 × 128 split 30.9; at 16 × 3072 × 768: split 9.9, 64 × 128 split 10.9. At 16 × 11008 × 4096,
+/// 32 × 14336 × 4096 and 8 × 13824 × 5120 the two tiles were within 2 %.
+policy decode_policy(const sizes& s, const config::target& gpu, config::dtype type) {
+    const tile_choice& smallest = k_wgmma_tiles[std::size(k_wgmma_tiles) - 1];
+    policy split = with_tile(rung::wgmma, smallest, 2, s, type);
+    const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer buffers
+    split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / 2, 2, smallest.stages));
+    if (split_fits(split, s, gpu, type)) return split;
+    policy deep = with_tile(rung::wgmma, smallest, 1, s, type);
+    deep.stages = k_decode_stages;
+    if (deep.shared_bytes(type) > gpu.shared_per_block) deep.stages = smallest.stages;
+    return deep;
+}
+
+/// The policy where "auto": a decode step's, or the rung's large-shape policy with the tile and
+/// split the wave model chooses for `s` on `gpu`.
 policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config::dtype type) {
-    policy best = large_shape_policy(kind);
-    if (kind == rung::simt) return best;
+    if (kind == rung::simt) return large_shape_policy(kind);
+    if (kind == rung::wgmma && s.m <= 64) return decode_policy(s, gpu, type);
     const std::span<const tile_choice> tiles = kind == rung::wgmma ? std::span<const tile_choice>(k_wgmma_tiles) : k_mma_tiles;
+    policy best = large_shape_policy(kind);
     double best_time = INFINITY;
     for (const tile_choice& tile : tiles)
         // Splits in two at most: clusters of 4 ran every decode step slower than 2 or none
         // (30.6–35.0 µs at N = K = 4096 where 2 took 19.2–24.4: bench/results/2026-12-04-split).
         for (const int split : {1, 2}) {
-            policy candidate = large_shape_policy(kind);
-            candidate.tile_m = tile.tile_m;
-            candidate.tile_n = tile.tile_n;
-            candidate.stages = tile.stages;
-            candidate.pingpong = kind == rung::wgmma && tile.pingpong;
-            if (kind == rung::mma) {
-                candidate.warps_m = tile.warps_m;
-                candidate.warps_n = tile.warps_n;
-            }
-            candidate.split_k = split;
-            fit_to(candidate, s, type);
+            const policy candidate = with_tile(kind, tile, split, s, type);
             if (!split_fits(candidate, s, gpu, type)) continue;
             const double time = estimated_time(candidate, tile.rate, s, gpu);
             if (time < best_time) {
@@ -316,7 +347,7 @@ void resolve(pipeline& p, const std::string& source) {
     if (kind == rung::simt && given("stages")) l.fail("stages", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, {1, 2, 4, 8});
-    read("stages", chosen.stages, {2, 3, 4, 5, 6, 7, 8});
+    read("stages", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
 
     fit_to(chosen, sizes_of(p), p.type);
     const std::string tile = std::to_string(chosen.tile_m) + " × " + std::to_string(chosen.tile_n) + " × " + std::to_string(chosen.tile_k);
