@@ -94,7 +94,8 @@ public:
     void resolve(pipeline& p, const std::string& source) const override { gemm::resolve(p, source); }
 
     /// The tile and, for mma, the warps that share it and the pipeline's depth; for wgmma, how
-    /// its consumers share tiles (a combination the policy refuses is not measured).
+    /// its consumers share tiles, clusters, splits of the depth and buffers (a combination the
+    /// policy refuses is not measured).
     config::json_value tune_space(const pipeline& p) const override {
         const rung kind = gemm::policy_of(p).kind;
         if (kind == rung::simt)
@@ -102,11 +103,11 @@ public:
         if (kind == rung::wgmma)
             return {{"axes",
                      {{"launch.tile_m", {64, 128, 256}},
-                      {"launch.tile_n", {128, 256}},
+                      {"launch.tile_n", {64, 128, 192, 256}},
                       {"launch.schedule", {"cooperative", "pingpong"}},
                       {"launch.cluster_m", {1, 2}},
-                      {"launch.split_k", {1, 2, 4}},
-                      {"launch.stages", {3, 4}},
+                      {"launch.split_k", {1, 2}},
+                      {"launch.stages", {3, 4, 8}},
                       {"launch.group_m", {8, 16}}}}};
         return {{"axes",
                  {{"launch.tile_m", {64, 128, 256}},
