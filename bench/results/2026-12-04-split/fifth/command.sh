@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 40: the defaults against what `kjit tune` finds (anneal, 48 points of the wgmma space:
+# Issue 40: the defaults against what `kjit tune` finds (anneal, up to 40 points or 90 s of the wgmma space:
 # tiles, schedules, clusters, splits, buffers, groups) at a decode step, GPT-2's down-projection and
 # a 256-token product, and (the row family's space) the 50,257-column softmax; then each default.
 set -uo pipefail
@@ -23,7 +23,7 @@ PY
 # case config args...: tune, then the default and the tune's best, two rounds alternated
 compare() {
     local case=$1 cfg=$2; shift 2
-    timeout 170 "$kjit" tune "$cfg" "$@" --strategy anneal --budget 48 --seconds 120 \
+    timeout 110 "$kjit" tune "$cfg" "$@" --strategy anneal --budget 40 --seconds 90 \
         --json "$OUT/logs/tune_$case.json" > "$OUT/logs/tune_$case.log" 2>&1; echo "tune $case: exit $?"
     local sets=()
     while IFS= read -r line; do sets+=(--set "$line"); done < <(best_sets "$OUT/logs/tune_$case.json")
