@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 
 #include "config/reader.hpp"
@@ -162,35 +163,46 @@ policy with_tile(rung kind, const tile_choice& tile, int split, const sizes& s, 
     return chosen;
 }
 
-/// A decode step's buffers where its depth is not split: more of W in flight than 8 where the
-/// partial tiles do not take their room.
-constexpr int k_decode_stages = 12;
+/// A thin product: at most four 64-row tile rows.
+constexpr long long k_thin_rows = 256;
+/// The most buffers a thin product's unsplit tile keeps: more of W in flight than the wave
+/// model's depths, as far as shared memory holds them.
+constexpr int k_thin_stages = 12;
 
-/// A decode step on wgmma: all of M in one 64-row tile. It streams W, and its time is W's bytes
-/// (how many SMs pull them, how much of it each keeps in flight), not the tiles' area the wave
-/// model weighs: the 64 × 64 tile, its depth split in two where that fills SMs the tiles leave
-/// idle (8 buffers, or as many as half its depth fills), else in 12 buffers. On the H200 (bench/results/2026-12-04-split, second and fourth), at
-/// N = K = 4096 and M = 1, 16, 64: split 18.8–19.3 µs, unsplit 21.1–21.5 (8 buffers) and 19.5–19.8
-/// (12), 64 × 128 split 24.1–24.7; at 8 × 5120 × 5120 (80 tiles): 12 buffers 23.4 µs, 8 27.8,
-/// 64 × 128 split 30.9; at 16 × 3072 × 768: split 9.9, 64 × 128 split 10.9. At 16 × 11008 × 4096,
-/// 32 × 14336 × 4096 and 8 × 13824 × 5120 the two tiles were within 2 %.
-policy decode_policy(const sizes& s, const config::target& gpu, config::dtype type) {
-    const tile_choice& smallest = k_wgmma_tiles[std::size(k_wgmma_tiles) - 1];
-    policy split = with_tile(rung::wgmma, smallest, 2, s, type);
-    const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer buffers
-    split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / 2, 2, smallest.stages));
-    if (split_fits(split, s, gpu, type)) return split;
-    policy deep = with_tile(rung::wgmma, smallest, 1, s, type);
-    deep.stages = k_decode_stages;
-    if (deep.shared_bytes(type) > gpu.shared_per_block) deep.stages = smallest.stages;
-    return deep;
+/// A thin product on wgmma (M ≤ 256) streams W, and its time is W's bytes (how many SMs pull them,
+/// how much of it each keeps in flight) more than the tiles' area the wave model weighs. It takes
+/// 64-row ping-pong tiles, the narrowest (64, 128 or 256 columns) whose tiles fit one wave; their
+/// depth split in two where the doubled blocks still fit one wave (8 buffers, or as many as half
+/// the depth fills), else as many buffers as shared memory holds, 12 at most. Nothing where no such
+/// tile fits one wave: the wave model chooses. On the H200 (bench/results/2026-12-04-split,
+/// second, fourth and fifth), at N = K = 4096 and M = 1, 16, 64: 64 × 64 split 18.8–19.3 µs,
+/// unsplit 21.1–21.5 (8 buffers) and 19.5–19.8 (12), 64 × 128 split 24.1–24.7; at 8 × 5120 × 5120
+/// (80 tiles of 64 × 64): 12 buffers 23.4 µs, 8 27.8, 64 × 128 split 30.9; at 16 × 3072 × 768:
+/// split 9.9, 64 × 128 split 10.9; at 256 × 4096 × 4096 the fastest of 40 launches `kjit tune`
+/// tried was 64 × 128 in 8 buffers, 23.0 µs, where 128 × 128 split took 28.6.
+std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, config::dtype type) {
+    for (const int columns : {64, 128, 256}) {
+        const long long tiles = (s.m + 63) / 64 * ((s.n + columns - 1) / columns);
+        if (tiles > gpu.sm_count) continue;
+        const tile_choice tile{64, columns, true, 0, 0, 8, 0.0};
+        policy split = with_tile(rung::wgmma, tile, 2, s, type);
+        const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer
+        split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / 2, 2, tile.stages));
+        if (split_fits(split, s, gpu, type)) return split;
+        policy deep = with_tile(rung::wgmma, tile, 1, s, type);
+        deep.stages = k_thin_stages;
+        while (deep.stages > 2 && deep.shared_bytes(type) > gpu.shared_per_block) --deep.stages;
+        return deep;
+    }
+    return std::nullopt;
 }
 
-/// The policy where "auto": a decode step's, or the rung's large-shape policy with the tile and
+/// The policy where "auto": a thin product's, or the rung's large-shape policy with the tile and
 /// split the wave model chooses for `s` on `gpu`.
 policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config::dtype type) {
     if (kind == rung::simt) return large_shape_policy(kind);
-    if (kind == rung::wgmma && s.m <= 64) return decode_policy(s, gpu, type);
+    if (kind == rung::wgmma && s.m <= k_thin_rows)
+        if (const std::optional<policy> thin = thin_policy(s, gpu, type)) return *thin;
     const std::span<const tile_choice> tiles = kind == rung::wgmma ? std::span<const tile_choice>(k_wgmma_tiles) : k_mma_tiles;
     policy best = large_shape_policy(kind);
     double best_time = INFINITY;
