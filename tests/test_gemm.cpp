@@ -170,6 +170,13 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     const auto shallow_decode = policy_at(16, 3072, 768, "h200");  // GPT-2's up-projection, 12 tiles deep
     CHECK(shallow_decode.at("split_k") == 2);
     CHECK(shallow_decode.at("stages") == 6);  // each half's 6 tiles
+    // A thin product (M ≤ 256): the narrowest 64-row tile whose tiles fit one wave.
+    const auto thin = policy_at(256, 4096, 4096, "h200");  // 64 × 64 would make 256 tiles, 64 × 128 128
+    CHECK(thin.at("tile_m") == 64);
+    CHECK(thin.at("tile_n") == 128);
+    CHECK(thin.at("split_k") == 1);
+    CHECK(thin.at("stages") == 8);  // as many as shared memory holds beside C
+    CHECK(policy_at(256, 11008, 4096, "h200").at("tile_n") == 192);  // 64 × 256 would make 172: the wave model's
     CHECK(policy_at(512, 4096, 4096, "h200").at("split_k") == 1);  // 128 tiles of 128 × 128 fill the SMs
     CHECK(policy_at(4096, 768, 3072, "h200").at("tile_n") == 192);  // 128 tiles where 128 × 256 makes 96
     CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90
