@@ -2,9 +2,11 @@
 // counts and failures. Needs NVRTC (the runner compiles for real), not a GPU.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <sstream>
 
+#include "family/rows/policy.hpp"
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
 #include "report/table.hpp"
@@ -356,6 +358,13 @@ config::pipeline softmax(const std::string& fusion, long long rows = 5) {
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
     return family::load(doc);
 }
+/// p's row policy, changed by `change` after validation.
+std::shared_ptr<const family::rows::policy> with_row_policy(const config::pipeline& p,
+                                                            const std::function<void(family::rows::policy&)>& change) {
+    family::rows::policy changed = family::rows::policy_of(p);
+    change(changed);
+    return std::make_shared<const family::rows::policy>(changed);
+}
 }  // namespace
 
 TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separate verified row by row") {
@@ -372,7 +381,7 @@ TEST_CASE("row kernels: a block per row, rows and cols passed, fused and separat
     CHECK(fused.bytes_moved == 2.0 * 165 * 4);  // one read and one write of the matrix
 
     auto clustered = softmax("fused");
-    clustered.launch.cluster = 4;  // set after validation: the fake runs any plan
+    clustered.policy = with_row_policy(clustered, [](family::rows::policy& t) { t.cluster = 4; });  // the fake runs any plan
     f.run(clustered);
     CHECK(f.gpu.last_grid == 5 * 4);  // a cluster of blocks per row
 
@@ -395,13 +404,13 @@ TEST_CASE("row kernels: an online sum's buffer is bound after its max's; a strea
     CHECK(separate.bytes_moved == (165 + 5 + 5) * 4.0 + (165 + 5 + 165) * 4.0 + (165 + 5 + 165) * 4.0);
 
     auto streamed = softmax("fused");
-    streamed.launch.cache = config::launch_spec::row_cache::none;
+    streamed.policy = with_row_policy(streamed, [](family::rows::policy& t) { t.cache = family::rows::row_cache::none; });
     CHECK(f.run(streamed).bytes_moved == (3 + 1) * 165 * 4.0);  // max, sum and store each read the row
     streamed.stages[2].online_with = 0;
     CHECK(f.run(streamed).bytes_moved == (2 + 1) * 165 * 4.0);  // one read fewer
 
     auto in_shared = softmax("fused");
-    in_shared.launch.cache = config::launch_spec::row_cache::shared;
+    in_shared.policy = with_row_policy(in_shared, [](family::rows::policy& t) { t.cache = family::rows::row_cache::shared; });
     CHECK(f.run(in_shared).bytes_moved == 2 * 165 * 4.0);  // read once, into shared memory
     CHECK(f.gpu.last_launch.shared_bytes == 33 * 4);  // a row
 }

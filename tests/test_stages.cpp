@@ -2,6 +2,7 @@
 // activate's fn and formula choices, and the errors a user sees for each.
 #include "config/ops.hpp"
 #include "family/rows/geometry.hpp"
+#include "family/rows/policy.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;
@@ -265,7 +266,7 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
                                 "blocks × 32 elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or "
                                 "read it from memory in each pass with launch.row_cache \"none\"");
     long_rows["launch"].erase("cluster");  // "auto": a cluster of 4 blocks of 64 holds 4097
-    CHECK(parsed(long_rows).launch.cluster == 4);
+    CHECK(family::rows::policy_of(parsed(long_rows)).cluster == 4);
     CHECK(family::rows::row_items_per_thread(parsed(long_rows)) == 17);
     long_rows["n"] = 10;
     CHECK(failure(long_rows).find("t.json: n: give either \"n\" (1-D) or \"shape\": [rows, cols] (2-D), not both") == 0);
@@ -282,13 +283,13 @@ TEST_CASE("launch.row_cache \"none\": a row of any length, read from memory in e
     j["launch"] = {{"row_cache", "none"}};
     const auto p = parsed(j);
     CHECK(p.launch.block == 1024);  // "auto": the largest block, no cluster, when no block holds the row
-    CHECK(p.launch.cluster == 1);
+    CHECK(family::rows::policy_of(p).cluster == 1);
     CHECK(family::rows::row_items_per_thread(p) == 1024);  // 2^20 / 1024 threads
     CHECK(config::variant_label(p).find(" row-cache=none") != std::string::npos);
     j["shape"] = {2, 1024};
     CHECK(parsed(j).launch.block == 64);  // as for registers where a block would hold the row
     j["shape"] = {2, 65536};
-    CHECK(parsed(j).launch.cluster == 1);  // registers would take a cluster of 2
+    CHECK(family::rows::policy_of(parsed(j)).cluster == 1);  // registers would take a cluster of 2
 }
 
 TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, or its share in each block of a cluster, up to what a block may have") {
@@ -296,7 +297,7 @@ TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, or
     j["shape"] = {2, 40000};
     j["launch"] = {{"row_cache", "shared"}};
     const auto p = parsed(j);
-    CHECK(p.launch.cluster == 1);  // registers would take a cluster of 2
+    CHECK(family::rows::policy_of(p).cluster == 1);  // registers would take a cluster of 2
     CHECK(p.launch.block == 1024);
     CHECK(config::variant_label(p).find(" row-cache=shared") != std::string::npos);
     j["shape"] = {2, 60000};  // 240000 bytes of float32
@@ -402,7 +403,7 @@ TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" mak
     CHECK(failure(j) == "t.json: launch.grid: a grid that loops over the rows runs each row on one block, and this one "
                         "takes a cluster of 2 (65536 elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
     j["launch"]["row_cache"] = "none";
-    CHECK(parsed(j).launch.cluster == 1);
+    CHECK(family::rows::policy_of(parsed(j)).cluster == 1);
     j["shape"] = {2, 32768};  // 128 KiB a row of float32: one fits, two do not
     j["launch"]["row_cache"] = "shared";
     CHECK(failure(j) == "t.json: shape: two rows (this one and the next, as a block that loops over rows holds them) of "
@@ -422,7 +423,7 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
     j["launch"] = {{"row_cache", "values"}};  // "auto" would put this row in shared memory
     const auto p = parsed(j);
     CHECK(p.launch.block == 1024);
-    CHECK(p.launch.cluster == 4);  // float32 × 4 per vector: 32 elements a thread
+    CHECK(family::rows::policy_of(p).cluster == 4);  // float32 × 4 per vector: 32 elements a thread
     CHECK(family::rows::sum_depths(p).depth == 32 + 10 + 3);
     CHECK(config::variant_label(p).find(" cluster=4") != std::string::npos);
     j["launch"] = {{"cluster", 3}};
@@ -437,13 +438,13 @@ TEST_CASE("launch.cluster: rows longer than a block holds use a cluster; only ro
 
 TEST_CASE("launch.min_blocks_per_sm: 1..32 blocks whose threads an SM holds, for row kernels only; in the variant's label") {
     json j = softmax_config();
-    CHECK(parsed(j).launch.min_blocks_per_sm == 0);
+    CHECK(family::rows::policy_of(parsed(j)).min_blocks_per_sm == 0);
     j["launch"] = {{"block", 512}, {"row_cache", "shared"}, {"min_blocks_per_sm", 3}};
     const auto p = parsed(j);
-    CHECK(p.launch.min_blocks_per_sm == 3);
+    CHECK(family::rows::policy_of(p).min_blocks_per_sm == 3);
     CHECK(config::variant_label(p).find(" min-blocks=3") != std::string::npos);
     j["launch"]["min_blocks_per_sm"] = "auto";
-    CHECK(parsed(j).launch.min_blocks_per_sm == 0);
+    CHECK(family::rows::policy_of(parsed(j)).min_blocks_per_sm == 0);
     j["launch"]["min_blocks_per_sm"] = 0;
     CHECK(failure(j) == "t.json: launch.min_blocks_per_sm: expected an integer in 1..32, got 0");
     j["launch"]["min_blocks_per_sm"] = 5;
@@ -453,10 +454,10 @@ TEST_CASE("launch.min_blocks_per_sm: 1..32 blocks whose threads an SM holds, for
 
 TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant's label") {
     json j = softmax_config();
-    CHECK_FALSE(parsed(j).launch.streaming);
+    CHECK_FALSE(family::rows::policy_of(parsed(j)).streaming);
     j["launch"] = {{"streaming", true}};
     const auto p = parsed(j);
-    CHECK(p.launch.streaming);
+    CHECK(family::rows::policy_of(p).streaming);
     CHECK(config::variant_label(p).find(" streaming") != std::string::npos);
     j["launch"] = {{"streaming", "yes"}};
     CHECK(failure(j) == "t.json: launch.streaming: expected true or false, got \"yes\"");
@@ -469,7 +470,7 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     j["launch"] = {{"row_mapping", "warp"}};
     const auto p = parsed(j);
     CHECK(p.launch.block == 32);
-    CHECK(p.launch.cluster == 1);
+    CHECK(family::rows::policy_of(p).cluster == 1);
     CHECK(family::rows::row_items_per_thread(p) == 32);
     j["shape"] = {100, 1025};
     CHECK(failure(j) == "t.json: shape: a row of 1025 elements is longer than a warp holds (32 threads × 32 elements "
@@ -506,8 +507,8 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
         j["dtype"] = dtype;
         j["launch"] = launch;
         const auto p = parsed(j);
-        return std::string(config::to_string(p.launch.cache)) + " " + std::to_string(p.launch.block) +
-               (p.launch.streaming ? " streaming" : "") + (p.launch.cluster > 1 ? " cluster" : "");
+        return std::string(family::rows::to_string(family::rows::policy_of(p).cache)) + " " + std::to_string(p.launch.block) +
+               (family::rows::policy_of(p).streaming ? " streaming" : "") + (family::rows::policy_of(p).cluster > 1 ? " cluster" : "");
     };
     // In registers at 16 elements a thread, in the smallest block that holds the row so.
     CHECK(policy(8, "float32") == "values 64");
@@ -540,7 +541,7 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
         j["dtype"] = "bfloat16";
         j["compile"] = {{"target", "a100"}};
         const auto p = parsed(j);
-        return std::string(config::to_string(p.launch.cache)) + " " + std::to_string(p.launch.cluster);
+        return std::string(family::rows::to_string(family::rows::policy_of(p).cache)) + " " + std::to_string(family::rows::policy_of(p).cluster);
     };
     CHECK(on_a100(128256) == "none 1");
     CHECK(on_a100(32768) == "shared 1");
@@ -556,8 +557,8 @@ TEST_CASE("\"auto\" for a pipeline that computes from positions: 32 elements a t
         j["dtype"] = dtype;
         j["launch"] = launch;
         const auto p = parsed(j);
-        return std::string(p.launch.warp_per_row ? "warp " : "") + std::string(config::to_string(p.launch.cache)) + " " +
-               std::to_string(p.launch.block) + (p.launch.streaming ? " streaming" : "");
+        return std::string(family::rows::policy_of(p).warp_per_row ? "warp " : "") + std::string(family::rows::to_string(family::rows::policy_of(p).cache)) + " " +
+               std::to_string(p.launch.block) + (family::rows::policy_of(p).streaming ? " streaming" : "");
     };
     CHECK(policy(1024, "bfloat16") == "warp values 32");  // 16 items a thread unmasked, in blocks of 64
     CHECK(policy(1024, "float32") == "warp values 32");

@@ -121,39 +121,17 @@ struct row_shape {
 struct launch_spec {
     int block = 256;                ///< threads per block: a multiple of 32 in 32..1024
     bool block_auto = true;  ///< "auto" or not given: the family chooses
-    /// Row kernels: blocks per row, a thread-block cluster (sm_90 and newer) that shares its row
-    /// values through distributed shared memory. "auto": 1 where one block holds the row, or
-    /// where the row is not in registers (row_cache "none" or "shared").
-    int cluster = 1;
-    bool cluster_auto = true;
-    /// Row kernels: "row_mapping": "warp" runs each row on one warp (a block of 32) instead of a
-    /// block of launch.block threads: for short rows.
-    bool warp_per_row = false;
-    /// Row kernels: where a row waits between the passes over it (a reduce is a pass; so is the
-    /// store). "values" (the default): in registers, as the flowing values, each map applied once.
-    /// "inputs": in registers as loaded (for 16-bit storage, half the space), the maps applied
-    /// again wherever x is used. "none": nowhere: each pass reads the row from memory again (from
-    /// L2, mostly), applying the maps again; any row length, and few registers. "shared": in the
-    /// block's shared memory as loaded (copied there asynchronously, sm_80 and newer), the maps
-    /// applied again; up to rows::max_shared_row_bytes a block: a row, or with launch.cluster each
-    /// block's share of it.
-    enum class row_cache { values, inputs, none, shared } cache = row_cache::values;
     int vector_width = 0;           ///< elements per load: 1, 2, 4 or 8; 0 = auto until resolved
     /// Blocks to launch; nullopt = "auto": for elementwise kernels enough for one pass, at most
     /// what the device holds at once (a grid-stride loop does the rest); for row kernels one
     /// block (or cluster) per row. A row kernel given a grid loops: block b works on rows b,
-    /// b + grid, … (and with row_cache "shared" copies its next row while it works on this one).
+    /// b + grid, … (and with a row cached in shared memory copies its next row while it works on
+    /// this one).
     std::optional<long long> grid;
     /// "grid": "resident": as many blocks as the device holds at once (SMs × blocks per SM).
     bool grid_resident = false;
-    /// Row kernels: "streaming": true marks the row's loads from global memory and the result's
-    /// stores as touched once (ld/st.global.cs, cp.async.cg: evict first), so that what every row
-    /// reads again, the per-column inputs, stays in L1.
-    bool streaming = false;
-    /// Row kernels: "min_blocks_per_sm", the second argument of __launch_bounds__: the compiler
-    /// keeps registers few enough for this many blocks per SM (spilling if it must); 0 = not given.
-    int min_blocks_per_sm = 0;
-    /// The launch block as written, for keys only a family reads (a transpose's tile).
+    /// The launch block as written, for the keys a family reads itself (a row kernel's cluster,
+    /// a GEMM's tile).
     json_value given = json_value::object();
 };
 
@@ -352,7 +330,6 @@ using loader = std::function<pipeline(const document&)>;
 /// The scalar named `name`, or nullptr.
 [[nodiscard]] const scalar_param* find_scalar(const pipeline& p, std::string_view name);
 [[nodiscard]] std::string_view to_string(reduction v);
-[[nodiscard]] std::string_view to_string(launch_spec::row_cache v);
 /// "grid" as written: a number, "resident" or "auto".
 [[nodiscard]] json_value grid_value(const launch_spec& launch);
 /// e.g. "fused float32 tanh=builtin block=256 vec=4".

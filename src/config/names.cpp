@@ -141,16 +141,6 @@ std::string_view to_string(reduction v) {
     return "none";
 }
 
-std::string_view to_string(launch_spec::row_cache v) {
-    switch (v) {
-        case launch_spec::row_cache::values: return "values";
-        case launch_spec::row_cache::inputs: return "inputs";
-        case launch_spec::row_cache::none: return "none";
-        case launch_spec::row_cache::shared: return "shared";
-    }
-    return "values";
-}
-
 json_value grid_value(const launch_spec& launch) {
     return launch.grid ? json_value(*launch.grid) : launch.grid_resident ? json_value("resident") : json_value("auto");
 }
@@ -163,12 +153,7 @@ std::string variant_label(const pipeline& p) {
              " vec=" + std::to_string(p.launch.vector_width);
     if (p.launch.grid) label += " grid=" + std::to_string(*p.launch.grid);
     if (p.launch.grid_resident) label += " grid=resident";
-    if (p.launch.cluster > 1) label += " cluster=" + std::to_string(p.launch.cluster);
-    if (p.launch.warp_per_row) label += " warp-per-row";
-    if (p.launch.cache != launch_spec::row_cache::values) label += " row-cache=" + std::string(to_string(p.launch.cache));
-    if (p.launch.min_blocks_per_sm) label += " min-blocks=" + std::to_string(p.launch.min_blocks_per_sm);
-    if (p.launch.streaming) label += " streaming";
-    if (p.policy) label += p.policy->label();  // a family's own choices (a transpose's tile)
+    if (p.policy) label += p.policy->label();  // a family's own choices (a row cache, a tile)
     if (p.compile.fast_math) label += " fast-math";
     if (p.compile.tanh != tanh_spelling::automatic)
         label += p.compile.tanh == tanh_spelling::approx ? " approx-tanh" : " precise-tanh";

@@ -222,23 +222,6 @@ pipeline from_json(const document& doc) {
         for (const auto& item : launch->items()) given.push_back(item.key());
         object_reader l(*launch, "launch", src, given);
         p.launch.given = *launch;
-        // "auto" (or absent): a block per row, unless the row family chooses a warp (src/family/rows/policy.cpp)
-        p.launch.warp_per_row = l.choice<bool>("row_mapping", {{"auto", false}, {"block", false}, {"warp", true}}, false);
-        using cache = launch_spec::row_cache;
-        p.launch.cache = l.choice<cache>(
-            "row_cache",
-            {{"auto", cache::values}, {"values", cache::values}, {"inputs", cache::inputs}, {"none", cache::none}, {"shared", cache::shared}},
-            cache::values);  // "auto" (or absent): the row family chooses (src/family/rows/policy.cpp)
-        if (const json* streaming = l.find("streaming"); !(streaming && streaming->is_string() && *streaming == "auto"))
-            p.launch.streaming = l.boolean("streaming", false);
-        if (const json* least = l.find("min_blocks_per_sm"); least && !(least->is_string() && *least == "auto"))
-            p.launch.min_blocks_per_sm = static_cast<int>(l.integer("min_blocks_per_sm", 1, 32, std::nullopt));
-        if (const json* cluster = l.find("cluster"); cluster && !(cluster->is_string() && *cluster == "auto")) {
-            if (!cluster->is_number_integer() || !(*cluster == 1 || *cluster == 2 || *cluster == 4 || *cluster == 8))
-                l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + shown(*cluster));
-            p.launch.cluster = cluster->get<int>();
-            p.launch.cluster_auto = false;
-        }
         if (const json* block = l.find("block"); block && !(block->is_string() && *block == "auto")) {
             p.launch.block = static_cast<int>(l.integer("block", 32, 1024, 256));
             if (p.launch.block % 32 != 0)

@@ -1,12 +1,14 @@
 // The row family's policy: every "auto" of a row pipeline's launch resolved once (vector width,
 // block, cluster), the combinations that cannot work refused with one line, the online sums
 // paired with their maxes; and the geometry that follows from it (geometry.hpp).
+#include "family/rows/policy.hpp"
+
 #include <algorithm>
 
+#include "config/reader.hpp"
 #include "expr/expr.hpp"
 #include "expr/functions.hpp"
 #include "family/rows/geometry.hpp"
-#include "family/rows/rows.hpp"
 #include "util/error.hpp"
 
 namespace kjit::family::rows {
@@ -74,6 +76,31 @@ bool is_auto(const pipeline& p, const char* key) {
     return it == p.launch.given.end() || (it->is_string() && *it == "auto");
 }
 
+/// The policy's keys as the launch block gives them; "auto" (or absent) leaves the default, which
+/// choose_row_cache and choose_row_launch may change.
+policy given_policy(const pipeline& p, const std::string& source) {
+    const config::detail::object_reader l(p.launch.given, "launch", source, launch_keys());
+    policy given;
+    given.warp_per_row = l.choice<bool>("row_mapping", {{"auto", false}, {"block", false}, {"warp", true}}, false);
+    given.cache = l.choice<row_cache>("row_cache",
+                                      {{"auto", row_cache::values},
+                                       {"values", row_cache::values},
+                                       {"inputs", row_cache::inputs},
+                                       {"none", row_cache::none},
+                                       {"shared", row_cache::shared}},
+                                      row_cache::values);
+    if (!is_auto(p, "streaming")) given.streaming = l.boolean("streaming", false);
+    if (!is_auto(p, "min_blocks_per_sm"))
+        given.min_blocks_per_sm = static_cast<int>(l.integer("min_blocks_per_sm", 1, 32, std::nullopt));
+    if (!is_auto(p, "cluster")) {
+        const config::json_value& cluster = p.launch.given.at("cluster");
+        if (!cluster.is_number_integer() || !(cluster == 1 || cluster == 2 || cluster == 4 || cluster == 8))
+            l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + config::detail::shown(cluster));
+        given.cluster = cluster.get<int>();
+    }
+    return given;
+}
+
 /// True when a stage computes from the element's position (a mask such as `col > row`).
 bool uses_positions(const pipeline& p) {
     expr::used_names used;
@@ -94,18 +121,18 @@ bool uses_positions(const pipeline& p) {
 /// A pipeline that computes from positions does work per element that a copy does not (the
 /// causal mask's compare and select): where its row stays in registers it takes
 /// k_positional_row_items elements a thread, on one warp per row where a warp holds the row so.
-void choose_row_cache(pipeline& p) {
-    using cache = config::launch_spec::row_cache;
-    if (!is_auto(p, "row_cache") || p.launch.warp_per_row) return;
+void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
+    using cache = row_cache;
+    if (!is_auto(p, "row_cache") || chosen.warp_per_row) return;
     const long long cols = p.shape->cols, width = p.launch.vector_width;
     const auto items_at = [&](long long block) { return (cols / width + block - 1) / block * width; };
     const long long held = p.launch.block_auto ? 1024 : p.launch.block;
     if (items_at(held) <= (p.launch.block_auto ? k_auto_row_items : k_max_row_items)) {
         if (p.launch.block_auto) {
             const bool positional = uses_positions(p);
-            if (positional && is_auto(p, "row_mapping") && p.launch.cluster_auto && !rows_loop(p) &&
+            if (positional && is_auto(p, "row_mapping") && cluster_auto && !rows_loop(p) &&
                 items_at(32) <= k_positional_row_items) {
-                p.launch.warp_per_row = true;
+                chosen.warp_per_row = true;
                 return;  // "values", on a warp per row
             }
             const int items = positional ? k_positional_row_items : k_auto_row_items;
@@ -116,55 +143,55 @@ void choose_row_cache(pipeline& p) {
         }
         return;  // "values"
     }
-    p.launch.cache = config::compiled_arch(p) >= 80 ? cache::shared : cache::none;
+    chosen.cache = config::compiled_arch(p) >= 80 ? cache::shared : cache::none;
     if (p.launch.block_auto) {
         int block = 64;
         while (block < 1024 && block * k_auto_shared_bytes_per_thread < row_bytes(p)) block *= 2;
         p.launch.block = block;
         p.launch.block_auto = false;
     }
-    const bool clusters = p.launch.cluster_auto && !rows_loop(p) && config::compiled_arch(p) >= 90;
-    if (p.launch.cache == cache::shared && shared_bytes(p) > max_shared_row_bytes(p) && clusters && is_auto(p, "cluster")) {
-        p.launch.cluster = 8;  // an eighth of the row a block, if that fits
+    const bool clusters = cluster_auto && !rows_loop(p) && config::compiled_arch(p) >= 90;
+    if (chosen.cache == cache::shared && shared_bytes(p) > max_shared_row_bytes(p) && clusters && is_auto(p, "cluster")) {
+        chosen.cluster = 8;  // an eighth of the row a block, if that fits
         if (is_auto(p, "block")) p.launch.block = 128;
         if (shared_bytes(p) <= max_shared_row_bytes(p)) {
-            p.launch.cluster_auto = false;
+            cluster_auto = false;
         } else {
-            p.launch.cluster = 1;
+            chosen.cluster = 1;
         }
     }
-    if (p.launch.cache == cache::shared && (shared_bytes(p) > max_shared_row_bytes(p) || !is_auto(p, "cluster"))) {
-        p.launch.cache = cache::none;
+    if (chosen.cache == cache::shared && (shared_bytes(p) > max_shared_row_bytes(p) || !is_auto(p, "cluster"))) {
+        chosen.cache = cache::none;
         if (is_auto(p, "block")) p.launch.block = 1024;
         if (clusters) {
-            p.launch.cluster = 8;
-            p.launch.cluster_auto = false;
+            chosen.cluster = 8;
+            cluster_auto = false;
         }
     }
-    if (is_auto(p, "streaming")) p.launch.streaming = true;
+    if (is_auto(p, "streaming")) chosen.streaming = true;
 }
 
 /// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
 /// row before clusters, smaller blocks first. Many small blocks per SM overlap one row's loads
 /// with another's reductions and stores, and each thread's loads are all in flight at once: on
 /// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
-void choose_row_launch(pipeline& p, const failer& fail) {
-    using cache = config::launch_spec::row_cache;
+void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
+    using cache = row_cache;
     const bool in_registers = row_in_registers(p);
-    if (p.launch.cache == cache::shared) {
+    if (chosen.cache == cache::shared) {
         if (p.compile.arch && *p.compile.arch < 80)
             fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
                                   std::to_string(*p.compile.arch));
     }
-    if (p.launch.warp_per_row) {
+    if (chosen.warp_per_row) {
         if (!p.launch.block_auto && p.launch.block != 32)
             fail("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
                                           std::to_string(p.launch.block));
-        if (!p.launch.cluster_auto && p.launch.cluster != 1)
+        if (!cluster_auto && chosen.cluster != 1)
             fail("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
-                                            std::to_string(p.launch.cluster));
+                                            std::to_string(chosen.cluster));
         p.launch.block = 32;
-        p.launch.cluster = 1;
+        chosen.cluster = 1;
         if (in_registers && row_items_per_thread(p) > k_max_row_items)
             fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
                                 std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
@@ -173,12 +200,12 @@ void choose_row_launch(pipeline& p, const failer& fail) {
     const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
                                                         : std::vector<int>{p.launch.block};
     // A row not in registers needs no cluster to hold it.
-    const std::vector<int> clusters = !p.launch.cluster_auto ? std::vector<int>{p.launch.cluster}
+    const std::vector<int> clusters = !cluster_auto ? std::vector<int>{chosen.cluster}
                                       : in_registers         ? std::vector<int>{1, 2, 4, 8}
                                                              : std::vector<int>{1};
     const auto fits = [&](int block, int cluster) {
         p.launch.block = block;
-        p.launch.cluster = cluster;
+        chosen.cluster = cluster;
         return row_items_per_thread(p) <= k_max_row_items;
     };
     const bool found = [&] {
@@ -191,14 +218,14 @@ void choose_row_launch(pipeline& p, const failer& fail) {
         p.launch.block = blocks.back();
     else if (!found)
         fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a row kernel holds: " +
-                            std::to_string(p.launch.block) + " threads × " + std::to_string(p.launch.cluster) +
+                            std::to_string(p.launch.block) + " threads × " + std::to_string(chosen.cluster) +
                             " blocks × " + std::to_string(k_max_row_items) +
                             " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or read it "
                             "from memory in each pass with launch.row_cache \"none\"");
-    if (p.launch.cache == cache::shared) {
+    if (chosen.cache == cache::shared) {
         // A block that loops over rows holds two: the next is copied while this one is worked on.
         const long long share = row_bytes_per_block(p);
-        const std::string what = p.launch.cluster > 1 ? "a block's share (" + std::to_string(share) + " bytes) of a row is" :
+        const std::string what = chosen.cluster > 1 ? "a block's share (" + std::to_string(share) + " bytes) of a row is" :
                                  rows_loop(p) ? "two rows (this one and the next, as a block that loops over rows holds "
                                                 "them) of " + std::to_string(share) + " bytes are"
                                               : "a row of " + std::to_string(share) + " bytes is";
@@ -207,22 +234,22 @@ void choose_row_launch(pipeline& p, const failer& fail) {
                                 std::to_string(max_shared_row_bytes(p)) + " bytes of a block's shared memory); use \"none\"" +
                                 (rows_loop(p) ? " or launch.grid \"auto\"" : ", or spread the row over a launch.cluster"));
     }
-    if (p.shape->rows > ((1LL << 31) - 1) / p.launch.cluster)
-        fail("shape", "expected at most (2^31 − 1) / " + std::to_string(p.launch.cluster) +
+    if (p.shape->rows > ((1LL << 31) - 1) / chosen.cluster)
+        fail("shape", "expected at most (2^31 − 1) / " + std::to_string(chosen.cluster) +
                             " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
-    if (rows_loop(p) && p.launch.cluster > 1)
+    if (rows_loop(p) && chosen.cluster > 1)
         fail("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
-                                     std::to_string(p.launch.cluster) +
+                                     std::to_string(chosen.cluster) +
                                      (in_registers ? " (" + std::to_string(p.shape->cols) +
                                                          " elements in registers); use launch.grid \"auto\", or row_cache "
                                                          "\"none\" or \"shared\""
                                                    : "; use launch.grid \"auto\", or launch.cluster 1"));
-    if (p.launch.min_blocks_per_sm * p.launch.block > config::k_max_threads_per_sm)
-        fail("launch.min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm) + " blocks of " +
+    if (chosen.min_blocks_per_sm * p.launch.block > config::k_max_threads_per_sm)
+        fail("launch.min_blocks_per_sm", std::to_string(chosen.min_blocks_per_sm) + " blocks of " +
                                                   std::to_string(p.launch.block) + " threads are more than the " +
                                                   std::to_string(config::k_max_threads_per_sm) + " threads an SM holds");
-    if (p.launch.cluster > 1 && p.compile.arch && *p.compile.arch < 90)
-        fail("compile", "launch.cluster " + std::to_string(p.launch.cluster) +
+    if (chosen.cluster > 1 && p.compile.arch && *p.compile.arch < 90)
+        fail("compile", "launch.cluster " + std::to_string(chosen.cluster) +
                               " needs thread-block clusters: sm_90 or newer, and compile.arch is sm_" +
                               std::to_string(*p.compile.arch));
 }
@@ -242,44 +269,86 @@ bool rows_loop(const pipeline& p) { return p.launch.grid || p.launch.grid_reside
 long long row_bytes(const pipeline& p) { return p.shape->cols * static_cast<long long>(config::element_size(p.type)); }
 
 long long row_bytes_per_block(const pipeline& p) {
-    if (p.launch.cluster == 1) return row_bytes(p);
+    if (policy_of(p).cluster == 1) return row_bytes(p);
     const long long width = p.launch.vector_width, vectors = p.shape->cols / width;
-    const long long stride = static_cast<long long>(p.launch.block) * p.launch.cluster;
+    const long long stride = static_cast<long long>(p.launch.block) * policy_of(p).cluster;
     return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(config::element_size(p.type));
 }
 
 long long row_items_per_thread(const pipeline& p) {
     const long long width = p.launch.vector_width, vectors = p.shape->cols / width;
-    const long long threads = static_cast<long long>(p.launch.block) * p.launch.cluster;
+    const long long threads = static_cast<long long>(p.launch.block) * policy_of(p).cluster;
     return (vectors + threads - 1) / threads * width;
 }
 
 bool row_in_registers(const pipeline& p) {
-    using cache = config::launch_spec::row_cache;
-    return p.launch.cache == cache::values || p.launch.cache == cache::inputs;
+    using cache = row_cache;
+    return policy_of(p).cache == cache::values || policy_of(p).cache == cache::inputs;
 }
 
-bool may_skip_reads(const pipeline& p) { return row_in_registers(p) && !rows_loop(p) && !p.launch.warp_per_row; }
+bool may_skip_reads(const pipeline& p) { return row_in_registers(p) && !rows_loop(p) && !policy_of(p).warp_per_row; }
 
 std::size_t max_shared_row_bytes(const pipeline& p) {
     return p.target.shared_per_block - k_reduction_shared_bytes;
 }
 
 std::size_t shared_bytes(const pipeline& p) {
-    if (p.launch.cache != config::launch_spec::row_cache::shared) return 0;
+    if (policy_of(p).cache != row_cache::shared) return 0;
     return static_cast<std::size_t>(row_bytes_per_block(p) * (rows_loop(p) ? 2 : 1));
 }
 
 reference::row_sums sum_depths(const pipeline& p) {
-    const long long depth = row_items_per_thread(p) + 2 * k_warp_levels + p.launch.cluster - 1;
+    const long long depth = row_items_per_thread(p) + 2 * k_warp_levels + policy_of(p).cluster - 1;
     return {depth, 5 * depth};
+}
+
+std::string_view to_string(row_cache c) {
+    switch (c) {
+        case row_cache::values: return "values";
+        case row_cache::inputs: return "inputs";
+        case row_cache::none: return "none";
+        case row_cache::shared: return "shared";
+    }
+    return "values";
+}
+
+config::json_value policy::columns() const {
+    return {{"cluster", cluster},
+            {"row_mapping", warp_per_row ? "warp" : "block"},
+            {"row_cache", to_string(cache)},
+            {"streaming", streaming},
+            {"min_blocks_per_sm", min_blocks_per_sm ? config::json_value(min_blocks_per_sm) : config::json_value("auto")}};
+}
+
+std::string policy::label() const {
+    std::string text;
+    if (cluster > 1) text += " cluster=" + std::to_string(cluster);
+    if (warp_per_row) text += " warp-per-row";
+    if (cache != row_cache::values) text += " row-cache=" + std::string(to_string(cache));
+    if (min_blocks_per_sm) text += " min-blocks=" + std::to_string(min_blocks_per_sm);
+    if (streaming) text += " streaming";
+    return text;
+}
+
+std::vector<std::string> launch_keys() {
+    return {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache", "streaming", "min_blocks_per_sm"};
+}
+
+const policy& policy_of(const pipeline& p) {
+    const auto* resolved = dynamic_cast<const policy*>(p.policy.get());
+    if (!resolved) throw std::logic_error("rows::policy_of: the pipeline was not resolved by the row family");
+    return *resolved;
 }
 
 void resolve_policy(pipeline& p, const std::string& source) {
     const failer fail{source};
     p.launch.vector_width = row_vector_width(p);
-    choose_row_cache(p);
-    choose_row_launch(p, fail);
+    // The policy the geometry reads while the launch is chosen, and the pipeline carries after.
+    const auto chosen = std::make_shared<policy>(given_policy(p, source));
+    p.policy = chosen;
+    bool cluster_auto = is_auto(p, "cluster");
+    choose_row_cache(p, *chosen, cluster_auto);
+    choose_row_launch(p, *chosen, cluster_auto, fail);
     pair_online_sums(p, fail);
 }
 

@@ -6,6 +6,7 @@
 #include "family/checks.hpp"
 #include "family/rows/element_calls.hpp"
 #include "family/rows/geometry.hpp"
+#include "family/rows/policy.hpp"
 #include "family/stage_chain.hpp"
 
 namespace kjit::family {
@@ -13,7 +14,7 @@ namespace {
 
 namespace mu = codegen::mu;
 using config::pipeline;
-using cache = config::launch_spec::row_cache;
+using cache = rows::row_cache;
 using result_kind = chain_kernel::result;
 
 /// The indent of the template's lines that compute an element (in the loops over a thread's
@@ -26,7 +27,7 @@ std::string row_value_name(const config::stage& s) { return s.as.empty() ? "kjit
 /// How many times a kernel reads its arrays: with row_cache "none" once per pass over the row
 /// (each reduce, an online max and sum together, and the store of a result per element).
 int passes_of(const pipeline& p, const chain_kernel& k) {
-    if (p.launch.cache != cache::none) return 1;
+    if (rows::policy_of(p).cache != cache::none) return 1;
     const auto reduces = std::count_if(k.stages.begin(), k.stages.end(), [&](std::size_t i) {
         return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
     });
@@ -105,7 +106,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     // x[], and each pass loads the row again. In those, each use of x applies the maps before
     // it again. With "shared", the passes load the row from shared memory instead, as "none"
     // does from global memory.
-    const bool keep_inputs = p.launch.cache == cache::inputs && !k.first_value.empty();
+    const bool keep_inputs = rows::policy_of(p).cache == cache::inputs && !k.first_value.empty();
     item.set("in_shared", codegen::flag(in_shared));
     item.set("prefetched", codegen::flag(prefetched));
     // The row's vector loaded in each pass over it, where the row is not kept in registers.
@@ -212,15 +213,16 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
 /// rows::unread_where.
 void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector<expr::tree>& unread, mu::data& data) {
     const int width = p.launch.vector_width;
+    const rows::policy& chosen = rows::policy_of(p);
     const long long items = rows::row_items_per_thread(p);
     data.set("block", std::to_string(p.launch.block));
-    if (p.launch.min_blocks_per_sm) data.set("min_blocks_per_sm", std::to_string(p.launch.min_blocks_per_sm));
-    data.set("launch_bounds", p.launch.min_blocks_per_sm ? "kjit_block, kjit_min_blocks_per_sm" : "kjit_block");
+    if (chosen.min_blocks_per_sm) data.set("min_blocks_per_sm", std::to_string(chosen.min_blocks_per_sm));
+    data.set("launch_bounds", chosen.min_blocks_per_sm ? "kjit_block, kjit_min_blocks_per_sm" : "kjit_block");
     data.set("items", std::to_string(items));
     data.set("vectors_per_thread", std::to_string(items / width));
-    data.set("cluster", std::to_string(p.launch.cluster));
-    data.set("clustered", codegen::flag(p.launch.cluster > 1));
-    data.set("row_stride", std::to_string(p.launch.block * p.launch.cluster));
+    data.set("cluster", std::to_string(chosen.cluster));
+    data.set("clustered", codegen::flag(chosen.cluster > 1));
+    data.set("row_stride", std::to_string(p.launch.block * chosen.cluster));
     data.set("loops", codegen::flag(rows::rows_loop(p)));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
     const bool f64 = config::computes_in_double(p.type);
@@ -230,16 +232,16 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     // exp as the stages spell it, for the online sum's rescaling.
     const expr::function_info& exp = *expr::find_function("exp");
     data.set("exp", std::string(f64 ? exp.cuda_double : p.compile.fast_math ? exp.cuda_fast : exp.cuda_float));
-    data.set("shared_rows", codegen::flag(p.launch.cache == cache::shared));
+    data.set("shared_rows", codegen::flag(chosen.cache == cache::shared));
     // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
     const int vector_bytes = width * static_cast<int>(config::element_size(p.type));
     const bool copy_async = vector_bytes >= 4;
     data.set("copy_async", codegen::flag(copy_async));
-    data.set("streaming", codegen::flag(p.launch.streaming));
+    data.set("streaming", codegen::flag(chosen.streaming));
     const bool reads_unless = std::any_of(unread.begin(), unread.end(), [](const expr::tree& t) { return t != nullptr; });
     data.set("reads_unless", codegen::flag(reads_unless));
-    data.set("in_words", codegen::flag(p.launch.streaming || reads_unless));
-    data.set("copy_level", p.launch.streaming && vector_bytes == 16 ? "cg" : "ca");
+    data.set("in_words", codegen::flag(chosen.streaming || reads_unless));
+    data.set("copy_level", chosen.streaming && vector_bytes == 16 ? "cg" : "ca");
     // __ldcs and __stcs take a built-in type, and a skipped load is chosen by whole words: a
     // vector is moved as words of up to 16 bytes.
     const int word_bytes = std::min(vector_bytes, 16);
@@ -268,7 +270,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     bool reads_row = false;
     for (std::size_t i = 0; i < chain.kernels.size(); ++i)
         reads_row = reads_row || (!chain.kernels[i].first_value.empty() && !unread[i]);
-    const bool copies_through_registers = p.launch.cache == cache::shared && !copy_async;
+    const bool copies_through_registers = chosen.cache == cache::shared && !copy_async;
     data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
     data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
                  return k.output == result_kind::elements;
@@ -287,9 +289,7 @@ public:
                !any([](const config::stage& s) { return s.family_op; });
     }
 
-    std::vector<std::string> launch_keys() const override {
-        return {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache", "streaming", "min_blocks_per_sm"};
-    }
+    std::vector<std::string> launch_keys() const override { return rows::launch_keys(); }
 
     void resolve(pipeline& p, const std::string& source) const override {
         refuse_shaped_inputs(p, source);
@@ -308,16 +308,13 @@ public:
                    {"launch.block", {32, 64, 128, 256, 512, 1024}}}}}};
     }
 
+    /// The launch every family has (block, vector width, grid), and the row policy's own.
     config::json_value policy(const pipeline& p) const override {
-        return {{"block", p.launch.block},
-                {"vector_width", p.launch.vector_width},
-                {"grid", config::grid_value(p.launch)},
-                {"cluster", p.launch.cluster},
-                {"row_mapping", p.launch.warp_per_row ? "warp" : "block"},
-                {"row_cache", config::to_string(p.launch.cache)},
-                {"streaming", p.launch.streaming},
-                {"min_blocks_per_sm", p.launch.min_blocks_per_sm ? config::json_value(p.launch.min_blocks_per_sm)
-                                                                 : config::json_value("auto")}};
+        config::json_value columns = rows::policy_of(p).columns();
+        columns["block"] = p.launch.block;
+        columns["vector_width"] = p.launch.vector_width;
+        columns["grid"] = config::grid_value(p.launch);
+        return columns;
     }
 
     program plan(const pipeline& p, const codegen::template_set& templates) const override {
@@ -335,7 +332,7 @@ public:
             if (p.launch.grid) {
                 planned.grid.x = std::min(*p.launch.grid, p.shape->rows);
             } else {
-                planned.grid.x = p.launch.grid_resident ? p.shape->rows : p.shape->rows * p.launch.cluster;
+                planned.grid.x = p.launch.grid_resident ? p.shape->rows : p.shape->rows * rows::policy_of(p).cluster;
                 if (p.launch.grid_resident) planned.resident = resident_rule::at_most;
             }
             if (!k.first_value.empty()) planned.shared_bytes = rows::shared_bytes(p);

@@ -5,9 +5,4 @@
 
 namespace kjit::family {
 [[nodiscard]] const family& rows_family();
-
-namespace rows {
-/// Resolves p's launch (policy.cpp): vector width, block, cluster; pairs online sums.
-void resolve_policy(config::pipeline& p, const std::string& source);
-}  // namespace rows
 }  // namespace kjit::family
