@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -216,6 +217,15 @@ struct pipeline {
     std::optional<tolerance> tol;  ///< nullopt = the default for dtype, formula and fast-math
     std::uint64_t seed = 1;
 };
+
+/// The policy `p`'s family resolved, as that family's own type; `family` names it in the logic
+/// error a pipeline that another family resolved is.
+template <class Policy>
+[[nodiscard]] const Policy& policy_as(const pipeline& p, std::string_view family) {
+    const auto* resolved = dynamic_cast<const Policy*>(p.policy.get());
+    if (!resolved) throw std::logic_error(std::string(family) + ": the pipeline was not resolved by this family");
+    return *resolved;
+}
 
 /// Where a document came from, for error messages: a file path or "<embedded hidden_layer.json>";
 /// and the folder its relative input paths resolve against, whatever `source` says (a sweep

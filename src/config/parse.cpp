@@ -222,13 +222,13 @@ pipeline from_json(const document& doc) {
         for (const auto& item : launch->items()) given.push_back(item.key());
         object_reader l(*launch, "launch", src, given);
         p.launch.given = *launch;
-        if (const json* block = l.find("block"); block && !(block->is_string() && *block == "auto")) {
+        if (!l.leaves_auto("block")) {
             p.launch.block = static_cast<int>(l.integer("block", 32, 1024, 256));
             if (p.launch.block % 32 != 0)
                 l.fail("block", "expected a multiple of 32 in 32..1024 or \"auto\", got " + std::to_string(p.launch.block));
             p.launch.block_auto = false;
         }
-        if (const json* width = l.find("vector_width"); width && !(width->is_string() && *width == "auto")) {
+        if (const json* width = l.find("vector_width"); !l.leaves_auto("vector_width")) {
             // At most 32 bytes travel together (two 16-byte loads), and at most 8 elements.
             const int widest = std::min(8, static_cast<int>(32 / element_size(p.type)));
             std::string allowed;
@@ -240,7 +240,7 @@ pipeline from_json(const document& doc) {
         }
         if (const json* grid = l.find("grid"); grid && grid->is_string() && *grid == "resident")
             p.launch.grid_resident = true;
-        else if (grid && !(grid->is_string() && *grid == "auto")) {
+        else if (!l.leaves_auto("grid")) {
             if (!grid->is_number_integer())
                 l.fail("grid", "expected a number of blocks, \"auto\" or \"resident\", got " + shown(*grid));
             p.launch.grid = l.integer("grid", 1, (1LL << 31) - 1, std::nullopt);

@@ -35,6 +35,12 @@ inline std::string quoted_list(const std::vector<std::string>& names) {
     return text;
 }
 
+/// True where `key` of `object` leaves the choice to kjit: absent, or "auto".
+inline bool leaves_auto(const json& object, const std::string& key) {
+    const auto it = object.find(key);
+    return it == object.end() || (it->is_string() && *it == "auto");
+}
+
 /// A JSON object being read: remembers its key path and which keys were used, so that unknown
 /// keys are reported with the list of allowed ones.
 class object_reader {
@@ -62,6 +68,8 @@ public:
         const auto it = m_value.find(key);
         return it == m_value.end() ? nullptr : &*it;
     }
+    /// True where `key` leaves the choice to kjit: absent, or "auto".
+    [[nodiscard]] bool leaves_auto(const std::string& key) const { return detail::leaves_auto(m_value, key); }
     [[nodiscard]] const json& require(const std::string& key, const std::string& what) const {
         const json* value = find(key);
         if (value == nullptr) fail(key, "missing; expected " + what);

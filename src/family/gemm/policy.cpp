@@ -317,10 +317,7 @@ std::vector<std::string> launch_keys() {
 void resolve(pipeline& p, const std::string& source) {
     check_stages(p, source);
     object_reader l(p.launch.given, "launch", source, launch_keys());
-    const auto given = [&](const char* key) {
-        const auto* value = l.find(key);
-        return value != nullptr && !(value->is_string() && *value == "auto");
-    };
+    const auto given = [&](const char* key) { return !l.leaves_auto(key); };
     const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
                                                      std::nullopt)
                                     : auto_rung(p);
@@ -436,9 +433,7 @@ std::string policy::label() const {
 }
 
 const policy& policy_of(const pipeline& p) {
-    const auto* resolved = dynamic_cast<const policy*>(p.policy.get());
-    if (!resolved) throw std::logic_error("gemm::policy_of: the pipeline was not resolved by the gemm family");
-    return *resolved;
+    return config::policy_as<policy>(p, "gemm");
 }
 
 }  // namespace kjit::family::gemm

@@ -71,10 +71,7 @@ void pair_online_sums(pipeline& p, const failer& fail) {
 }
 
 /// True when the launch block leaves `key` to the family: absent or "auto".
-bool is_auto(const pipeline& p, const char* key) {
-    const auto it = p.launch.given.find(key);
-    return it == p.launch.given.end() || (it->is_string() && *it == "auto");
-}
+bool is_auto(const pipeline& p, const char* key) { return config::detail::leaves_auto(p.launch.given, key); }
 
 /// The policy's keys as the launch block gives them; "auto" (or absent) leaves the default, which
 /// choose_row_cache and choose_row_launch may change.
@@ -335,9 +332,7 @@ std::vector<std::string> launch_keys() {
 }
 
 const policy& policy_of(const pipeline& p) {
-    const auto* resolved = dynamic_cast<const policy*>(p.policy.get());
-    if (!resolved) throw std::logic_error("rows::policy_of: the pipeline was not resolved by the row family");
-    return *resolved;
+    return config::policy_as<policy>(p, "rows");
 }
 
 void resolve_policy(pipeline& p, const std::string& source) {

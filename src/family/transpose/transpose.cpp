@@ -52,9 +52,7 @@ struct tile_policy final : config::launch_policy {
 };
 
 const tile_policy& policy_of(const pipeline& p) {
-    const auto* resolved = dynamic_cast<const tile_policy*>(p.policy.get());
-    if (!resolved) throw std::logic_error("transpose: the pipeline was not resolved by the transpose family");
-    return *resolved;
+    return config::policy_as<tile_policy>(p, "transpose");
 }
 
 std::size_t transpose_stage(const pipeline& p) {
@@ -112,10 +110,7 @@ public:
                                    "where an element has one before it and another after");
         }
         config::detail::object_reader l(p.launch.given, "launch", source, launch_keys());
-        const auto is_auto = [&](const char* key) {
-            const auto* value = l.find(key);
-            return value == nullptr || (value->is_string() && *value == "auto");
-        };
+        const auto is_auto = [&](const char* key) { return l.leaves_auto(key); };
         const auto_policy fallback = auto_policy_for(config::element_size(p.type));
         const int tile = is_auto("tile") ? fallback.tile : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
         if (tile != 16 && tile != 32 && tile != 64) l.fail("tile", "expected 16, 32, 64 or \"auto\", got " + std::to_string(tile));
