@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 40, the split's seventh call: the launches near the wave model's choice where it is short
 # of cuBLAS (GPT-2's down-projection, 4096 × 768 × 3072; LLaMA's up-projection at 256 tokens,
-# 256 × 11008 × 4096): tile orders, clusters, other tiles; beside cuBLAS / cuBLASLt.
+# 256 × 11008 × 4096): tile orders, clusters, other tiles; beside cuBLAS / cuBLASLt. First, every
+# shipped config, after the row family's policy became typed.
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT/logs"
@@ -10,6 +11,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu 
   cmake --build build-gpu --target kjit -j "$(nproc)"; } > "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
 kjit=$PWD/build-gpu/kjit
 export KJIT_CACHE_DIR=/tmp/kjit-cache
+# Every shipped config that runs (sweeps and tunes aside), after the row family's policy became typed.
+for cfg in configs/*.json; do
+    case "$cfg" in *sweep_*|*tune_*) continue ;; esac
+    timeout 60 "$kjit" run "$cfg" --set measure.repeat=5 --set measure.max_ms=20 --skip-ceiling > "$OUT/logs/$(basename "$cfg" .json).log" 2>&1
+    echo "$(basename "$cfg"): exit $? $(grep -o 'check    [A-Z]*' "$OUT/logs/$(basename "$cfg" .json).log" | tr '\n' ' ')"
+done
 # One case, one launch: M K N tag launch-json
 product() {
     local m=$1 k=$2 n=$3 tag=$4 launch=$5
