@@ -248,6 +248,12 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(split.kernels[0].args[0].map == family::tensor_map{family::tensor_map::element::bfloat16, 16, 4096, 16, 64});
     j["launch"]["cluster_m"] = 2;
     CHECK(failure(j).find("launch.split_k: a cluster either shares B's tiles (cluster_m) or splits the depth") != std::string::npos);
+    // Buffers not given are as many of the rule's as fit beside the partial tiles.
+    json wide = gemm_config(16, 4096, 4096, "bfloat16");
+    wide["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"split_k", 2}};
+    CHECK(family::family_of(parsed(wide)).policy(parsed(wide)).at("stages") == 2);  // 3, the large-shape launch's, need 241 KiB
+    wide["launch"]["stages"] = 3;  // given: refused, not changed
+    CHECK(failure(wide).find("launch.stages: a block of 64 × 192 × 64 in 3 buffers needs") != std::string::npos);
     j["launch"].erase("cluster_m");
     j["shape"] = {16, 48};
     j["inputs"]["w"]["shape"] = {48, 4096};

@@ -510,6 +510,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
                                  ((cols + kjit_tile_n - 1) / kjit_tile_n);
     const int kjit_rank = blockIdx.x % kjit_cluster;
     const long long kjit_clusters = gridDim.x / kjit_cluster_blocks;
+    const long long kjit_first_tile = blockIdx.x / kjit_cluster_blocks;  // the cluster's first
     const auto kjit_tile_at = [&](long long t) {
         const longlong2 kjit_band = kjit_tile_of(t, kjit_cluster_rows, cols);
         return make_longlong2(kjit_band.x * kjit_cluster + kjit_rank * kjit_tile_m, kjit_band.y);
@@ -535,7 +536,6 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             kjit_prefetch_map(W_map);
             kjit_prefetch_map(out_map);
         }
-        const long long kjit_first_tile = blockIdx.x / kjit_cluster_blocks;  // the cluster's
         for (long long kjit_t = kjit_first_tile; kjit_copier && kjit_t < kjit_tiles;
              kjit_t += kjit_clusters) {
             const longlong2 kjit_tile = kjit_tile_at(kjit_t);
@@ -574,7 +574,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
         float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
         kjit_ring = kjit_first * kjit_steps;
         unsigned kjit_mine = 0;  // tiles this consumer has taken
-        for (long long kjit_t = blockIdx.x / kjit_cluster_blocks + kjit_first * kjit_clusters;
+        for (long long kjit_t = kjit_first_tile + kjit_first * kjit_clusters;
              kjit_t < kjit_tiles; kjit_t += kjit_turns * kjit_clusters, ++kjit_mine) {
             const longlong2 kjit_tile = kjit_tile_at(kjit_t);
             if (kjit_pingpong) {  // (the other's tile before this one: its phase's parity)

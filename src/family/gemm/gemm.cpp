@@ -231,8 +231,8 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     }
     k.shared_bytes = t.shared_bytes(p.type);
     k.args = {array_argument(a, false), array_argument(b, false)};
-    // wgmma with TMA: A in boxes of a tile's rows (those copied) by 64 deep, B in boxes 64 deep by 64 columns,
-    // and C stored in boxes of a consumer's rows by 64 columns.
+    // wgmma with TMA: A in boxes of a tile's rows (those it copies) by 64 deep, B in boxes 64 deep
+    // by 64 columns, and C stored in boxes of a consumer's rows by 64 columns.
     const bool tma = wgmma && t.async_copies;
     const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
     if (tma) k.args = {map_argument(a, {type, s.m, s.k, t.a_rows_copied, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};

@@ -63,9 +63,9 @@ struct tile_choice {
 /// H200, each tile at its fastest depth: 3 buffers for 128 × 256 and 256 × 128 (4 do not fit
 /// beside the staged C), 4 for the others (bench/results/2026-12-03-defaults/first: 16 launches
 /// at 8 shapes; the 4096 × 4096 × 11008 product gives the same order, 128 × 128 at 0.91). The
-/// smallest tile, chosen where M is a decode step's, streams W: 8 buffers keep more of it in
-/// flight, 21.4 µs at M = 16 and 64 (N = K = 4096) where 4 took 28.5
-/// (bench/results/2026-12-03-decode/first). 128 × 192 ran LLaMA's up-projection's 15 waves in
+/// smallest tile streams W: 8 buffers keep more of it in flight, 21.4 µs at a decode step (M = 16
+/// and 64, N = K = 4096) where 4 took 28.5 (bench/results/2026-12-03-decode/first; thin products
+/// have a rule of their own now, thin_policy). 128 × 192 ran LLaMA's up-projection's 15 waves in
 /// 498.5 µs where 128 × 256 ran 11 in 484.4 (a rate of 0.99), and fills the SMs where 128 × 256
 /// leaves a quarter idle: GPT-2's down-projection (4096 × 768 × 3072) in 31.6 µs where 128 × 256
 /// took 40.2 (bench/results/2026-12-04-split/first).
@@ -119,6 +119,9 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     chosen.width_c = chosen.width_b;
 }
 
+/// The tiles of tile_m × tile_n that cover the product's M × N.
+long long tiles_of(int tile_m, int tile_n, const sizes& s) { return (s.m + tile_m - 1) / tile_m * ((s.n + tile_n - 1) / tile_n); }
+
 /// The tile and split whose estimated time at `s` is least: the waves of blocks it takes, one
 /// block an SM (a tile's last wave costs a whole one), times the tile's area over its rate and over
 /// the split, which divides each block's depth. A tile whose area the product would leave mostly
@@ -127,8 +130,7 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
 /// the tile chosen ran within 2 % of the fastest of the 16 launches (decode at M ≤ 64 is bound by
 /// W's bytes, not by area: there the smallest tiles are all within 2 % of each other).
 double estimated_time(const policy& candidate, double rate, const sizes& s, const config::target& gpu) {
-    const long long tiles = (s.m + candidate.tile_m - 1) / candidate.tile_m * ((s.n + candidate.tile_n - 1) / candidate.tile_n);
-    const long long blocks = tiles * candidate.split_k;
+    const long long blocks = tiles_of(candidate.tile_m, candidate.tile_n, s) * candidate.split_k;
     const long long waves = (blocks + gpu.sm_count - 1) / gpu.sm_count;
     const double split_cost = candidate.split_k > 1 ? k_split_cost : 1.0;
     return static_cast<double>(waves) * candidate.tile_m * candidate.tile_n / (rate * candidate.split_k) * split_cost;
@@ -140,9 +142,8 @@ double estimated_time(const policy& candidate, double rate, const sizes& s, cons
 /// buffers in the target's shared memory.
 bool split_fits(const policy& candidate, const sizes& s, const config::target& gpu, config::dtype type) {
     if (candidate.split_k == 1) return true;
-    const long long tiles = (s.m + candidate.tile_m - 1) / candidate.tile_m * ((s.n + candidate.tile_n - 1) / candidate.tile_n);
     const long long depth_tiles = (s.k + candidate.tile_k - 1) / candidate.tile_k;
-    return candidate.kind == rung::wgmma && tiles * candidate.split_k <= gpu.sm_count &&
+    return candidate.kind == rung::wgmma && tiles_of(candidate.tile_m, candidate.tile_n, s) * candidate.split_k <= gpu.sm_count &&
            depth_tiles >= static_cast<long long>(candidate.split_k) * candidate.stages &&
            candidate.shared_bytes(type) <= gpu.shared_per_block;
 }
@@ -182,8 +183,7 @@ constexpr int k_thin_stages = 12;
 /// tried was 64 × 128 in 8 buffers, 23.0 µs, where 128 × 128 split took 28.6.
 std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     for (const int columns : {64, 128, 256}) {
-        const long long tiles = (s.m + 63) / 64 * ((s.n + columns - 1) / columns);
-        if (tiles > gpu.sm_count) continue;
+        if (tiles_of(64, columns, s) > gpu.sm_count) continue;
         const tile_choice tile{64, columns, true, 0, 0, 8, 0.0};
         policy split = with_tile(rung::wgmma, tile, 2, s, type);
         const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer
@@ -387,6 +387,10 @@ void resolve(pipeline& p, const std::string& source) {
                                  std::to_string(a_vectors) + " vectors of A and " + std::to_string(b_vectors) +
                                  " of B a step, which must be multiples of them: use a deeper tile_k");
     }
+    // Buffers not given are kjit's: as many of the rule's as fit beside what the launch gave (a
+    // split's partial tiles, a wider tile).
+    if (kind != rung::simt && !given("stages"))
+        while (chosen.stages > 2 && chosen.shared_bytes(p.type) > p.target.shared_per_block) --chosen.stages;
     if (chosen.shared_bytes(p.type) > p.target.shared_per_block)
         l.fail(mma || wgmma ? "stages" : "tile_k", "a block of " + tile + (mma || wgmma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
                                               " needs " + std::to_string(chosen.shared_bytes(p.type)) +
