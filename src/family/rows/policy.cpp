@@ -86,11 +86,11 @@ policy given_policy(const pipeline& p, const std::string& source) {
                                        {"none", row_cache::none},
                                        {"shared", row_cache::shared}},
                                       row_cache::values);
-    if (!is_auto(p, "streaming")) given.streaming = l.boolean("streaming", false);
-    if (!is_auto(p, "min_blocks_per_sm"))
+    if (!l.leaves_auto("streaming")) given.streaming = l.boolean("streaming", false);
+    if (!l.leaves_auto("min_blocks_per_sm"))
         given.min_blocks_per_sm = static_cast<int>(l.integer("min_blocks_per_sm", 1, 32, std::nullopt));
-    if (!is_auto(p, "cluster")) {
-        const config::json_value& cluster = p.launch.given.at("cluster");
+    if (!l.leaves_auto("cluster")) {
+        const config::json_value& cluster = *l.find("cluster");
         if (!cluster.is_number_integer() || !(cluster == 1 || cluster == 2 || cluster == 4 || cluster == 8))
             l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + config::detail::shown(cluster));
         given.cluster = cluster.get<int>();
