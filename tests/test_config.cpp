@@ -276,6 +276,20 @@ TEST_CASE("--set overrides any field, and validation still applies") {
           std::string::npos);
 }
 
+TEST_CASE("--set reaches a sweep's or tune's axis whose name has dots, and keys inside one where none has") {
+    auto doc = kjit::testing::default_document();
+    doc.json["sweep"] = {{"launch.block", {128, 256}}};
+    doc.json["tune"] = {{"axes", {{"launch.block", {64, 128}}}}};
+    config::apply_override(doc, "sweep.launch.block=[256]");
+    config::apply_override(doc, "tune.axes.launch.block=[32,64]");
+    CHECK(doc.json["sweep"] == json({{"launch.block", {256}}}));  // the axis, not sweep.launch.block
+    CHECK(doc.json["tune"]["axes"] == json({{"launch.block", {32, 64}}}));
+    config::apply_override(doc, "sweep.dtype=[\"float32\"]");  // a new axis, as written
+    CHECK(doc.json["sweep"]["dtype"] == json({"float32"}));
+    config::apply_override(doc, "launch.block=64");  // no "launch.block" key at the top: launch, then block
+    CHECK(doc.json["launch"]["block"] == 64);
+}
+
 TEST_CASE("--set errors name the assignment") {
     auto doc = kjit::testing::default_document();
     CHECK(error_message([&] { config::apply_override(doc, "launch.block"); }, error_kind::usage).find("expected KEY=VALUE") !=

@@ -48,21 +48,39 @@ std::vector<step> parse_key_path(std::string_view key_path, const std::string& o
     return steps;
 }
 
+/// The key that the key steps from `first` name in `object`: the longest run of them, joined by
+/// dots, that is a key there already (a sweep's or tune's axis, "launch.block"), else the first
+/// alone; and the index of the run's last step.
+std::pair<std::string, std::size_t> key_at(const json_value& object, const std::vector<step>& steps, std::size_t first) {
+    std::size_t end = first;
+    while (end < steps.size() && std::holds_alternative<std::string>(steps[end])) ++end;
+    for (std::size_t last = end - 1; last > first; --last) {
+        std::string joined = std::get<std::string>(steps[first]);
+        for (std::size_t k = first + 1; k <= last; ++k) joined += "." + std::get<std::string>(steps[k]);
+        if (object.contains(joined)) return {joined, last};
+    }
+    return {std::get<std::string>(steps[first]), first};
+}
+
 }  // namespace
 
 void set_path(json_value& root, std::string_view key_path, json_value value,
               const std::string& origin) {
     json_value* node = &root;
     std::string walked;
-    for (const step& s : parse_key_path(key_path, origin)) {
-        if (const auto* key = std::get_if<std::string>(&s)) {
-            walked += (walked.empty() ? "" : ".") + *key;
+    const std::vector<step> steps = parse_key_path(key_path, origin);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        if (std::holds_alternative<std::string>(steps[i])) {
             if (node->is_null()) *node = json_value::object();
             if (!node->is_object())
-                throw config_error(origin, walked, "cannot set a key inside a " + std::string(node->type_name()));
-            node = &(*node)[*key];
+                throw config_error(origin, walked + (walked.empty() ? "" : ".") + std::get<std::string>(steps[i]),
+                                   "cannot set a key inside a " + std::string(node->type_name()));
+            const auto [key, last] = key_at(*node, steps, i);
+            walked += (walked.empty() ? "" : ".") + key;
+            node = &(*node)[key];
+            i = last;
         } else {
-            const std::size_t index = std::get<std::size_t>(s);
+            const std::size_t index = std::get<std::size_t>(steps[i]);
             walked += "[" + std::to_string(index) + "]";
             if (!node->is_array() || index >= node->size())
                 throw config_error(origin, walked,
