@@ -382,9 +382,18 @@ TEST_CASE("the architectures kjit accepts are exactly those this NVRTC supports"
     CHECK(archs == config::known_archs());
 }
 
-TEST_CASE("kjit emit --ptx prints the PTX of the variant") {
-    const auto r = kjit::testing::kjit_cli({"emit", "--ptx", "--set", "dtype=float16"});
+TEST_CASE("kjit emit --ptx prints the PTX of the variant, through the cache compile uses") {
+    kjit::testing::temp_dir dir;
+    const std::string cache_dir = (dir.path() / "cache").string();
+    const auto r = kjit::testing::kjit_cli({"emit", "--ptx", "--set", "dtype=float16", "--cache-dir", cache_dir});
     CHECK(r.status == exit_status::ok);
+    CHECK(jit::disk_cache(cache_dir).list().size() == 1);  // stored, as compile stores it
+    const auto compiled = kjit::testing::kjit_cli({"compile", "--set", "dtype=float16", "--cache-dir", cache_dir});
+    CHECK(compiled.out.find("cache hit") != std::string::npos);  // the same entry
+    CHECK(kjit::testing::kjit_cli({"emit", "--ptx", "--set", "dtype=float16", "--cache-dir", cache_dir}).out == r.out);
+    const std::string untouched = (dir.path() / "untouched").string();
+    CHECK(kjit::testing::kjit_cli({"emit", "--ptx", "--no-cache", "--cache-dir", untouched}).status == exit_status::ok);
+    CHECK(!std::filesystem::exists(untouched));
     CHECK(r.out.find(".visible .entry hidden_layer_fused(") != std::string::npos);
     CHECK(r.out.find(".target sm_90") != std::string::npos);
     CHECK(r.out.find("ld.global.nc.v4.") != std::string::npos);

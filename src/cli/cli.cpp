@@ -132,9 +132,12 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             "save-reference", "with --save: the float64 reference too, as <…>.reference.npy");
     }
     if (std::string(sub.name) == "emit") {
-        parser.add_options()("ptx", "compile with NVRTC and print the PTX instead of the source")(
+        parser.add_options()("ptx", "compile with NVRTC (through the cache, as compile does) and print the PTX "
+                                    "instead of the source")(
             "arch", "with --ptx: compile for sm_XX (default the target's)", cxxopts::value<std::string>(),
-            "sm_XX")("target", target_help, cxxopts::value<std::string>(), "GPU");
+            "sm_XX")("target", target_help, cxxopts::value<std::string>(), "GPU")(
+            "cache-dir", "with --ptx: cache directory (default $KJIT_CACHE_DIR, $XDG_CACHE_HOME/kjit or ~/.cache/kjit)",
+            cxxopts::value<std::string>(), "DIR")("no-cache", "with --ptx: compile, and neither read nor write the cache");
     }
     if (std::string(sub.name) == "run") {
         parser.add_options()("load", "what to load: cubin, or ptx (the driver JIT-compiles it)",
@@ -256,7 +259,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         o.load_ptx = load == "ptx";
     }
     if (o.calls < 1 || o.repeat < 1) throw error(error_kind::usage, "--calls and --repeat take a number ≥ 1");
-    o.no_cache = sub.compile && args.count("no-cache") > 0;
+    o.no_cache = args.count("no-cache") > 0;  // (an option of the compiling commands and emit)
     o.refresh = sub.compile && args.count("refresh") > 0;
     if (o.no_cache && o.refresh) throw error(error_kind::usage, "--no-cache and --refresh exclude each other");
 

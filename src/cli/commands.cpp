@@ -31,10 +31,12 @@ loaded_config load(const options& o, const std::optional<config::target>& gpu) {
     return {std::move(p), doc.source};
 }
 
+jit::cache_mode cache_mode_of(const options& o) {
+    return o.no_cache ? jit::cache_mode::off : o.refresh ? jit::cache_mode::refresh : jit::cache_mode::use;
+}
+
 run::session session_for(const options& o) {
-    const jit::cache_mode mode =
-        o.no_cache ? jit::cache_mode::off : o.refresh ? jit::cache_mode::refresh : jit::cache_mode::use;
-    return run::session({o.templates_dir, o.cache_dir, o.cache_limit, mode}, cuda::driver_gpus());
+    return run::session({o.templates_dir, o.cache_dir, o.cache_limit, cache_mode_of(o)}, cuda::driver_gpus());
 }
 
 void print_warnings(const report::record& rec, std::ostream& err) {
@@ -77,7 +79,8 @@ exit_status cmd_emit(const options& o, std::ostream& out) {
     const int arch = config::compiled_arch(cfg.pipeline);
     run::check_arch(cfg.pipeline, generated, arch);
     const auto request = run::compile_request_for(cfg.pipeline, generated, arch);
-    out << jit::build(request, nullptr, jit::cache_mode::off, config::variant_label(cfg.pipeline)).ptx;
+    jit::disk_cache cache = run::cache_in(o.cache_dir, o.cache_limit);
+    out << jit::build(request, &cache, cache_mode_of(o), config::variant_label(cfg.pipeline)).ptx;
     return exit_status::ok;
 }
 
