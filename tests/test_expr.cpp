@@ -187,6 +187,11 @@ TEST_CASE("// and % of integers: as NumPy's (rounded down, the divisor's sign, 0
     CHECK(values("i // -3") == std::vector<double>{-3, -3, -3, -4});
     CHECK(values("i % (row - 1)") == std::vector<double>{0, 0, 0, 0});     // row 1: a divisor of 0 gives 0
     CHECK(values("i // (col - 2)") == std::vector<double>{0, 8, 4, -5});
+    // Past 64-bit integers, where the kernel's integers wrap: the real floor division, not an
+    // undefined conversion (the fuzzer's finding, fuzz/corpus/fuzz_expr/beyond_64_bits).
+    const std::vector<double> beyond = values("(i + 1) * 4444944505 * 444444944505 * 9 // 7");
+    for (std::size_t k = 0; k < 4; ++k)
+        CHECK(beyond[k] == std::floor((7.0 + static_cast<double>(k) + 1) * 4444944505.0 * 444444944505.0 * 9 / 7));
 
     const auto failure = [&](const std::string& e) { return parse_failure(e, matrix); };
     CHECK(failure("x % 2") == std::make_pair(std::size_t{1}, std::string("'%' takes integers: positions (i, row, col, …), whole "
