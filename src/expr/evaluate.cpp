@@ -51,16 +51,15 @@ struct quotient_remainder {
     double quotient, remainder;
 };
 quotient_remainder floor_division(double x, double y) {
+    if (y == 0) return {0, 0};
     // Operands past 64-bit integers (a product of large whole numbers): the kernel's integers
     // wrap there, which a double cannot follow, so the real floor division stands in, and the
     // check finds the kernel's result far from it rather than reading an undefined conversion.
     if (!(std::fabs(x) < 0x1p63 && std::fabs(y) < 0x1p63)) {
-        if (y == 0) return {0, 0};
         const double q = std::floor(x / y);
         return {q, x - q * y};
     }
     const auto a = static_cast<long long>(x), b = static_cast<long long>(y);
-    if (b == 0) return {0, 0};
     long long q = a / b;
     if (q * b != a && (a < 0) != (b < 0)) --q;
     return {static_cast<double>(q), static_cast<double>(a - q * b)};
