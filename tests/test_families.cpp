@@ -50,7 +50,7 @@ TEST_CASE("an op no family has lists every op there is, the families' own includ
     j["stages"][0]["op"] = "transpsoe";
     const auto m = failure(j);
     CHECK(m.find("t.json: stages[0].op: expected one of \"map\", \"reduce\", \"activate\"") == 0);
-    CHECK(m.find("\"transpose\", \"matmul\", got \"transpsoe\"") != std::string::npos);
+    CHECK(m.find("\"transpose\", \"matmul\", \"attention\", got \"transpsoe\"") != std::string::npos);
 }
 
 TEST_CASE("launch keys belong to a family: another's is named as its, an unknown one lists the family's") {

@@ -3,6 +3,7 @@
 
 #include "config/ops.hpp"
 #include "config/reader.hpp"
+#include "family/attention/attention.hpp"
 #include "family/elementwise/elementwise.hpp"
 #include "family/family.hpp"
 #include "family/gemm/gemm.hpp"
@@ -54,7 +55,8 @@ void check_launch_keys(const family& chosen, const config::pipeline& p, const st
 }  // namespace
 
 const std::vector<const family*>& families() {
-    static const std::vector<const family*> all{&elementwise_family(), &rows_family(), &transpose_family(), &gemm_family()};
+    static const std::vector<const family*> all{&elementwise_family(), &rows_family(), &transpose_family(), &gemm_family(),
+                                                &attention_family()};
     return all;
 }
 

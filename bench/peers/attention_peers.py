@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Attention forward as PyTorch users run it, timed the way kjit times its kernels: L2 flushed
+before each call, CUDA events around one call, median of K. One JSON object per line:
+{"op", "tool", "dtype", "batch", "heads", "kv_heads", "seq", "head_dim", "causal", "median_ms",
+"p10_ms", "p90_ms", "tflops"}, TFLOP/s counted as 4 · B · H · S² · D, halved when causal (as the
+FlashAttention papers count). FlexAttention's first call (its compile) is reported as
+"first_call_s".
+
+    python3 bench/peers/attention_peers.py [--repeat K] [--grid 1024:128,2048:128,...] [--tokens 16384]
+        [--width 2048] [--causal both|yes|no] [--tools cudnn,flash,efficient,flex,eager]
+
+A grid point S:D has sequence S, head dim D, batch tokens / S and heads width / D (the
+FlashAttention-3 paper's grid: 16,384 tokens, heads × head dim = 2,048).
+Tools: cudnn, flash, efficient (scaled_dot_product_attention with that backend alone), flex
+(torch.compile'd flex_attention), eager (Q · Kᵀ, softmax, · V: three kernels, the scores in memory).
+"""
+import argparse
+import json
+import time
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from row_peers import time_cold
+
+try:
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+except ImportError:  # older PyTorch: its rows are skipped visibly
+    flex_attention = None
+
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+            "efficient": SDPBackend.EFFICIENT_ATTENTION}
+
+
+def eager(q, k, v, causal):
+    scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
+    if causal:
+        s = q.shape[-2]
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--grid", default="1024:128,2048:128,4096:128,8192:128,16384:128,1024:64,4096:64,16384:64")
+    parser.add_argument("--tokens", type=int, default=16384)
+    parser.add_argument("--width", type=int, default=2048)
+    parser.add_argument("--causal", default="both", choices=["both", "yes", "no"])
+    parser.add_argument("--tools", default="cudnn,flash,efficient,flex,eager")
+    args = parser.parse_args()
+    tools = args.tools.split(",")
+    flex = torch.compile(flex_attention) if flex_attention is not None else None
+    for point in args.grid.split(","):
+        seq, dim = (int(v) for v in point.split(":"))
+        batch, heads = max(1, args.tokens // seq), args.width // dim
+        q, k, v = (torch.randn(batch, heads, seq, dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        for causal in {"both": [False, True], "yes": [True], "no": [False]}[args.causal]:
+            flops = 4 * batch * heads * seq * seq * dim / (2 if causal else 1)
+            row = {"op": "attention", "dtype": "bfloat16", "batch": batch, "heads": heads, "kv_heads": heads, "seq": seq,
+                   "head_dim": dim, "causal": causal}
+            for tool in tools:
+                extra = {}
+                if tool in BACKENDS:
+                    def call(_, backend=BACKENDS[tool]):
+                        with sdpa_kernel(backend):
+                            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                elif tool == "flex":
+                    if flex is None:
+                        print(json.dumps({**row, "tool": tool, "error": "this PyTorch has no flex_attention"}), flush=True)
+                        continue
+                    mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, seq, seq) if causal else None
+                    def call(_, mask=mask):
+                        return flex(q, k, v, block_mask=mask)
+                    start = time.perf_counter()
+                    call(None)
+                    torch.cuda.synchronize()
+                    extra["first_call_s"] = round(time.perf_counter() - start, 3)
+                elif tool == "eager":
+                    if batch * heads * seq * seq * 2 > 8 << 30:  # scores past 8 GiB: not run
+                        continue
+                    def call(_):
+                        return eager(q, k, v, causal)
+                else:
+                    raise SystemExit(f"unknown tool {tool!r}")
+                try:
+                    median, p10, p90 = time_cold(call, None, args.repeat)
+                except RuntimeError as e:  # a backend that refuses the shape says so and the run goes on
+                    print(json.dumps({**row, "tool": tool, "error": str(e).splitlines()[0][:200]}), flush=True)
+                    continue
+                print(json.dumps({**row, "tool": tool, "median_ms": median, "p10_ms": p10, "p90_ms": p90,
+                                  "tflops": flops / (median * 1e-3) / 1e12, **extra}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+#include "family/attention/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "family/attention/problem.hpp"
+#include "family/attention/reference.hpp"
+#include "family/attention/tile_mask.hpp"
+#include "expr/evaluate.hpp"
+#include "family/stage_chain.hpp"
+
+namespace kjit::family {
+namespace {
+
+namespace mu = codegen::mu;
+using config::pipeline;
+namespace at = attention;
+
+/// The score function's parameters and the arguments of its calls: x, the positions (int: resolve
+/// checked that they fit), then the params the expression uses.
+struct score_call {
+    std::vector<std::string> params{"real x", "int row", "int col", "int rows", "int cols"};
+    std::vector<std::string> args{"x", "(int)kjit_row", "(int)kjit_col", "(int)rows", "(int)cols"};
+    std::vector<argument> scalars;
+};
+score_call score_call_of(const pipeline& p) {
+    score_call call;
+    expr::used_names used;
+    expr::collect_names(p.stages.front().kernel, used);
+    for (const auto& s : used.scalars) {
+        call.params.push_back("real " + s);
+        call.args.push_back(s);
+        call.scalars.push_back(scalar_argument(s));
+    }
+    return call;
+}
+
+/// Points of the grid (per side) on which the score expression is evaluated to count what it masks.
+constexpr long long k_mask_grid = 256;
+
+/// The share of (query, key) pairs the score expression keeps (does not make −inf whatever the
+/// score), on a k_mask_grid² grid spread over both sequences: 1 without a mask, about ½ causal.
+double kept_share(const pipeline& p, const at::problem& pr) {
+    const long long side_q = std::min(pr.queries, k_mask_grid), side_k = std::min(pr.keys, k_mask_grid);
+    std::map<std::string, double> scalars;
+    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    std::vector<double> zeros(1, 0.0), ones(1, 1.0), at_zero(1), at_one(1);
+    long long kept = 0;
+    for (long long i = 0; i < side_q; ++i)
+        for (long long j = 0; j < side_k; ++j) {
+            const long long row = i * pr.queries / side_q, col = j * pr.keys / side_k;
+            const expr::positions where{row * pr.keys + col, pr.queries, pr.keys, pr.queries * pr.keys};
+            const auto score = [&](const std::vector<double>& x, std::vector<double>& into) {
+                const expr::chunk in{1, x.data(), zeros.data(), nullptr, &scalars, true, nullptr, &where, false};
+                expr::evaluate(p.stages.front().kernel, in, into.data(), nullptr);
+            };
+            score(zeros, at_zero);
+            score(ones, at_one);
+            kept += !(std::isinf(at_zero[0]) && at_zero[0] < 0 && at_zero[0] == at_one[0]);
+        }
+    return static_cast<double>(kept) / static_cast<double>(side_q * side_k);
+}
+
+/// Tensor-core FLOPs of a launch: two products of queries × keys × head_dim per head, 4 · B · H ·
+/// Sq · Skv · D (FlashAttention's count), on the pairs a mask keeps where it skips tiles (so a
+/// causal mask's is half, as the FlashAttention papers count it).
+double flops_of(const pipeline& p, const at::problem& pr, bool skips_tiles) {
+    return 4.0 * static_cast<double>(pr.batch * pr.heads) * static_cast<double>(pr.queries) * static_cast<double>(pr.keys) *
+           static_cast<double>(pr.head_dim) * (skips_tiles ? kept_share(p, pr) : 1.0);
+}
+
+class attention_impl final : public family {
+public:
+    std::string_view name() const override { return "attention"; }
+    std::string_view pipelines() const override { return "an attention stage"; }
+    std::string_view template_file() const override { return "attention.cu.mustache"; }
+    std::vector<std::string> stage_ops() const override { return {"attention"}; }
+
+    bool accepts(const pipeline& p) const override {
+        return std::any_of(p.stages.begin(), p.stages.end(), [](const config::stage& s) { return s.family_op && s.op == "attention"; });
+    }
+    std::vector<std::string> launch_keys() const override { return at::launch_keys(); }
+    void resolve(pipeline& p, const std::string& source) const override { at::resolve(p, source); }
+
+    /// Queries per block, the warps they are shared among, and keys per tile (a combination
+    /// the policy refuses is not measured).
+    config::json_value tune_space(const pipeline&) const override {
+        return {{"axes", {{"launch.block_m", {64, 128}}, {"launch.warps", {4, 8}}, {"launch.block_n", {32, 64, 128}}}}};
+    }
+    config::json_value policy(const pipeline& p) const override { return at::policy_of(p).columns(); }
+    program plan(const pipeline& p, const codegen::template_set& templates) const override;
+    reference::expected_values reference(const pipeline& p, const reference::input_arrays& inputs) const override {
+        return at::reference(p, inputs);
+    }
+    config::json_value reference_key(const pipeline&) const override { return nullptr; }
+};
+
+program attention_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
+    const at::policy& t = at::policy_of(p);
+    const at::problem pr = at::problem_of(p);
+    const std::size_t element = config::element_size(p.type);
+    program prog;
+    prog.family = std::string(name());
+    prog.min_arch = 80;
+    prog.min_arch_why = "the mma rung: mma.sync on 16-bit types, and cp.async";
+    prog.output_rows = p.shape->rows;
+    prog.output_cols = p.shape->cols;
+    prog.inputs_align_with_output = false;
+    prog.array_alignment = 16;  // cp.async copies 16 bytes
+    for (const auto& in : p.inputs)
+        prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
+    prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
+
+    const score_call call = score_call_of(p);
+    kernel k;
+    k.name = p.name + "_attention";
+    k.what = "attention, softmax(" + expr::to_text(p.stages.front().kernel) + ") · V, fused into one kernel";
+    k.stages = {0};
+    k.reads_x = pr.q;
+    k.block = {t.threads(), 1, 1};
+    k.grid = {(pr.queries + t.block_m - 1) / t.block_m, pr.heads, pr.batch};
+    k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
+    k.args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false),
+              array_argument(k_output_buffer, true), scalar_argument(at::k_scale_scalar)};
+    k.args.insert(k.args.end(), call.scalars.begin(), call.scalars.end());
+    k.args.push_back(size_argument("rows", pr.queries));
+    k.args.push_back(size_argument("cols", pr.keys));
+    const double kv_bytes = 2.0 * static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim * static_cast<long long>(element));
+    k.bytes_read = static_cast<double>(p.n) * static_cast<double>(element) + kv_bytes;
+    k.bytes_written = static_cast<double>(p.n) * static_cast<double>(element);
+    k.flops = flops_of(p, pr, t.skips_tiles);
+
+    const std::string dtype(config::to_string(p.type));
+    mu::data data = codegen::prologue_data(p, dtype + ", mma, " + std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) +
+                                                  " keys a tile, head_dim " + std::to_string(pr.head_dim),
+                                           1, prog.headers);
+    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
+             {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
+             {"threads", t.threads()}, {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
+        data.set(key, std::to_string(value));
+    const bool bf16 = p.type == config::dtype::bfloat16;
+    data.set("mma_type", bf16 ? "bf16" : "f16");
+    data.set("pair_type", bf16 ? "__nv_bfloat162" : "__half2");
+    data.set("pair_make", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn");
+    data.set("queries", pr.q);
+    data.set("keys", pr.k);
+    data.set("values", pr.v);
+    data.set("output", k_output_buffer);
+    data.set("scale", at::k_scale_scalar);
+    expr::cuda_style style = codegen::style_of(p);
+    style.int_positions = true;  // resolve checked that a head's queries and keys fit an int
+    const expr::tree& score = p.stages.front().kernel;
+    data.set("score_text", expr::to_text(score, 40));
+    data.set("score_code", expr::to_cuda(score, style));
+    data.set("score_params", codegen::parameter_list(call.params));
+    data.set("score_call", codegen::parameter_list(call.args, 24));
+    const std::optional<std::string> mask = at::tile_masked_code(score, style);
+    data.set("skips", codegen::flag(mask.has_value()));
+    data.set("mask_text", expr::to_text(score->args.empty() ? score : score->args.front(), 40));
+    data.set("mask_code", mask.value_or(""));
+    std::string mask_params, mask_args;
+    for (const auto& scalar : call.scalars) {
+        mask_params += ", real " + scalar.name;
+        mask_args += ", " + scalar.name;
+    }
+    data.set("mask_params", mask_params);
+    data.set("mask_args", mask_args);
+    data.set("kernel", k.name);
+    data.set("heading", codegen::heading(k.name, k.what));
+    data.set("kernel_params", codegen::parameter_list(declarations(k)));
+    prog.source = codegen::render(templates, template_file(), data, {k.name});
+    prog.kernels.push_back(std::move(k));
+    return prog;
+}
+
+}  // namespace
+
+const family& attention_family() {
+    static const attention_impl instance;
+    return instance;
+}
+
+}  // namespace kjit::family

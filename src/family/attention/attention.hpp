@@ -1,0 +1,10 @@
+// The attention family: softmax(score(scale · Q · Kᵀ)) · V per batch and head, fused into one
+// kernel (FlashAttention-2's order), the score a kjit expression (masks, soft-capping).
+#pragma once
+#include "family/family.hpp"
+
+namespace kjit::family {
+
+[[nodiscard]] const family& attention_family();
+
+}  // namespace kjit::family

@@ -1,0 +1,165 @@
+#include "family/attention/problem.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "config/reader.hpp"
+#include "family/attention/tile_mask.hpp"
+#include "family/checks.hpp"
+
+namespace kjit::family::attention {
+namespace {
+
+using config::pipeline;
+using config::detail::object_reader;
+
+const char* const k_stage = "stages[0]";
+const std::vector<std::string> k_stage_keys{"keys", "values", "heads", "kv_heads", "batch", "scale", "score"};
+
+/// The input `key` of the stage names: one with a "shape" of its own, [rows, head_dim].
+const config::input_spec& shaped_input(const object_reader& r, const pipeline& p, const std::string& key) {
+    const std::string name = r.string(key, std::nullopt);
+    const config::input_spec* in = config::find_input(p, name);
+    if (!in || in->dims.size() != 2)
+        r.fail(key, "expected the name of an input with a \"shape\" of its own, [batch · kv_heads · keys, head_dim], got " +
+                        config::detail::shown(name));
+    return *in;
+}
+
+/// The stage's options as a problem, each checked against the shapes: what both resolve and
+/// problem_of read (problem_of after resolve, when nothing can fail).
+problem read_problem(const pipeline& p, const std::string& source) {
+    const config::stage& s = p.stages.front();
+    const object_reader r(s.options, k_stage, source, k_stage_keys);
+    problem pr;
+    pr.q = s.input;
+    pr.head_dim = p.shape->cols;
+    pr.heads = r.integer("heads", 1, 65535, std::nullopt);
+    pr.kv_heads = r.integer("kv_heads", 1, pr.heads, pr.heads);
+    if (pr.heads % pr.kv_heads != 0)
+        r.fail("kv_heads", "expected a divisor of heads (" + std::to_string(pr.heads) + "): each head of K and V serves as many " +
+                               "query heads, got " + std::to_string(pr.kv_heads));
+    pr.batch = r.integer("batch", 1, 65535, 1);
+    if (p.shape->rows % (pr.batch * pr.heads) != 0)
+        throw config_error(source, "shape", "Q's " + std::to_string(p.shape->rows) + " rows must be batch · heads · queries (batch " +
+                                                std::to_string(pr.batch) + ", heads " + std::to_string(pr.heads) + ")");
+    pr.queries = p.shape->rows / (pr.batch * pr.heads);
+    const config::input_spec& k = shaped_input(r, p, "keys");
+    const config::input_spec& v = shaped_input(r, p, "values");
+    pr.k = k.name;
+    pr.v = v.name;
+    if (k.dims != v.dims)
+        r.fail("values", "V's shape must be K's, " + npy::shape_text(k.dims) + ", got " + npy::shape_text(v.dims));
+    if (k.dims[1] != pr.head_dim || k.dims[0] % (pr.batch * pr.kv_heads) != 0)
+        throw config_error(source, "inputs." + k.name + ".shape",
+                           "expected [batch · kv_heads · keys, " + std::to_string(pr.head_dim) + "] (batch " +
+                               std::to_string(pr.batch) + ", kv_heads " + std::to_string(pr.kv_heads) + ", head_dim from Q's shape), got " +
+                               npy::shape_text(k.dims));
+    pr.keys = k.dims[0] / (pr.batch * pr.kv_heads);
+    if (pr.queries > INT_MAX || pr.keys > INT_MAX)
+        throw config_error(source, "shape", "a head's queries and keys are int positions: at most 2^31 − 1 each");
+    pr.scale = r.number("scale", 1.0 / std::sqrt(static_cast<double>(pr.head_dim)));
+    return pr;
+}
+
+/// The score expression: of x (the scaled score), the query (row) and key (col) positions, the
+/// sequence lengths (rows, cols) and the params; "x" when none is given.
+expr::tree read_score(const pipeline& p, const std::string& source) {
+    const object_reader r(p.stages.front().options, k_stage, source, k_stage_keys);
+    expr::scope names;
+    for (const auto& s : p.scalars) names.scalars.push_back(s.name);
+    names.has_shape = true;
+    const expr::tree score = r.find("score") ? config::detail::parse_expression(r, "score", names) : expr::parse("x", names);
+    expr::used_names used;
+    expr::collect_names(score, used);
+    for (const auto& position : used.positions)
+        if (position == "i" || position == "n")
+            r.fail("score", "uses '" + position + "': a score has the positions row (its query), col (its key), rows and cols");
+    return score;
+}
+
+/// The stage and the pipeline around it: one attention stage over 16-bit matrices.
+void check_pipeline(const pipeline& p, const std::string& source) {
+    if (!p.shape) throw config_error(source, "shape", "attention needs Q as a matrix: give \"shape\": [batch · heads · queries, head_dim]");
+    if (p.stages.size() > 1)
+        throw config_error(source, "stages[1]", "attention ends the pipeline: an epilogue after it is not offered yet");
+    if (p.type != config::dtype::bfloat16 && p.type != config::dtype::float16)
+        throw config_error(source, "dtype", "attention runs on tensor cores: expected \"bfloat16\" or \"float16\", got \"" +
+                                                std::string(config::to_string(p.type)) + "\"");
+    if (p.shape->cols % 16 != 0 || p.shape->cols > 256)
+        throw config_error(source, "shape", "head_dim (Q's columns) must be a multiple of 16 up to 256, got " +
+                                                std::to_string(p.shape->cols));
+    if (p.fuse == config::fusion::separate)
+        throw config_error(source, "fusion", "attention is fused: \"separate\" (the scores in memory) is not offered yet");
+    refuse_per_column_inputs(p, source);
+}
+
+/// "auto": 8 warps of 16 queries; tiles of 64 keys, 32 for head dims past 128 (the two tiles of
+/// keys and of values then still fit beside the queries, and the output rows in registers).
+policy auto_policy(long long head_dim) {
+    policy t;
+    t.block_m = 128;
+    t.block_n = head_dim > 128 ? 32 : 64;
+    return t;
+}
+
+}  // namespace
+
+problem problem_of(const pipeline& p) {
+    return read_problem(p, "<resolved>");
+}
+
+std::size_t policy::shared_bytes(long long head_dim, config::dtype type) const {
+    const std::size_t element = config::element_size(type);
+    const auto row = static_cast<std::size_t>(head_dim) * element + 16;
+    return row * static_cast<std::size_t>(block_m + 4 * block_n);
+}
+
+config::json_value policy::columns() const {
+    return {{"rung", "mma"}, {"block_m", block_m}, {"warps", warps}, {"block_n", block_n}, {"skips_tiles", skips_tiles}};
+}
+
+std::string policy::label() const {
+    return " rung=mma block_m=" + std::to_string(block_m) + " warps=" + std::to_string(warps) + " block_n=" + std::to_string(block_n);
+}
+
+std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n"}; }
+
+void resolve(pipeline& p, const std::string& source) {
+    check_pipeline(p, source);
+    const problem pr = read_problem(p, source);
+    config::stage& s = p.stages.front();
+    s.kernel = s.exact = read_score(p, source);
+    p.scalars.push_back({k_scale_scalar, pr.scale});
+
+    const object_reader l(p.launch.given, "launch", source, launch_keys());
+    policy chosen = auto_policy(pr.head_dim);
+    if (!l.leaves_auto("rung")) (void)l.choice<rung>("rung", {{"mma", rung::mma}}, std::nullopt);
+    if (!l.leaves_auto("block_m")) chosen.block_m = static_cast<int>(l.integer("block_m", 16, 256, std::nullopt));
+    if (!l.leaves_auto("warps")) chosen.warps = static_cast<int>(l.integer("warps", 1, 16, std::nullopt));
+    else chosen.warps = std::min(chosen.warps, std::max(1, chosen.block_m / 16));
+    const int pieces = chosen.block_m / (16 * chosen.warps);
+    if (pieces < 1 || pieces > 4 || pieces * 16 * chosen.warps != chosen.block_m)
+        l.fail("block_m", "a warp takes 1 to 4 pieces of 16 queries: expected 16, 32, 48 or 64 times warps (" +
+                              std::to_string(chosen.warps) + "), got " + std::to_string(chosen.block_m));
+    if (!l.leaves_auto("block_n")) {
+        chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
+        if (chosen.block_n % 16 != 0)
+            l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
+    }
+    chosen.skips_tiles = tile_masked_code(s.kernel, expr::cuda_style{}).has_value();
+    if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
+        throw config_error(source, "launch", "block_m " + std::to_string(chosen.block_m) + " and block_n " + std::to_string(chosen.block_n) +
+                                                 " need " + std::to_string(chosen.shared_bytes(pr.head_dim, p.type)) +
+                                                 " bytes of shared memory at head_dim " + std::to_string(pr.head_dim) + ", more than the " +
+                                                 std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
+                                                 p.target.describe());
+    p.policy = std::make_shared<const policy>(chosen);
+}
+
+const policy& policy_of(const pipeline& p) {
+    return config::policy_as<policy>(p, "attention");
+}
+
+}  // namespace kjit::family::attention

@@ -1,0 +1,56 @@
+// The attention family's problem and policy. A pipeline of one stage {"op": "attention", "input":
+// "q", "keys": "k", "values": "v", "heads": H, …} over Q, K and V stored as matrices of rows of
+// head_dim elements: Q's rows are the pipeline's shape, batch · heads · queries of them; K's and
+// V's have a "shape" of their own, batch · kv_heads · keys rows. The problem is read from the
+// stage (resolve checks it once); the policy is the launch resolved for the target.
+#pragma once
+#include <string>
+
+#include "config/config.hpp"
+
+namespace kjit::family::attention {
+
+/// What the attention stage computes: sizes, the inputs, and the scale of the scores.
+struct problem {
+    long long batch = 1, heads = 1, kv_heads = 1;
+    long long queries = 0, keys = 0;  ///< sequence lengths of Q and of K and V, per head
+    long long head_dim = 0;
+    std::string q, k, v;  ///< the inputs
+    double scale = 1;     ///< scores are scale · q · k before the score expression
+    /// Query heads per head of K and V (grouped-query attention; 1 for multi-head).
+    [[nodiscard]] long long group() const { return heads / kv_heads; }
+};
+
+/// The problem of a pipeline its family resolved (its stage was checked then).
+[[nodiscard]] problem problem_of(const config::pipeline& p);
+
+/// The scalar kernel argument that holds the scale: the stage's, named as op stages' numbers are.
+inline constexpr const char* k_scale_scalar = "s0_scale";
+
+/// The rungs: warp-level tensor cores (mma.sync, ldmatrix, cp.async; sm_80 and newer).
+enum class rung { mma };
+
+/// The launch: which rung, and the tiles of queries and keys a block takes.
+struct policy final : config::launch_policy {
+    rung kind = rung::mma;
+    int block_m = 128;  ///< queries per block: whole pieces of 16 per warp
+    int warps = 4;      ///< the block's warps, each on block_m / warps queries
+    int block_n = 64;   ///< keys per tile held in shared memory
+    /// The score expression's mask is one whose whole tiles the kernel can find from their corners
+    /// (tile_mask.hpp): it skips them.
+    bool skips_tiles = false;
+    [[nodiscard]] int threads() const { return 32 * warps; }
+    /// Dynamic shared memory per block for `head_dim`: the queries, and two tiles of keys and of
+    /// values, rows padded by 16 bytes.
+    [[nodiscard]] std::size_t shared_bytes(long long head_dim, config::dtype type) const;
+    [[nodiscard]] config::json_value columns() const override;
+    [[nodiscard]] std::string label() const override;
+};
+
+[[nodiscard]] std::vector<std::string> launch_keys();
+/// Checks the stage, its inputs and the rest of the pipeline, turns the stage's score expression
+/// into its kernel tree, adds the scale as a scalar, and resolves the launch into p.policy.
+void resolve(config::pipeline& p, const std::string& source);
+[[nodiscard]] const policy& policy_of(const config::pipeline& p);
+
+}  // namespace kjit::family::attention

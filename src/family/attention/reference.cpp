@@ -1,0 +1,127 @@
+#include "family/attention/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "family/attention/problem.hpp"
+#include "util/parallel.hpp"
+
+namespace kjit::family::attention {
+namespace {
+
+/// Multiply-adds the reference may spend on every query row; past it, rows are sampled.
+constexpr double k_full_work = 1 << 27;
+
+/// SplitMix64: a fixed, well-mixed hash, so that the sample is the same on every machine.
+std::uint64_t mixed(std::uint64_t t) {
+    t += 0x9e3779b97f4a7c15ULL;
+    t = (t ^ (t >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    t = (t ^ (t >> 27)) * 0x94d049bb133111ebULL;
+    return t ^ (t >> 31);
+}
+
+/// The query rows (of all B · H · Sq) to compute: all of them for a small problem; otherwise, of
+/// every batch and head, its first, middle and last query and a hashed one.
+std::vector<long long> rows_of(const problem& pr) {
+    const long long heads = pr.batch * pr.heads;
+    std::vector<long long> rows;
+    if (static_cast<double>(heads * pr.queries) * static_cast<double>(pr.keys * pr.head_dim) <= k_full_work) {
+        for (long long r = 0; r < heads * pr.queries; ++r) rows.push_back(r);
+        return rows;
+    }
+    for (long long h = 0; h < heads; ++h) {
+        const long long first = h * pr.queries;
+        const auto hashed = static_cast<long long>(mixed(static_cast<std::uint64_t>(h)) % static_cast<std::uint64_t>(pr.queries));
+        for (const long long q : {0LL, pr.queries / 2, pr.queries - 1, hashed}) rows.push_back(first + q);
+    }
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
+}
+
+/// One head's keys and values (of its kv head), widened to double.
+struct head_inputs {
+    long long kv_head = -1;
+    std::vector<double> k, v;
+};
+
+}  // namespace
+
+reference::expected_values reference(const config::pipeline& p, const reference::input_arrays& inputs) {
+    const problem pr = problem_of(p);
+    const std::vector<long long> rows = rows_of(pr);
+    const auto d_count = static_cast<std::size_t>(pr.head_dim), keys = static_cast<std::size_t>(pr.keys);
+    const reference::typed_array& q = inputs.at(pr.q);
+    const reference::typed_array& k = inputs.at(pr.k);
+    const reference::typed_array& v = inputs.at(pr.v);
+    std::map<std::string, double> scalars;
+    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    const bool float_compute = !config::computes_in_double(p.type), approximate_tanh = config::approximates_tanh(p);
+    // P is rounded to the storage type before it multiplies V; each sum runs over every key.
+    const double p_rounding = reference::storage_rounding(p.type);
+
+    reference::expected_values out;
+    out.values.resize(rows.size() * d_count);
+    out.scales.resize(rows.size() * d_count);
+    if (rows.size() < static_cast<std::size_t>(p.shape->rows)) {
+        out.sampled.reserve(rows.size() * d_count);
+        for (const long long r : rows)
+            for (std::size_t d = 0; d < d_count; ++d) out.sampled.push_back(static_cast<std::size_t>(r) * d_count + d);
+    }
+    parallel_ranges(rows.size(), [&](std::size_t first, std::size_t last) {
+        head_inputs head;
+        std::vector<double> query(d_count), score(keys), score_scale(keys), modified(keys), modified_scale(keys), weight(keys);
+        for (std::size_t i = first; i < last; ++i) {
+            const long long row = rows[i], h = row / pr.queries, query_at = row % pr.queries;
+            const long long kv_head = h / pr.heads * pr.kv_heads + h % pr.heads / pr.group();
+            if (kv_head != head.kv_head) {
+                head.kv_head = kv_head;
+                head.k.resize(keys * d_count);
+                head.v.resize(keys * d_count);
+                const auto base = static_cast<std::size_t>(kv_head) * keys * d_count;
+                for (std::size_t e = 0; e < keys * d_count; ++e) {
+                    head.k[e] = k.get(base + e);
+                    head.v[e] = v.get(base + e);
+                }
+            }
+            for (std::size_t d = 0; d < d_count; ++d) query[d] = q.get(static_cast<std::size_t>(row) * d_count + d);
+            for (std::size_t j = 0; j < keys; ++j) {
+                double sum = 0, magnitude = 0;
+                for (std::size_t d = 0; d < d_count; ++d) {
+                    sum += query[d] * head.k[j * d_count + d];
+                    magnitude += std::fabs(query[d] * head.k[j * d_count + d]);
+                }
+                score[j] = pr.scale * sum;
+                score_scale[j] = static_cast<double>(d_count + 2) * std::fabs(pr.scale) * magnitude;
+            }
+            // The score expression over this query's row of scores: row is the query, col the key.
+            const expr::positions where{query_at * pr.keys, pr.queries, pr.keys, pr.queries * pr.keys};
+            const expr::chunk in{keys, score.data(), score_scale.data(), nullptr, &scalars, float_compute, nullptr, &where,
+                                 approximate_tanh};
+            expr::evaluate(p.stages.front().kernel, in, modified.data(), modified_scale.data());
+            const double max = *std::max_element(modified.begin(), modified.end());
+            double total = 0;
+            for (std::size_t j = 0; j < keys; ++j) total += weight[j] = std::exp(modified[j] - max);  // NaN where every key is masked
+            for (std::size_t d = 0; d < d_count; ++d) {
+                double sum = 0;
+                for (std::size_t j = 0; j < keys; ++j) sum += weight[j] * head.v[j * d_count + d];
+                const double value = sum / total;
+                double scale = 0;
+                for (std::size_t j = 0; j < keys; ++j) {
+                    if (weight[j] == 0) continue;
+                    const double vj = head.v[j * d_count + d];
+                    // A score's error moves its weight relatively; rounding P and summing over
+                    // the keys move each term (and the sum of weights, the quotient).
+                    scale += weight[j] * (std::fabs(vj - value) * (modified_scale[j] + std::fabs(modified[j]) + 4) +
+                                          std::fabs(vj) * (p_rounding + static_cast<double>(keys) + 2));
+                }
+                out.values[i * d_count + d] = value;
+                out.scales[i * d_count + d] = std::isfinite(scale / total) ? scale / total : 0;
+            }
+        }
+    }, 1);
+    return out;
+}
+
+}  // namespace kjit::family::attention
