@@ -783,3 +783,23 @@ TEST_CASE("kjit tune on the command line: usage and config mistakes exit 2 with 
     CHECK(fs::read_file(log).find("median best 100.0 % of the exhaustive best") != std::string::npos);
     CHECK(report::row::parse(fs::read_file(out)).size() == 48);  // 15 % of 320 allowed points
 }
+
+TEST_CASE("attention compiles in bfloat16 and float16, masked and not, at head dims 64 to 256, one and two pieces a warp") {
+    for (const char* dtype : {"bfloat16", "float16"})
+        for (const char* score : {"x", "col > row ? -inf : x"})
+            for (int dim : {64, 96, 256}) {
+                CAPTURE(dtype);
+                CAPTURE(score);
+                CAPTURE(dim);
+                const json shape = {1024, dim};
+                const json patch = {{"dtype", dtype},
+                                    {"shape", shape},
+                                    {"inputs", {{"k", {{"shape", shape}}}, {"v", {{"shape", shape}}}}},
+                                    {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"},
+                                                             {"heads", 4}, {"score", score}}})}};
+                const auto result = compile_patched("attention.json", patch);
+                REQUIRE(result.ok);
+                CHECK(!result.cubin.empty());
+                CHECK(result.kernels.at(0).registers > 0);
+            }
+}

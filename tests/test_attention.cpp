@@ -1,0 +1,177 @@
+// The attention family: its stage and what it refuses, the policy and its auto launch, the masks
+// whose whole tiles it skips (found from a tile's corners), the program it plans, and the float64
+// reference against a direct softmax(q · kᵀ) · v written here.
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "family/attention/problem.hpp"
+#include "family/attention/reference.hpp"
+#include "family/attention/tile_mask.hpp"
+#include "helpers.hpp"
+
+using namespace kjit;
+using kjit::testing::error_message;
+using json = kjit::config::json_value;
+
+namespace {
+/// batch · heads · queries rows of Q, batch · kv_heads · keys rows of K and V.
+json attention_config(long long batch, long long heads, long long kv_heads, long long queries, long long keys, long long dim,
+                      const std::string& score = "x") {
+    const json kv_shape = {batch * kv_heads * keys, dim};
+    return {{"name", "a"},
+            {"shape", {batch * heads * queries, dim}},
+            {"dtype", "bfloat16"},
+            {"inputs",
+             {{"q", {{"fill", "normal"}}},
+              {"k", {{"fill", "normal"}, {"shape", kv_shape}}},
+              {"v", {{"fill", "normal"}, {"shape", kv_shape}}}}},
+            {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", batch},
+                                     {"heads", heads}, {"kv_heads", kv_heads}, {"score", score}}})}};
+}
+config::pipeline parsed(const json& j) { return family::load({j, "a.json"}); }
+std::string failure(const json& j) { return error_message([&] { (void)parsed(j); }); }
+
+reference::typed_array normal_values(config::dtype type, std::size_t count, unsigned seed) {
+    reference::typed_array a(type, count);
+    for (std::size_t i = 0; i < count; ++i) a.set(i, std::sin(static_cast<double>(i * 7 + seed) * 0.37) * 2);
+    return a;
+}
+
+std::optional<std::string> tile_test(const std::string& score) {
+    expr::scope names;
+    names.has_shape = true;
+    names.scalars = {"w"};
+    return family::attention::tile_masked_code(expr::parse(score, names), expr::cuda_style{false, false, true, false});
+}
+}  // namespace
+
+TEST_CASE("attention: its stage reads Q, K and V as matrices; the result is Q's shape") {
+    const auto p = parsed(attention_config(2, 8, 2, 17, 33, 64));
+    CHECK(p.family == "attention");
+    CHECK(config::output_count(p) == 2 * 8 * 17 * 64);
+    const auto pr = family::attention::problem_of(p);
+    CHECK(pr.queries == 17);
+    CHECK(pr.keys == 33);
+    CHECK(pr.group() == 4);
+    CHECK(pr.scale == doctest::Approx(0.125));
+    CHECK(config::find_scalar(p, family::attention::k_scale_scalar)->value == doctest::Approx(0.125));
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    REQUIRE(prog.kernels.size() == 1);
+    const auto& k = prog.kernels.front();
+    CHECK(k.grid == family::dims{1, 8, 2});  // query tiles of 128, heads, batch
+    CHECK(k.block == family::dims{128, 1, 1});
+    CHECK(k.flops == doctest::Approx(4.0 * 2 * 8 * 17 * 33 * 64));  // no mask: every pair
+    CHECK(prog.source.find("kjit_group = 4,") != std::string::npos);
+    CHECK(prog.min_arch == 80);
+}
+
+TEST_CASE("attention: what it refuses, each in one line naming the key") {
+    auto j = attention_config(1, 4, 4, 8, 8, 64);
+    j["dtype"] = "float32";
+    CHECK(failure(j).find("a.json: dtype: attention runs on tensor cores") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 72);
+    CHECK(failure(j).find("a.json: shape: head_dim (Q's columns) must be a multiple of 16 up to 256, got 72") == 0);
+    j = attention_config(1, 4, 3, 8, 8, 64);
+    CHECK(failure(j).find("a.json: stages[0].kv_heads: expected a divisor of heads (4)") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 64);
+    j["shape"][0] = 33;
+    CHECK(failure(j).find("a.json: shape: Q's 33 rows must be batch · heads · queries") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 64);
+    j["inputs"]["v"]["shape"] = {16, 64};
+    CHECK(failure(j).find("a.json: stages[0].values: V's shape must be K's") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 64, "i > 3 ? -inf : x");
+    CHECK(failure(j).find("a.json: stages[0].score: uses 'i'") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 64);
+    j["stages"][0]["causal"] = true;
+    CHECK(failure(j).find("a.json: stages[0].causal: unknown key") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 64);
+    j["launch"] = {{"block_m", 96}, {"warps", 4}};
+    CHECK(failure(j).find("a.json: launch.block_m: a warp takes 1 to 4 pieces of 16 queries") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 64);
+    j["stages"].push_back({{"op", "tanh"}});
+    CHECK(failure(j).find("a.json: stages[1]: attention ends the pipeline") == 0);
+}
+
+TEST_CASE("attention: auto takes 4 warps of 2 pieces and 64 keys up to head dim 128, 8 warps of one and 32 past it") {
+    using family::attention::policy_of;
+    const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
+    CHECK(policy_of(small).columns() == json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"skips_tiles", false}});
+    const auto wide = parsed(attention_config(1, 2, 2, 64, 64, 256));
+    CHECK(policy_of(wide).warps == 8);
+    CHECK(policy_of(wide).block_n == 32);
+    auto j = attention_config(1, 2, 2, 64, 64, 64);
+    j["launch"] = {{"block_m", 64}};
+    CHECK(policy_of(parsed(j)).warps == 4);  // one piece each
+    CHECK(family::plan(parsed(j), codegen::template_set::embedded()).kernels.front().block.x == 128);
+}
+
+TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners; others compute every tile") {
+    const auto causal = tile_test("col > row ? -inf : x");
+    REQUIRE(causal);
+    // masked everywhere in the tile only where its nearest key is past its last query
+    CHECK(causal->find("(kjit_c0 > kjit_r1)") != std::string::npos);
+    CHECK(causal->find("(kjit_c1 > kjit_r0)") != std::string::npos);
+    const auto kept_when_true = tile_test("col <= row ? x : -inf");  // the same mask, written the other way
+    REQUIRE(kept_when_true);
+    CHECK(kept_when_true->find("!(kjit_c0 <= kjit_r1)") != std::string::npos);
+    const auto window = tile_test("col > row || row - col >= w ? -inf : x");
+    REQUIRE(window);
+    CHECK(window->find(" || ") != std::string::npos);  // either side masking the whole tile will do
+    CHECK_FALSE(tile_test("30 * tanh(x / 30)"));          // no −inf
+    CHECK_FALSE(tile_test("col % 2 == 0 ? -inf : x"));    // not affine, and == is not decided by corners
+    CHECK_FALSE(tile_test("col * row > 5 ? -inf : x"));   // a product of positions is not affine
+    CHECK_FALSE(tile_test("col > row ? -inf * x : x"));   // the masked value depends on x
+    const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : x"));
+    CHECK(family::attention::policy_of(p).skips_tiles);
+    // a causal mask keeps about half of the pairs, and its FLOPs are counted on them
+    const auto k = family::plan(p, codegen::template_set::embedded()).kernels.front();
+    CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 * 0.502).epsilon(0.01));
+}
+
+TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per head, grouped heads sharing K and V") {
+    auto j = attention_config(2, 4, 2, 5, 7, 16, "col > row + 2 ? -inf : x");
+    const auto p = parsed(j);
+    const auto pr = family::attention::problem_of(p);
+    reference::input_arrays inputs;
+    inputs.emplace("q", normal_values(p.type, 2 * 4 * 5 * 16, 1));
+    inputs.emplace("k", normal_values(p.type, 2 * 2 * 7 * 16, 2));
+    inputs.emplace("v", normal_values(p.type, 2 * 2 * 7 * 16, 3));
+    const auto ref = family::attention::reference(p, inputs);
+    REQUIRE(ref.sampled.empty());  // small: every row
+    REQUIRE(ref.values.size() == 2 * 4 * 5 * 16);
+    for (long long b = 0; b < 2; ++b)
+        for (long long h = 0; h < 4; ++h)
+            for (long long r = 0; r < 5; ++r) {
+                const long long head = b * 4 + h, kv = b * 2 + h / 2, row = head * 5 + r;
+                std::vector<double> weights;
+                double total = 0;
+                for (long long c = 0; c < 7; ++c) {
+                    double dot = 0;
+                    for (long long d = 0; d < 16; ++d) dot += inputs.at("q").get(row * 16 + d) * inputs.at("k").get((kv * 7 + c) * 16 + d);
+                    weights.push_back(c > r + 2 ? 0.0 : std::exp(dot * pr.scale));
+                    total += weights.back();
+                }
+                for (long long d = 0; d < 16; ++d) {
+                    double expected = 0;
+                    for (long long c = 0; c < 7; ++c) expected += weights[c] * inputs.at("v").get((kv * 7 + c) * 16 + d);
+                    CAPTURE(b); CAPTURE(h); CAPTURE(r); CAPTURE(d);
+                    CHECK(ref.values[row * 16 + d] == doctest::Approx(expected / total).epsilon(1e-12));
+                    CHECK(ref.scales[row * 16 + d] > 0);
+                }
+            }
+}
+
+TEST_CASE("attention: a large problem's reference samples whole rows: every head's first, middle and last query") {
+    const auto p = parsed(attention_config(1, 3, 3, 4096, 4096, 64));
+    reference::input_arrays inputs;
+    for (const char* name : {"q", "k", "v"}) inputs.emplace(name, normal_values(p.type, 3 * 4096 * 64, 5));
+    const auto ref = family::attention::reference(p, inputs);
+    REQUIRE_FALSE(ref.sampled.empty());
+    std::set<std::size_t> rows;
+    for (std::size_t i : ref.sampled) rows.insert(i / 64);
+    for (std::size_t head = 0; head < 3; ++head)
+        for (std::size_t query : {0, 2048, 4095}) CHECK(rows.count(head * 4096 + query) == 1);
+    CHECK(ref.sampled.size() == rows.size() * 64);  // whole rows
+    CHECK(std::is_sorted(ref.sampled.begin(), ref.sampled.end()));
+}
