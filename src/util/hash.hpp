@@ -7,6 +7,15 @@
 
 namespace kjit {
 
+/// SplitMix64: a fixed, well-mixed hash of t, for samples that must be the same on every machine
+/// (the references' sampled rows and elements).
+[[nodiscard]] constexpr std::uint64_t splitmix64(std::uint64_t t) {
+    t += 0x9e3779b97f4a7c15ULL;
+    t = (t ^ (t >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    t = (t ^ (t >> 27)) * 0x94d049bb133111ebULL;
+    return t ^ (t >> 31);
+}
+
 /// Hex digest (32 characters) of XXH3-128 over `bytes`.
 [[nodiscard]] std::string xxh3_128_hex(std::string_view bytes);
 

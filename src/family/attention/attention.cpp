@@ -70,6 +70,28 @@ double flops_of(const pipeline& p, const at::problem& pr, bool skips_tiles) {
            static_cast<double>(pr.head_dim) * (skips_tiles ? kept_share(p, pr) : 1.0);
 }
 
+/// The score function and, where the score's mask is found from a tile's corners, the tile test
+/// (tile_mask.hpp), as the template's placeholders.
+void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
+    expr::cuda_style style = codegen::style_of(p);
+    style.int_positions = true;  // resolve checked that a head's queries and keys fit an int
+    const expr::tree& score = p.stages.front().kernel;
+    data.set("score_text", expr::to_text(score, 40));
+    data.set("score_code", expr::to_cuda(score, style));
+    data.set("score_params", codegen::parameter_list(call.params));
+    data.set("score_call", codegen::parameter_list(call.args, 24));
+    const std::optional<std::string> mask = at::tile_masked_code(score, style);
+    data.set("skips", codegen::flag(mask.has_value()));
+    data.set("mask_code", mask.value_or(""));
+    std::string mask_params, mask_args;
+    for (const auto& scalar : call.scalars) {
+        mask_params += ", real " + scalar.name;
+        mask_args += ", " + scalar.name;
+    }
+    data.set("mask_params", mask_params);
+    data.set("mask_args", mask_args);
+}
+
 class attention_impl final : public family {
 public:
     std::string_view name() const override { return "attention"; }
@@ -133,7 +155,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
 
     const std::string dtype(config::to_string(p.type));
     mu::data data = codegen::prologue_data(p, dtype + ", mma, " + std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) +
-                                                  " keys a tile, head_dim " + std::to_string(pr.head_dim),
+                                                  " keys, head_dim " + std::to_string(pr.head_dim),
                                            1, prog.headers);
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
@@ -148,24 +170,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     data.set("values", pr.v);
     data.set("output", k_output_buffer);
     data.set("scale", at::k_scale_scalar);
-    expr::cuda_style style = codegen::style_of(p);
-    style.int_positions = true;  // resolve checked that a head's queries and keys fit an int
-    const expr::tree& score = p.stages.front().kernel;
-    data.set("score_text", expr::to_text(score, 40));
-    data.set("score_code", expr::to_cuda(score, style));
-    data.set("score_params", codegen::parameter_list(call.params));
-    data.set("score_call", codegen::parameter_list(call.args, 24));
-    const std::optional<std::string> mask = at::tile_masked_code(score, style);
-    data.set("skips", codegen::flag(mask.has_value()));
-    data.set("mask_text", expr::to_text(score->args.empty() ? score : score->args.front(), 40));
-    data.set("mask_code", mask.value_or(""));
-    std::string mask_params, mask_args;
-    for (const auto& scalar : call.scalars) {
-        mask_params += ", real " + scalar.name;
-        mask_args += ", " + scalar.name;
-    }
-    data.set("mask_params", mask_params);
-    data.set("mask_args", mask_args);
+    set_score_data(p, call, data);
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
     data.set("kernel_params", codegen::parameter_list(declarations(k)));

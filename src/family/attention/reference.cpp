@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "family/attention/problem.hpp"
+#include "util/hash.hpp"
 #include "util/parallel.hpp"
 
 namespace kjit::family::attention {
@@ -12,14 +13,6 @@ namespace {
 
 /// Multiply-adds the reference may spend on every query row; past it, rows are sampled.
 constexpr double k_full_work = 1 << 27;
-
-/// SplitMix64: a fixed, well-mixed hash, so that the sample is the same on every machine.
-std::uint64_t mixed(std::uint64_t t) {
-    t += 0x9e3779b97f4a7c15ULL;
-    t = (t ^ (t >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    t = (t ^ (t >> 27)) * 0x94d049bb133111ebULL;
-    return t ^ (t >> 31);
-}
 
 /// The query rows (of all B · H · Sq) to compute: all of them for a small problem; otherwise, of
 /// every batch and head, its first, middle and last query and a hashed one.
@@ -32,7 +25,7 @@ std::vector<long long> rows_of(const problem& pr) {
     }
     for (long long h = 0; h < heads; ++h) {
         const long long first = h * pr.queries;
-        const auto hashed = static_cast<long long>(mixed(static_cast<std::uint64_t>(h)) % static_cast<std::uint64_t>(pr.queries));
+        const auto hashed = static_cast<long long>(splitmix64(static_cast<std::uint64_t>(h)) % static_cast<std::uint64_t>(pr.queries));
         for (const long long q : {0LL, pr.queries / 2, pr.queries - 1, hashed}) rows.push_back(first + q);
     }
     std::sort(rows.begin(), rows.end());

@@ -1,6 +1,9 @@
 #include "family/attention/tile_mask.hpp"
 
 #include <cmath>
+#include <vector>
+
+#include "codegen/codegen.hpp"
 
 namespace kjit::family::attention {
 namespace {
@@ -61,14 +64,14 @@ public:
             return "(" + *a + (both ? " && " : " || ") + *b + ")";
         }
         if (!is_order(n.op) || !is_affine(*n.args[0]) || !is_affine(*n.args[1])) return std::nullopt;
-        std::string corners;
+        std::vector<std::string> corners;
         for (const char* row : {"kjit_r0", "kjit_r1"})
             for (const char* col : {"kjit_c0", "kjit_c1"}) {
                 const expr::tree at = expr::rebind(t, {{"row", {expr::name_kind::position, row}},
                                                         {"col", {expr::name_kind::position, col}}});
-                corners += (corners.empty() ? "" : " && ") + std::string(wanted ? "" : "!") + "(" + expr::to_cuda(at, m_style) + ")";
+                corners.push_back(std::string(wanted ? "" : "!") + "(" + expr::to_cuda(at, m_style) + ")");
             }
-        return "(" + corners + ")";
+        return "(" + codegen::wrapped(corners, " &&", 12) + ")";  // (in a return indented by 4)
     }
 
 private:

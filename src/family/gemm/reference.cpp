@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "family/gemm/policy.hpp"
+#include "util/hash.hpp"
 #include "util/parallel.hpp"
 
 namespace kjit::family::gemm {
@@ -16,14 +17,6 @@ constexpr long long k_run = 8;
 struct run {
     long long row = 0, col = 0, count = 0;
 };
-
-/// SplitMix64: a fixed, well-mixed hash of t, so that the sample is the same on every machine.
-std::uint64_t mixed(std::uint64_t t) {
-    t += 0x9e3779b97f4a7c15ULL;
-    t = (t ^ (t >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    t = (t ^ (t >> 27)) * 0x94d049bb133111ebULL;
-    return t ^ (t >> 31);
-}
 
 /// Sorted by row and column, overlapping runs merged.
 void sort_and_merge(std::vector<run>& runs) {
@@ -59,7 +52,7 @@ std::vector<run> runs_of(const sizes& s) {
     std::uint64_t t = 0;
     for (sort_and_merge(runs); elements() < static_cast<long long>(k_sample_elements); sort_and_merge(runs))
         for (int added = 0; added < 1024; ++added, ++t) {
-            const std::uint64_t h = mixed(t);
+            const std::uint64_t h = splitmix64(t);
             add(static_cast<long long>(h % static_cast<std::uint64_t>(s.m)), static_cast<long long>((h >> 32) % static_cast<std::uint64_t>(s.n)));
         }
     return runs;
