@@ -193,6 +193,15 @@ TEST_CASE("// and % of integers: as NumPy's (rounded down, the divisor's sign, 0
     for (std::size_t k = 0; k < 4; ++k)
         CHECK(beyond[k] == std::floor((7.0 + static_cast<double>(k) + 1) * 4444944505.0 * 444444944505.0 * 9 / 7));
 
+    // A sample of elements, every stride-th: 7, 10, 13, 16 are (1, 2) (2, 0) (2, 3) (3, 1).
+    const expr::positions sampled{7, 4, 5, 20, 3};
+    const expr::chunk every_third{4, x.data(), zero.data(), nullptr, nullptr, true, nullptr, &sampled};
+    std::vector<double> rows_at(4), cols_at(4);
+    expr::evaluate(expr::parse("row", matrix), every_third, rows_at.data(), nullptr);
+    expr::evaluate(expr::parse("col", matrix), every_third, cols_at.data(), nullptr);
+    CHECK(rows_at == std::vector<double>{1, 2, 2, 3});
+    CHECK(cols_at == std::vector<double>{2, 0, 3, 1});
+
     const auto failure = [&](const std::string& e) { return parse_failure(e, matrix); };
     CHECK(failure("x % 2") == std::make_pair(std::size_t{1}, std::string("'%' takes integers: positions (i, row, col, …), whole "
                                                                           "numbers and +, -, *, //, % of them; use / for real division")));

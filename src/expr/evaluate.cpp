@@ -89,7 +89,7 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                 // Exact integers; one rounding where the kernel converts one to float.
                 const position_name which = position_of(n.name);
                 for (std::size_t i = 0; i < count; ++i) {
-                    out.value[i] = position(which, in.at->first + static_cast<long long>(i), *in.at);
+                    out.value[i] = position(which, in.at->first + static_cast<long long>(i) * in.at->stride, *in.at);
                     out.scale[i] = constant_scale(out.value[i], in.float_compute);
                 }
             } else if (n.binding == name_kind::row) {

@@ -40,25 +40,28 @@ score_call score_call_of(const pipeline& p) {
 constexpr long long k_mask_grid = 256;
 
 /// The share of (query, key) pairs the score expression keeps (does not make −inf whatever the
-/// score), on a k_mask_grid² grid spread over both sequences: 1 without a mask, about ½ causal.
+/// score), on a grid of up to k_mask_grid² points spread over both sequences, a query's row of
+/// keys evaluated at once: 1 without a mask, about ½ causal.
 double kept_share(const pipeline& p, const at::problem& pr) {
-    const long long side_q = std::min(pr.queries, k_mask_grid), side_k = std::min(pr.keys, k_mask_grid);
+    const long long side_q = std::min(pr.queries, k_mask_grid);
+    const long long step = std::max(1LL, pr.keys / k_mask_grid), side_k = (pr.keys + step - 1) / step;
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
-    std::vector<double> zeros(1, 0.0), ones(1, 1.0), at_zero(1), at_one(1);
+    const auto count = static_cast<std::size_t>(side_k);
+    std::vector<double> zeros(count, 0.0), ones(count, 1.0), at_zero(count), at_one(count);
     long long kept = 0;
-    for (long long i = 0; i < side_q; ++i)
-        for (long long j = 0; j < side_k; ++j) {
-            const long long row = i * pr.queries / side_q, col = j * pr.keys / side_k;
-            const expr::positions where{row * pr.keys + col, pr.queries, pr.keys, pr.queries * pr.keys};
-            const auto score = [&](const std::vector<double>& x, std::vector<double>& into) {
-                const expr::chunk in{1, x.data(), zeros.data(), nullptr, &scalars, true, nullptr, &where, false};
-                expr::evaluate(p.stages.front().kernel, in, into.data(), nullptr);
-            };
-            score(zeros, at_zero);
-            score(ones, at_one);
-            kept += !(std::isinf(at_zero[0]) && at_zero[0] < 0 && at_zero[0] == at_one[0]);
-        }
+    for (long long i = 0; i < side_q; ++i) {
+        const long long row = i * pr.queries / side_q;
+        const expr::positions where{row * pr.keys, pr.queries, pr.keys, pr.queries * pr.keys, step};
+        const auto score = [&](const std::vector<double>& x, std::vector<double>& into) {
+            const expr::chunk in{count, x.data(), zeros.data(), nullptr, &scalars, true, nullptr, &where, false};
+            expr::evaluate(p.stages.front().kernel, in, into.data(), nullptr);
+        };
+        score(zeros, at_zero);
+        score(ones, at_one);
+        for (std::size_t j = 0; j < count; ++j)
+            kept += !(std::isinf(at_zero[j]) && at_zero[j] < 0 && at_zero[j] == at_one[j]);
+    }
     return static_cast<double>(kept) / static_cast<double>(side_q * side_k);
 }
 
