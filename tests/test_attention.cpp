@@ -32,7 +32,8 @@ json attention_config(long long batch, long long heads, long long kv_heads, long
 config::pipeline parsed(const json& j) { return family::load({j, "a.json"}); }
 std::string failure(const json& j) { return error_message([&] { (void)parsed(j); }); }
 
-reference::typed_array normal_values(config::dtype type, std::size_t count, unsigned seed) {
+/// Values spread over [-2, 2], different for each seed: a deterministic stand-in for random data.
+reference::typed_array varied_values(config::dtype type, std::size_t count, unsigned seed) {
     reference::typed_array a(type, count);
     for (std::size_t i = 0; i < count; ++i) a.set(i, std::sin(static_cast<double>(i * 7 + seed) * 0.37) * 2);
     return a;
@@ -134,9 +135,9 @@ TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per 
     const auto p = parsed(j);
     const auto pr = family::attention::problem_of(p);
     reference::input_arrays inputs;
-    inputs.emplace("q", normal_values(p.type, 2 * 4 * 5 * 16, 1));
-    inputs.emplace("k", normal_values(p.type, 2 * 2 * 7 * 16, 2));
-    inputs.emplace("v", normal_values(p.type, 2 * 2 * 7 * 16, 3));
+    inputs.emplace("q", varied_values(p.type, 2 * 4 * 5 * 16, 1));
+    inputs.emplace("k", varied_values(p.type, 2 * 2 * 7 * 16, 2));
+    inputs.emplace("v", varied_values(p.type, 2 * 2 * 7 * 16, 3));
     const auto ref = family::attention::reference(p, inputs);
     REQUIRE(ref.sampled.empty());  // small: every row
     REQUIRE(ref.values.size() == 2 * 4 * 5 * 16);
@@ -165,7 +166,7 @@ TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per 
 TEST_CASE("attention: a large problem's reference samples whole rows: every head's first, middle and last query") {
     const auto p = parsed(attention_config(1, 3, 3, 4096, 4096, 64));
     reference::input_arrays inputs;
-    for (const char* name : {"q", "k", "v"}) inputs.emplace(name, normal_values(p.type, 3 * 4096 * 64, 5));
+    for (const char* name : {"q", "k", "v"}) inputs.emplace(name, varied_values(p.type, 3 * 4096 * 64, 5));
     const auto ref = family::attention::reference(p, inputs);
     REQUIRE_FALSE(ref.sampled.empty());
     std::set<std::size_t> rows;

@@ -1,5 +1,6 @@
 #include "family/attention/tile_mask.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -18,11 +19,10 @@ bool is_minus_inf(const node& n) {
            n.args[0]->number > 0;
 }
 
-bool uses_row_or_col(const node& n) {
-    if (n.kind == node_kind::name) return n.name == "row" || n.name == "col";
-    for (const auto& a : n.args)
-        if (uses_row_or_col(*a)) return true;
-    return false;
+bool uses_row_or_col(const expr::tree& t) {
+    expr::used_names used;
+    expr::collect_names(t, used);
+    return std::any_of(used.positions.begin(), used.positions.end(), [](const std::string& p) { return p == "row" || p == "col"; });
 }
 
 /// Numbers, params, the sizes and row and col, with +, −, negation, and × or ÷ by a term free of
@@ -33,10 +33,10 @@ bool is_affine(const node& n) {
         case node_kind::name: return n.binding == expr::name_kind::position || n.binding == expr::name_kind::scalar;
         case node_kind::negate: return is_affine(*n.args[0]);
         case node_kind::binary: {
-            const node &a = *n.args[0], &b = *n.args[1];
-            if (n.op == binary_op::add || n.op == binary_op::sub) return is_affine(a) && is_affine(b);
-            if (n.op == binary_op::mul) return is_affine(a) && is_affine(b) && (!uses_row_or_col(a) || !uses_row_or_col(b));
-            if (n.op == binary_op::div) return is_affine(a) && !uses_row_or_col(b);
+            const expr::tree &a = n.args[0], &b = n.args[1];
+            if (n.op == binary_op::add || n.op == binary_op::sub) return is_affine(*a) && is_affine(*b);
+            if (n.op == binary_op::mul) return is_affine(*a) && is_affine(*b) && (!uses_row_or_col(a) || !uses_row_or_col(b));
+            if (n.op == binary_op::div) return is_affine(*a) && !uses_row_or_col(b);
             return false;
         }
         default: return false;
