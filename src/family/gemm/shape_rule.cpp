@@ -1,0 +1,212 @@
+// The GEMM family's shape rule: the policy "auto" chooses for a product's M, N and K on a target,
+// from the tiles' rates measured on the H200 (the wave model), and a rule of its own for thin
+// products; and what a tile's vectors and copies follow from the shapes.
+#include "family/gemm/shape_rule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <span>
+
+namespace kjit::family::gemm {
+
+/// The policies where "auto" at large shapes. simt: 128 × 128 tiles of 8 × 8 per thread, the
+/// classic shape for CUDA cores (87–91 % of cuBLAS fp32 on the H200). mma: 256 × 128 tiles on 8
+/// warps of 64 × 64, 32 deep, three buffers (85 KiB): of 60 launches tuned at 8192³ bfloat16 on the
+/// H200, the fastest whose shared memory fits every GPU the rung runs on (99 KiB on sm_86 and
+/// sm_89): 2.93 ms, where the fastest of all (256 × 128 × 64 on 8 warps of 128 × 32, four buffers,
+/// 212 KiB: Hopper alone) took 2.65 (bench/results/2026-12-03-mma/second). wgmma: 128 × 256 tiles,
+/// two consumer warp groups of 64 × 256 each, three buffers 64 deep (the 128-byte rows the
+/// swizzle is made for), groups of 16 tile rows: the fastest of 16 launches at each of 4096³,
+/// 8192³ and 8192 × 4096 × 4096 on the H200 (bench/results/2026-12-03-wgmma/third); one block
+/// fills an SM.
+policy large_shape_policy(rung kind) {
+    policy chosen;
+    chosen.kind = kind;
+    if (kind == rung::mma) {
+        chosen.tile_m = 256;
+        chosen.tile_k = 32;
+        chosen.warps_m = 4;
+        chosen.warps_n = 2;
+        chosen.stages = 3;
+    }
+    if (kind == rung::wgmma) {
+        chosen.tile_n = 256;
+        chosen.tile_k = 64;
+        chosen.stages = 3;
+        chosen.group_m = 16;
+    }
+    return chosen;
+}
+
+namespace {
+
+/// A tile the shape rule may choose, and the share of the rung's best rate it reached on a full
+/// machine (one block an SM, tiles enough for many waves).
+struct tile_choice {
+    int tile_m, tile_n;
+    bool pingpong;  ///< wgmma's schedule
+    int warps_m, warps_n;  ///< mma's warps
+    int stages;
+    double rate;
+};
+
+/// wgmma tiles, largest first. Each rate is its time per wave of tiles at 4096 × 11008 × 4096
+/// (LLaMA-2-7B's up-projection: 1376 tiles of 128 × 256, 11 waves) against 128 × 256's, on the
+/// H200, each tile at its fastest depth: 3 buffers for 128 × 256 and 256 × 128 (4 do not fit
+/// beside the staged C), 4 for the others (bench/results/2026-12-03-defaults/first: 16 launches
+/// at 8 shapes; the 4096 × 4096 × 11008 product gives the same order, 128 × 128 at 0.91). The
+/// smallest tile streams W: 8 buffers keep more of it in flight, 21.4 µs at a decode step (M = 16
+/// and 64, N = K = 4096) where 4 took 28.5 (bench/results/2026-12-03-decode/first; thin products
+/// have a rule of their own now, thin_policy). 128 × 192 ran LLaMA's up-projection's 15 waves in
+/// 498.5 µs where 128 × 256 ran 11 in 484.4 (a rate of 0.99), and fills the SMs where 128 × 256
+/// leaves a quarter idle: GPT-2's down-projection (4096 × 768 × 3072) in 31.6 µs where 128 × 256
+/// took 40.2 (bench/results/2026-12-04-split/first).
+constexpr tile_choice k_wgmma_tiles[] = {
+        {128, 256, false, 0, 0, 3, 1.00},
+        {128, 192, false, 0, 0, 4, 0.99},
+        {128, 128, false, 0, 0, 4, 0.93},
+        {256, 128, false, 0, 0, 3, 0.91},
+        {64, 256, true, 0, 0, 4, 0.85},
+        {64, 128, true, 0, 0, 4, 0.61},
+        {64, 64, true, 0, 0, 8, 0.37},
+};
+/// What a split of the depth costs beside the time it divides: the partial tiles' trip through
+/// shared memory, and blocks that start in clusters.
+constexpr double k_split_cost = 1.1;
+
+/// mma tiles, largest first, at the large-shape policy's depth (3 buffers of 32). Not measured
+/// per tile: the rates are wgmma's for the same area.
+constexpr tile_choice k_mma_tiles[] = {
+        {256, 128, false, 4, 2, 3, 1.00},
+        {128, 128, false, 2, 2, 3, 0.93},
+        {64, 128, false, 2, 2, 3, 0.61},
+        {64, 64, false, 2, 2, 3, 0.37},
+};
+
+/// The widest of 4, 2, 1 elements, at most 16 bytes, that divides `extent`: a vector never
+/// straddles two rows.
+int width_dividing(long long extent, std::size_t element_bytes, int widest) {
+    int width = std::min<int>(widest, static_cast<int>(16 / element_bytes));
+    while (extent % width != 0) width /= 2;
+    return width;
+}
+
+
+/// The tiles of tile_m × tile_n that cover the product's M × N.
+long long tiles_of(int tile_m, int tile_n, const sizes& s) { return (s.m + tile_m - 1) / tile_m * ((s.n + tile_n - 1) / tile_n); }
+
+/// The tile and split whose estimated time at `s` is least: the waves of blocks it takes, one
+/// block an SM (a tile's last wave costs a whole one), times the tile's area over its rate and over
+/// the split, which divides each block's depth. A tile whose area the product would leave mostly
+/// empty (M of 16 in 128 rows) loses to a smaller one this way; so does one of too few tiles to
+/// fill the SMs, unless a split of its depth fills them. At the 8 shapes measured without splits,
+/// the tile chosen ran within 2 % of the fastest of the 16 launches (decode at M ≤ 64 is bound by
+/// W's bytes, not by area: there the smallest tiles are all within 2 % of each other).
+double estimated_time(const policy& candidate, double rate, const sizes& s, const config::target& gpu) {
+    const long long blocks = tiles_of(candidate.tile_m, candidate.tile_n, s) * candidate.split_k;
+    const long long waves = (blocks + gpu.sm_count - 1) / gpu.sm_count;
+    const double split_cost = candidate.split_k > 1 ? k_split_cost : 1.0;
+    return static_cast<double>(waves) * candidate.tile_m * candidate.tile_n / (rate * candidate.split_k) * split_cost;
+}
+
+/// Whether the shape rule may split the depth of `candidate`'s tiles: on wgmma, where the split
+/// fills SMs the tiles leave idle (it never adds a wave), each part is at least as deep as the
+/// ring of buffers (a shorter part never fills the pipeline), and the partial tiles fit beside the
+/// buffers in the target's shared memory.
+bool split_fits(const policy& candidate, const sizes& s, const config::target& gpu, config::dtype type) {
+    if (candidate.split_k == 1) return true;
+    const long long depth_tiles = (s.k + candidate.tile_k - 1) / candidate.tile_k;
+    return candidate.kind == rung::wgmma && tiles_of(candidate.tile_m, candidate.tile_n, s) * candidate.split_k <= gpu.sm_count &&
+           depth_tiles >= static_cast<long long>(candidate.split_k) * candidate.stages &&
+           candidate.shared_bytes(type) <= gpu.shared_per_block;
+}
+
+/// The rung's large-shape policy with `tile`, its depth split in `split`, fitted to `s`.
+policy with_tile(rung kind, const tile_choice& tile, int split, const sizes& s, config::dtype type) {
+    policy chosen = large_shape_policy(kind);
+    chosen.tile_m = tile.tile_m;
+    chosen.tile_n = tile.tile_n;
+    chosen.stages = tile.stages;
+    chosen.pingpong = kind == rung::wgmma && tile.pingpong;
+    if (kind == rung::mma) {
+        chosen.warps_m = tile.warps_m;
+        chosen.warps_n = tile.warps_n;
+    }
+    chosen.split_k = split;
+    fit_to(chosen, s, type);
+    return chosen;
+}
+
+/// A thin product: at most four 64-row tile rows.
+constexpr long long k_thin_rows = 256;
+/// The most buffers a thin product's unsplit tile keeps: more of W in flight than the wave
+/// model's depths, as far as shared memory holds them.
+constexpr int k_thin_stages = 12;
+
+/// A thin product on wgmma (M ≤ 256) streams W, and its time is W's bytes (how many SMs pull them,
+/// how much of it each keeps in flight) more than the tiles' area the wave model weighs. It takes
+/// 64-row ping-pong tiles, the narrowest (64, 128 or 256 columns) whose tiles fit one wave; their
+/// depth split in two where the doubled blocks still fit one wave (8 buffers, or as many as half
+/// the depth fills), else as many buffers as shared memory holds, 12 at most. Nothing where no such
+/// tile fits one wave: the wave model chooses. On the H200 (bench/results/2026-12-04-split,
+/// second, fourth and fifth), at N = K = 4096 and M = 1, 16, 64: 64 × 64 split 18.8–19.3 µs,
+/// unsplit 21.1–21.5 (8 buffers) and 19.5–19.8 (12), 64 × 128 split 24.1–24.7; at 8 × 5120 × 5120
+/// (80 tiles of 64 × 64): 12 buffers 23.4 µs, 8 27.8, 64 × 128 split 30.9; at 16 × 3072 × 768:
+/// split 9.9, 64 × 128 split 10.9; at 256 × 4096 × 4096 the fastest of 40 launches `kjit tune`
+/// tried was 64 × 128 in 8 buffers, 23.0 µs, where 128 × 128 split took 28.6.
+std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, config::dtype type) {
+    for (const int columns : {64, 128, 256}) {
+        if (tiles_of(64, columns, s) > gpu.sm_count) continue;
+        const tile_choice tile{64, columns, true, 0, 0, 8, 0.0};
+        policy split = with_tile(rung::wgmma, tile, 2, s, type);
+        const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer
+        split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / 2, 2, tile.stages));
+        if (split_fits(split, s, gpu, type)) return split;
+        policy deep = with_tile(rung::wgmma, tile, 1, s, type);
+        deep.stages = k_thin_stages;
+        while (deep.stages > 2 && deep.shared_bytes(type) > gpu.shared_per_block) --deep.stages;
+        return deep;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+void fit_to(policy& chosen, const sizes& s, config::dtype type) {
+    const std::size_t element = config::element_size(type);
+    if (chosen.kind != rung::simt) {
+        chosen.async_copies = s.k % 8 == 0 && s.n % 8 == 0;
+        if (!chosen.async_copies) chosen.cluster_m = 1;  // multicast is a TMA copy
+        chosen.a_rows_copied = static_cast<int>(std::min<long long>(chosen.tile_m, (s.m + 7) / 8 * 8));
+        chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
+        return;
+    }
+    chosen.width_a = width_dividing(s.k, element, 4);
+    chosen.width_b = width_dividing(s.n, element, 4);
+    chosen.width_c = chosen.width_b;
+}
+
+policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config::dtype type) {
+    if (kind == rung::simt) return large_shape_policy(kind);
+    if (kind == rung::wgmma && s.m <= k_thin_rows)
+        if (const std::optional<policy> thin = thin_policy(s, gpu, type)) return *thin;
+    const std::span<const tile_choice> tiles = kind == rung::wgmma ? std::span<const tile_choice>(k_wgmma_tiles) : k_mma_tiles;
+    policy best = large_shape_policy(kind);
+    double best_time = INFINITY;
+    for (const tile_choice& tile : tiles)
+        // Splits in two at most: clusters of 4 ran every decode step slower than 2 or none
+        // (30.6–35.0 µs at N = K = 4096 where 2 took 19.2–24.4: bench/results/2026-12-04-split).
+        for (const int split : {1, 2}) {
+            const policy candidate = with_tile(kind, tile, split, s, type);
+            if (!split_fits(candidate, s, gpu, type)) continue;
+            const double time = estimated_time(candidate, tile.rate, s, gpu);
+            if (time < best_time) {
+                best = candidate;
+                best_time = time;
+            }
+        }
+    return best;
+}
+
+}  // namespace kjit::family::gemm
