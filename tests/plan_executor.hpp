@@ -3,8 +3,9 @@
 // (a sweep's points): the first whose plan has that kernel with these argument types and buffer
 // sizes. Its arguments are bound by position to the plan's typed arguments (buffers by name,
 // scalars, sizes); then its stages run in order over the matrix x starts from (a row of n
-// elements for an elementwise pipeline): a matmul by its definition, a map per row, a reduce into
-// a row value, a transpose by rearranging. What the plan says the kernel writes is written: the
+// elements for an elementwise pipeline): a map per row, a reduce into a row value, and an op a
+// family implements itself (a matmul, a transpose, attention) by that family's model of it
+// (family::host_op). What the plan says the kernel writes is written: the
 // output's elements or one value per row, and row values.
 // kjit's copy probe, which no plan holds, copies.
 // Values are computed in double from the stages' kernel trees and stored in the buffers' types.
@@ -121,22 +122,22 @@ private:
 
     void execute(const family::kernel& k, const bound& b) const {
         const config::pipeline& p = m_pipeline;
-        long long rows = b.sizes.count("rows") ? b.sizes.at("rows") : 1;
-        long long cols = b.sizes.count("cols") ? b.sizes.at("cols") : b.sizes.at("n");
-        const auto count = static_cast<std::size_t>(rows * cols);
-        std::vector<double> x(count, 0.0), zeros(count, 0.0), next(count);
-        const config::stage& first = p.stages[k.stages.front()];
-        if (first.family_op && first.op == "matmul") {  // x = A · B, A rows × depth, B depth × cols
-            const long long depth = b.sizes.at("kjit_depth");
-            const unsigned char* a = b.buffers.at(k.reads_x)->data();
-            const unsigned char* by = b.buffers.at(first.options.at("by").get<std::string>())->data();
-            for (long long r = 0; r < rows; ++r)
-                for (long long c = 0; c < cols; ++c)
-                    for (long long d = 0; d < depth; ++d)
-                        x[r * cols + c] += reference::get_element(p.type, a, r * depth + d) * reference::get_element(p.type, by, d * cols + c);
-        } else if (!k.reads_x.empty()) {
-            for (std::size_t i = 0; i < count; ++i) x[i] = reference::get_element(p.type, b.buffers.at(k.reads_x)->data(), i);
+        family::host_launch launch{k, {}, b.scalars, b.sizes};
+        for (const auto& [name, memory] : b.buffers) launch.buffers[name] = memory;
+        // A family's own op first in the kernel reads its inputs itself (a matmul's A and B).
+        family::host_matrix matrix;
+        const bool op_first = p.stages[k.stages.front()].family_op;
+        if (op_first) {
+            matrix = family::family_of(p).host_op(p, k.stages.front(), {}, launch);
+        } else {
+            matrix.rows = b.sizes.count("rows") ? b.sizes.at("rows") : 1;
+            matrix.cols = b.sizes.count("cols") ? b.sizes.at("cols") : b.sizes.at("n");
+            if (!k.reads_x.empty()) matrix.values = family::host_values(p.type, *b.buffers.at(k.reads_x));
+            matrix.values.resize(static_cast<std::size_t>(matrix.rows * matrix.cols), 0.0);  // (x starts at 0 where the stages read none)
         }
+        long long rows = matrix.rows, cols = matrix.cols;
+        std::vector<double>& x = matrix.values;
+        std::vector<double> zeros(x.size(), 0.0), next(x.size());
         // Every array a stage may name, widened to double once (a per-column one has cols elements).
         std::map<std::string, std::vector<double>> arrays;
         for (const auto& a : k.args)
@@ -153,14 +154,15 @@ private:
                     row_values[r][a.name].value = reference::get_element(row_value_type(), b.buffers.at(a.name)->data(), r);
         std::vector<double> last_reduce(static_cast<std::size_t>(rows));
         std::map<std::size_t, std::vector<double>> reduced;  // what each reduce stage combined, by stage
-        for (std::size_t s : k.stages) {
+        for (std::size_t i = op_first ? 1 : 0; i < k.stages.size(); ++i) {
+            const std::size_t s = k.stages[i];
             const config::stage& st = p.stages[s];
-            if (st.family_op && st.op == "matmul") continue;  // computed above
-            if (st.family_op) {  // the other: a transpose of the rows × cols matrix
-                for (long long r = 0; r < rows; ++r)
-                    for (long long c = 0; c < cols; ++c) next[c * rows + r] = x[r * cols + c];
-                x.swap(next);
-                std::swap(rows, cols);
+            if (st.family_op) {  // the family's model of its op (a transpose between maps)
+                matrix = family::family_of(p).host_op(p, s, std::move(matrix), launch);
+                rows = matrix.rows;
+                cols = matrix.cols;
+                zeros.assign(x.size(), 0.0);
+                next.resize(x.size());
                 continue;
             }
             for (long long r = 0; r < rows; ++r) {
@@ -196,7 +198,7 @@ private:
             } else if (ends_in_reduce) {
                 for (long long r = 0; r < rows; ++r) reference::set_element(p.type, memory, r, last_reduce[r]);
             } else {
-                for (std::size_t i = 0; i < count; ++i) reference::set_element(p.type, memory, i, x[i]);
+                for (std::size_t i = 0; i < x.size(); ++i) reference::set_element(p.type, memory, i, x[i]);
             }
         }
     }

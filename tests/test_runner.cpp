@@ -476,6 +476,12 @@ TEST_CASE("the fake runs any family's program as its plan says: each shipped kin
           {"stages", json::array({{{"op", "map"}, {"expr", "x * 3 + b"}, {"input", "a"}},
                                   {{"op", "transpose"}},
                                   {{"op", "map"}, {"expr", "x - b"}}})}}},
+        // 2 × 4 heads of 17 queries over 2 heads of 23 keys, head dim 32
+        {"attention_causal.json",
+         {{"shape", {2 * 4 * 17, 32}},
+          {"inputs", {{"k", {{"shape", {2 * 2 * 23, 32}}}}, {"v", {{"shape", {2 * 2 * 23, 32}}}}}},
+          {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
+                                   {"heads", 4}, {"kv_heads", 2}, {"score", "col > row + 5 ? -inf : x"}}})}}},
     };
     for (const auto& v : variants) {
         CAPTURE(v.config);

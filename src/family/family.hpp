@@ -4,6 +4,8 @@
 // and computes the float64 reference. Adding a family is a folder under src/family/, a template
 // and a line in registry.cpp (docs/architecture.md walks through one).
 #pragma once
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,23 @@
 #include "reference/reference.hpp"
 
 namespace kjit::family {
+
+/// A matrix on the host, row after row: what a kernel holds between its stages, as a fake GPU
+/// that executes plans runs it (tests/plan_executor.hpp).
+struct host_matrix {
+    long long rows = 0, cols = 0;
+    std::vector<double> values;
+};
+/// One launch of a kernel on the host: the kernel, its buffers by the plan's names (elements of
+/// the pipeline's dtype), and its scalar and size arguments by name.
+struct host_launch {
+    const kernel& k;
+    std::map<std::string, const std::vector<unsigned char>*> buffers;
+    std::map<std::string, double> scalars;
+    std::map<std::string, long long> sizes;
+};
+/// A buffer's elements of `type`, widened to double.
+[[nodiscard]] std::vector<double> host_values(config::dtype type, const std::vector<unsigned char>& bytes);
 
 class family {
 public:
@@ -43,6 +62,16 @@ public:
     /// The float64 reference of `p` from `inputs`.
     [[nodiscard]] virtual reference::expected_values reference(const config::pipeline& p,
                                                                const reference::input_arrays& inputs) const = 0;
+    /// Stage `stage`, an op of its own (stage_ops), on the host: the matrix it leaves, from x, the
+    /// one the stages before it in the kernel left, or from the launch's buffers where it is the
+    /// kernel's first (x empty). The model a fake GPU runs for the op; other families are never
+    /// asked.
+    [[nodiscard]] virtual host_matrix host_op(const config::pipeline& p, std::size_t stage, host_matrix x,
+                                              const host_launch& launch) const {
+        (void)x;
+        (void)launch;
+        throw std::logic_error(std::string(name()) + " has no op of its own: " + p.stages.at(stage).op);
+    }
     /// What the reference depends on besides the inputs and the stages (the kernels' order of
     /// additions, where a sum's error bound follows it); null when nothing.
     [[nodiscard]] virtual config::json_value reference_key(const config::pipeline& p) const = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "family/attention/problem.hpp"
 #include "family/attention/reference.hpp"
@@ -119,7 +120,40 @@ public:
         return at::reference(p, inputs);
     }
     config::json_value reference_key(const pipeline&) const override { return nullptr; }
+    host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override;
 };
+
+/// Every head's softmax(score(scale · q · k)) · v, from the launch's buffers, scalars and sizes.
+host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const {
+    const at::problem pr = at::problem_of(p);
+    const long long queries = launch.sizes.at("rows"), keys = launch.sizes.at("cols"), dim = pr.head_dim;
+    const std::vector<double> q = host_values(p.type, *launch.buffers.at(pr.q));
+    const std::vector<double> k = host_values(p.type, *launch.buffers.at(pr.k));
+    const std::vector<double> v = host_values(p.type, *launch.buffers.at(pr.v));
+    const double scale = launch.scalars.at(at::k_scale_scalar);
+    host_matrix out{pr.batch * pr.heads * queries, dim, std::vector<double>(static_cast<std::size_t>(pr.batch * pr.heads * queries * dim))};
+    std::vector<double> scores(static_cast<std::size_t>(keys)), weights(scores.size()), exact(scores.size(), 0.0);
+    for (long long row = 0; row < out.rows; ++row) {
+        const long long head = row / queries, kv_head = head / pr.heads * pr.kv_heads + head % pr.heads / pr.group();
+        const double* query = q.data() + row * dim;
+        for (long long c = 0; c < keys; ++c) {
+            const double* key = k.data() + (kv_head * keys + c) * dim;
+            scores[c] = scale * std::inner_product(query, query + dim, key, 0.0);
+        }
+        const expr::positions where{row % queries * keys, queries, keys, queries * keys};
+        const expr::chunk in{scores.size(), scores.data(), exact.data(), nullptr, &launch.scalars, true, nullptr, &where, false};
+        expr::evaluate(p.stages.front().kernel, in, weights.data(), nullptr);
+        const double max = *std::max_element(weights.begin(), weights.end());
+        for (double& w : weights) w = std::exp(w - max);
+        const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+        for (long long d = 0; d < dim; ++d) {
+            double sum = 0;
+            for (long long c = 0; c < keys; ++c) sum += weights[c] * v[(kv_head * keys + c) * dim + d];
+            out.values[row * dim + d] = sum / total;
+        }
+    }
+    return out;
+}
 
 program attention_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
     const at::policy& t = at::policy_of(p);

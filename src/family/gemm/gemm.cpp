@@ -126,6 +126,18 @@ public:
         return gemm::reference(p, inputs);
     }
     config::json_value reference_key(const pipeline&) const override { return nullptr; }
+
+    /// x = A · B: A (rows × depth) is the input the kernel reads, B (depth × cols) the matmul's `by`.
+    host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override {
+        const long long rows = launch.sizes.at("rows"), cols = launch.sizes.at("cols"), depth = launch.sizes.at("kjit_depth");
+        const std::vector<double> a = host_values(p.type, *launch.buffers.at(launch.k.reads_x));
+        const std::vector<double> b = host_values(p.type, *launch.buffers.at(gemm::multiplier(p)));
+        host_matrix x{rows, cols, std::vector<double>(static_cast<std::size_t>(rows * cols), 0.0)};
+        for (long long r = 0; r < rows; ++r)
+            for (long long c = 0; c < cols; ++c)
+                for (long long d = 0; d < depth; ++d) x.values[r * cols + c] += a[r * depth + d] * b[d * cols + c];
+        return x;
+    }
 };
 
 program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& templates) const {

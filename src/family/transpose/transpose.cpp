@@ -171,6 +171,15 @@ public:
     program plan(const pipeline& p, const codegen::template_set& templates) const override;
     reference::expected_values reference(const pipeline& p, const reference::input_arrays& inputs) const override;
     config::json_value reference_key(const pipeline&) const override { return nullptr; }
+
+    /// The rows × cols matrix (x, or the input it starts from) as cols × rows.
+    host_matrix host_op(const pipeline& p, std::size_t, host_matrix x, const host_launch& launch) const override {
+        if (x.values.empty()) x = {launch.sizes.at("rows"), launch.sizes.at("cols"), host_values(p.type, *launch.buffers.at(launch.k.reads_x))};
+        host_matrix t{x.cols, x.rows, std::vector<double>(x.values.size())};
+        for (long long r = 0; r < x.rows; ++r)
+            for (long long c = 0; c < x.cols; ++c) t.values[c * x.rows + r] = x.values[r * x.cols + c];
+        return t;
+    }
 };
 
 /// The element function's parameters and its call for the stages in [first, last): x, then the
