@@ -91,6 +91,12 @@ const std::vector<golden_case>& cases() {
          {{"shape", {1000, 17}},
           {"inputs.W.shape", {17, 1001}},
           {"launch", {{"rung", "wgmma"}, {"tile_n", 64}, {"schedule", "pingpong"}}}}},
+        // Fused attention at the defaults: 4 warps of 2 pieces of 16 queries.
+        {"attention", "attention.json", {}},
+        // Causal with grouped heads, float16, a warp per piece: masked tiles are skipped, found
+        // from their corners.
+        {"attention_causal_f16", "attention_causal.json",
+         {{"dtype", "float16"}, {"launch", {{"block_m", 128}, {"warps", 8}}}}},
     };
     return all;
 }

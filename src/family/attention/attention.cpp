@@ -83,7 +83,7 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("score_text", expr::to_text(score, 40));
     data.set("score_code", expr::to_cuda(score, style));
     data.set("score_params", codegen::parameter_list(call.params));
-    data.set("score_call", codegen::parameter_list(call.args, 24));
+    data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
     const std::optional<std::string> mask = at::tile_masked_code(score, style);
     data.set("skips", codegen::flag(mask.has_value()));
     data.set("mask_code", mask.value_or(""));
