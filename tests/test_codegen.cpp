@@ -190,11 +190,17 @@ TEST_CASE("row_cache \"shared\": the row copied to shared memory once, every pas
     REQUIRE(g.kernels.size() == 1);
     CHECK(passes(family::load(doc), g.kernels[0]) == 1);
     CHECK(g.kernels[0].shared_bytes == 4096 * 4);
-    // A 2-byte vector (bfloat16, an odd row) is copied through a register: cp.async takes 4 bytes or more.
+    // An odd row of bfloat16: the 16-byte vectors that hold any of it, 5 where it starts on a vector's last element.
     doc.json["dtype"] = "bfloat16";
     doc.json["shape"] = {3, 33};
     g = generate(family::load(doc));
+    CHECK(g.kernels[0].shared_bytes == 5 * 16);
+    CHECK(g.source.find("kjit_copy_to_shared(vec* shared, const vec* global)\n{\n    asm volatile(\"cp.async") != std::string::npos);
+    // A 2-byte vector is copied through a register: cp.async takes 4 bytes or more.
+    doc.json["launch"]["vector_width"] = 1;
+    g = generate(family::load(doc));
     CHECK(g.kernels[0].shared_bytes == 33 * 2);
+    CHECK(g.source.find("kjit_copy_to_shared(vec* shared, const vec* global)\n{\n    *shared = kjit_read_once(global);") != std::string::npos);
     // Separate: each kernel holds the row it reads.
     doc.json["fusion"] = "separate";
     for (const auto& k : generate(family::load(doc)).kernels) CHECK(k.shared_bytes == 33 * 2);

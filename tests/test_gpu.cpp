@@ -226,7 +226,8 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                                         {{"fusion", "separate"}, {"launch", {{"row_cache", "shared"}, {"cluster", 4}}}},
                                         // Registers capped for 4 blocks per SM.
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}, {"block", 256}, {"min_blocks_per_sm", 4}}}}};
-    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
+    // The causal softmax computes from positions: a column where a row starts inside a vector.
+    for (const char* name : {"softmax.json", "causal_softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
             for (const char* dtype : {"float32", "bfloat16"})
                 for (const char* formula : {"classic", "online"})

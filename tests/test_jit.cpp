@@ -260,18 +260,22 @@ TEST_CASE("launch.streaming compiles to evict-first loads and stores for every r
     struct variant {
         const char* dtype;
         json shape;
-        int vector_bytes;
+        int vector_width, vector_bytes;
     };
-    // A row of 34 float32 is read 2 elements at a time; one of 33 bfloat16 an element at a time.
-    const variant variants[] = {{"bfloat16", {1000, 4096}, 16}, {"float32", {3, 34}, 8}, {"bfloat16", {3, 33}, 2}};
+    // A row of 34 float32 read 2 elements at a time; one of 33 bfloat16 an element at a time.
+    const variant variants[] = {{"bfloat16", {1000, 4096}, 8, 16}, {"float32", {3, 34}, 2, 8}, {"bfloat16", {3, 33}, 1, 2}};
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const std::string cache : {"values", "inputs", "none", "shared"})
             for (const auto& v : variants) {
                 CAPTURE(name);
                 CAPTURE(cache);
                 CAPTURE(v.vector_bytes);
-                const auto result = compile_patched(
-                    name, {{"dtype", v.dtype}, {"shape", v.shape}, {"launch", {{"streaming", true}, {"row_cache", cache}}}});
+                const auto result = compile_patched(name, {{"dtype", v.dtype},
+                                                           {"shape", v.shape},
+                                                           {"launch",
+                                                            {{"streaming", true},
+                                                             {"row_cache", cache},
+                                                             {"vector_width", v.vector_width}}}});
                 INFO(result.nvrtc_log);
                 REQUIRE(result.ok);
                 const auto has = [&](const char* instruction) { return result.ptx.find(instruction) != std::string::npos; };

@@ -210,7 +210,29 @@ TEST_CASE("reduce: a row value named by `as`, used by later stages; x flows on u
     expr::used_names used;
     expr::collect_names(p.stages[3].kernel, used);
     CHECK(used.rows == std::vector<std::string>{"s"});
-    CHECK(p.launch.vector_width == 1);  // 33 columns: a wider vector would straddle rows
+    CHECK(p.launch.vector_width == 4);  // 33 columns: rows start inside 16-byte vectors
+}
+
+TEST_CASE("rows of a length the vector does not divide: read in 16-byte vectors with their edges skipped, unless an input is per column") {
+    json j = softmax_config();  // 33 float32 columns: a row starts 0 to 3 elements into a vector
+    auto p = parsed(j);
+    CHECK(family::rows::rows_misaligned(p));
+    CHECK(family::rows::row_vectors(p) == 9);  // one that starts at a vector's last element: 1 + 32 elements
+    j["shape"] = {3, 36};
+    CHECK_FALSE(family::rows::rows_misaligned(parsed(j)));
+    CHECK(family::rows::row_vectors(parsed(j)) == 9);
+    // A shared row holds the most vectors a row touches: 9 × 16 bytes, not 33 × 4.
+    j["shape"] = {3, 33};
+    j["launch"] = {{"row_cache", "shared"}};
+    CHECK(family::rows::shared_bytes(parsed(j)) == 9 * 16);
+    // A per-column input is read by column, a vector at a time: the width divides cols.
+    j["inputs"]["g"] = {{"fill", "normal"}, {"per", "column"}};
+    j["stages"][3]["expr"] = "x / s * g";
+    p = parsed(j);
+    CHECK(p.launch.vector_width == 1);
+    CHECK_FALSE(family::rows::rows_misaligned(p));
+    j["shape"] = {3, 34};
+    CHECK(parsed(j).launch.vector_width == 2);
 }
 
 TEST_CASE("a final reduce gives one result per row, and may go unnamed; its expr is reduced") {
@@ -267,7 +289,8 @@ TEST_CASE("reduce errors name the key: no shape, bad names, a row too long, a ba
                                 "read it from memory in each pass with launch.row_cache \"none\"");
     long_rows["launch"].erase("cluster");  // "auto": a cluster of 4 blocks of 64 holds 4097
     CHECK(family::rows::policy_of(parsed(long_rows)).cluster == 4);
-    CHECK(family::rows::row_items_per_thread(parsed(long_rows)) == 17);
+    // 4097 columns touch at most 1025 vectors of 4: 5 a thread of 256.
+    CHECK(family::rows::row_items_per_thread(parsed(long_rows)) == 20);
     long_rows["n"] = 10;
     CHECK(failure(long_rows).find("t.json: n: give either \"n\" (1-D) or \"shape\": [rows, cols] (2-D), not both") == 0);
     for (const json& bad : {json::array({0, 3}), json::array({3}), json("3x3"), json::array({1.5, 2})}) {

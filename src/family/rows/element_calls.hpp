@@ -12,9 +12,10 @@
 namespace kjit::family::rows {
 
 /// The row values, scalars and positions `used` names, as an element function's parameters and
-/// the arguments a row function's loops pass to them.
-void add_names(const expr::used_names& used, const expr::cuda_style& style, std::vector<std::string>& params,
-               std::vector<std::string>& args);
+/// the arguments a row function's loops pass to them. Where rows are misaligned (geometry.hpp), a
+/// row's column 0 is kjit_lead elements into its first vector.
+void add_names(const expr::used_names& used, const expr::cuda_style& style, bool misaligned,
+               std::vector<std::string>& params, std::vector<std::string>& args);
 
 /// Where the kernel's first stage, a map, ignores the x it loads, as a test of the element's
 /// scalars and positions (a causal mask): a vector of the row where every element passes it is
@@ -24,6 +25,7 @@ void add_names(const expr::used_names& used, const expr::cuda_style& style, std:
 
 /// The template's {{#unread}}: the test as an element function, and its arguments at a vector's
 /// element; an empty list where `where` is null.
-[[nodiscard]] codegen::mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cuda_style& style);
+[[nodiscard]] codegen::mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cuda_style& style,
+                                            bool misaligned);
 
 }  // namespace kjit::family::rows

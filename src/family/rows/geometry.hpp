@@ -27,6 +27,13 @@ inline constexpr std::size_t k_reduction_shared_bytes = 1024;
 /// it twice: over each warp's lanes, then over the (at most 32) warps' results.
 inline constexpr long long k_warp_levels = 5;
 
+/// True when a row's length is not a multiple of the vector width, so rows start and end inside
+/// vectors: the kernels read a row as the array's vectors that hold any of it, and skip (and do
+/// not write) the elements of the rows beside it in its first and last vectors.
+[[nodiscard]] bool rows_misaligned(const config::pipeline& p);
+/// The most vectors one row touches: cols / width, or where rows are misaligned, those of a row
+/// that starts on a vector's last element.
+[[nodiscard]] long long row_vectors(const config::pipeline& p);
 /// True when blocks loop over the rows (launch.grid is not "auto").
 [[nodiscard]] bool rows_loop(const config::pipeline& p);
 /// The bytes of one row as stored.

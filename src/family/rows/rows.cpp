@@ -94,7 +94,8 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     item.set("loop_row_args", codegen::parameter_list(row_args, 16));
     if (!k.first_value.empty()) item.set("first", k.first_value);
     // Where the row is loaded into registers here, once: the one load that can be skipped.
-    item.set("unread", rows::unread_test(unread, k.stages.front(), style));
+    const bool misaligned = rows::rows_misaligned(p);
+    item.set("unread", rows::unread_test(unread, k.stages.front(), style, misaligned));
     // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),
     // or each one only where the first stage needs it.
     item.set("loaded", codegen::flag(prefetched || unread));
@@ -146,7 +147,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
             args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
             add_once(site_arrays, a);
         }
-        rows::add_names(used, style, params, args);
+        rows::add_names(used, style, misaligned, params, args);
         // Each stage's function is in one kernel's code only: its index names it. A call is on a
         // line indented by k_element_indent, or nested in a later stage's call.
         codegen::code call{"kjit_s" + std::to_string(i), {value}, true};
@@ -223,6 +224,11 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("cluster", std::to_string(chosen.cluster));
     data.set("clustered", codegen::flag(chosen.cluster > 1));
     data.set("row_stride", std::to_string(p.launch.block * chosen.cluster));
+    data.set("misaligned", codegen::flag(rows::rows_misaligned(p)));
+    // Where a row's vectors start, and how many there are, in the helpers that copy or load row
+    // `row` of `cols`.
+    data.set("row_start", rows::rows_misaligned(p) ? "row * cols - kjit_lead_of(row, cols)" : "row * cols");
+    data.set("row_vector_count", rows::rows_misaligned(p) ? "kjit_vectors_of(row, cols)" : "cols / kjit_width");
     data.set("loops", codegen::flag(rows::rows_loop(p)));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
     const bool f64 = config::computes_in_double(p.type);
