@@ -303,10 +303,13 @@ private:
     struct loaded_kernel {
         CUfunction function;
         std::string name;
-        std::size_t shared_allowed = 48 * 1024;  ///< dynamic shared memory a launch may ask for
+        std::size_t shared_allowed = 0;  ///< dynamic shared memory a launch may ask for
     };
 
-    /// A kernel may take more than 48 KiB of dynamic shared memory only once it is allowed to.
+    /// A kernel may take more dynamic shared memory than the 48 KiB every block has only once it is
+    /// allowed to, and those 48 KiB hold its static shared memory too: a row kernel asking for
+    /// exactly 48 KiB beside its reductions' words failed to launch. So any dynamic amount is
+    /// allowed first, once per kernel and size.
     void allow_shared_memory(loaded_kernel& k, std::size_t bytes) {
         if (bytes <= k.shared_allowed) return;
         m_api->check(m_api->cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

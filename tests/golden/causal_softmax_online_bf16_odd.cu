@@ -124,11 +124,15 @@ __device__ __forceinline__ long long kjit_vectors_of(long long row, long long co
 {
     return (kjit_lead_of(row, cols) + cols + kjit_width - 1) / kjit_width;
 }
-// True where element k of vector v of a row with that lead is the row's, not a neighbour's.
-__device__ __forceinline__ bool kjit_in_row(long long v, int k, long long lead, long long cols)
+// The elements of vector v of a row with that lead that are the row's: k from `from` to `to`
+// (all of them but in its first and last vectors, whose others are its neighbours').
+struct kjit_own {
+    int from, to;
+};
+__device__ __forceinline__ kjit_own kjit_own_elements(long long v, long long lead, long long cols)
 {
-    const long long col = v * kjit_width + k - lead;
-    return col >= 0 && col < cols;
+    const long long col = v * kjit_width - lead;  // element 0's column
+    return {col < 0 ? (int)-col : 0, cols - col < kjit_width ? (int)(cols - col) : kjit_width};
 }
 
 // A vector of the row read from global memory into `to`, or zeros where `skip`: a vector the
@@ -153,13 +157,14 @@ __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 __device__ __forceinline__ void kjit_write_in_row(
         vec* row, long long v, const vec& y, long long lead, long long cols)
 {
-    if (kjit_in_row(v, 0, lead, cols) && kjit_in_row(v, kjit_width - 1, lead, cols)) {
+    const kjit_own own = kjit_own_elements(v, lead, cols);
+    if (own.from == 0 && own.to == kjit_width) {
         kjit_write_once(row + v, y);
         return;
     }
 #pragma unroll
     for (int k = 0; k < kjit_width; ++k) {
-        if (kjit_in_row(v, k, lead, cols)) row[v].e[k] = y.e[k];
+        if (k >= own.from && k < own.to) row[v].e[k] = y.e[k];
     }
 }
 
@@ -250,9 +255,10 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
         real kjit_vector[kjit_width];
+        const kjit_own kjit_mine = kjit_own_elements(kjit_v, kjit_lead, cols);
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            if (!kjit_in_row(kjit_v, kjit_k, kjit_lead, cols)) {  // a neighbour's: no weight
+            if (kjit_k < kjit_mine.from || kjit_k >= kjit_mine.to) {  // a neighbour's: no weight
                 kjit_vector[kjit_k] = -__int_as_float(0x7f800000);
                 continue;
             }

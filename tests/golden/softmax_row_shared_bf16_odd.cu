@@ -98,11 +98,15 @@ __device__ __forceinline__ long long kjit_vectors_of(long long row, long long co
 {
     return (kjit_lead_of(row, cols) + cols + kjit_width - 1) / kjit_width;
 }
-// True where element k of vector v of a row with that lead is the row's, not a neighbour's.
-__device__ __forceinline__ bool kjit_in_row(long long v, int k, long long lead, long long cols)
+// The elements of vector v of a row with that lead that are the row's: k from `from` to `to`
+// (all of them but in its first and last vectors, whose others are its neighbours').
+struct kjit_own {
+    int from, to;
+};
+__device__ __forceinline__ kjit_own kjit_own_elements(long long v, long long lead, long long cols)
 {
-    const long long col = v * kjit_width + k - lead;
-    return col >= 0 && col < cols;
+    const long long col = v * kjit_width - lead;  // element 0's column
+    return {col < 0 ? (int)-col : 0, cols - col < kjit_width ? (int)(cols - col) : kjit_width};
 }
 
 // A vector of the result written to global memory, once.
@@ -115,13 +119,14 @@ __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 __device__ __forceinline__ void kjit_write_in_row(
         vec* row, long long v, const vec& y, long long lead, long long cols)
 {
-    if (kjit_in_row(v, 0, lead, cols) && kjit_in_row(v, kjit_width - 1, lead, cols)) {
+    const kjit_own own = kjit_own_elements(v, lead, cols);
+    if (own.from == 0 && own.to == kjit_width) {
         kjit_write_once(row + v, y);
         return;
     }
 #pragma unroll
     for (int k = 0; k < kjit_width; ++k) {
-        if (kjit_in_row(v, k, lead, cols)) row[v].e[k] = y.e[k];
+        if (k >= own.from && k < own.to) row[v].e[k] = y.e[k];
     }
 }
 
@@ -205,9 +210,10 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
+        const kjit_own kjit_mine = kjit_own_elements(kjit_v, kjit_lead, cols);
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            if (!kjit_in_row(kjit_v, kjit_k, kjit_lead, cols)) continue;  // a neighbour's
+            if (kjit_k < kjit_mine.from || kjit_k >= kjit_mine.to) continue;  // a neighbour's
             const real kjit_value = kjit_s0(load(kjit_in.e[kjit_k]));
             kjit_part_0 = kjit_max::add(kjit_part_0, kjit_value);
         }
@@ -219,9 +225,10 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
+        const kjit_own kjit_mine = kjit_own_elements(kjit_v, kjit_lead, cols);
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            if (!kjit_in_row(kjit_v, kjit_k, kjit_lead, cols)) continue;  // a neighbour's
+            if (kjit_k < kjit_mine.from || kjit_k >= kjit_mine.to) continue;  // a neighbour's
             const real kjit_value = kjit_s2(kjit_s1(load(kjit_in.e[kjit_k]), m));
             kjit_part_2 = kjit_sum::add(kjit_part_2, kjit_value);
         }
