@@ -542,6 +542,11 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     // Longer: in shared memory, 128 bytes of it a thread, streamed.
     CHECK(policy(32768, "bfloat16") == "shared 512 streaming");
     CHECK(policy(32768, "float32") == "shared 1024 streaming");
+    // At most 512 threads where an SM's shared memory holds two rows (two blocks of 1024 would
+    // not fit its registers): 100,514 bytes would take 786 threads.
+    CHECK(policy(50257, "bfloat16") == "shared 512 streaming");
+    CHECK(policy(25129, "float32") == "shared 512 streaming");
+    CHECK(policy(30000, "float32") == "shared 1024 streaming");  // two of 120,000 bytes do not fit
     // Longer than a block's shared memory: an eighth of it in each of a cluster of 8 blocks of 128.
     CHECK(policy(128256, "bfloat16") == "shared 128 streaming cluster");
     CHECK(policy(128256, "float32") == "shared 128 streaming cluster");

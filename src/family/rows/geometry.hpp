@@ -16,6 +16,11 @@ inline constexpr int k_max_row_items = 32;
 /// columns by up to 6 % on the H200), and gives a row in shared memory a thread per this many bytes.
 inline constexpr int k_auto_row_items = 16;
 inline constexpr long long k_auto_shared_bytes_per_thread = 128;
+/// The largest block "auto" gives a row in shared memory where an SM's shared memory holds two:
+/// softmax over 1024 rows of 50,257 bfloat16 on the H200 took 95.5 µs in blocks of 512 (two rows
+/// an SM) and 117.7 in blocks of 1024 of 36 registers (one); at 32,000, 512 threads hold the row
+/// at 128 bytes each already (bench/results/2026-12-04-rows/second).
+inline constexpr int k_two_rows_block = 512;
 /// "auto" for a pipeline that computes from positions: more elements a thread, so that its work
 /// per element overlaps more loads (the causal softmax, bfloat16, against the unmasked one on the
 /// H200: 1.10× at 16; at 32, 1.03× on a warp per row and 1.06× in blocks of 128;

@@ -142,8 +142,12 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
     }
     chosen.cache = config::compiled_arch(p) >= 80 ? cache::shared : cache::none;
     if (p.launch.block_auto) {
+        // Two rows an SM where its shared memory holds them: a block of 1024 threads taking more
+        // than 32 registers each leaves an SM's registers room for one.
+        const bool two_fit = 2 * (static_cast<std::size_t>(row_bytes(p)) + k_reduction_shared_bytes) <= p.target.shared_per_sm;
+        const int largest = two_fit ? k_two_rows_block : 1024;
         int block = 64;
-        while (block < 1024 && block * k_auto_shared_bytes_per_thread < row_bytes(p)) block *= 2;
+        while (block < largest && block * k_auto_shared_bytes_per_thread < row_bytes(p)) block *= 2;
         p.launch.block = block;
         p.launch.block_auto = false;
     }
