@@ -258,6 +258,22 @@ TEST_CASE("a causal mask: masked entries get 0, a fully masked row NaN (as torch
     for (std::size_t i = 6; i < 9; ++i) CHECK(std::isnan(ref.values[i]));  // row 2: every entry masked
 }
 
+TEST_CASE("separate, a masked -inf stored between kernels adds no rounding: every error scale stays finite") {
+    json stages = softmax_stages;
+    stages[0].erase("input");
+    const json mask = {{"op", "map"}, {"input", "a"}, {"expr", "col > row ? -inf : x"}};
+    stages.insert(stages.begin(), mask);
+    json j = {{"name", "t"}, {"shape", {3, 3}}, {"inputs", {{"a", {{"fill", "uniform"}}}}}, {"stages", stages}, {"fusion", "separate"}};
+    const auto p = family::load({j, "t.json"});
+    const auto ref = reference_of(p, input_a({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    for (std::size_t i = 0; i < 9; ++i) {
+        CAPTURE(i);
+        CHECK(std::isfinite(ref.scales[i]));
+        CHECK(std::isfinite(reference::allowed_error(config::default_tolerance(p), ref.values[i], ref.scales[i])));
+    }
+    CHECK(ref.scales[1] == 0.0);  // row 0, column 1: masked, exactly 0
+}
+
 TEST_CASE("layer norm by rows: the mean, the variance by a reduce of an expression, then the map") {
     const json stages = {{{"op", "reduce"}, {"fn", "mean"}, {"as", "mu"}, {"input", "a"}},
                          {{"op", "reduce"}, {"fn", "mean"}, {"expr", "(x - mu) * (x - mu)"}, {"as", "var"}},

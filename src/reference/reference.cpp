@@ -187,8 +187,11 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
                     row_values[st.as] = row;
                     continue;
                 }
+                // An infinity (a masked score) is stored exactly: its rounding adds nothing, where
+                // u·|inf| would make the scale, and every bound after it, inf or NaN.
                 if (separate && s + 1 < p.stages.size())
-                    for (std::size_t i = 0; i < count; ++i) next_scale[i] += intermediate_rounding * std::fabs(next[i]);
+                    for (std::size_t i = 0; i < count; ++i)
+                        if (std::isfinite(next[i])) next_scale[i] += intermediate_rounding * std::fabs(next[i]);
                 std::swap(x, next);
                 std::swap(x_scale, next_scale);
             }
