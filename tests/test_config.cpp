@@ -243,8 +243,35 @@ TEST_CASE("tanh is approximated for 16-bit results and under fast math, or as co
                   .find("compile.tanh: expected one of \"auto\", \"approx\", \"precise\", got \"fast\"") != std::string::npos);
     // and the generated code says so
     const auto bf16 = kjit::testing::pipeline_with([](json& j) { j["dtype"] = "bfloat16"; });
-    CHECK(codegen::style_of(bf16).approximate_tanh);
-    CHECK_FALSE(codegen::style_of(family::load(kjit::testing::default_document())).approximate_tanh);
+    CHECK(codegen::style_of(bf16).approximated.tanh);
+    CHECK_FALSE(codegen::style_of(family::load(kjit::testing::default_document())).approximated.tanh);
+}
+
+TEST_CASE("exp is approximated (__expf) for 16-bit results and under fast math, or as compile.exp asks; never in float64") {
+    const auto with = [](const char* type, bool fast, const char* exp = "auto") {
+        const auto p = kjit::testing::pipeline_with([&](json& j) {
+            j["dtype"] = type;
+            j["compile"]["fast_math"] = fast;
+            j["compile"]["exp"] = exp;
+        });
+        CHECK(codegen::style_of(p).approximated.exp == config::approximates_exp(p));
+        return config::approximates_exp(p);
+    };
+    CHECK(with("float16", false));
+    CHECK(with("bfloat16", false));
+    CHECK_FALSE(with("float32", false));
+    CHECK(with("float32", true));
+    CHECK_FALSE(with("float64", true));
+    CHECK_FALSE(with("bfloat16", false, "precise"));
+    CHECK(with("float32", false, "approx"));
+    CHECK_FALSE(with("float64", false, "approx"));
+    CHECK(config_error_after([](json& j) {
+              j["compile"]["fast_math"] = true;
+              j["compile"]["exp"] = "precise";
+          }).find("compile.exp: \"precise\" cannot hold under compile.fast_math, which makes every exp ex2.approx.f32") !=
+          std::string::npos);
+    CHECK(config::variant_label(kjit::testing::pipeline_with([](json& j) { j["compile"]["exp"] = "precise"; }))
+                  .find(" precise-exp") != std::string::npos);
 }
 
 TEST_CASE("JSON syntax errors give line and column") {

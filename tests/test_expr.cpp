@@ -26,12 +26,12 @@ std::pair<std::size_t, std::string> parse_failure(const std::string& text, const
 }
 
 /// The tree's value at x with w = 2, b = 0.5, alpha = 0.1.
-double value_at(const std::string& text, double x, double* scale = nullptr, bool approximate_tanh = false) {
+double value_at(const std::string& text, double x, double* scale = nullptr, expr::approximations approximated = {}) {
     const std::map<std::string, double> scalars{{"alpha", 0.1}};
     const double w = 2, b = 0.5, zero = 0;
     const std::map<std::string, const double*> arrays{{"w", &w}, {"b", &b}};
     expr::chunk in{1, &x, &zero, &arrays, &scalars, true};
-    in.approximate_tanh = approximate_tanh;
+    in.approximated = approximated;
     double value = 0, s = 0;
     expr::evaluate(expr::parse(text, k_names), in, &value, &s);
     if (scale) *scale = s;
@@ -100,7 +100,7 @@ TEST_CASE("error scale: piecewise functions and choices carry their arguments' s
 TEST_CASE("error scale: an approximated tanh is charged its 2^-10.987, through what follows") {
     double precise = 0, approximated = 0;
     const double t = value_at("tanh(x)", 0.5, &precise);
-    (void)value_at("tanh(x)", 0.5, &approximated, true);
+    (void)value_at("tanh(x)", 0.5, &approximated, {.tanh = true});
     CHECK(precise == doctest::Approx(2 * t));
     CHECK(approximated == doctest::Approx(expr::k_tanh_approx_ulps * t));
     CHECK(expr::k_tanh_approx_ulps * 0x1p-24 >= std::exp2(-10.987));
@@ -108,13 +108,27 @@ TEST_CASE("error scale: an approximated tanh is charged its 2^-10.987, through w
     // moves the result by thousands of times its size, and the bound (two roundings per unit of
     // scale, as config::default_tolerance allows) still holds it.
     const std::string gelu = "0.5 * x + 0.5 * x * tanh(x * (0.7978845608028654 + 0.035677408136300125 * x * x))";
-    const double x = -5, exact = value_at(gelu, x, &approximated, true);
+    const double x = -5, exact = value_at(gelu, x, &approximated, {.tanh = true});
     const double u = x * (0.7978845608028654 + 0.035677408136300125 * x * x);
     const double off = 0.5 * x + 0.5 * x * (std::tanh(u) * (1 - std::exp2(-10.987)));
     CHECK(std::fabs(off - exact) > 100 * std::fabs(exact));
     CHECK(std::fabs(off - exact) <= 2 * 0x1p-24 * approximated);
     (void)value_at(gelu, x, &precise);
     CHECK(std::fabs(off - exact) > 2 * 0x1p-24 * precise);  // what the precise tanh's bound allows
+}
+
+TEST_CASE("error scale: an approximated exp is charged __expf's 2 + 1.173·|x| ulps, and spelled __expf") {
+    double precise = 0, approximated = 0;
+    const double e = value_at("exp(x)", -20, &precise);
+    (void)value_at("exp(x)", -20, &approximated, {.exp = true});
+    CHECK(precise == doctest::Approx(2 * e));
+    CHECK(approximated == doctest::Approx((2 + 1.173 * 20) * e));
+    // tanh is not exp: approximating one leaves the other's charge alone.
+    (void)value_at("exp(x)", -20, &approximated, {.tanh = true});
+    CHECK(approximated == doctest::Approx(2 * e));
+    expr::cuda_style style;
+    style.approximated.exp = true;
+    CHECK(expr::to_cuda(expr::parse("exp(x) + tanh(x)", k_names), style) == "__expf(x) + tanhf(x)");
 }
 
 TEST_CASE("CUDA spelling follows the compute type and fast math") {

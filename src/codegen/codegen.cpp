@@ -101,7 +101,7 @@ std::string render(const template_set& templates, std::string_view file, const m
 expr::cuda_style style_of(const config::pipeline& p) {
     // Every position is below n (or is n): int when n fits, for 32-bit masks.
     return {config::computes_in_double(p.type), p.compile.fast_math, p.n <= std::numeric_limits<int>::max(),
-            config::approximates_tanh(p)};
+            config::approximations_of(p)};
 }
 
 mu::data stage_steps(const config::pipeline& p, const std::vector<std::size_t>& indices) {

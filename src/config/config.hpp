@@ -145,13 +145,15 @@ enum class compile_path { nvrtc, nvjitlink };
 /// NVRTC's fast-compile level (-Ofc): how much optimization it trades for compile time.
 enum class compile_effort { full, min, mid, max };
 
-/// How the kernel computes tanh: `automatic`, the hardware's approximation where results are
-/// stored in 16 bits (approximates_tanh), the precise function elsewhere; or as asked.
-enum class tanh_spelling { automatic, approx, precise };
+/// How the kernel computes tanh, or exp: `automatic`, the hardware's approximation where results
+/// are stored in 16 bits (approximates_tanh, approximates_exp), the precise function elsewhere; or
+/// as asked.
+enum class spelling { automatic, approx, precise };
 
 struct compile_spec {
     bool fast_math = false;
-    tanh_spelling tanh = tanh_spelling::automatic;
+    spelling tanh = spelling::automatic;
+    spelling exp = spelling::automatic;
     compile_path path = compile_path::nvrtc;
     compile_effort effort = compile_effort::full;  ///< "default": no -Ofc
     std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or the target's)
@@ -306,6 +308,15 @@ using loader = std::function<pipeline(const document&)>;
 /// is as coarse as its error (2⁻¹⁰·⁹⁸⁷) or coarser. Never in float64. The reference charges that
 /// error where the kernel makes it.
 [[nodiscard]] bool approximates_tanh(const pipeline& p);
+/// True when the kernel computes exp as __expf (ex2.approx of x·log2e: two instructions where
+/// expf takes eight), as Triton's tl.exp does: under fast math, where compile.exp asks, and by
+/// default wherever results are stored in 16 bits. Its error, 2 + 1.173·|x| float ulps at most
+/// (CUDA's intrinsic functions table), is under 2⁻¹⁶ relative for every x whose exp is a normal
+/// float: a 30th of float16's rounding, a 240th of bfloat16's. Never in float64. The reference
+/// charges that error where the kernel makes it.
+[[nodiscard]] bool approximates_exp(const pipeline& p);
+/// The functions the kernel approximates: what codegen spells and the reference charges.
+[[nodiscard]] expr::approximations approximations_of(const pipeline& p);
 
 /// The GPU architectures NVRTC compiles for (75 for sm_75, …).
 [[nodiscard]] const std::vector<int>& known_archs();

@@ -40,9 +40,17 @@ tolerance default_tolerance(const pipeline& p) {
 
 bool approximates_tanh(const pipeline& p) {
     if (computes_in_double(p.type)) return false;
-    if (p.compile.tanh == tanh_spelling::automatic) return p.compile.fast_math || info(p.type).bytes == 2;
-    return p.compile.tanh == tanh_spelling::approx;
+    if (p.compile.tanh == spelling::automatic) return p.compile.fast_math || info(p.type).bytes == 2;
+    return p.compile.tanh == spelling::approx;
 }
+
+bool approximates_exp(const pipeline& p) {
+    if (computes_in_double(p.type)) return false;
+    if (p.compile.exp == spelling::automatic) return p.compile.fast_math || info(p.type).bytes == 2;
+    return p.compile.exp == spelling::approx;
+}
+
+expr::approximations approximations_of(const pipeline& p) { return {approximates_tanh(p), approximates_exp(p)}; }
 
 std::string_view to_string(dtype v) { return info(v).name; }
 const std::vector<int>& known_archs() {
@@ -155,8 +163,8 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.grid_resident) label += " grid=resident";
     if (p.policy) label += p.policy->label();  // a family's own choices (a row cache, a tile)
     if (p.compile.fast_math) label += " fast-math";
-    if (p.compile.tanh != tanh_spelling::automatic)
-        label += p.compile.tanh == tanh_spelling::approx ? " approx-tanh" : " precise-tanh";
+    if (p.compile.tanh != spelling::automatic) label += p.compile.tanh == spelling::approx ? " approx-tanh" : " precise-tanh";
+    if (p.compile.exp != spelling::automatic) label += p.compile.exp == spelling::approx ? " approx-exp" : " precise-exp";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
     if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
     return label;

@@ -248,14 +248,19 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* compile = r.find("compile")) {
-        object_reader c(*compile, "compile", src, {"fast_math", "tanh", "arch", "target", "options", "method", "effort"});
+        object_reader c(*compile, "compile", src, {"fast_math", "tanh", "exp", "arch", "target", "options", "method", "effort"});
         p.compile.fast_math = c.boolean("fast_math", false);
-        p.compile.tanh = c.choice<tanh_spelling>(
-                "tanh", {{"auto", tanh_spelling::automatic}, {"approx", tanh_spelling::approx}, {"precise", tanh_spelling::precise}},
-                tanh_spelling::automatic);
-        if (p.compile.fast_math && p.compile.tanh == tanh_spelling::precise)
-            c.fail("tanh", "\"precise\" cannot hold under compile.fast_math, which makes every tanh tanh.approx.f32; "
-                           "drop one of the two");
+        const auto spelled = [&](const char* key, const char* instruction) {
+            const spelling s = c.choice<spelling>(
+                    key, {{"auto", spelling::automatic}, {"approx", spelling::approx}, {"precise", spelling::precise}},
+                    spelling::automatic);
+            if (p.compile.fast_math && s == spelling::precise)
+                c.fail(key, std::string("\"precise\" cannot hold under compile.fast_math, which makes every ") + key + " " +
+                                    instruction + "; drop one of the two");
+            return s;
+        };
+        p.compile.tanh = spelled("tanh", "tanh.approx.f32");
+        p.compile.exp = spelled("exp", "ex2.approx.f32");
         p.compile.path = c.choice<compile_path>("method", {{"nvrtc", compile_path::nvrtc}, {"nvjitlink", compile_path::nvjitlink}},
                                                 compile_path::nvrtc);
         p.compile.effort = c.choice<compile_effort>("effort",

@@ -176,7 +176,6 @@ column eval(const node& n, const chunk& in, bool with_scale) {
             std::vector<column> args;
             for (const auto& a : n.args) args.push_back(eval(*a, in, with_scale));
             const function_info& f = *n.function;
-            const double ulps = approximated_tanh(f, in.approximate_tanh) ? k_tanh_approx_ulps : f.ulps;
             double point[3] = {0, 0, 0};
             for (std::size_t i = 0; i < count; ++i) {
                 for (std::size_t k = 0; k < args.size(); ++k) point[k] = args[k].value[i];
@@ -184,7 +183,7 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                 out.value[i] = r;
                 out.scale[i] = 0;
                 if (!with_scale) continue;  // the partials cost as much as the value again
-                double s = ulps * std::fabs(r);
+                double s = error_ulps(f, in.approximated, point[0]) * std::fabs(r);
                 for (std::size_t k = 0; k < args.size(); ++k)
                     if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, r, static_cast<int>(k))) * args[k].scale[i];
                 out.scale[i] = std::isnan(s) ? 0.0 : s;

@@ -36,7 +36,7 @@ struct chunk {
     bool float_compute = true;  ///< literals and scalars not exact in float add a rounding
     const std::map<std::string, row_value>* rows = nullptr;  ///< the row's values from reduce stages
     const positions* at = nullptr;  ///< where the elements are
-    bool approximate_tanh = false;  ///< the kernel's tanh is __tanhf (config::approximates_tanh)
+    approximations approximated{};  ///< the kernel's __tanhf and __expf (config::approximations_of)
 };
 
 /// Writes `count` values and error scales; either may be nullptr (without scales, no partial

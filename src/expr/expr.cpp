@@ -177,7 +177,7 @@ private:
 
     std::string spelling(const function_info& f) const {
         if (m_style->double_precision) return std::string(f.cuda_double);
-        const bool fast = m_style->fast_math || approximated_tanh(f, m_style->approximate_tanh);
+        const bool fast = m_style->fast_math || is_approximated(f, m_style->approximated);
         return std::string(fast && !f.cuda_fast.empty() ? f.cuda_fast : f.cuda_float);
     }
 

@@ -95,6 +95,13 @@ inline constexpr std::size_t k_max_depth = 200;
 /// subtrees, and its full text can be exponentially longer than the tree.
 [[nodiscard]] std::string to_text(const tree& t, std::size_t max_nodes);
 
+/// The functions a kernel computes with the hardware's approximation without fast math
+/// (config::approximations_of): tanh as __tanhf, exp as __expf.
+struct approximations {
+    bool tanh = false;
+    bool exp = false;
+};
+
 /// How to spell the tree as CUDA: the compute type's functions and literals, fast intrinsics.
 /// Positions are parameters named as in the language: integer arithmetic and comparisons of
 /// positions stay exact, and a position meets a real value as `(real)row`.
@@ -105,7 +112,7 @@ struct cuda_style {
     /// arithmetic on them is widened to long long first (`(long long)row * cols`), so it cannot
     /// overflow. Otherwise they are `long long`.
     bool int_positions = false;
-    bool approximate_tanh = false;  ///< tanh as __tanhf, without fast math (config::approximates_tanh)
+    approximations approximated{};  ///< spelled by their fast forms without fast math
 };
 /// The CUDA type of positions in `style`: "int" or "long long".
 [[nodiscard]] inline const char* position_type(const cuda_style& style) { return style.int_positions ? "int" : "long long"; }

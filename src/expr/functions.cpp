@@ -104,6 +104,11 @@ constexpr std::array k_functions{
 
 }  // namespace
 
+double error_ulps(const function_info& f, const approximations& which, double x) {
+    if (!is_approximated(f, which)) return f.ulps;
+    return f.name == "tanh" ? k_tanh_approx_ulps : 2 + 1.173 * std::fabs(x);
+}
+
 const function_info* find_function(std::string_view name) {
     for (const auto& f : k_functions)
         if (f.name == name) return &f;

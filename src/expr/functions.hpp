@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "expr/expr.hpp"
+
 namespace kjit::expr {
 
 struct function_info {
@@ -25,11 +27,15 @@ struct function_info {
 /// error of up to 2^-10.987 (PTX ISA), so 2^13.013 ≈ 8264, rounded up.
 inline constexpr double k_tanh_approx_ulps = 8300;
 
-/// True when `f` is spelled __tanhf where tanh is approximated (config::approximates_tanh): the
-/// one function whose fast form a kernel takes without fast math.
-[[nodiscard]] inline bool approximated_tanh(const function_info& f, bool approximate_tanh) {
-    return approximate_tanh && f.name == "tanh";
+/// True when `f` is spelled by its fast form where `which` says (config::approximations_of): the
+/// functions whose fast forms a kernel takes without fast math.
+[[nodiscard]] inline bool is_approximated(const function_info& f, const approximations& which) {
+    return (which.tanh && f.name == "tanh") || (which.exp && f.name == "exp");
 }
+
+/// The error of `f` at `x` in float ulps, as the kernel computes it: __tanhf's k_tanh_approx_ulps,
+/// __expf's 2 + 1.173·|x| (CUDA C++ Programming Guide, intrinsic functions), else f.ulps.
+[[nodiscard]] double error_ulps(const function_info& f, const approximations& which, double x);
 
 /// nullptr when `name` is not in the table.
 [[nodiscard]] const function_info* find_function(std::string_view name);

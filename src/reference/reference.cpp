@@ -143,7 +143,8 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
         expr::collect_names(s.kernel, used);
         expr::collect_names(s.exact, used);
     }
-    const bool float_compute = !config::computes_in_double(p.type), approximate_tanh = config::approximates_tanh(p);
+    const bool float_compute = !config::computes_in_double(p.type);
+    const expr::approximations approximated = config::approximations_of(p);
     // An intermediate array of a separate pipeline rounds x to the storage type: in units of the
     // compute type's rounding, that is this many.
     const double intermediate_rounding = storage_rounding(p.type);
@@ -175,7 +176,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
             for (std::size_t s = 0; s < p.stages.size(); ++s) {
                 const auto& st = p.stages[s];
                 const expr::chunk in{count, x.data(), x_scale.data(), &arrays, &scalars, float_compute, &row_values, &where,
-                                     approximate_tanh};
+                                     approximated};
                 evaluate_stage(st, in, next.data(), next_scale.data());
                 if (st.reduce != config::reduction::none) {  // x flows on unchanged
                     const expr::row_value row = reduce_row(st.reduce, next.data(), next_scale.data(), count,

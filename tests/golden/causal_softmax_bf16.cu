@@ -120,7 +120,7 @@ __device__ __forceinline__ real kjit_s1(real x)
 // stages[2]: map(exp(x - m))
 __device__ __forceinline__ real kjit_s2(real x, real m)
 {
-    return expf(x - m);
+    return __expf(x - m);
 }
 // stages[3]: reduce sum as s
 __device__ __forceinline__ real kjit_s3(real x)

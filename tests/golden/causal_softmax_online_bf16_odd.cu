@@ -54,8 +54,8 @@ struct kjit_online {
         const real max = fmaxf(a.max, b.max);
         // The side that holds the max needs no rescale (and exp(-inf - -inf) would be NaN for an
         // empty side); a.sum and b.sum are added in either order alike, as the butterfly needs.
-        const real a_sum = a.max == max ? a.sum : a.sum * expf(a.max - max);
-        const real b_sum = b.max == max ? b.sum : b.sum * expf(b.max - max);
+        const real a_sum = a.max == max ? a.sum : a.sum * __expf(a.max - max);
+        const real b_sum = b.max == max ? b.sum : b.sum * __expf(b.max - max);
         return {max, a_sum + b_sum};
     }
     // A vector of n elements at once: the sum rescaled once at most, then an exp per element
@@ -68,9 +68,9 @@ struct kjit_online {
 #pragma unroll
         for (int k = 0; k < n; ++k) max = fmaxf(max, v[k]);
         if (max == -__int_as_float(0x7f800000)) return a;
-        real sum = a.max == max ? a.sum : a.sum * expf(a.max - max);
+        real sum = a.max == max ? a.sum : a.sum * __expf(a.max - max);
 #pragma unroll
-        for (int k = 0; k < n; ++k) sum += expf(v[k] - max);
+        for (int k = 0; k < n; ++k) sum += __expf(v[k] - max);
         return {max, sum};
     }
 };
@@ -183,7 +183,7 @@ __device__ __forceinline__ real kjit_s1(real x)
 // stages[2]: map(exp(x - m))
 __device__ __forceinline__ real kjit_s2(real x, real m)
 {
-    return expf(x - m);
+    return __expf(x - m);
 }
 // stages[4]: map(x * (1 / s))
 __device__ __forceinline__ real kjit_s4(real x, real s)

@@ -179,7 +179,7 @@ __device__ __forceinline__ real kjit_s0(real x)
 // stages[1]: map(exp(x - m))
 __device__ __forceinline__ real kjit_s1(real x, real m)
 {
-    return expf(x - m);
+    return __expf(x - m);
 }
 // stages[2]: reduce sum as s
 __device__ __forceinline__ real kjit_s2(real x)

@@ -50,7 +50,8 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     const reference::typed_array& v = inputs.at(pr.v);
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
-    const bool float_compute = !config::computes_in_double(p.type), approximate_tanh = config::approximates_tanh(p);
+    const bool float_compute = !config::computes_in_double(p.type);
+    const expr::approximations approximated = config::approximations_of(p);
     // P is rounded to the storage type before it multiplies V; each sum runs over every key.
     const double p_rounding = reference::storage_rounding(p.type);
 
@@ -91,7 +92,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
             // The score expression over this query's row of scores: row is the query, col the key.
             const expr::positions where{query_at * pr.keys, pr.queries, pr.keys, pr.queries * pr.keys};
             const expr::chunk in{keys, score.data(), score_scale.data(), nullptr, &scalars, float_compute, nullptr, &where,
-                                 approximate_tanh};
+                                 approximated};
             expr::evaluate(p.stages.front().kernel, in, modified.data(), modified_scale.data());
             const double max = *std::max_element(modified.begin(), modified.end());
             double total = 0;

@@ -81,7 +81,8 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     }
     std::map<std::string, double> scalars;
     for (const auto& sc : p.scalars) scalars[sc.name] = sc.value;
-    const bool float_compute = !config::computes_in_double(p.type), approximate_tanh = config::approximates_tanh(p);
+    const bool float_compute = !config::computes_in_double(p.type);
+    const expr::approximations approximated = config::approximations_of(p);
     const bool separate = p.fuse == config::fusion::separate;
     const double intermediate = reference::storage_rounding(p.type);
 
@@ -127,7 +128,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
                 if (separate)  // the array the previous kernel wrote rounds x to the storage type
                     for (std::size_t j = 0; j < count; ++j) scale[j] += intermediate * std::fabs(x[j]);
                 const expr::chunk in{count, x.data(), scale.data(), &arrays, &scalars, float_compute, nullptr, nullptr,
-                                     approximate_tanh};
+                                     approximated};
                 reference::evaluate_stage(p.stages[st], in, next.data(), next_scale.data());
                 x.swap(next);
                 scale.swap(next_scale);

@@ -237,7 +237,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("fmin", f64 ? "fmin" : "fminf");
     // exp as the stages spell it, for the online sum's rescaling.
     const expr::function_info& exp = *expr::find_function("exp");
-    data.set("exp", std::string(f64 ? exp.cuda_double : p.compile.fast_math ? exp.cuda_fast : exp.cuda_float));
+    data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
     data.set("shared_rows", codegen::flag(chosen.cache == cache::shared));
     // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
     const int vector_bytes = width * static_cast<int>(config::element_size(p.type));

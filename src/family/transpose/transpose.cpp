@@ -280,7 +280,8 @@ reference::expected_values transpose::reference(const pipeline& p, const referen
     const expr::used_names before = names_of(p, 0, at), after = names_of(p, at + 1, p.stages.size());
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
-    const bool float_compute = !config::computes_in_double(p.type), approximate_tanh = config::approximates_tanh(p);
+    const bool float_compute = !config::computes_in_double(p.type);
+    const expr::approximations approximated = config::approximations_of(p);
     reference::expected_values out;
     out.values.resize(rows * cols);
     out.scales.resize(rows * cols);
@@ -293,7 +294,7 @@ reference::expected_values transpose::reference(const pipeline& p, const referen
         const auto run = [&](std::size_t from, std::size_t to, double* values, double* scales) {
             for (std::size_t s = from; s < to; ++s) {
                 const expr::chunk in{rows, values, scales, &arrays, &scalars, float_compute, nullptr, nullptr,
-                                     approximate_tanh};
+                                     approximated};
                 reference::evaluate_stage(p.stages[s], in, next.data(), next_scale.data());
                 std::copy(next.begin(), next.end(), values);
                 std::copy(next_scale.begin(), next_scale.end(), scales);
