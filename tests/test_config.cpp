@@ -218,60 +218,41 @@ TEST_CASE("default tolerances follow the storage type") {
     CHECK(f64.rounding == 0x1p-52);
 }
 
-TEST_CASE("tanh is approximated for 16-bit results and under fast math, or as compile.tanh asks; never in float64") {
-    const auto with = [](const char* type, bool fast, const char* tanh = "auto") {
-        return config::approximates_tanh(kjit::testing::pipeline_with([&](json& j) {
-            j["dtype"] = type;
-            j["compile"]["fast_math"] = fast;
-            j["compile"]["tanh"] = tanh;
-        }));
-    };
-    CHECK(with("float16", false));
-    CHECK(with("bfloat16", false));
-    CHECK_FALSE(with("float32", false));
-    CHECK(with("float32", true));
-    CHECK_FALSE(with("float64", true));
-    CHECK_FALSE(with("bfloat16", false, "precise"));
-    CHECK(with("float32", false, "approx"));
-    CHECK_FALSE(with("float64", false, "approx"));
-    const auto m = config_error_after([](json& j) {
-        j["compile"]["fast_math"] = true;
-        j["compile"]["tanh"] = "precise";
-    });
-    CHECK(m.find("compile.tanh: \"precise\" cannot hold under compile.fast_math") != std::string::npos);
-    CHECK(config_error_after([](json& j) { j["compile"]["tanh"] = "fast"; })
-                  .find("compile.tanh: expected one of \"auto\", \"approx\", \"precise\", got \"fast\"") != std::string::npos);
-    // and the generated code says so
-    const auto bf16 = kjit::testing::pipeline_with([](json& j) { j["dtype"] = "bfloat16"; });
-    CHECK(codegen::style_of(bf16).approximated.tanh);
-    CHECK_FALSE(codegen::style_of(family::load(kjit::testing::default_document())).approximated.tanh);
-}
-
-TEST_CASE("exp is approximated (__expf) for 16-bit results and under fast math, or as compile.exp asks; never in float64") {
-    const auto with = [](const char* type, bool fast, const char* exp = "auto") {
-        const auto p = kjit::testing::pipeline_with([&](json& j) {
-            j["dtype"] = type;
-            j["compile"]["fast_math"] = fast;
-            j["compile"]["exp"] = exp;
+TEST_CASE("tanh and exp are approximated for 16-bit results and under fast math, or as compile.tanh / exp ask; never in float64") {
+    for (const std::string fn : {"tanh", "exp"}) {
+        CAPTURE(fn);
+        const auto with = [&](const char* type, bool fast, const char* spelled = "auto") {
+            const auto p = kjit::testing::pipeline_with([&](json& j) {
+                j["dtype"] = type;
+                j["compile"]["fast_math"] = fast;
+                j["compile"][fn] = spelled;
+            });
+            // What codegen spells is what the reference charges.
+            const expr::approximations approximated = codegen::style_of(p).approximated;
+            CHECK(approximated.tanh == config::approximates_tanh(p));
+            CHECK(approximated.exp == config::approximates_exp(p));
+            return fn == "tanh" ? approximated.tanh : approximated.exp;
+        };
+        CHECK(with("float16", false));
+        CHECK(with("bfloat16", false));
+        CHECK_FALSE(with("float32", false));
+        CHECK(with("float32", true));
+        CHECK_FALSE(with("float64", true));
+        CHECK_FALSE(with("bfloat16", false, "precise"));
+        CHECK(with("float32", false, "approx"));
+        CHECK_FALSE(with("float64", false, "approx"));
+        const auto m = config_error_after([&](json& j) {
+            j["compile"]["fast_math"] = true;
+            j["compile"][fn] = "precise";
         });
-        CHECK(codegen::style_of(p).approximated.exp == config::approximates_exp(p));
-        return config::approximates_exp(p);
-    };
-    CHECK(with("float16", false));
-    CHECK(with("bfloat16", false));
-    CHECK_FALSE(with("float32", false));
-    CHECK(with("float32", true));
-    CHECK_FALSE(with("float64", true));
-    CHECK_FALSE(with("bfloat16", false, "precise"));
-    CHECK(with("float32", false, "approx"));
-    CHECK_FALSE(with("float64", false, "approx"));
-    CHECK(config_error_after([](json& j) {
-              j["compile"]["fast_math"] = true;
-              j["compile"]["exp"] = "precise";
-          }).find("compile.exp: \"precise\" cannot hold under compile.fast_math, which makes every exp ex2.approx.f32") !=
-          std::string::npos);
-    CHECK(config::variant_label(kjit::testing::pipeline_with([](json& j) { j["compile"]["exp"] = "precise"; }))
-                  .find(" precise-exp") != std::string::npos);
+        CHECK(m.find("compile." + fn + ": \"precise\" cannot hold under compile.fast_math, which makes every " + fn) !=
+              std::string::npos);
+        CHECK(config_error_after([&](json& j) { j["compile"][fn] = "fast"; })
+                      .find("compile." + fn + ": expected one of \"auto\", \"approx\", \"precise\", got \"fast\"") !=
+              std::string::npos);
+        CHECK(config::variant_label(kjit::testing::pipeline_with([&](json& j) { j["compile"][fn] = "precise"; }))
+                      .find(" precise-" + fn) != std::string::npos);
+    }
 }
 
 TEST_CASE("JSON syntax errors give line and column") {
