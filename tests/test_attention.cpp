@@ -42,6 +42,7 @@ reference::typed_array varied_values(config::dtype type, std::size_t count, unsi
 std::optional<std::string> tile_test(const std::string& score) {
     expr::scope names;
     names.has_shape = true;
+    names.has_heads = true;
     names.scalars = {"w"};
     return family::attention::tile_masked_code(expr::parse(score, names), expr::cuda_style{false, false, true, false});
 }
@@ -123,6 +124,14 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     CHECK_FALSE(tile_test("col % 2 == 0 ? -inf : x"));    // not affine, and == is not decided by corners
     CHECK_FALSE(tile_test("col * row > 5 ? -inf : x"));   // a product of positions is not affine
     CHECK_FALSE(tile_test("col > row ? -inf * x : x"));   // the masked value depends on x
+    // A head's own window: affine in row and col for the block's head, which the test takes.
+    const auto per_head = tile_test("col > row + 64 * head ? -inf : x");
+    REQUIRE(per_head);
+    CHECK(per_head->find("(kjit_c0 > (long long)kjit_r1 + 64 * (long long)head)") != std::string::npos);
+    const auto g = family::plan(parsed(attention_config(2, 2, 2, 256, 256, 64, "col > row + 64 * head ? -inf : x")),
+                                codegen::template_set::embedded());
+    CHECK(g.source.find("int rows, int cols, int head, int batch)") != std::string::npos);
+    CHECK(g.source.find("(int)cols, (int)blockIdx.y, (int)blockIdx.z);") != std::string::npos);
     const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : x"));
     CHECK(family::attention::policy_of(p).skips_tiles);
     // a causal mask keeps about half of the pairs, and its FLOPs are counted on them
@@ -130,8 +139,9 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 * 0.502).epsilon(0.01));
 }
 
-TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per head, grouped heads sharing K and V") {
-    auto j = attention_config(2, 4, 2, 5, 7, 16, "col > row + 2 ? -inf : x");
+TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per head, grouped heads sharing K and V, the score of each head and batch") {
+    // A mask and an ALiBi bias that differ by head and batch.
+    auto j = attention_config(2, 4, 2, 5, 7, 16, "col > row + 2 + head - batch ? -inf : x - 0.25 * (head + 1) * (row - col)");
     const auto p = parsed(j);
     const auto pr = family::attention::problem_of(p);
     reference::input_arrays inputs;
@@ -150,7 +160,7 @@ TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per 
                 for (long long c = 0; c < 7; ++c) {
                     double dot = 0;
                     for (long long d = 0; d < 16; ++d) dot += inputs.at("q").get(row * 16 + d) * inputs.at("k").get((kv * 7 + c) * 16 + d);
-                    weights.push_back(c > r + 2 ? 0.0 : std::exp(dot * pr.scale));
+                    weights.push_back(c > r + 2 + h - b ? 0.0 : std::exp(dot * pr.scale - 0.25 * static_cast<double>((h + 1) * (r - c))));
                     total += weights.back();
                 }
                 for (long long d = 0; d < 16; ++d) {

@@ -242,6 +242,13 @@ TEST_CASE("positions in float64 by hand: a chunk that starts inside a row of a 3
     CHECK(std::isnan(values("nan")[0]));
     CHECK(values("pi")[0] == std::numbers::pi);
     CHECK(values("sigmoid(0) + clamp(col, 3, 4)") == std::vector<double>{3.5, 3.5, 4.5, 3.5});
+    // An attention score's query head and batch: the same for the whole chunk.
+    matrix.has_heads = true;
+    const expr::positions in_head{.first = 7, .rows = 3, .cols = 5, .n = 15, .head = 6, .batch = 2};
+    const expr::chunk scored{4, x.data(), zero.data(), nullptr, nullptr, true, nullptr, &in_head};
+    std::vector<double> out(4);
+    expr::evaluate(expr::parse("head * 10 + batch + col", matrix), scored, out.data(), nullptr);
+    CHECK(out == std::vector<double>{64, 65, 66, 62});
 }
 
 TEST_CASE("errors name the column and what was expected") {
@@ -255,6 +262,7 @@ TEST_CASE("errors name the column and what was expected") {
     CHECK(parse_failure("clamp(x)").second == "clamp takes 3 arguments, got 1");
     CHECK(parse_failure("sigmoidd(x)").second.rfind("unknown function 'sigmoidd'; functions are exp exp2", 0) == 0);
     CHECK(parse_failure("x * col").second == "'col' needs a \"shape\": [rows, cols]; an array of n elements has positions i and n");
+    CHECK(parse_failure("x * head").second.rfind("'head' is a position of an attention score only (its query's head and batch); x is", 0) == 0);
     CHECK(parse_failure("x +").second == "expected a number, a name or '(', got the end");
     CHECK(parse_failure("x + $").first == 5);
     CHECK(parse_failure("(x + 1").second == "expected ')' to close the '(' at column 1, got the end");

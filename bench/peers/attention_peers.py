@@ -8,11 +8,14 @@ FlashAttention papers count). FlexAttention's first call (its compile) is report
 
     python3 bench/peers/attention_peers.py [--repeat K] [--grid 1024:128,2048:128,...] [--tokens 16384]
         [--width 2048] [--causal both|yes|no] [--tools cudnn,flash,efficient,flex,eager]
+        [--modifier none|alibi]
 
 A grid point S:D has sequence S, head dim D, batch tokens / S and heads width / D (the
 FlashAttention-3 paper's grid: 16,384 tokens, heads × head dim = 2,048).
 Tools: cudnn, flash, efficient (scaled_dot_product_attention with that backend alone), flex
 (torch.compile'd flex_attention), eager (Q · Kᵀ, softmax, · V: three kernels, the scores in memory).
+--modifier alibi adds ALiBi's bias, slope(h) · (key − query) with slope(h) = 2^(−8 (h + 1) / heads),
+to every score: FlexAttention alone takes it (as a score_mod); the row's "modifier" names it.
 """
 import argparse
 import json
@@ -40,6 +43,13 @@ def eager(q, k, v, causal):
     return torch.softmax(scores, dim=-1) @ v
 
 
+def alibi(heads):
+    """ALiBi's bias as a FlexAttention score_mod: slope(h) · (key − query)."""
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score + torch.exp2(-8.0 * (h + 1) / heads) * (kv_idx - q_idx)
+    return score_mod
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
@@ -48,6 +58,7 @@ def main():
     parser.add_argument("--width", type=int, default=2048)
     parser.add_argument("--causal", default="both", choices=["both", "yes", "no"])
     parser.add_argument("--tools", default="cudnn,flash,efficient,flex,eager")
+    parser.add_argument("--modifier", default="none", choices=["none", "alibi"])
     args = parser.parse_args()
     tools = args.tools.split(",")
     flex = torch.compile(flex_attention) if flex_attention is not None else None
@@ -58,9 +69,12 @@ def main():
         for causal in {"both": [False, True], "yes": [True], "no": [False]}[args.causal]:
             flops = 4 * batch * heads * seq * seq * dim / (2 if causal else 1)
             row = {"op": "attention", "dtype": "bfloat16", "batch": batch, "heads": heads, "kv_heads": heads, "seq": seq,
-                   "head_dim": dim, "causal": causal}
+                   "head_dim": dim, "causal": causal, "modifier": args.modifier}
+            score_mod = alibi(heads) if args.modifier == "alibi" else None
             for tool in tools:
                 extra = {}
+                if score_mod is not None and tool != "flex":
+                    continue  # only FlexAttention takes a score modifier
                 if tool in BACKENDS:
                     def call(_, backend=BACKENDS[tool]):
                         with sdpa_kernel(backend):
@@ -71,7 +85,7 @@ def main():
                         continue
                     mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, seq, seq) if causal else None
                     def call(_, mask=mask):
-                        return flex(q, k, v, block_mask=mask)
+                        return flex(q, k, v, score_mod=score_mod, block_mask=mask)
                     start = time.perf_counter()
                     call(None)
                     torch.cuda.synchronize()

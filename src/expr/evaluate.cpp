@@ -22,12 +22,14 @@ double constant_scale(double v, bool float_compute) {
 }
 
 /// A position name, looked up once per chunk rather than once per element.
-enum class position_name { i, row, col, rows, cols, n };
+enum class position_name { i, row, col, rows, cols, n, head, batch };
 position_name position_of(const std::string& name) {
     if (name == "i") return position_name::i;
     if (name == "row") return position_name::row;
     if (name == "col") return position_name::col;
     if (name == "rows") return position_name::rows;
+    if (name == "head") return position_name::head;
+    if (name == "batch") return position_name::batch;
     return name == "cols" ? position_name::cols : position_name::n;
 }
 
@@ -39,6 +41,8 @@ double position(position_name which, long long index, const positions& at) {
         case position_name::col: return static_cast<double>(index % at.cols);
         case position_name::rows: return static_cast<double>(at.rows);
         case position_name::cols: return static_cast<double>(at.cols);
+        case position_name::head: return static_cast<double>(at.head);
+        case position_name::batch: return static_cast<double>(at.batch);
         case position_name::n: break;
     }
     return static_cast<double>(at.n);

@@ -18,11 +18,13 @@ struct row_value {
 
 /// Where a chunk's elements are, for the position names: the first one's index in the array, and
 /// the sizes (rows and cols 0 for an array without a shape); element i of the chunk is at first +
-/// i · stride (a stride past 1: a sample of a row, every stride-th element).
+/// i · stride (a stride past 1: a sample of a row, every stride-th element); in an attention
+/// score, the head and batch of its query.
 struct positions {
     long long first = 0;
     long long rows = 0, cols = 0, n = 0;
     long long stride = 1;
+    long long head = 0, batch = 0;
 };
 
 /// Where the names of a tree get their values, for one run of `count` consecutive elements (of

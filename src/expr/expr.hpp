@@ -26,10 +26,10 @@ enum class binary_op { add, sub, mul, div, floor_div, mod, lt, le, gt, ge, eq, n
 /// the element's position (k_position_names: integers, exact in the kernel and the reference).
 enum class name_kind { flowing, array, scalar, row, position };
 
-/// The position names: the element's index in the array, its row and column, and the sizes.
-/// The kernels pass them from their own loop variables (no loads); row, col, rows and cols need
-/// a "shape".
-inline constexpr std::string_view k_position_names[] = {"i", "row", "col", "rows", "cols", "n"};
+/// The position names: the element's index in the array, its row and column, and the sizes; in
+/// an attention score also the head and the batch (scope::has_heads). The kernels pass them from
+/// their own loop variables (no loads); row, col, rows and cols need a "shape".
+inline constexpr std::string_view k_position_names[] = {"i", "row", "col", "rows", "cols", "n", "head", "batch"};
 /// True for a name the language defines: x, a position, a constant (inf, nan, pi).
 [[nodiscard]] bool is_language_name(std::string_view name);
 
@@ -60,6 +60,7 @@ struct scope {
     std::string arrays_called = "inputs";   ///< how messages name the arrays
     std::string scalars_called = "params";  ///< … and the scalars
     bool has_shape = false;                 ///< row, col, rows and cols exist
+    bool has_heads = false;                 ///< head and batch exist (an attention score)
 };
 
 /// A problem in an expression, at a 1-based column. The config layer adds file, key and caret.

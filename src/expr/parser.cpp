@@ -284,6 +284,9 @@ private:
             return make(std::move(n));
         }
         if (std::find(std::begin(k_position_names), std::end(k_position_names), name) != std::end(k_position_names)) {
+            if ((name == "head" || name == "batch") && !m_scope.has_heads)
+                throw parse_error(at, "'" + name + "' is a position of an attention score only (its query's head and "
+                                                   "batch); " + known_names());
             if (!m_scope.has_shape && name != "i" && name != "n")
                 throw parse_error(at, "'" + name + "' needs a \"shape\": [rows, cols]; an array of n elements has "
                                                    "positions i and n");
@@ -312,7 +315,9 @@ private:
 
     [[nodiscard]] std::string known_names() const {
         std::string text = "x is the value flowing in; i";
-        text += m_scope.has_shape ? ", row, col, rows, cols and n are" : " and n are";
+        text += m_scope.has_heads ? ", row, col, rows, cols, n, head and batch are"
+                : m_scope.has_shape ? ", row, col, rows, cols and n are"
+                                    : " and n are";
         text += " positions; inf, nan and pi constants";
         if (!m_scope.arrays.empty()) text += "; " + m_scope.arrays_called + " are " + join(m_scope.arrays, ", ");
         if (!m_scope.scalars.empty()) text += "; " + m_scope.scalars_called + " are " + join(m_scope.scalars, ", ");

@@ -18,52 +18,78 @@ namespace mu = codegen::mu;
 using config::pipeline;
 namespace at = attention;
 
+/// True when the score expression uses the query's head or batch.
+bool uses_heads(const pipeline& p) {
+    expr::used_names used;
+    expr::collect_names(p.stages.front().kernel, used);
+    return std::any_of(used.positions.begin(), used.positions.end(),
+                       [](const std::string& name) { return name == "head" || name == "batch"; });
+}
+
 /// The score function's parameters and the arguments of its calls: x, the positions (int: resolve
-/// checked that they fit), then the params the expression uses.
+/// checked that they fit), the head and batch where the expression uses them (the grid's y and z),
+/// then the params it uses. `extra_*`: those after row and col, which the tile test takes too.
 struct score_call {
     std::vector<std::string> params{"real x", "int row", "int col", "int rows", "int cols"};
     std::vector<std::string> args{"x", "(int)kjit_row", "(int)kjit_col", "(int)rows", "(int)cols"};
+    std::string extra_params, extra_args;
     std::vector<argument> scalars;
 };
 score_call score_call_of(const pipeline& p) {
     score_call call;
+    const auto add = [&](const std::string& param, const std::string& arg) {
+        call.params.push_back(param);
+        call.args.push_back(arg);
+        call.extra_params += ", " + param;
+        call.extra_args += ", " + arg;
+    };
+    if (uses_heads(p)) {
+        add("int head", "(int)blockIdx.y");
+        add("int batch", "(int)blockIdx.z");
+    }
     expr::used_names used;
     expr::collect_names(p.stages.front().kernel, used);
     for (const auto& s : used.scalars) {
-        call.params.push_back("real " + s);
-        call.args.push_back(s);
+        add("real " + s, s);
         call.scalars.push_back(scalar_argument(s));
     }
     return call;
 }
+
+/// Heads on which kept_share evaluates a score that uses its head or batch, at most.
+constexpr long long k_mask_heads = 8;
 
 /// Points of the grid (per side) on which the score expression is evaluated to count what it masks.
 constexpr long long k_mask_grid = 256;
 
 /// The share of (query, key) pairs the score expression keeps (does not make −inf whatever the
 /// score), on a grid of up to k_mask_grid² points spread over both sequences, a query's row of
-/// keys evaluated at once: 1 without a mask, about ½ causal.
+/// keys evaluated at once (on up to k_mask_heads heads spread over all, where the mask is a
+/// head's): 1 without a mask, about ½ causal.
 double kept_share(const pipeline& p, const at::problem& pr) {
     const long long side_q = std::min(pr.queries, k_mask_grid);
     const long long step = std::max(1LL, pr.keys / k_mask_grid), side_k = (pr.keys + step - 1) / step;
+    const long long all_heads = pr.batch * pr.heads, heads = uses_heads(p) ? std::min(all_heads, k_mask_heads) : 1;
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
     const auto count = static_cast<std::size_t>(side_k);
     std::vector<double> zeros(count, 0.0), ones(count, 1.0), at_zero(count), at_one(count);
     long long kept = 0;
-    for (long long i = 0; i < side_q; ++i) {
-        const long long row = i * pr.queries / side_q;
-        const expr::positions where{row * pr.keys, pr.queries, pr.keys, pr.queries * pr.keys, step};
-        const auto score = [&](const std::vector<double>& x, std::vector<double>& into) {
-            const expr::chunk in{count, x.data(), zeros.data(), nullptr, &scalars, true, nullptr, &where, false};
-            expr::evaluate(p.stages.front().kernel, in, into.data(), nullptr);
-        };
-        score(zeros, at_zero);
-        score(ones, at_one);
-        for (std::size_t j = 0; j < count; ++j)
-            kept += !(std::isinf(at_zero[j]) && at_zero[j] < 0 && at_zero[j] == at_one[j]);
+    for (long long h = 0; h < heads; ++h) {
+        for (long long i = 0; i < side_q; ++i) {
+            const long long row = h * all_heads / heads * pr.queries + i * pr.queries / side_q;
+            const expr::positions where = at::score_positions(pr, row, step);
+            const auto score = [&](const std::vector<double>& x, std::vector<double>& into) {
+                const expr::chunk in{count, x.data(), zeros.data(), nullptr, &scalars, true, nullptr, &where};
+                expr::evaluate(p.stages.front().kernel, in, into.data(), nullptr);
+            };
+            score(zeros, at_zero);
+            score(ones, at_one);
+            for (std::size_t j = 0; j < count; ++j)
+                kept += !(std::isinf(at_zero[j]) && at_zero[j] < 0 && at_zero[j] == at_one[j]);
+        }
     }
-    return static_cast<double>(kept) / static_cast<double>(side_q * side_k);
+    return static_cast<double>(kept) / static_cast<double>(heads * side_q * side_k);
 }
 
 /// Tensor-core FLOPs of a launch: two products of queries × keys × head_dim per head, 4 · B · H ·
@@ -87,13 +113,8 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     const std::optional<std::string> mask = at::tile_masked_code(score, style);
     data.set("skips", codegen::flag(mask.has_value()));
     data.set("mask_code", mask.value_or(""));
-    std::string mask_params, mask_args;
-    for (const auto& scalar : call.scalars) {
-        mask_params += ", real " + scalar.name;
-        mask_args += ", " + scalar.name;
-    }
-    data.set("mask_params", mask_params);
-    data.set("mask_args", mask_args);
+    data.set("mask_params", call.extra_params);
+    data.set("mask_args", call.extra_args);
 }
 
 class attention_impl final : public family {
@@ -140,8 +161,8 @@ host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix,
             const double* key = k.data() + (kv_head * keys + c) * dim;
             scores[c] = scale * std::inner_product(query, query + dim, key, 0.0);
         }
-        const expr::positions where{row % queries * keys, queries, keys, queries * keys};
-        const expr::chunk in{scores.size(), scores.data(), exact.data(), nullptr, &launch.scalars, true, nullptr, &where, false};
+        const expr::positions where = at::score_positions(pr, row);
+        const expr::chunk in{scores.size(), scores.data(), exact.data(), nullptr, &launch.scalars, true, nullptr, &where};
         expr::evaluate(p.stages.front().kernel, in, weights.data(), nullptr);
         const double max = *std::max_element(weights.begin(), weights.end());
         for (double& w : weights) w = std::exp(w - max);

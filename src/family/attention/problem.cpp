@@ -64,18 +64,21 @@ problem read_problem(const pipeline& p, const std::string& source) {
 }
 
 /// The score expression: of x (the scaled score), the query (row) and key (col) positions, the
-/// sequence lengths (rows, cols) and the params; "x" when none is given.
+/// sequence lengths (rows, cols), the query's head and batch, and the params; "x" when none is
+/// given.
 expr::tree read_score(const pipeline& p, const std::string& source) {
     const object_reader r(p.stages.front().options, k_stage, source, k_stage_keys);
     expr::scope names;
     for (const auto& s : p.scalars) names.scalars.push_back(s.name);
     names.has_shape = true;
+    names.has_heads = true;
     const expr::tree score = r.find("score") ? config::detail::parse_expression(r, "score", names) : expr::parse("x", names);
     expr::used_names used;
     expr::collect_names(score, used);
     for (const auto& position : used.positions)
         if (position == "i" || position == "n")
-            r.fail("score", "uses '" + position + "': a score has the positions row (its query), col (its key), rows and cols");
+            r.fail("score", "uses '" + position +
+                                    "': a score has the positions row (its query), col (its key), rows, cols, head and batch");
     return score;
 }
 
@@ -164,6 +167,17 @@ void resolve(pipeline& p, const std::string& source) {
 
 const policy& policy_of(const pipeline& p) {
     return config::policy_as<policy>(p, "attention");
+}
+
+expr::positions score_positions(const problem& pr, long long row, long long stride) {
+    const long long head = row / pr.queries;  // of batch · heads
+    return {.first = row % pr.queries * pr.keys,
+            .rows = pr.queries,
+            .cols = pr.keys,
+            .n = pr.queries * pr.keys,
+            .stride = stride,
+            .head = head % pr.heads,
+            .batch = head / pr.heads};
 }
 
 }  // namespace kjit::family::attention

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "expr/evaluate.hpp"
 
 namespace kjit::family::attention {
 
@@ -23,6 +24,11 @@ struct problem {
 
 /// The problem of a pipeline its family resolved (its stage was checked then).
 [[nodiscard]] problem problem_of(const config::pipeline& p);
+
+/// Where the score expression is evaluated over the keys of query row `row` of Q (of all
+/// batch · heads · queries rows): row and col are the query and the key within their head, head
+/// and batch the query's; every `stride`-th key.
+[[nodiscard]] expr::positions score_positions(const problem& pr, long long row, long long stride = 1);
 
 /// The scalar kernel argument that holds the scale: the stage's, named as op stages' numbers are.
 inline constexpr const char* k_scale_scalar = "s0_scale";

@@ -67,7 +67,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
         head_inputs head;
         std::vector<double> query(d_count), score(keys), score_scale(keys), modified(keys), modified_scale(keys), weight(keys);
         for (std::size_t i = first; i < last; ++i) {
-            const long long row = rows[i], h = row / pr.queries, query_at = row % pr.queries;
+            const long long row = rows[i], h = row / pr.queries;
             const long long kv_head = h / pr.heads * pr.kv_heads + h % pr.heads / pr.group();
             if (kv_head != head.kv_head) {
                 head.kv_head = kv_head;
@@ -90,7 +90,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
                 score_scale[j] = static_cast<double>(d_count + 2) * std::fabs(pr.scale) * magnitude;
             }
             // The score expression over this query's row of scores: row is the query, col the key.
-            const expr::positions where{query_at * pr.keys, pr.queries, pr.keys, pr.queries * pr.keys};
+            const expr::positions where = score_positions(pr, row);
             const expr::chunk in{keys, score.data(), score_scale.data(), nullptr, &scalars, float_compute, nullptr, &where,
                                  approximated};
             expr::evaluate(p.stages.front().kernel, in, modified.data(), modified_scale.data());
