@@ -344,6 +344,28 @@ TEST_CASE("gemm's reference: bias + relu of a pre-activation that sits at 0 keep
     CHECK(ref.scales[1] >= 0.5 + 0.5 + 1);
 }
 
+TEST_CASE("gemm's reference, separate: a -inf an epilogue stores between kernels adds no rounding to what follows") {
+    // Stored, the -inf's bound was u·|inf|; the choice after it passed that on to the 0 it
+    // chose, which then allowed any error at all.
+    json j = gemm_config(1, 2, 2, "bfloat16");
+    j["fusion"] = "separate";
+    j["stages"].push_back({{"op", "map"}, {"expr", "x > 0 ? -inf : x"}});
+    j["stages"].push_back({{"op", "map"}, {"expr", "x < -1 ? 0 : x"}});
+    const auto p = parsed(j);
+    reference::input_arrays in;
+    in.emplace("a", filled(p.type, {1, 1}));
+    in.emplace("w", filled(p.type, {0.75, 0.5, -0.25, -1}));  // columns: 0.5 and −0.5
+    in.emplace("b", filled(p.type, {0, 0}));
+    const auto ref = family::family_of(p).reference(p, in);
+    REQUIRE(ref.values.size() == 2);
+    CHECK(ref.values[0] == 0);
+    CHECK(ref.values[1] == doctest::Approx(-0.5));
+    for (std::size_t i = 0; i < 2; ++i) {
+        CAPTURE(i);
+        CHECK(std::isfinite(ref.scales[i]));
+    }
+}
+
 TEST_CASE("gemm's reference at large sizes: a sample of every row and every column, the same each time") {
     const auto p = parsed(gemm_config(3000, 1000, 2));
     reference::input_arrays in;

@@ -188,11 +188,8 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
                     row_values[st.as] = row;
                     continue;
                 }
-                // An infinity (a masked score) is stored exactly: its rounding adds nothing, where
-                // u·|inf| would make the scale, and every bound after it, inf or NaN.
                 if (separate && s + 1 < p.stages.size())
-                    for (std::size_t i = 0; i < count; ++i)
-                        if (std::isfinite(next[i])) next_scale[i] += intermediate_rounding * std::fabs(next[i]);
+                    add_storage_rounding(next_scale.data(), next.data(), count, intermediate_rounding);
                 std::swap(x, next);
                 std::swap(x_scale, next_scale);
             }
@@ -296,6 +293,11 @@ bool holds_poison(const typed_array& out, std::size_t i) {
     const std::size_t size = config::element_size(out.type());
     const auto* bytes = static_cast<const unsigned char*>(out.data()) + i * size;
     return std::all_of(bytes, bytes + size, [](unsigned char b) { return b == k_poison_byte; });
+}
+
+void add_storage_rounding(double* scales, const double* values, std::size_t count, double rounding) {
+    for (std::size_t i = 0; i < count; ++i)
+        if (std::isfinite(values[i])) scales[i] += rounding * std::fabs(values[i]);
 }
 
 double storage_rounding(config::dtype type) {

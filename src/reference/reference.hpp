@@ -105,6 +105,10 @@ struct comparison {
 /// An intermediate array (of separate stages) rounds x to `type`: in units of the compute type's
 /// rounding, that is this many.
 [[nodiscard]] double storage_rounding(config::dtype type);
+/// Adds to each of `count` error scales the rounding of storing its value in an intermediate
+/// array (`rounding` · |value|). An infinity (a masked score) is stored exactly and adds none:
+/// u·|inf| would make every bound after it inf or NaN, and the check fail where out equals ref.
+void add_storage_rounding(double* scales, const double* values, std::size_t count, double rounding);
 
 /// The allowed |out − ref| of one element.
 [[nodiscard]] double allowed_error(const config::tolerance& tol, double ref, double scale);

@@ -126,7 +126,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
             for (const auto& [name, values] : per_column) arrays[name] = values.data() + r.col;
             for (std::size_t st = 1; st < p.stages.size(); ++st) {
                 if (separate)  // the array the previous kernel wrote rounds x to the storage type
-                    for (std::size_t j = 0; j < count; ++j) scale[j] += intermediate * std::fabs(x[j]);
+                    reference::add_storage_rounding(scale.data(), x.data(), count, intermediate);
                 const expr::chunk in{count, x.data(), scale.data(), &arrays, &scalars, float_compute, nullptr, nullptr,
                                      approximated};
                 reference::evaluate_stage(p.stages[st], in, next.data(), next_scale.data());
