@@ -167,6 +167,10 @@ TEST_CASE("positions and constants: exact integers in CUDA, real where they meet
     CHECK(narrow("col > row ? -inf : x") == "col > row ? -__int_as_float(0x7f800000) : x");
     CHECK(narrow("row * cols + col == i ? x : 0") == "(long long)row * (long long)cols + (long long)col == i ? x : 0.0f");
     CHECK(narrow("x * row") == "x * (real)row");
+    // The difference of two positions, in [0, 2^31) each, fits an int: converted as it is.
+    CHECK(narrow("x + 0.5 * (col - row)") == "x + 0.5f * (real)(col - row)");
+    CHECK(narrow("x + 0.5 * (col - row + 1)") == "x + 0.5f * (real)((long long)col - (long long)row + 1)");
+    CHECK(narrow("x + 0.5 * (col + row)") == "x + 0.5f * (real)((long long)col + (long long)row)");
 }
 
 TEST_CASE("// and % of integers: as NumPy's (rounded down, the divisor's sign, 0 for a divisor of 0), exact") {

@@ -80,6 +80,13 @@ bool numbers_only(const node& n) {
 /// literals: x * 2 multiplies by 2.0f.
 bool is_integer(const node& n) { return is_whole(n) && !numbers_only(n); }
 
+/// True for `a - b` of two positions: int positions are in [0, 2^31), so their difference is in
+/// (−2^31, 2^31) and needs no widening (ALiBi's col − row, converted to real for each score).
+bool is_difference_of_positions(const node& n) {
+    const auto position = [](const tree& t) { return t->kind == node_kind::name && t->binding == name_kind::position; };
+    return n.kind == node_kind::binary && n.op == binary_op::sub && position(n.args[0]) && position(n.args[1]);
+}
+
 bool is_arithmetic(binary_op op) {
     return op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div;
 }
@@ -149,6 +156,8 @@ private:
             if (widen && m_style->int_positions && n.kind == node_kind::name) return "(long long)" + n.name;
             return wrapped(n, parenthesize, true);
         }
+        if (m_style->int_positions && is_difference_of_positions(n))  // fits an int: no 64-bit conversion
+            return "(real)(" + n.args[0]->name + " - " + n.args[1]->name + ")";
         if (is_integer(n)) {  // kjit_floor_mod(…) needs no parentheses
             const bool call = n.kind == node_kind::binary && is_integer_division(n.op);
             return "(real)" + wrapped(n, precedence(n) < 9 && !call);
