@@ -254,8 +254,8 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
     for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
-        real kjit_vector[kjit_width];
         const kjit_own kjit_mine = kjit_own_elements(kjit_v, kjit_lead, cols);
+        real kjit_vector[kjit_width];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             if (kjit_k < kjit_mine.from || kjit_k >= kjit_mine.to) {  // a neighbour's: no weight

@@ -30,6 +30,7 @@ enum : int {
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 8,  // of a row, at most
+    kjit_row_vectors = 1024,  // a row's in shared memory, at most
 };
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
@@ -209,19 +210,18 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
 {
     // Two rows in shared memory: the next row's copies are in flight while this one is worked on.
     extern __shared__ vec kjit_rows[];
-    const long long kjit_vectors = cols / kjit_width;
     if (blockIdx.x < rows) kjit_copy_row(kjit_rows, logits, blockIdx.x, cols, threadIdx.x);
     int kjit_turn = 0;
     for (long long kjit_row_index = blockIdx.x; kjit_row_index < rows;
          kjit_row_index += gridDim.x, kjit_turn ^= 1) {
         if (kjit_row_index + gridDim.x < rows) {
-            vec* kjit_next_row = kjit_rows + (kjit_turn ^ 1) * kjit_vectors;
+            vec* kjit_next_row = kjit_rows + (kjit_turn ^ 1) * kjit_row_vectors;
             kjit_copy_row(kjit_next_row, logits, kjit_row_index + gridDim.x, cols, threadIdx.x);
             kjit_wait_for_copies<1>();  // this row's copies; the next row's may go on
         } else {
             kjit_wait_for_copies<0>();
         }
-        const vec* kjit_row = kjit_rows + kjit_turn * kjit_vectors;
+        const vec* kjit_row = kjit_rows + kjit_turn * kjit_row_vectors;
         const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
                 kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);

@@ -18,10 +18,15 @@ namespace mu = codegen::mu;
 using config::pipeline;
 namespace at = attention;
 
-/// True when the score expression uses the query's head or batch.
-bool uses_heads(const pipeline& p) {
+/// The names the score expression uses.
+expr::used_names score_names(const pipeline& p) {
     expr::used_names used;
     expr::collect_names(p.stages.front().kernel, used);
+    return used;
+}
+
+/// True when the score expression (whose names are `used`) uses the query's head or batch.
+bool uses_heads(const expr::used_names& used) {
     return std::any_of(used.positions.begin(), used.positions.end(),
                        [](const std::string& name) { return name == "head" || name == "batch"; });
 }
@@ -43,12 +48,11 @@ score_call score_call_of(const pipeline& p) {
         call.extra_params += ", " + param;
         call.extra_args += ", " + arg;
     };
-    if (uses_heads(p)) {
+    const expr::used_names used = score_names(p);
+    if (uses_heads(used)) {
         add("int head", "(int)blockIdx.y");
         add("int batch", "(int)blockIdx.z");
     }
-    expr::used_names used;
-    expr::collect_names(p.stages.front().kernel, used);
     for (const auto& s : used.scalars) {
         add("real " + s, s);
         call.scalars.push_back(scalar_argument(s));
@@ -69,7 +73,7 @@ constexpr long long k_mask_grid = 256;
 double kept_share(const pipeline& p, const at::problem& pr) {
     const long long side_q = std::min(pr.queries, k_mask_grid);
     const long long step = std::max(1LL, pr.keys / k_mask_grid), side_k = (pr.keys + step - 1) / step;
-    const long long all_heads = pr.batch * pr.heads, heads = uses_heads(p) ? std::min(all_heads, k_mask_heads) : 1;
+    const long long all_heads = pr.batch * pr.heads, heads = uses_heads(score_names(p)) ? std::min(all_heads, k_mask_heads) : 1;
     std::map<std::string, double> scalars;
     for (const auto& s : p.scalars) scalars[s.name] = s.value;
     const auto count = static_cast<std::size_t>(side_k);

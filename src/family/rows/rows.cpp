@@ -230,6 +230,9 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("row_start", rows::rows_misaligned(p) ? "row * cols - kjit_lead_of(row, cols)" : "row * cols");
     data.set("row_vector_count", rows::rows_misaligned(p) ? "kjit_vectors_of(row, cols)" : "cols / kjit_width");
     data.set("loops", codegen::flag(rows::rows_loop(p)));
+    // A block that loops over rows holds two in shared memory, each this many vectors apart.
+    data.set("loops_in_shared", codegen::flag(rows::rows_loop(p) && chosen.cache == cache::shared));
+    data.set("vectors_per_row", std::to_string(rows::row_vectors(p)));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
     const bool f64 = config::computes_in_double(p.type);
     data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
