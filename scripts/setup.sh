@@ -16,6 +16,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" > /dev/null
 fi
 [ -x /usr/local/cuda/bin/nvcc ] || [ -d /usr/local/cuda/include ] || { echo "setup: the CUDA toolkit is expected in /usr/local/cuda" >&2; exit 1; }
+# `kjit sass` runs the toolkit's disassembler; a toolkit without one (CUDA's Debian images) gets
+# NVIDIA's from PyPI, in the build folder's virtual environment, where CMake finds it.
+if [ ! -x /usr/local/cuda/bin/nvdisasm ] && ! compgen -G "build/py/lib/python3*/site-packages/nvidia/cu*/bin/nvdisasm" > /dev/null; then
+    [ -x build/py/bin/python ] || python3 -m venv build/py
+    build/py/bin/pip install -q nvidia-cuda-nvdisasm
+fi
 python=()
 if [ "${1:-}" = "--test" ]; then
     # The Python package's tests: its build requirements (pinned in pyproject.toml), pandas, tqdm,

@@ -26,7 +26,9 @@ struct subcommand {
 constexpr subcommand k_subcommands[] = {
     {"run", "[CONFIG]", "run a config on the GPU and report every phase", true, true, true, true},
     {"compile", "[CONFIG]", "generate and compile (no GPU needed); report compile phases", true, true, true, false},
-    {"emit", "[CONFIG]", "print the generated CUDA source (--ptx: the PTX it compiles to)", true, false, false, false},
+    {"emit", "[CONFIG]", "print the generated CUDA source (--ptx: the PTX it compiles to; --sass: kjit sass)", true, false, false, false},
+    {"sass", "[CONFIG]", "the machine code of each kernel under its CUDA lines, its instruction mix; --diff (no GPU needed)",
+     true, true, false, false},
     {"sweep", "[CONFIG]", "run every point of the config's sweep block; one row each", true, true, true, false},
     {"tune", "[CONFIG]", "search the config's tune space (or its family's) for the fastest launch", true, true, true, true},
     {"first-call", "[CONFIG]", "fresh processes in several start states: what a first call costs", true, false, true,
@@ -137,7 +139,16 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             "arch", "with --ptx: compile for sm_XX (default the target's)", cxxopts::value<std::string>(),
             "sm_XX")("target", target_help, cxxopts::value<std::string>(), "GPU")(
             "cache-dir", "with --ptx: cache directory (default $KJIT_CACHE_DIR, $XDG_CACHE_HOME/kjit or ~/.cache/kjit)",
-            cxxopts::value<std::string>(), "DIR")("no-cache", "with --ptx: compile, and neither read nor write the cache");
+            cxxopts::value<std::string>(), "DIR")("no-cache", "with --ptx: compile, and neither read nor write the cache")(
+            "sass", "print each kernel's machine code under its CUDA lines, as kjit sass does");
+    }
+    if (std::string(sub.name) == "sass") {
+        parser.add_options()("kernel", "only the kernels with TEXT in their name", cxxopts::value<std::string>(), "TEXT")(
+            "mix", "each kernel's instruction mix alone, not its code")(
+            "diff", "compare with the variant of CONFIG2: the instruction mixes side by side and the opcodes that changed",
+            cxxopts::value<std::string>(), "CONFIG2")(
+            "diff-set", "compare with this config under one more override (repeatable), e.g. launch.block=512",
+            cxxopts::value<std::vector<std::string>>(), "KEY=VALUE");
     }
     if (std::string(sub.name) == "run") {
         parser.add_options()("load", "what to load: cubin, or ptx (the driver JIT-compiles it)",
@@ -222,6 +233,14 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (args.count("files")) o.files = args["files"].as<std::vector<std::string>>();
     o.quiet = args.count("quiet") > 0;
     o.ptx = args.count("ptx") > 0;
+    o.sass = args.count("sass") > 0;
+    if (o.ptx && o.sass) throw error(error_kind::usage, "emit: --ptx and --sass exclude each other");
+    text("kernel", o.kernel);
+    o.mix_only = args.count("mix") > 0;
+    text("diff", o.diff_config);
+    if (args.count("diff-set")) o.diff_sets = args["diff-set"].as<std::vector<std::string>>();
+    if (o.mix_only && (!o.diff_config.empty() || !o.diff_sets.empty()))
+        throw error(error_kind::usage, "sass: --diff compares instruction mixes already; --mix does not go with it");
     o.compile_only = args.count("compile-only") > 0;
     o.skip_ceiling = args.count("skip-ceiling") > 0;
     text("save", o.save.dir);
@@ -271,6 +290,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     // Each result is a file of its own, and never one kjit reads.
     std::vector<std::filesystem::path> reads(o.files.begin(), o.files.end());
     if (!o.config_path.empty()) reads.emplace_back(o.config_path);
+    if (!o.diff_config.empty()) reads.emplace_back(o.diff_config);
     if (sub.config) {  // the config's input files; a config that does not load is reported by the command
         try {
             const auto files = config::input_files(load_document(o));
@@ -309,6 +329,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
 exit_status run_command(const std::string& name, const options& o, std::ostream& out, std::ostream& err) {
     if (name == "emit") return cmd_emit(o, out);
     if (name == "compile") return cmd_compile(o, out, err);
+    if (name == "sass") return cmd_sass(o, out);
     if (name == "run") return o.watch ? cmd_watch(o, out, err) : cmd_run(o, out, err);
     if (name == "sweep") return cmd_sweep(o, out, err);
     if (name == "merge") return cmd_merge(o, out, err);

@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.hpp"
 #include "config/config.hpp"
+#include "family/program.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/jit.hpp"
 #include "report/record.hpp"
@@ -46,6 +47,11 @@ struct options {
     run::save_request save;     ///< run, sweep: --save DIR, --save-reference
     int repeat = 5;             ///< first-call: child processes per state
     bool ptx = false;           ///< emit: print the PTX instead of the CUDA source
+    bool sass = false;          ///< emit: print the machine code (kjit sass) instead of the CUDA source
+    std::string kernel;         ///< sass: only the kernels with this in their name
+    bool mix_only = false;      ///< sass: each kernel's instruction mix, not its code
+    std::string diff_config;              ///< sass --diff: the variant to compare with
+    std::vector<std::string> diff_sets;   ///< sass --diff-set: overrides that make the other variant
     tune::tune_options tune;    ///< tune: strategy, budget, seed, …
     std::string replay_path;      ///< tune --replay: recorded results instead of the GPU
     std::string write_best_path;  ///< tune --write-best: the config with the best point
@@ -64,6 +70,14 @@ struct loaded_config {
 /// The session the options describe: templates, cache (--cache-dir, --cache-limit, --no-cache,
 /// --refresh) and the Driver API's GPUs.
 [[nodiscard]] run::session session_for(const options& o);
+/// A variant planned and compiled (through the cache, as `compile` does) to be read, not run:
+/// emit --ptx, sass. `line_info` compiles with -lineinfo, a cache entry of its own.
+struct compiled_for_reading {
+    std::string label;  ///< "hidden_layer: fused float32 tanh=builtin block=256 vec=4"
+    family::program program;
+    jit::build_output binary;
+};
+[[nodiscard]] compiled_for_reading compile_for_reading(const options& o, bool line_info);
 /// A record's cache problem and measurement warnings, as "kjit: warning: …" lines.
 void print_warnings(const report::record& rec, std::ostream& err);
 /// s.finish(), its warning printed.
@@ -78,6 +92,7 @@ void mark_elapsed(std::vector<report::record>& records);
 void write_rows(const options& o, const std::vector<report::row>& rows);
 
 exit_status cmd_emit(const options& o, std::ostream& out);
+exit_status cmd_sass(const options& o, std::ostream& out);
 exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err);
 exit_status cmd_watch(const options& o, std::ostream& out, std::ostream& err);

@@ -207,6 +207,7 @@ std::vector<std::string> compile_request::nvrtc_options() const {
     if (real) options.emplace_back("-minimal");  // no texture or device-runtime declarations to parse
     if (fast_math) options.emplace_back("--use_fast_math");
     if (!fast_compile.empty()) options.emplace_back("-Ofc=" + fast_compile);
+    if (line_info) options.emplace_back("-lineinfo");
     if (toolkit_headers) options.emplace_back("--include-path=" + toolkit_include_dir());
     options.insert(options.end(), extra_options.begin(), extra_options.end());
     return options;
@@ -214,7 +215,9 @@ std::vector<std::string> compile_request::nvrtc_options() const {
 
 std::vector<std::string> compile_request::link_options() const {
     if (method == compile_method::nvrtc) return {};
-    return {"-arch=" + real_arch(), "-verbose"};
+    std::vector<std::string> options{"-arch=" + real_arch(), "-verbose"};
+    if (line_info) options.emplace_back("-lineinfo");
+    return options;
 }
 
 compile_result compile(const compile_request& request) {

@@ -27,6 +27,9 @@ struct compile_request {
     bool toolkit_headers = false;  ///< the source includes toolkit headers (cuda_fp16.h): add their path
     compile_method method = compile_method::nvrtc;
     std::string fast_compile;  ///< NVRTC's -Ofc level: "min", "mid", "max"; empty for none
+    /// -lineinfo: the cubin maps each instruction to its source line (for `kjit sass`). It changes
+    /// no instruction, but it is an option, so such a build is a cache entry of its own.
+    bool line_info = false;
 
     /// "sm_90", or "sm_90a" where arch_specific.
     [[nodiscard]] std::string real_arch() const;

@@ -1,10 +1,5 @@
 #include "run/first_call.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,8 +8,7 @@
 #include "report/trace.hpp"
 #include "run/stats.hpp"
 #include "util/error.hpp"
-
-extern char** environ;
+#include "util/process.hpp"
 
 namespace kjit::run {
 namespace {
@@ -64,50 +58,11 @@ start_state warm_up_state(bool have_gpu) {
 }
 
 child_result run_child(const std::string& executable, const std::vector<std::string>& args,
-                       const std::vector<std::pair<std::string, std::string>>& env, const std::string& output_file) {
-    std::vector<std::string> environment;
-    for (char** e = environ; *e; ++e) {
-        const std::string entry = *e;
-        bool replaced = entry.starts_with("KJIT_SPAWNED_NS=");
-        for (const auto& [key, value] : env) replaced = replaced || entry.rfind(key + "=", 0) == 0;
-        if (!replaced) environment.push_back(entry);
-    }
-    for (const auto& [key, value] : env) environment.push_back(key + "=" + value);
+                       std::vector<std::pair<std::string, std::string>> env, const std::string& output_file) {
     // The child's process_start phase runs from here to its main (see trace::spawned_at).
-    environment.push_back("KJIT_SPAWNED_NS=" + trace::spawn_stamp());
-    std::vector<char*> envp, argv;
-    for (auto& e : environment) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> words{executable};
-    words.insert(words.end(), args.begin(), args.end());
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    // The child starts with no signal blocked, whatever this process blocks (see interrupt.hpp).
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-    child_result result;
-    const auto start = std::chrono::steady_clock::now();
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, executable.c_str(), &actions, &attributes, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (spawned != 0)
-        throw error(error_kind::io, "cannot start " + executable + ": " + std::strerror(spawned));
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return result;
+    env.emplace_back("KJIT_SPAWNED_NS", trace::spawn_stamp());
+    const auto done = process::run(executable, args, env, output_file);
+    return {done.exit_code, done.wall_ms};
 }
 
 std::vector<report::row> summarize_first_call(const std::vector<report::row>& rows) {

@@ -30,12 +30,12 @@ struct start_state {
 struct child_result {
     int exit_code = -1;
     double wall_ms = 0;
-    std::string output;  ///< stdout and stderr
 };
 
-/// Starts `executable args…` with `env` added to this process's environment, waits, and times it.
+/// Starts `executable args…` with `env` added to this process's environment and its spawn time
+/// stamped in KJIT_SPAWNED_NS, its output into `output_file`; waits, and times it.
 [[nodiscard]] child_result run_child(const std::string& executable, const std::vector<std::string>& args,
-                                     const std::vector<std::pair<std::string, std::string>>& env,
+                                     std::vector<std::pair<std::string, std::string>> env,
                                      const std::string& output_file);
 
 /// Per state, the median of each phase and of the process wall time over its repeats, with min
