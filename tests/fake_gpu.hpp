@@ -2,6 +2,7 @@
 // plan_executor, which runs them as the program's plan says), so the runner's phases, argument
 // wiring, poisoning and failure handling are tested with no GPU.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -124,6 +125,7 @@ public:
             if (a.what == run::argument_value::type::buffer) buffers.push_back(&m_buffers.at(a.buffer));
             if (a.what == run::argument_value::type::address) buffers.push_back(caller_memory(a.address));
         }
+        launched_names.push_back(m_kernels.at(kernel));
         if (on_launch) on_launch(m_kernels.at(kernel), buffers, launch);
         if (after_launch) after_launch(m_kernels.at(kernel), buffers, launch);
     }
@@ -152,6 +154,34 @@ public:
         ++timings;
         return m_launched_ms * (1 + jitter * unit);
     }
+
+    std::string counters_problem;               ///< read_counters reads nothing and says this
+    std::vector<std::string> counters_missing;  ///< metrics read_counters calls unavailable
+    /// read_counters' value of `metric` for the i-th launch of its pass: 1000 (ns) for the
+    /// duration, else 10 · (i + 1).
+    static double counter_value(const std::string& metric, std::size_t i) {
+        return metric == "gpu__time_duration.sum" ? 1000.0 : 10.0 * static_cast<double>(i + 1);
+    }
+    counter_reading read_counters(const std::vector<std::string>& metrics, const std::function<void()>& enqueue) override {
+        record("read_counters");
+        counter_reading reading;
+        if (!counters_problem.empty()) {
+            reading.problem = counters_problem;
+            return reading;
+        }
+        const std::size_t before = launched_names.size();
+        enqueue();
+        for (std::size_t i = before; i < launched_names.size(); ++i) {
+            std::map<std::string, double> values;
+            for (const auto& m : metrics)
+                if (std::find(counters_missing.begin(), counters_missing.end(), m) == counters_missing.end())
+                    values[m] = counter_value(m, i - before);
+            reading.launches.emplace_back(launched_names[i], std::move(values));
+        }
+        reading.unavailable = counters_missing;
+        return reading;
+    }
+    std::vector<std::string> launched_names;  ///< every launch's kernel, in order
 
     struct fake_graph final : graph {
         std::function<void()> work;

@@ -9,6 +9,7 @@
 #include "family/rows/policy.hpp"
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
+#include "report/files.hpp"
 #include "report/table.hpp"
 #include "run/runner.hpp"
 
@@ -25,10 +26,10 @@ struct fixture {
     kjit::testing::fake_gpu gpu;
     bool runs_kernels = true;  ///< false: a device whose kernels do nothing
 
-    report::record run(const config::pipeline& p) {
+    report::record run(const config::pipeline& p, const std::string& counter_set = {}) {
         report::record rec = run::new_record("run", p, "test");
         if (runs_kernels) gpu.on_launch = kjit::testing::plan_executor(std::vector<config::pipeline>{p});
-        run::run_variant(p, gpu, {templates, &cache, jit::cache_mode::use}, rec);
+        run::run_variant(p, gpu, {templates, &cache, jit::cache_mode::use}, rec, {.counter_set = counter_set});
         return rec;
     }
 };
@@ -164,6 +165,52 @@ TEST_CASE("separate stages: three launches per chain, wired through intermediate
     CHECK(f.gpu.launches == 3 * (1 + 2 + 5 + 2 * run::k_batches * 5));
     CHECK(rec.bytes_moved == (2.0 + 3.0 + 2.0) * 4099 * 4);
     CHECK(rec.kernels.size() == 3);
+}
+
+TEST_CASE("--metrics: a counter pass after the timed loops, each kernel's counters in its row, the chain's combined") {
+    fixture f;
+    const auto plain = f.run(small("separate"));
+    CHECK(plain.counters.empty());
+    CHECK(std::count(f.gpu.calls.begin(), f.gpu.calls.end(), "read_counters") == 0);
+
+    fixture g;
+    g.gpu.counters_missing = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"};
+    const auto rec = g.run(small("separate"), "memory");
+    CHECK(rec.status == report::outcome::pass);
+    // After everything timed: one chain of three launches under the profiler, and nothing else.
+    const auto counted = std::find(g.gpu.calls.begin(), g.gpu.calls.end(), "read_counters");
+    REQUIRE(counted != g.gpu.calls.end());
+    CHECK(std::vector<std::string>(counted + 1, g.gpu.calls.end()) == std::vector<std::string>(3, "launch"));
+    REQUIRE(rec.kernels.size() == 3);
+    CHECK(rec.kernels[0].counters.at("dram_read_bytes") == 10);  // the fake's i-th launch counts 10·(i+1)
+    CHECK(rec.kernels[2].counters.at("dram_read_bytes") == 30);
+    CHECK(rec.kernels[1].counters.at("duration_ns") == 1000);
+    CHECK_FALSE(rec.kernels[0].counters.contains("achieved_occupancy_pct"));  // not in the memory set
+    CHECK(rec.counters.at("dram_read_bytes") == 60);                          // bytes add up
+    CHECK(rec.counters.at("l2_hit_rate_pct") == doctest::Approx(20));         // rates average over time
+    CHECK(rec.counters.at("duration_ns") == 3000);
+    // The model's bytes against the counted: (60 read + 60 written) over 7 · 4099 · 4.
+    CHECK(*rec.dram_bytes_over_model() == doctest::Approx(120.0 / (7.0 * 4099 * 4)));
+    const auto row = report::rows_of({rec}).front();
+    CHECK(row.at("metric_dram_write_bytes") == 60);
+    std::ostringstream printed;
+    report::print_record(printed, rec);
+    CHECK(printed.str().find("bytes read from DRAM (HBM)") != std::string::npos);
+    CHECK(printed.str().find("kjit's model says the pass moves") != std::string::npos);
+
+    fixture all;
+    all.gpu.counters_missing = g.gpu.counters_missing;
+    const auto every = all.run(small(), "all");
+    CHECK(every.counters.contains("stall_long_scoreboard"));
+    CHECK(every.warnings.back().find("this GPU does not count sm__pipe_tensor_op_gmma") == 0);
+    CHECK_FALSE(every.counters.contains("tensor_gmma_pipe_pct"));
+
+    fixture none;
+    none.gpu.counters_problem = "cannot load CUPTI (libcupti.so.13: cannot open shared object file)";
+    const auto without = none.run(small(), "all");
+    CHECK(without.status == report::outcome::pass);  // everything else as before
+    CHECK(without.counters.empty());
+    CHECK(without.warnings.back() == "no hardware counters: cannot load CUPTI (libcupti.so.13: cannot open shared object file)");
 }
 
 TEST_CASE("a second run is a cache hit: no NVRTC, no PTX → cubin") {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "helpers.hpp"
+#include "why/counters.hpp"
 #include "why/sass.hpp"
 
 using namespace kjit;
@@ -109,4 +110,24 @@ TEST_CASE("sass: KJIT_NVDISASM that names no program is one clear line") {
     const auto message = kjit::testing::error_message([] { (void)why::disassembler(); }, error_kind::io);
     ::unsetenv("KJIT_NVDISASM");
     CHECK(message == "KJIT_NVDISASM=/nonexistent/nvdisasm: not an executable file (expected nvdisasm)");
+}
+
+TEST_CASE("counters: the sets, an unknown one refused by name, time-weighted rates and summed bytes") {
+    CHECK(why::counters_of("memory").front().column == std::string(why::k_duration_column));
+    CHECK(why::counters_of("all").size() ==
+          why::counters_of("memory").size() + why::counters_of("compute").size() + why::counters_of("stalls").size() - 2);
+    const auto message = kjit::testing::error_message([] { (void)why::counters_of("dram"); }, error_kind::usage);
+    CHECK(message == "--metrics dram: expected one of memory, compute, stalls, all");
+    const auto counters = why::counters_of("all");
+    const auto combined = why::combine(counters, {{{"duration_ns", 3000}, {"dram_read_bytes", 100}, {"l2_hit_rate_pct", 10}},
+                                                  {{"duration_ns", 1000}, {"dram_read_bytes", 50}, {"l2_hit_rate_pct", 50}}});
+    CHECK(combined.at("duration_ns") == 4000);
+    CHECK(combined.at("dram_read_bytes") == 150);
+    CHECK(combined.at("l2_hit_rate_pct") == doctest::Approx(20));  // (3000·10 + 1000·50) / 4000
+    CHECK_FALSE(combined.contains("dram_write_bytes"));
+    const auto top = why::top_stalls({{"stall_barrier", 2.0}, {"stall_long_scoreboard", 9.5}, {"stall_wait", 1.0},
+                                      {"l2_hit_rate_pct", 90}}, 2);
+    REQUIRE(top.size() == 2);
+    CHECK(top[0] == std::pair<std::string, double>{"long_scoreboard", 9.5});
+    CHECK(top[1].first == "barrier");
 }

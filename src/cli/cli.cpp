@@ -12,6 +12,7 @@
 #include "util/fs.hpp"
 #include "util/strings.hpp"
 #include "util/units.hpp"
+#include "why/counters.hpp"
 
 namespace kjit::cli {
 namespace {
@@ -129,7 +130,10 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
     }
     if (std::string(sub.name) == "run" || std::string(sub.name) == "sweep") {
-        parser.add_options()("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
+        parser.add_options()("metrics",
+                             "after the timed loops, read each kernel's hardware counters through CUPTI: SET is "
+                             "memory, compute, stalls or all (the default)",
+                             cxxopts::value<std::string>()->implicit_value("all"), "SET")("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
                              cxxopts::value<std::string>(), "DIR")(
             "save-reference", "with --save: the float64 reference too, as <…>.reference.npy");
     }
@@ -234,6 +238,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     o.quiet = args.count("quiet") > 0;
     o.ptx = args.count("ptx") > 0;
     o.sass = args.count("sass") > 0;
+    text("metrics", o.counter_set);
+    if (!o.counter_set.empty()) (void)why::counters_of(o.counter_set);  // an unknown set is a usage error now
     if (o.ptx && o.sass) throw error(error_kind::usage, "emit: --ptx and --sass exclude each other");
     text("kernel", o.kernel);
     o.mix_only = args.count("mix") > 0;

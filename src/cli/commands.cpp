@@ -108,6 +108,7 @@ exit_status cmd_run(const options& o, std::ostream& out, std::ostream& err) {
     config::document doc = load_document(o);
     run::session s = session_for(o);
     run::run_request request{o.device, o.calls, o.load_ptx, !o.skip_ceiling, o.save};
+    request.counter_set = o.counter_set;
     if (tune::wants_tuned_launch(doc)) doc = tune::with_tuned_launch(s, doc, o.device, request.tuned_launch);
     const loaded_config cfg{family::load(doc, s.target_if_any(o.device)), doc.source};
     bool failed = false;

@@ -45,6 +45,7 @@ struct options {
     bool skip_ceiling = false;  ///< run: do not measure the copy ceiling
     bool watch = false;         ///< run: run again at every save of the config (or templates)
     run::save_request save;     ///< run, sweep: --save DIR, --save-reference
+    std::string counter_set;    ///< run, sweep: --metrics SET (why::counters_of); empty: none
     int repeat = 5;             ///< first-call: child processes per state
     bool ptx = false;           ///< emit: print the PTX instead of the CUDA source
     bool sass = false;          ///< emit: print the machine code (kjit sass) instead of the CUDA source

@@ -18,7 +18,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     const auto points = family::expand_sweep(doc, gpu, mine.index, mine.count);  // validated before any work
 
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
-    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save},
+    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save, o.counter_set},
                                 [&](const report::record& r) { bar.step(r.sweep_point); });
     bar.finish();
     finish(s, err);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cuda/handles.hpp"
+#include "cuda/cupti.hpp"
 #include "cuda/nvml.hpp"
 #include "cuda/tensor_map.hpp"
 #include "report/trace.hpp"
@@ -225,6 +226,10 @@ public:
         graph_handle captured;
         graph_exec_handle exec;
     };
+
+    counter_reading read_counters(const std::vector<std::string>& metrics, const std::function<void()>& enqueue) override {
+        return cuda::read_counters(m_context.get(), m_info.index, metrics, enqueue, [&] { synchronize(); });
+    }
 
     std::unique_ptr<graph> capture_graph(const std::function<void()>& enqueue) override {
         // Thread-local capture: other threads (a sweep's other devices) may use CUDA meanwhile.

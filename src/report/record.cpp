@@ -85,6 +85,12 @@ std::optional<double> record::flops_per_s() const {
     return flops / (kernel_cold->median * 1e-3);
 }
 
+std::optional<double> record::dram_bytes_over_model() const {
+    const auto read = counters.find("dram_read_bytes"), written = counters.find("dram_write_bytes");
+    if (read == counters.end() || written == counters.end() || bytes_moved <= 0) return std::nullopt;
+    return (read->second + written->second) / bytes_moved;
+}
+
 std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     std::vector<std::pair<std::string, nlohmann::json>> columns{
         {"schema_version", k_schema_version},
@@ -185,8 +191,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                 {"percent_of_ceiling", rate && r.copy_ceiling_bytes_per_s
                                            ? nlohmann::json(100.0 * *rate / *r.copy_ceiling_bytes_per_s)
                                            : nlohmann::json()},
+                {"dram_bytes_over_model", optional_number(r.dram_bytes_over_model())},
                 {"flops", r.flops},
                 {"tflops", r.flops_per_s() ? nlohmann::json(*r.flops_per_s() / 1e12) : nlohmann::json()}});
+    for (const auto& [column, value] : r.counters) columns.emplace_back("metric_" + column, value);
     const bool checked = r.check.has_value();
     const check_row c = r.check.value_or(check_row{});
     auto when_checked = [&](nlohmann::json v) { return checked ? v : nlohmann::json(); };

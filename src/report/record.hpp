@@ -2,6 +2,7 @@
 // column names that the JSON and CSV writers share. Knows nothing of CUDA or of how it was measured.
 #pragma once
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,7 +14,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.8.0";
+inline constexpr const char* k_schema_version = "1.9.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
@@ -70,6 +71,8 @@ struct kernel_row {
     std::array<long long, 3> grid_dims{0, 0, 0}, block_dims{0, 0, 0};  ///< as launched (x, y, z)
     int blocks_per_sm = 0;  ///< occupancy API; 0 when not run
     double occupancy = 0;   ///< theoretical: resident threads per SM / the SM's maximum
+    /// kjit run --metrics: hardware counters of its launch, by column (why::counter::column).
+    std::map<std::string, double> counters = {};
 };
 
 struct check_row {
@@ -154,6 +157,9 @@ struct record {
     double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes; a row read again counts again)
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
     double flops = 0;  ///< floating-point operations per pass: a matmul's 2·M·N·K (0 where none is counted)
+    /// kjit run --metrics: the pass's hardware counters by column, its kernels' combined
+    /// (why::combine); a column metric_<name> each.
+    std::map<std::string, double> counters = {};
 
     std::optional<check_row> check;
     bool partial = false;  ///< from a sweep stopped by Ctrl-C or SIGTERM before all its points ran
@@ -164,6 +170,9 @@ struct record {
     [[nodiscard]] std::optional<double> get(phase p) const { return phases[static_cast<std::size_t>(p)]; }
     /// Derived: bytes_moved / median cold time, in bytes per second.
     [[nodiscard]] std::optional<double> effective_bytes_per_s() const;
+    /// Derived: the DRAM bytes the counters saw (read + written) over bytes_moved, the bytes kjit's
+    /// model of the program says it moves; nullopt without both.
+    [[nodiscard]] std::optional<double> dram_bytes_over_model() const;
     /// Derived: flops / median cold time, per second; nullopt where no flops are counted.
     [[nodiscard]] std::optional<double> flops_per_s() const;
 };

@@ -8,6 +8,7 @@
 
 #include "util/strings.hpp"
 #include "util/units.hpp"
+#include "why/counters.hpp"
 
 namespace kjit::report {
 namespace {
@@ -58,6 +59,38 @@ std::string describe_states(const device_state& before, const device_state& afte
     item("", before.temperature_c, after.temperature_c, " °C", 0);
     item("", before.power_w, after.power_w, " W", 0);
     return text + " (NVML, before → after the timed loops)";
+}
+
+/// A counter's value as its column's unit says: bytes, nanoseconds, percent, or cycles.
+std::string counter_text(const std::string& column, double value) {
+    if (column.ends_with("_bytes")) return units::bytes(value);
+    if (column.ends_with("_ns")) return units::duration_ms(value * 1e-6);
+    if (column.ends_with("_pct")) return fixed(value, 1) + " %";
+    return fixed(value, 2);
+}
+
+/// The counter pass: one row per counter read, one column per kernel, then what they say together.
+void print_counters(std::ostream& out, const record& r) {
+    out << "\n  " << pad("hardware counters (CUPTI, after the timed loops)", 50);
+    for (const auto& k : r.kernels) out << pad(bounded(k.name, 17), 19);
+    out << "\n";
+    for (const auto& c : why::counters_of("all")) {
+        if (!r.counters.contains(c.column)) continue;
+        out << "    " << pad(c.meaning, 48);
+        for (const auto& k : r.kernels) {
+            const auto found = k.counters.find(c.column);
+            out << pad(found == k.counters.end() ? "-" : counter_text(c.column, found->second), 19);
+        }
+        out << "\n";
+    }
+    if (const auto ratio = r.dram_bytes_over_model())
+        out << "  DRAM bytes counted: " << fixed(100 * *ratio, 1) << " % of the " << units::bytes(r.bytes_moved)
+            << " kjit's model says the pass moves\n";
+    if (const auto stalls = why::top_stalls(r.counters, 3); !stalls.empty()) {
+        out << "  warps stalled most on:";
+        for (const auto& [reason, cycles] : stalls) out << " " << reason << " (" << fixed(cycles, 2) << ")";
+        out << " cycles per issued instruction\n";
+    }
 }
 
 }  // namespace
@@ -136,6 +169,8 @@ void print_record(std::ostream& out, const record& r) {
             out << "  the kernel itself is " << sci(100.0 * r.kernel_cold->median / total)
                 << " % of the time above: the rest is start-up, compilation, copies and checking\n";
     }
+
+    if (!r.counters.empty()) print_counters(out, r);
 
     if (r.check) {
         const auto& c = *r.check;

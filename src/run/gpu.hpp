@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/target.hpp"
@@ -114,6 +116,17 @@ public:
     virtual void synchronize() = 0;
     /// Device time of the work `enqueue` puts on the stream, between two events; waits for it.
     [[nodiscard]] virtual double time_ms(const std::function<void()>& enqueue) = 0;
+
+    /// Hardware counters (CUPTI's metric names) of each kernel `enqueue` launches, read in a pass
+    /// of their own after the timed ones: each launch replayed as often as its counters need, its
+    /// memory restored between replays. One (kernel name, metric → value) per launch, in order.
+    struct counter_reading {
+        std::vector<std::pair<std::string, std::map<std::string, double>>> launches;
+        std::vector<std::string> unavailable;  ///< metrics this GPU does not count: left out
+        std::string problem;  ///< why no counter could be read (no CUPTI, no permission); empty when read
+    };
+    [[nodiscard]] virtual counter_reading read_counters(const std::vector<std::string>& metrics,
+                                                        const std::function<void()>& enqueue) = 0;
 
     /// A CUDA graph of the work `enqueue` puts on the stream, captured once and replayed by
     /// time_graph_ms; building it (capture + instantiate) is the caller's one-off cost to time.

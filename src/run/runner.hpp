@@ -110,6 +110,9 @@ struct run_options {
     /// The variant as build_variant made it for this run (a session builds it while the device
     /// opens); nullptr: built here.
     const built_variant* built = nullptr;
+    /// kjit run --metrics: the set of hardware counters (why::counters_of) read in a pass of their
+    /// own after the timed loops; empty: none.
+    std::string counter_set = {};
 };
 
 /// The blocks of k's grid on a device that holds `resident` of them at once.

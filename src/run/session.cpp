@@ -137,7 +137,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         run_variant(p, *device, context(), rec,
                     {.load_ptx = request.load_ptx, .reuse = call == 1 ? &host : nullptr,
                      .keep_on_device = request.keep_device, .save = save,
-                     .built = call == 1 ? &*early_build : nullptr});
+                     .built = call == 1 ? &*early_build : nullptr, .counter_set = request.counter_set});
         if (call == 1) {  // start-up and the early work are paid once per process
             for (std::size_t i = 0; i < report::k_phase_count; ++i)
                 for (const auto* from : {&startup, &early})
@@ -224,7 +224,7 @@ sweep_result session::sweep(const std::vector<config::sweep_point>& points, cons
                                                           : default_host_threads(devices.size());
     const std::shared_future<compile_summary> builds = compiled.share();
     result.records = run_points(points, source, devices, open, ctx, host_threads, step, [&] { builds.wait(); },
-                                request.save.dir.empty() ? nullptr : &request.save);
+                                request.save.dir.empty() ? nullptr : &request.save, request.counter_set);
     result.compiled = builds.get();
     result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -59,6 +59,7 @@ struct run_request {
     /// Leave the device open in the session, so that the next run on it pays no CUDA start-up
     /// and this one no teardown (Python keeps it; `kjit run` closes it and shows the teardown).
     bool keep_device = false;
+    std::string counter_set = {};  ///< --metrics: hardware counters read after the timed loops (run_options)
 };
 
 /// One pipeline for session::watch to run: the config as it is after a save.
@@ -76,6 +77,7 @@ struct sweep_request {
     /// nullopt = run::default_host_threads.
     std::optional<int> host_threads = std::nullopt;
     save_request save = {};  ///< --save: each point's output as .npy (no folder: nothing saved)
+    std::string counter_set = {};  ///< --metrics: each point's hardware counters (run_options)
 };
 
 struct sweep_result {

@@ -199,7 +199,8 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                                        const std::vector<int>& devices, const gpu_factory& open,
                                        const build_context& ctx, std::size_t host_threads,
                                        const std::function<void(const report::record&)>& step,
-                                       const std::function<void()>& builds_ready, const save_request* save) {
+                                       const std::function<void()>& builds_ready, const save_request* save,
+                                       const std::string& counter_set) {
     std::vector<std::optional<report::record>> results(points.size());
     std::atomic<std::size_t> next{0};
     std::mutex step_mutex;
@@ -280,7 +281,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                                 host.reference = std::move(made.reference);
                             }
                             run_variant(points[i].pipeline, *device, ctx, rec,
-                                        {.reuse = &host, .keep_on_device = true, .save = save});
+                                        {.reuse = &host, .keep_on_device = true, .save = save, .counter_set = counter_set});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
                         } catch (const error& e) {

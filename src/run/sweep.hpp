@@ -54,6 +54,7 @@ using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record
 /// (0: by each worker, in line, between its points). `builds_ready` (if set) is waited for before
 /// the first point, once the devices are open: a sweep compiles while the driver starts. `step`
 /// is called after each point; with `save`, each point's checked output is saved (run::save_result).
+/// With `counter_set`, each point's hardware counters are read after its timed loops (run_options).
 /// Records come back in point order; a point that failed has outcome fail or error and the message.
 [[nodiscard]] std::vector<report::record> run_points(const std::vector<config::sweep_point>& points,
                                                      const std::string& source, const std::vector<int>& devices,
@@ -61,6 +62,7 @@ using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record
                                                      std::size_t host_threads,
                                                      const std::function<void(const report::record&)>& step,
                                                      const std::function<void()>& builds_ready = {},
-                                                     const save_request* save = nullptr);
+                                                     const save_request* save = nullptr,
+                                                     const std::string& counter_set = {});
 
 }  // namespace kjit::run
