@@ -126,11 +126,13 @@ void check(const cupti_api& a, CUptiResult result, const char* call) {
 /// The host side of the profiler for this GPU's chip: which metrics it knows and their config.
 class host_object {
 public:
-    host_object(const cupti_api& a, const std::string& chip, const std::vector<std::uint8_t>& availability) : m_api(a) {
+    /// CUPTI keeps pointers to the chip's name and the availability image: the object owns them.
+    host_object(const cupti_api& a, std::string chip, std::vector<std::uint8_t> availability)
+        : m_api(a), m_chip(std::move(chip)), m_availability(std::move(availability)) {
         auto p = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
         p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-        p.pChipName = chip.c_str();
-        p.pCounterAvailabilityImage = availability.data();
+        p.pChipName = m_chip.c_str();
+        p.pCounterAvailabilityImage = m_availability.data();
         check(a, a.cuptiProfilerHostInitialize(&p), "cuptiProfilerHostInitialize");
         m_object = p.pHostObject;
     }
@@ -198,6 +200,8 @@ public:
 
 private:
     const cupti_api& m_api;
+    std::string m_chip;
+    std::vector<std::uint8_t> m_availability;
     CUpti_Profiler_Host_Object* m_object = nullptr;
 };
 
