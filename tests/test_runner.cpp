@@ -174,7 +174,7 @@ TEST_CASE("--metrics: a counter pass after the timed loops, each kernel's counte
     CHECK(std::count(f.gpu.calls.begin(), f.gpu.calls.end(), "read_counters") == 0);
 
     fixture g;
-    g.gpu.counters_missing = {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"};
+    g.gpu.counters_missing = {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"};
     const auto rec = g.run(small("separate"), "memory");
     CHECK(rec.status == report::outcome::pass);
     // After everything timed: one chain of three launches under the profiler, and nothing else.
@@ -202,8 +202,9 @@ TEST_CASE("--metrics: a counter pass after the timed loops, each kernel's counte
     all.gpu.counters_missing = g.gpu.counters_missing;
     const auto every = all.run(small(), "all");
     CHECK(every.counters.contains("stall_long_scoreboard"));
-    CHECK(every.warnings.back().find("this GPU does not count sm__pipe_tensor_op_gmma") == 0);
-    CHECK_FALSE(every.counters.contains("tensor_gmma_pipe_pct"));
+    CHECK(every.warnings.back().find("this GPU does not count sm__pipe_tensor_op_hmma") == 0);
+    CHECK_FALSE(every.counters.contains("tensor_pipe_pct"));
+    CHECK(every.counters.contains("fma_pipe_pct"));
 
     fixture none;
     none.gpu.counters_problem = "cannot load CUPTI (libcupti.so.13: cannot open shared object file)";

@@ -131,8 +131,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     }
     if (std::string(sub.name) == "run" || std::string(sub.name) == "sweep") {
         parser.add_options()("metrics",
-                             "after the timed loops, read each kernel's hardware counters through CUPTI: SET is "
-                             "memory, compute, stalls or all (the default)",
+                             "after the timed loops, read each kernel's hardware counters through CUPTI: "
+                             "--metrics=SET, SET one of memory, compute, stalls, all (the default)",
                              cxxopts::value<std::string>()->implicit_value("all"), "SET")("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
                              cxxopts::value<std::string>(), "DIR")(
             "save-reference", "with --save: the float64 reference too, as <…>.reference.npy");

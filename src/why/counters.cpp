@@ -33,10 +33,9 @@ const std::vector<counter>& compute_counters() {
         {"issue_active_pct", "sm__inst_issued.avg.pct_of_peak_sustained_active", "cycles an instruction issued, %",
          time_weighted},
         {"fma_pipe_pct", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "FMA pipe busy, %", time_weighted},
+        // On the H200 (CUPTI 13.0) this pipe counts wgmma's HGMMA as well as mma.sync's HMMA.
         {"tensor_pipe_pct", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-         "tensor pipe busy with mma.sync (HMMA), %", time_weighted},
-        {"tensor_gmma_pipe_pct", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-         "tensor pipe busy with wgmma (HGMMA), %", time_weighted},
+         "tensor pipe busy (HMMA and HGMMA), %", time_weighted},
     };
     return c;
 }
