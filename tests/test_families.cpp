@@ -1,6 +1,7 @@
 // The family seam: which family takes a pipeline, each family's own launch keys and their errors,
 // the transpose family's policy, program and float64 reference, and names that only kjit's own
 // generated identifiers used to take.
+#include "codegen/codegen.hpp"
 #include "family/rows/geometry.hpp"
 #include "helpers.hpp"
 
@@ -213,4 +214,28 @@ TEST_CASE("names like ordinary variables are a user's: k, n2, scale, alpha_1, an
         });
         CHECK(m.find("params." + name + ": expected a C identifier that is not a reserved name") != std::string::npos);
     }
+}
+
+TEST_CASE("every family counts its flops, and the unit they run on, for the roofline") {
+    const auto plan_of = [](const std::string& config, const std::vector<std::string>& sets) {
+        auto doc = config::load_document(kjit::testing::config_path(config));
+        for (const auto& s : sets) config::apply_override(doc, s);
+        return family::plan(family::load(doc), codegen::template_set::embedded());
+    };
+    // row_sum: each element squared (one ×) and added in (one more).
+    const auto sums = plan_of("row_sum.json", {});
+    CHECK(sums.kernels.at(0).flops == 2.0 * 4096 * 4096);
+    CHECK(sums.kernels.at(0).flops_on == family::math_unit::fma);
+    // A map of x * 2 + 1 then tanh: three operations an element, the function one of them.
+    const auto map = plan_of("hidden_layer.json", {"stages=[{\"op\":\"map\",\"input\":\"greyscales\",\"expr\":\"tanh(x * 2 + 1)\"}]"});
+    CHECK(map.kernels.at(0).flops == 3.0 * 1000000);
+    // A comparison and a selection are no operations: only the × counts.
+    const auto relu = plan_of("hidden_layer.json", {"stages=[{\"op\":\"map\",\"input\":\"greyscales\",\"expr\":\"x > 0 ? x * 3 : 0\"}]"});
+    CHECK(relu.kernels.at(0).flops == 1.0 * 1000000);
+    // The GEMM: 2·M·N·K on the CUDA cores for the simt rung, on the tensor cores for the others.
+    const auto simt = plan_of("mlp_layer.json", {"launch.rung=\"simt\""});
+    CHECK(simt.kernels.at(0).flops == 2.0 * 8192 * 4096 * 4096);
+    CHECK(simt.kernels.at(0).flops_on == family::math_unit::fma);
+    CHECK(plan_of("mlp_layer.json", {"launch.rung=\"mma\""}).kernels.at(0).flops_on == family::math_unit::tensor);
+    CHECK(plan_of("attention.json", {}).kernels.at(0).flops_on == family::math_unit::tensor);
 }

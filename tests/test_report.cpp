@@ -71,6 +71,34 @@ TEST_CASE("derived figures: effective bandwidth from the cold median") {
     CHECK(*r.effective_bytes_per_s() == doctest::Approx(12e6 / 9e-6));
 }
 
+TEST_CASE("the roofline: under the memory roof at low intensity, under the compute ceiling at high") {
+    auto r = sample_run();  // 12 MB in a 9 µs cold median
+    CHECK_FALSE(r.roofline().has_value());  // no copy ceiling measured
+    r.copy_ceiling_bytes_per_s = 4e12;
+    const auto no_flops = r.roofline();  // a copy: how near the copy ceiling it ran
+    REQUIRE(no_flops.has_value());
+    CHECK(no_flops->memory_bound);
+    CHECK(no_flops->fraction == doctest::Approx(12e6 / 9e-6 / 4e12));
+    r.flops = 24e6;  // 2 flops per byte
+    r.flops_unit = "fma";
+    CHECK_FALSE(r.roofline().has_value());  // flops, and no compute ceiling for them
+    r.flops_ceiling_per_s = 60e12;
+    const auto low = r.roofline();
+    REQUIRE(low.has_value());
+    CHECK(low->intensity == doctest::Approx(2));
+    CHECK(low->memory_bound);                                 // 2 × 4 TB/s = 8 TFLOP/s < 60
+    CHECK(low->roof_flops_per_s == doctest::Approx(8e12));
+    CHECK(low->fraction == doctest::Approx(24e6 / 9e-6 / 8e12));
+    r.flops = 24e9;  // 2000 flops per byte: above the ridge (15 flops per byte)
+    const auto high = r.roofline();
+    CHECK_FALSE(high->memory_bound);
+    CHECK(high->roof_flops_per_s == 60e12);
+    const auto row = report::rows_of({r}).front();
+    CHECK(row.at("roof_bound") == "compute");
+    CHECK(row.at("percent_of_roof").get<double>() == doctest::Approx(100 * 24e9 / 9e-6 / 60e12));
+    CHECK(row.at("arithmetic_intensity").get<double>() == doctest::Approx(2000));
+}
+
 TEST_CASE("JSON is a list of flat objects that parses back") {
     const auto parsed = nlohmann::json::parse(report::to_json(report::rows_of({sample_run(), sample_run()})));
     REQUIRE(parsed.is_array());

@@ -43,6 +43,27 @@ TEST_CASE("session compile: a miss, then a hit; with the cache off nothing is st
     CHECK_FALSE(off.finish());
 }
 
+TEST_CASE("session run: the copy and FMA ceilings measured once per device and driver, kept in the cache") {
+    kjit::testing::temp_dir dir;
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
+                   fake_gpus(std::vector<config::pipeline>{small()}));
+    const auto first = s.run(small(), "test", {.device = 0, .calls = 1}).front();
+    CHECK(first.status == report::outcome::pass);
+    CHECK(first.flops_unit == "fma");
+    CHECK(first.flops > 0);
+    REQUIRE(first.flops_ceiling_per_s.has_value());
+    REQUIRE(first.copy_ceiling_bytes_per_s.has_value());
+    const auto file = dir.path() / "ceilings" / "Fake_GPU-driver13000.json";
+    const auto kept = nlohmann::json::parse(fs::read_file(file));
+    CHECK(kept.at("fma_flops_per_s").get<double>() == *first.flops_ceiling_per_s);
+    CHECK(kept.at("copy_bytes_per_s").get<double>() == *first.copy_ceiling_bytes_per_s);
+    CHECK_FALSE(kept.contains("tensor_flops_per_s"));  // no tensor-core variant ran
+    fs::write_file_atomic(file, nlohmann::json{{"copy_bytes_per_s", 1e12}, {"fma_flops_per_s", 5e13}}.dump());
+    const auto second = s.run(small(), "test", {.device = 0, .calls = 1}).front();
+    CHECK(second.flops_ceiling_per_s == 5e13);  // read, not measured again
+    CHECK(second.copy_ceiling_bytes_per_s == 1e12);
+}
+
 TEST_CASE("session run: one record per call, start-up on the first only, each seen as it is made") {
     kjit::testing::temp_dir dir;
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use},
@@ -98,6 +119,7 @@ TEST_CASE("session sweep over two fake GPUs: every point once, in order, start-u
     CHECK(steps == 6);
     REQUIRE(result.records.size() == 6);
     for (std::size_t i = 0; i < result.records.size(); ++i) {
+        CAPTURE(result.records[i].error);
         CHECK(result.records[i].sweep_index == i);
         CHECK(result.records[i].status == report::outcome::pass);
     }

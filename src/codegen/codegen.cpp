@@ -195,4 +195,10 @@ std::string copy_probe_source(const template_set& templates) {
     return render(templates, "copy.cu.mustache", mu::data{}, {k_copy_probe_kernel});
 }
 
+std::string fma_probe_source(const template_set& templates) {
+    mu::data data;
+    data.set("chains", std::to_string(k_fma_probe_chains));
+    return render(templates, "fma.cu.mustache", data, {k_fma_probe_kernel});
+}
+
 }  // namespace kjit::codegen

@@ -89,5 +89,9 @@ struct code {
 /// The copy kernel used to measure the device's bandwidth ceiling.
 [[nodiscard]] std::string copy_probe_source(const template_set& templates);
 inline constexpr const char* k_copy_probe_kernel = "kjit_copy_probe";
+/// The FMA kernel used to measure the device's FMA ceiling: k_fma_probe_chains chains a thread.
+[[nodiscard]] std::string fma_probe_source(const template_set& templates);
+inline constexpr const char* k_fma_probe_kernel = "kjit_fma_probe";
+inline constexpr int k_fma_probe_chains = 8;
 
 }  // namespace kjit::codegen

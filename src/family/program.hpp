@@ -54,6 +54,13 @@ struct argument {
 enum class resident_rule { none, at_most, exactly };
 
 
+/// The unit whose throughput bounds a kernel's floating-point operations.
+enum class math_unit {
+    fma,     ///< the FMA (and other CUDA-core) pipes
+    tensor,  ///< the tensor cores: mma.sync or wgmma
+};
+[[nodiscard]] inline const char* to_string(math_unit u) { return u == math_unit::tensor ? "tensor" : "fma"; }
+
 struct kernel {
     std::string name;  ///< extern "C", so it needs no name lowering
     std::string what;  ///< "stages[1]: weigh, a kernel of its own" or "normalize → …, fused"
@@ -64,7 +71,11 @@ struct kernel {
     std::size_t shared_bytes = 0;                  ///< dynamic shared memory per block
     std::vector<argument> args;
     double bytes_read = 0, bytes_written = 0;  ///< global memory per launch, as planned
-    double flops = 0;  ///< floating-point operations counted per launch: a matmul's 2·M·N·K, else 0
+    /// Floating-point operations per launch: a matmul's 2·M·N·K; for expression kernels each +, −,
+    /// ×, ÷ and function call of the stages, per element.
+    double flops = 0;
+    /// Where those operations run, so the roofline puts the launch under the right roof.
+    math_unit flops_on = math_unit::fma;
 };
 
 struct program {

@@ -148,7 +148,27 @@ kernel kernel_of(const chain_kernel& chained, int block) {
     return k;
 }
 
-void count_bytes(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k) {
+namespace {
+
+/// Floating-point operations per element of an expression: each +, −, ×, ÷ and function call one
+/// (a roofline's count: a tanh is one operation, whatever instructions it takes); a comparison,
+/// a selection, a negation or a name none.
+double operations_of(const expr::tree& t) {
+    if (!t) return 0;
+    double count = 0;
+    if (t->kind == expr::node_kind::call) count = 1;
+    if (t->kind == expr::node_kind::binary) {
+        using enum expr::binary_op;
+        const expr::binary_op op = t->op;
+        count = op == add || op == sub || op == mul || op == div || op == floor_div || op == mod ? 1 : 0;
+    }
+    for (const auto& arg : t->args) count += operations_of(arg);
+    return count;
+}
+
+}  // namespace
+
+void count_work(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k) {
     const std::size_t element = config::element_size(p.type), array = static_cast<std::size_t>(p.n) * element;
     const std::size_t row_value = row_value_bytes(p);
     using result = chain_kernel::result;
@@ -163,6 +183,11 @@ void count_bytes(const config::pipeline& p, const chain_kernel& chained, int pas
     }
     k.bytes_read = static_cast<double>(arrays * static_cast<std::size_t>(passes) + chained.row_reads.size() * row_value);
     k.bytes_written = static_cast<double>(written);
+    // Each stage's expression once per element, a reduce's combining one more.
+    double per_element = 0;
+    for (const std::size_t s : chained.stages)
+        per_element += operations_of(p.stages[s].kernel) + (p.stages[s].reduce != config::reduction::none ? 1 : 0);
+    k.flops = per_element * static_cast<double>(p.n);
 }
 
 argument array_argument(const std::string& name, bool written, const std::string& cuda_name) {

@@ -65,9 +65,9 @@ private:
 /// and its stages; the family adds its grid, arguments and bytes.
 [[nodiscard]] kernel kernel_of(const chain_kernel& chained, int block);
 
-/// Sets k's bytes_read and bytes_written: its arrays read `passes` times over, its row values
-/// once, what it writes once.
-void count_bytes(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k);
+/// Sets k's bytes_read and bytes_written (its arrays read `passes` times over, its row values
+/// once, what it writes once) and its flops (its stages' operations on every element).
+void count_work(const config::pipeline& p, const chain_kernel& chained, int passes, kernel& k);
 
 /// An array argument (read, or written when `written`) in the storage type, called `cuda_name`
 /// in the kernel (by default its buffer's name).

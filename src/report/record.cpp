@@ -91,6 +91,16 @@ std::optional<double> record::dram_bytes_over_model() const {
     return (read->second + written->second) / bytes_moved;
 }
 
+std::optional<record::roofline_place> record::roofline() const {
+    const auto moved = effective_bytes_per_s();
+    if (!moved || !copy_ceiling_bytes_per_s) return std::nullopt;
+    if (flops <= 0) return roofline_place{0, 0, true, *moved / *copy_ceiling_bytes_per_s};
+    if (!flops_ceiling_per_s) return std::nullopt;
+    const double intensity = flops / bytes_moved, memory_roof = intensity * *copy_ceiling_bytes_per_s;
+    const double roof = std::min(memory_roof, *flops_ceiling_per_s);
+    return roofline_place{intensity, roof, memory_roof < *flops_ceiling_per_s, *flops_per_s() / roof};
+}
+
 std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     std::vector<std::pair<std::string, nlohmann::json>> columns{
         {"schema_version", k_schema_version},
@@ -194,6 +204,13 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                 {"dram_bytes_over_model", optional_number(r.dram_bytes_over_model())},
                 {"flops", r.flops},
                 {"tflops", r.flops_per_s() ? nlohmann::json(*r.flops_per_s() / 1e12) : nlohmann::json()}});
+    const auto place = r.roofline();
+    columns.insert(columns.end(),
+                   {{"flops_unit", r.flops_unit},
+                    {"flops_ceiling_tflops", r.flops_ceiling_per_s ? nlohmann::json(*r.flops_ceiling_per_s / 1e12) : nlohmann::json()},
+                    {"arithmetic_intensity", r.flops > 0 && r.bytes_moved > 0 ? nlohmann::json(r.flops / r.bytes_moved) : nlohmann::json()},
+                    {"roof_bound", place ? nlohmann::json(place->memory_bound ? "memory" : "compute") : nlohmann::json()},
+                    {"percent_of_roof", place ? nlohmann::json(100 * place->fraction) : nlohmann::json()}});
     for (const auto& [column, value] : r.counters) columns.emplace_back("metric_" + column, value);
     const bool checked = r.check.has_value();
     const check_row c = r.check.value_or(check_row{});

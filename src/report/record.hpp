@@ -157,6 +157,9 @@ struct record {
     double bytes_moved = 0;                    ///< per pass of the pipeline (every kernel's reads + writes; a row read again counts again)
     std::optional<double> copy_ceiling_bytes_per_s;  ///< kjit's own measured copy bandwidth
     double flops = 0;  ///< floating-point operations per pass: a matmul's 2·M·N·K (0 where none is counted)
+    std::string flops_unit;  ///< where the flops run: "tensor" (tensor cores) or "fma"; empty without flops
+    /// The measured ceiling of that unit (run::compute_ceiling_flops_per_s), operations per second.
+    std::optional<double> flops_ceiling_per_s;
     /// kjit run --metrics: the pass's hardware counters by column, its kernels' combined
     /// (why::combine); a column metric_<name> each.
     std::map<std::string, double> counters = {};
@@ -170,6 +173,17 @@ struct record {
     [[nodiscard]] std::optional<double> get(phase p) const { return phases[static_cast<std::size_t>(p)]; }
     /// Derived: bytes_moved / median cold time, in bytes per second.
     [[nodiscard]] std::optional<double> effective_bytes_per_s() const;
+    /// Where the variant sits on this GPU's roofline: its arithmetic intensity (flops per byte
+    /// moved), the roof above it there (the compute ceiling, or the copy ceiling times the
+    /// intensity, whichever is lower), which of the two that is, and the share of it reached.
+    struct roofline_place {
+        double intensity = 0;
+        double roof_flops_per_s = 0;
+        bool memory_bound = true;
+        double fraction = 0;  ///< of the roof; for a variant with no flops, of the copy ceiling
+    };
+    /// nullopt without a cold time or the ceilings it needs.
+    [[nodiscard]] std::optional<roofline_place> roofline() const;
     /// Derived: the DRAM bytes the counters saw (read + written) over bytes_moved, the bytes kjit's
     /// model of the program says it moves; nullopt without both.
     [[nodiscard]] std::optional<double> dram_bytes_over_model() const;

@@ -165,6 +165,12 @@ void print_record(std::ostream& out, const record& r) {
         if (const auto rate = r.flops_per_s())
             out << "  compute: " << units::count(r.flops) << " floating-point operations per pass → " << fixed(*rate / 1e12, 1)
                 << " TFLOP/s (cold median)\n";
+        if (const auto place = r.roofline(); place && r.flops > 0)
+            out << "  roofline: " << fixed(place->intensity, 2) << " flops per byte, under the "
+                << (place->memory_bound ? "memory roof (" + fixed(place->roof_flops_per_s / 1e12, 1) + " TFLOP/s at this intensity)"
+                                        : std::string(r.flops_unit == "tensor" ? "tensor-core" : "FMA") + " ceiling (" +
+                                              fixed(place->roof_flops_per_s / 1e12, 1) + " TFLOP/s)")
+                << ": " << fixed(100 * place->fraction, 0) << " % of it\n";
         if (total > 0 && r.kernel_cold)
             out << "  the kernel itself is " << sci(100.0 * r.kernel_cold->median / total)
                 << " % of the time above: the rest is start-up, compilation, copies and checking\n";

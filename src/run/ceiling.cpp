@@ -11,63 +11,157 @@ namespace {
 
 constexpr int k_probe_block = 256;
 constexpr int k_probe_samples = 20;
+/// The FMA probe's iterations per thread: a few milliseconds on a large GPU.
+constexpr int k_fma_iterations = 1 << 14;
+/// The tensor probe's largest side: an 8192³ bfloat16 product, as cuBLAS benchmarks quote.
+constexpr long long k_tensor_side = 8192;
+/// Below this side the product is too short to say what the tensor cores can do.
+constexpr long long k_tensor_least_side = 1024;
 
 /// 16 × L2 each way (960 MiB on an H200), so no cache level holds the data, within 64 MiB..1 GiB.
 std::size_t probe_bytes(const device_info& info) {
     return std::clamp<std::size_t>(16 * info.l2_bytes, std::size_t{64} << 20, std::size_t{1} << 30) / 16 * 16;
 }
 
-double measure(gpu& device, const build_context& ctx) {
-    const std::size_t bytes = probe_bytes(device.device());
+/// The median of k_probe_samples timings of `work`, after three untimed runs.
+double median_ms(gpu& device, const std::function<void()>& work) {
+    for (int i = 0; i < 3; ++i) work();
+    std::vector<double> samples;
+    for (int i = 0; i < k_probe_samples; ++i) samples.push_back(device.time_ms(work));
+    return summarize(std::move(samples)).median;
+}
+
+/// A probe kernel of kjit's own, compiled (through the cache) and loaded for the device.
+struct probe_kernel {
+    scoped_module module;
+    kernel_id kernel;
+};
+probe_kernel load_probe(gpu& device, const build_context& ctx, const std::string& source, const std::string& name) {
     jit::compile_request request;
-    request.source = codegen::copy_probe_source(ctx.templates);
-    request.program_name = "kjit_copy_probe.cu";
+    request.source = source;
+    request.program_name = name + ".cu";
     request.arch = device.device().arch;
-    const auto binary = jit::build(request, ctx.cache, ctx.mode, "copy probe");
-    const scoped_module module(device, device.load_module(binary.cubin));
-    const kernel_id kernel = device.get_kernel(module.id(), codegen::k_copy_probe_kernel);
+    const auto binary = jit::build(request, ctx.cache, ctx.mode, name);
+    const module_id module = device.load_module(binary.cubin);
+    return {scoped_module(device, module), device.get_kernel(module, name)};
+}
+
+double measure_copy(gpu& device, const build_context& ctx) {
+    const std::size_t bytes = probe_bytes(device.device());
+    const auto probe = load_probe(device, ctx, codegen::copy_probe_source(ctx.templates), codegen::k_copy_probe_kernel);
     const buffer_id in = device.allocate(bytes), out = device.allocate(bytes);
     device.fill_bytes(in, 0x3f, bytes);  // real data, not zeros
     const long long n4 = static_cast<long long>(bytes / 16);
     const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt,
-                                     static_cast<long long>(device.max_active_blocks_per_sm(kernel, k_probe_block, 0)) *
+                                     static_cast<long long>(device.max_active_blocks_per_sm(probe.kernel, k_probe_block, 0)) *
                                          device.device().sm_count);
     using type = argument_value::type;
     const kernel_launch launch{{grid}, {k_probe_block}, 0, {{type::buffer, in}, {type::buffer, out}, {type::i64, 0, 0, n4}}};
-    const auto copy = [&] { device.launch(kernel, launch); };
-    for (int i = 0; i < 3; ++i) copy();
-    std::vector<double> samples;
-    for (int i = 0; i < k_probe_samples; ++i) samples.push_back(device.time_ms(copy));
+    const double ms = median_ms(device, [&] { device.launch(probe.kernel, launch); });
     device.release(in);
     device.release(out);
-    return 2.0 * static_cast<double>(bytes) / (summarize(std::move(samples)).median * 1e-3);
+    return 2.0 * static_cast<double>(bytes) / (ms * 1e-3);
+}
+
+double measure_fma(gpu& device, const build_context& ctx) {
+    const auto probe = load_probe(device, ctx, codegen::fma_probe_source(ctx.templates), codegen::k_fma_probe_kernel);
+    const long long grid = static_cast<long long>(device.max_active_blocks_per_sm(probe.kernel, k_probe_block, 0)) *
+                           device.device().sm_count;
+    const buffer_id out = device.allocate(static_cast<std::size_t>(grid * k_probe_block) * sizeof(float));
+    using type = argument_value::type;
+    const kernel_launch launch{{grid}, {k_probe_block}, 0,
+                               {{type::buffer, out}, {type::f32, 0, 0.999}, {type::f32, 0, 1e-3}, {type::i64, 0, 0, k_fma_iterations}}};
+    const double ms = median_ms(device, [&] { device.launch(probe.kernel, launch); });
+    device.release(out);
+    const double flops = 2.0 * codegen::k_fma_probe_chains * k_fma_iterations * static_cast<double>(grid * k_probe_block);
+    return flops / (ms * 1e-3);
+}
+
+/// kjit's own GEMM (bfloat16, its default policy for this device) on random matrices of the
+/// largest side up to k_tensor_side whose three take at most an eighth of the device's memory;
+/// nullopt where that is below k_tensor_least_side.
+std::optional<double> measure_tensor(gpu& device, const build_context& ctx) {
+    const auto& info = device.device();
+    long long side = k_tensor_side;
+    while (side >= k_tensor_least_side && 3.0 * 2.0 * static_cast<double>(side * side) > static_cast<double>(info.memory_bytes) / 8) side /= 2;
+    if (side < k_tensor_least_side) return std::nullopt;
+    const nlohmann::json probe = {
+        {"name", "kjit_tensor_probe"}, {"shape", {side, side}}, {"dtype", "bfloat16"},
+        {"inputs", {{"a", {{"fill", "uniform"}, {"low", -1}, {"high", 1}}},
+                    {"w", {{"shape", {side, side}}, {"fill", "uniform"}, {"low", -1}, {"high", 1}}}}},
+        {"stages", {{{"op", "matmul"}, {"input", "a"}, {"by", "w"}}}}};
+    const config::pipeline p = family::load(config::parse_document(probe.dump(), "<tensor ceiling probe>"), target_of(info));
+    const family::program prog = family::plan(p, ctx.templates);
+    const auto binary = jit::build(compile_request_for(p, prog, info.arch), ctx.cache, ctx.mode, "tensor ceiling probe");
+    const scoped_module module(device, device.load_module(binary.cubin));
+    report::record scratch;
+    const auto inputs = make_host_inputs(p, scratch);
+    device_arrays buffers(device);
+    for (const auto& b : prog.buffers) {
+        const auto input = inputs->arrays.find(b.name);
+        buffers.ids[b.name] = device.allocate(input != inputs->arrays.end() ? input->second.bytes() : b.bytes);
+        if (input != inputs->arrays.end()) device.copy_to_device(buffers.ids[b.name], input->second.data(), input->second.bytes());
+    }
+    std::vector<std::pair<kernel_id, kernel_launch>> launches;
+    double flops = 0;
+    for (const auto& k : prog.kernels) {
+        const kernel_id id = device.get_kernel(module.id(), k.name);
+        const long long resident = static_cast<long long>(device.max_active_blocks_per_sm(id, static_cast<int>(k.block.count()), k.shared_bytes)) * info.sm_count;
+        launches.emplace_back(id, launch_of(p, prog, k, grid_on_device(k, resident), [&](const family::argument& a) {
+            return argument_value{.what = argument_value::type::buffer, .buffer = buffers.ids.at(a.name)};
+        }));
+        flops += k.flops;
+    }
+    const double ms = median_ms(device, [&] {
+        for (const auto& [id, launch] : launches) device.launch(id, launch);
+    });
+    return flops / (ms * 1e-3);
+}
+
+/// `key` of the device's ceilings, from the cache directory's file for this device and driver,
+/// else measured (and kept there).
+std::optional<double> ceiling(gpu& device, const build_context& ctx, const std::string& key,
+                              const std::function<std::optional<double>()>& measure) {
+    const auto& info = device.device();
+    const std::string name = std::regex_replace(info.name, std::regex("[^A-Za-z0-9]+"), "_") + "-driver" + std::to_string(info.driver_version);
+    std::filesystem::path file;
+    nlohmann::json known = nlohmann::json::object();
+    if (ctx.cache) {
+        file = ctx.cache->root() / "ceilings" / (name + ".json");
+        try {
+            if (std::filesystem::exists(file)) known = nlohmann::json::parse(fs::read_file(file));
+            if (known.contains(key) && ctx.mode == jit::cache_mode::use) return known.at(key).get<double>();
+        } catch (const std::exception&) {
+            known = nlohmann::json::object();  // unreadable: measure again and overwrite
+        }
+    }
+    const std::optional<double> value = measure();
+    if (ctx.cache && value) {
+        known["device"] = info.name;
+        known["driver_version"] = info.driver_version;
+        known[key] = *value;
+        if (key == "copy_bytes_per_s") known["bytes_each_way"] = probe_bytes(info);
+        std::filesystem::create_directories(file.parent_path());
+        fs::write_file_atomic(file, known.dump(2));
+    }
+    return value;
 }
 
 }  // namespace
 
 double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx) {
-    const auto& info = device.device();
-    std::filesystem::path file;
-    if (ctx.cache) {
-        const std::string name = std::regex_replace(info.name, std::regex("[^A-Za-z0-9]+"), "_");
-        file = ctx.cache->root() / "ceilings" / (name + "-driver" + std::to_string(info.driver_version) + ".json");
-        try {
-            if (std::filesystem::exists(file) && ctx.mode == jit::cache_mode::use)
-                return nlohmann::json::parse(fs::read_file(file)).at("copy_bytes_per_s").get<double>();
-        } catch (const std::exception&) {
-            // unreadable: measure again and overwrite
-        }
-    }
-    const double ceiling = measure(device, ctx);
-    if (ctx.cache) {
-        std::filesystem::create_directories(file.parent_path());
-        fs::write_file_atomic(file, nlohmann::json{{"device", info.name},
-                                                   {"driver_version", info.driver_version},
-                                                   {"copy_bytes_per_s", ceiling},
-                                                   {"bytes_each_way", probe_bytes(info)}}
-                                        .dump(2));
-    }
-    return ceiling;
+    return *ceiling(device, ctx, "copy_bytes_per_s", [&] { return std::optional<double>(measure_copy(device, ctx)); });
+}
+
+std::optional<double> compute_ceiling_flops_per_s(gpu& device, const build_context& ctx, family::math_unit unit) {
+    if (unit == family::math_unit::fma)
+        return ceiling(device, ctx, "fma_flops_per_s", [&] { return std::optional<double>(measure_fma(device, ctx)); });
+    return ceiling(device, ctx, "tensor_flops_per_s", [&] { return measure_tensor(device, ctx); });
+}
+
+std::optional<double> flops_ceiling_for(gpu& device, const build_context& ctx, const report::record& rec) {
+    if (rec.flops_unit.empty()) return std::nullopt;
+    return compute_ceiling_flops_per_s(device, ctx, rec.flops_unit == "tensor" ? family::math_unit::tensor : family::math_unit::fma);
 }
 
 }  // namespace kjit::run

@@ -315,6 +315,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     std::vector<kernel_launch> launches;
     rec.bytes_moved = 0;
     rec.flops = 0;
+    rec.flops_unit.clear();
     for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
         const family::kernel& k = prog.kernels[i];
         launches.push_back(launch_of(p, prog, k, grids[i], [&](const family::argument& a) {
@@ -322,6 +323,7 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         }));
         rec.bytes_moved += k.bytes_read + k.bytes_written;
         rec.flops += k.flops;
+        if (k.flops > 0 && rec.flops_unit != "tensor") rec.flops_unit = family::to_string(k.flops_on);
     }
     auto enqueue_chain = [&] {
         for (std::size_t i = 0; i < prog.kernels.size(); ++i) device.launch(kernels[i], launches[i]);

@@ -147,6 +147,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
         if (request.copy_ceiling) {
             trace::span span("copy ceiling");
             rec.copy_ceiling_bytes_per_s = copy_ceiling_bytes_per_s(*device, context());
+            rec.flops_ceiling_per_s = flops_ceiling_for(*device, context(), rec);
         }
         if (call == request.calls && request.keep_device) {
             m_kept[request.device] = std::move(device);

@@ -262,6 +262,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                     }
                     if (builds_ready) builds_ready();
                     std::optional<double> ceiling;
+                    std::map<std::string, std::optional<double>> flops_ceilings;  // by record::flops_unit
                     host_data host;  // reused while consecutive points share inputs (after `device`: it holds copies there)
                     for (std::size_t k = next++; k < order.size() && !interrupted(); k = next++) {
                         const std::size_t i = order[k];
@@ -284,6 +285,9 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                                         {.reuse = &host, .keep_on_device = true, .save = save, .counter_set = counter_set});
                             if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
                             rec.copy_ceiling_bytes_per_s = ceiling;
+                            if (!rec.flops_unit.empty() && !flops_ceilings.contains(rec.flops_unit))
+                                flops_ceilings[rec.flops_unit] = flops_ceiling_for(*device, ctx, rec);
+                            if (!rec.flops_unit.empty()) rec.flops_ceiling_per_s = flops_ceilings[rec.flops_unit];
                         } catch (const error& e) {
                             record_failure(rec, e.what());
                         } catch (const std::exception& e) {  // e.g. std::bad_alloc for a huge n

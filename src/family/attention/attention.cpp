@@ -214,6 +214,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     k.bytes_read = static_cast<double>(p.n) * static_cast<double>(element) + kv_bytes;
     k.bytes_written = static_cast<double>(p.n) * static_cast<double>(element);
     k.flops = flops_of(p, pr, t.skips_tiles);
+    k.flops_on = math_unit::tensor;
 
     const std::string dtype(config::to_string(p.type));
     mu::data data = codegen::prologue_data(p, dtype + ", mma, " + std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) +

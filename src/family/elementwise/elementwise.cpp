@@ -126,7 +126,7 @@ program elementwise::plan(const config::pipeline& p, const codegen::template_set
             planned.args.push_back(size_argument("rows", p.shape->rows));
             planned.args.push_back(size_argument("cols", p.shape->cols));
         }
-        count_bytes(p, k, 1, planned);
+        count_work(p, k, 1, planned);
         mu::data item = kernel_data(p, k, planned);
         start.add(std::move(planned), std::move(item));
     }

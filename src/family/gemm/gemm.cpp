@@ -261,6 +261,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
                                        static_cast<long long>(epilogue.arrays.size()) * s.n * static_cast<long long>(element));
     k.bytes_written = static_cast<double>(product * element);
     k.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+    k.flops_on = t.kind == rung::simt ? math_unit::fma : math_unit::tensor;
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
     data.set("kernel_params", codegen::parameter_list(declarations(k)));

@@ -346,7 +346,7 @@ public:
             }
             if (!k.first_value.empty()) planned.shared_bytes = rows::shared_bytes(p);
             planned.args = arguments_of(p, k);
-            count_bytes(p, k, passes_of(p, k), planned);
+            count_work(p, k, passes_of(p, k), planned);
             mu::data item = kernel_data(p, k, planned, unread[i]);
             start.add(std::move(planned), std::move(item));
         }
