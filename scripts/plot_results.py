@@ -11,6 +11,9 @@ Writes, where the data has what they need:
   compile_tradeoff.png  compile time (NVRTC + ptxas) against cold kernel time, a point per variant
                       (configs/sweep_compile_effort.json: what faster compiles cost at run time)
   compare.png         bench/compare.py's results: import, CUDA start-up and first call per tool and state
+  roofline.png        each record on this GPU's roofline: FLOP/s against arithmetic intensity (flops per
+                      byte moved), under the measured copy ceiling's slope and the FMA and tensor-core
+                      ceilings its records measured; a colour per point, named in a legend beside
   tune_progress.png   kjit tune --json (one file per search, --replay's too): the best time so far
                       against evaluations, a line per file, beside the exhaustive best and 95 % / 99 % of it
 """
@@ -154,6 +157,48 @@ def compile_tradeoff(rows, out):
     return path
 
 
+def roofline(rows, out):
+    """The records with flops, a cold time and the ceilings, on the GPU's roofline (log-log)."""
+    placed = [r for r in rows if r.get("arithmetic_intensity") and r.get("tflops") and r.get("copy_ceiling_gbps")]
+    if not placed:
+        return None
+    copy = max(r["copy_ceiling_gbps"] for r in placed) * 1e9
+    ceilings = {}
+    for r in placed:
+        if r.get("flops_ceiling_tflops"):
+            ceilings[r["flops_unit"]] = max(ceilings.get(r["flops_unit"], 0), r["flops_ceiling_tflops"] * 1e12)
+    lowest = min(r["arithmetic_intensity"] for r in placed) / 4
+    highest = max([r["arithmetic_intensity"] for r in placed] + [c / copy for c in ceilings.values()]) * 4
+    fig, ax = plt.subplots(figsize=(12, 6.5))
+    xs = [lowest * (highest / lowest) ** (i / 200) for i in range(201)]
+    top = max(ceilings.values(), default=copy * highest)
+    ax.plot(xs, [min(x * copy, top) for x in xs], color="black", linewidth=1.5,
+            label=f"copy ceiling {copy / 1e12:.2f} TB/s")
+    for unit, flops in sorted(ceilings.items()):
+        name = "tensor cores (kjit's GEMM)" if unit == "tensor" else "FMA (kjit's probe)"
+        ridge = flops / copy  # where the copy ceiling's slope meets this roof
+        ax.plot([ridge, highest], [flops, flops], color="black", linestyle="--" if unit == "tensor" else ":", linewidth=1.5)
+        ax.annotate(f"{name}: {flops / 1e12:.0f} TFLOP/s", (ridge, flops), xytext=(3, 3), textcoords="offset points",
+                    fontsize=8)
+    colors = plt.cm.tab20.colors + plt.cm.tab20b.colors
+    for i, r in enumerate(placed):
+        share = f" ({r['percent_of_roof']:.0f} % of roof)" if r.get("percent_of_roof") is not None else ""
+        ax.scatter(r["arithmetic_intensity"], r["tflops"] * 1e12, color=colors[i % len(colors)], s=28, zorder=3,
+                   marker="os^Dv"[i // len(colors) % 5], label=f"{r.get('name', '?')}: {label(r)}{share}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flops per byte moved, kjit's count)")
+    ax.set_ylabel("FLOP/s (cold median)")
+    ax.set_title(f"the roofline of {placed[0].get('device_name') or 'the GPU'}")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1 + len(placed) // 40)
+    path = out / "roofline.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def compare_tools(rows, out):
     """bench/compare.py's rows (they have a `tool` column): the first call per tool, at the first n."""
     rows = [r for r in rows if r.get("tool") and r.get("status") in ("ok", "PASS")]
@@ -249,7 +294,7 @@ def main():
         made = [kernel_time(rows, args.out), time_vs_n(rows, args.out),
                 stacked(rows, JIT_PHASES, "compile and load phases per variant", args.out / "jit_phases.png"),
                 stacked(rows, HOST_PHASES, "where each run's time goes", args.out / "startup.png"),
-                compile_tradeoff(rows, args.out)]
+                compile_tradeoff(rows, args.out), roofline(rows, args.out)]
     for path in made:
         if path:
             print(path)
