@@ -13,12 +13,14 @@ Writes, where the data has what they need:
   compare.png         bench/compare.py's results: import, CUDA start-up and first call per tool and state
   roofline.png        each record on this GPU's roofline: FLOP/s against arithmetic intensity (flops per
                       byte moved), under the measured copy ceiling's slope and the FMA and tensor-core
-                      ceilings its records measured; a colour per point, named in a legend beside
+                      ceilings its records measured; a colour per config, each point named where there
+                      are at most 16, else each config's nearest to its roof
   tune_progress.png   kjit tune --json (one file per search, --replay's too): the best time so far
                       against evaluations, a line per file, beside the exhaustive best and 95 % / 99 % of it
 """
 import argparse
 import csv
+import gzip
 import json
 import os
 import pathlib
@@ -167,7 +169,7 @@ def roofline(rows, out):
     for r in placed:
         if r.get("flops_ceiling_tflops"):
             ceilings[r["flops_unit"]] = max(ceilings.get(r["flops_unit"], 0), r["flops_ceiling_tflops"] * 1e12)
-    lowest = min(r["arithmetic_intensity"] for r in placed) / 4
+    lowest = min([r["arithmetic_intensity"] for r in placed] + [c / copy for c in ceilings.values()]) / 8
     highest = max([r["arithmetic_intensity"] for r in placed] + [c / copy for c in ceilings.values()]) * 4
     fig, ax = plt.subplots(figsize=(12, 6.5))
     xs = [lowest * (highest / lowest) ** (i / 200) for i in range(201)]
@@ -180,18 +182,29 @@ def roofline(rows, out):
         ax.plot([ridge, highest], [flops, flops], color="black", linestyle="--" if unit == "tensor" else ":", linewidth=1.5)
         ax.annotate(f"{name}: {flops / 1e12:.0f} TFLOP/s", (ridge, flops), xytext=(3, 3), textcoords="offset points",
                     fontsize=8)
-    colors = plt.cm.tab20.colors + plt.cm.tab20b.colors
-    for i, r in enumerate(placed):
-        share = f" ({r['percent_of_roof']:.0f} % of roof)" if r.get("percent_of_roof") is not None else ""
-        ax.scatter(r["arithmetic_intensity"], r["tflops"] * 1e12, color=colors[i % len(colors)], s=28, zorder=3,
-                   marker="os^Dv"[i // len(colors) % 5], label=f"{r.get('name', '?')}: {label(r)}{share}")
+    # A colour per config (a legend entry each); each point named beside it where there are few,
+    # else only each config's nearest to its roof, so the chart stays readable at any sweep size.
+    groups = list(dict.fromkeys(r.get("name", "?") for r in placed))
+    colors = plt.cm.tab10.colors
+    few = len(placed) <= 16
+    for g, name in enumerate(groups):
+        members = [r for r in placed if r.get("name", "?") == name]
+        xs_g = [r["arithmetic_intensity"] for r in members]
+        ys_g = [r["tflops"] * 1e12 for r in members]
+        ax.scatter(xs_g, ys_g, color=colors[g % len(colors)], s=22, zorder=3, alpha=0.8,
+                   label=f"{name}: {len(members)} point{'s' if len(members) > 1 else ''}")
+        named = members if few else [max(members, key=lambda r: r.get("percent_of_roof") or 0)]
+        for r in named:
+            share = f" ({r['percent_of_roof']:.0f} % of roof)" if r.get("percent_of_roof") is not None else ""
+            ax.annotate(label(r) + share, (r["arithmetic_intensity"], r["tflops"] * 1e12), fontsize=7,
+                        xytext=(4, -10), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (flops per byte moved, kjit's count)")
     ax.set_ylabel("FLOP/s (cold median)")
     ax.set_title(f"the roofline of {placed[0].get('device_name') or 'the GPU'}")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1 + len(placed) // 40)
+    ax.legend(fontsize=8, loc="upper left")
     path = out / "roofline.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -250,7 +263,8 @@ def tune_progress(searches, out):
 
 
 def read_results(path):
-    """kjit's --json (a list of records) or --csv (a header and a row per record; empty: null)."""
+    """kjit's --json (a list of records; gzipped as .json.gz too) or --csv (a header and a row per
+    record; empty: null)."""
     if path.suffix == ".csv":
         def value(text):
             if text == "":
@@ -263,6 +277,9 @@ def read_results(path):
             return {"true": True, "false": False}.get(text, text)
         with open(path, newline="") as f:
             return [{k: value(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    if path.suffix == ".gz":  # how most committed results are kept
+        with gzip.open(path, "rt") as f:
+            return json.load(f)
     return json.loads(path.read_text())
 
 
@@ -275,7 +292,7 @@ def main():
     for path in args.results:
         try:
             rows = read_results(path)
-        except (OSError, json.JSONDecodeError, csv.Error, UnicodeDecodeError) as e:
+        except (OSError, EOFError, json.JSONDecodeError, csv.Error, UnicodeDecodeError) as e:
             sys.exit(f"plot_results: {path}: {e}")
         is_tune = isinstance(rows, list) and rows and all(isinstance(r, dict) and "best_ms" in r for r in rows)
         if not is_tune and (not isinstance(rows, list) or not all(isinstance(r, dict) and "schema_version" in r for r in rows)):

@@ -21,6 +21,11 @@ if "$python" "$source/scripts/plot_results.py" "$source/configs/hidden_layer.jso
     echo "expected a refusal"; exit 1
 fi
 grep -q "not kjit results" "$work/err"
+# The roofline of the GEMM ladder, from committed (gzipped) H200 results: every rung is placed.
+"$python" "$source/scripts/plot_results.py" "$source/bench/results/2026-12-04-why/third/gemm_ladder.json.gz" \
+    --out "$work/roofline" > "$work/roofline.txt"
+grep -q "roofline.png" "$work/roofline.txt"
+test -s "$work/roofline/roofline.png"
 # The row-reduction table and plot, from committed H200 results.
 rows="$source/bench/results/2026-12-01-h200-rows/call7"
 "$python" "$source/scripts/rows_table.py" "$rows" --plot "$work/png/rows.png" > "$work/rows.txt"
