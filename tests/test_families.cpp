@@ -239,3 +239,17 @@ TEST_CASE("every family counts its flops, and the unit they run on, for the roof
     CHECK(plan_of("mlp_layer.json", {"launch.rung=\"mma\""}).kernels.at(0).flops_on == family::math_unit::tensor);
     CHECK(plan_of("attention.json", {}).kernels.at(0).flops_on == family::math_unit::tensor);
 }
+
+TEST_CASE("rows: a causal mask's skipped vectors are not counted as read, so the model matches the counters") {
+    const auto plan_of = [](const std::string& config) {
+        return family::plan(family::load(config::load_document(kjit::testing::config_path(config))),
+                            codegen::template_set::embedded());
+    };
+    const double array = 4096.0 * 4096 * 4;  // the scores, float32
+    const auto causal = plan_of("causal_softmax.json").kernels.at(0);
+    // Row i reads the vectors that hold any of columns 0..i: half the matrix, and half a vector a row.
+    CHECK(causal.bytes_read / array == doctest::Approx(0.5).epsilon(0.01));
+    CHECK(causal.bytes_written == array);
+    const auto plain = plan_of("softmax.json").kernels.at(0);
+    CHECK(plain.bytes_read == array);
+}

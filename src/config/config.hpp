@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -298,6 +299,12 @@ using loader = std::function<pipeline(const document&)>;
 
 /// The architecture `p`'s kernels are compiled for where no device says: compile.arch, else its
 /// target's (run and sweeps on a GPU compile for the device's own).
+/// The pipeline's scalars by name, as expression evaluation takes them.
+[[nodiscard]] inline std::map<std::string, double> scalar_values(const pipeline& p) {
+    std::map<std::string, double> values;
+    for (const auto& s : p.scalars) values[s.name] = s.value;
+    return values;
+}
 [[nodiscard]] inline int compiled_arch(const pipeline& p) { return p.compile.arch.value_or(p.target.arch); }
 
 /// The tolerance used when the config sets none: per dtype, formula slack and fast-math.

@@ -136,8 +136,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
     expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
     out.values.resize(static_cast<std::size_t>(config::output_count(p)));
     out.scales.resize(out.values.size());
-    std::map<std::string, double> scalars;
-    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    const std::map<std::string, double> scalars = config::scalar_values(p);
     expr::used_names used;
     for (const auto& s : p.stages) {
         expr::collect_names(s.kernel, used);

@@ -74,8 +74,7 @@ double kept_share(const pipeline& p, const at::problem& pr) {
     const long long side_q = std::min(pr.queries, k_mask_grid);
     const long long step = std::max(1LL, pr.keys / k_mask_grid), side_k = (pr.keys + step - 1) / step;
     const long long all_heads = pr.batch * pr.heads, heads = uses_heads(score_names(p)) ? std::min(all_heads, k_mask_heads) : 1;
-    std::map<std::string, double> scalars;
-    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    const std::map<std::string, double> scalars = config::scalar_values(p);
     const auto count = static_cast<std::size_t>(side_k);
     std::vector<double> zeros(count, 0.0), ones(count, 1.0), at_zero(count), at_one(count);
     long long kept = 0;

@@ -48,8 +48,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     const reference::typed_array& q = inputs.at(pr.q);
     const reference::typed_array& k = inputs.at(pr.k);
     const reference::typed_array& v = inputs.at(pr.v);
-    std::map<std::string, double> scalars;
-    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    const std::map<std::string, double> scalars = config::scalar_values(p);
     const bool float_compute = !config::computes_in_double(p.type);
     const expr::approximations approximated = config::approximations_of(p);
     // P is rounded to the storage type before it multiplies V; each sum runs over every key.

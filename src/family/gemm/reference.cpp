@@ -79,8 +79,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
         auto& values = per_column[in.name];
         for (std::size_t c = 0; c < n; ++c) values.push_back(inputs.at(in.name).get(c));
     }
-    std::map<std::string, double> scalars;
-    for (const auto& sc : p.scalars) scalars[sc.name] = sc.value;
+    const std::map<std::string, double> scalars = config::scalar_values(p);
     const bool float_compute = !config::computes_in_double(p.type);
     const expr::approximations approximated = config::approximations_of(p);
     const bool separate = p.fuse == config::fusion::separate;

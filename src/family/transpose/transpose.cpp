@@ -278,8 +278,7 @@ reference::expected_values transpose::reference(const pipeline& p, const referen
     const std::size_t at = transpose_stage(p);
     const reference::typed_array* first = p.stages.front().input.empty() ? nullptr : &inputs.at(p.stages.front().input);
     const expr::used_names before = names_of(p, 0, at), after = names_of(p, at + 1, p.stages.size());
-    std::map<std::string, double> scalars;
-    for (const auto& s : p.scalars) scalars[s.name] = s.value;
+    const std::map<std::string, double> scalars = config::scalar_values(p);
     const bool float_compute = !config::computes_in_double(p.type);
     const expr::approximations approximated = config::approximations_of(p);
     reference::expected_values out;
