@@ -25,6 +25,7 @@
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/interrupt.hpp"
+#include "why/counters.hpp"
 #include "util/strings.hpp"
 
 namespace nb = nanobind;
@@ -367,14 +368,14 @@ public:
         const config::document doc = document_of(config, sets);
         return rows_json({m_session.compile(family::load(doc), doc.source)});
     }
-    std::string run(const std::string& config, const std::vector<std::string>& sets) {
+    std::string run(const std::string& config, const std::vector<std::string>& sets, const std::string& metrics) {
         trace::span reading("read config");
         const config::document doc = document_of(config, sets);
         nb::gil_scoped_release unlocked;  // the GPU work needs no Python
         const config::pipeline p = family::load(doc, m_session.target_if_any(m_device));
         reading.end();
         // The device stays open in the session: the next run pays no CUDA start-up, this one no teardown.
-        const auto records = m_session.run(p, doc.source, {.device = m_device, .keep_device = true});
+        const auto records = m_session.run(p, doc.source, {.device = m_device, .keep_device = true, .counter_set = metrics});
         trace::span writing("records as JSON");
         return rows_json(records);
     }
@@ -464,6 +465,7 @@ NB_MODULE(_kjit, m) {
     nb::list phases;  // the record's phase columns, less "_ms", in order
     for (std::size_t i = 0; i < report::k_phase_count; ++i) phases.append(report::phase_name(static_cast<report::phase>(i)));
     m.attr("phases") = phases;
+    m.attr("counter_sets") = nb::cast(why::counter_set_names());
     m.def("start_trace", [] {
         trace::stop_collecting();  // a trace holds its own block's spans only
         trace::start_collecting();
@@ -478,7 +480,7 @@ NB_MODULE(_kjit, m) {
         .def(nb::init<int, const std::optional<std::string>&>(), nb::arg("device"), nb::arg("cache_dir").none())
         .def("emit", &python_session::emit)
         .def("compile", &python_session::compile)
-        .def("run", &python_session::run)
+        .def("run", &python_session::run, nb::arg("config"), nb::arg("sets"), nb::arg("metrics"))
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
              nb::arg("progress").none());
     nb::class_<python_kernel>(m, "Kernel")

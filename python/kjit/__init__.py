@@ -152,6 +152,19 @@ class Result:
         """The comparison with the float64 reference: status, errors, mismatches, the first bad element."""
         return {key: self.record.get(key) for key in _CHECK_COLUMNS}
 
+    @property
+    def metrics(self):
+        """Hardware counter -> value, where the run read them (Session.run(metrics=…)): DRAM
+        bytes, L2 hit rate, occupancy, pipe use, warp stalls (docs/why.md)."""
+        return {key[len("metric_"):]: value for key, value in self.record.items() if key.startswith("metric_")}
+
+    @property
+    def roofline(self):
+        """Where the variant sits on the GPU's roofline: flops per byte, the bounding roof and the
+        percentage of it reached (None where the ceilings were not measured)."""
+        return {key: self.record.get(key) for key in ("arithmetic_intensity", "flops_unit", "flops_ceiling_tflops",
+                                                     "roof_bound", "percent_of_roof")}
+
     def to_pandas(self):
         import pandas
         return pandas.DataFrame([self.record])
@@ -289,9 +302,14 @@ class Session:
         """Generate and compile (no GPU needed)."""
         return Result(json.loads(self._session.compile(_config_text(config, base), _sets(set)))[0])
 
-    def run(self, config, set=None, base=None):
-        """Run on the GPU and verify against the float64 reference."""
-        return Result(json.loads(self._session.run(_config_text(config, base), _sets(set)))[0])
+    def run(self, config, set=None, base=None, metrics=None):
+        """Run on the GPU and verify against the float64 reference. `metrics`: also read the
+        kernels' hardware counters after the timed loops ("memory", "compute", "stalls" or "all";
+        True for all), in Result.metrics."""
+        counter_set = "all" if metrics is True else (metrics or "")
+        if counter_set and counter_set not in _kjit.counter_sets:
+            raise ConfigError(f"metrics={metrics!r}: expected one of {', '.join(_kjit.counter_sets)} or True")
+        return Result(json.loads(self._session.run(_config_text(config, base), _sets(set), counter_set))[0])
 
     def sweep(self, config, set=None, compile_only=False, progress=True, base=None):
         """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a

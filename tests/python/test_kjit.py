@@ -78,6 +78,17 @@ def test_a_run_passes_on_a_gpu_and_raises_error_without_one(session):
         assert result.check["mismatches"] == 0
 
 
+def test_metrics_and_the_roofline_of_a_result(session):
+    with pytest.raises(kjit.ConfigError, match=r"metrics='dram': expected one of memory, compute, stalls, all or True"):
+        session.run(CONFIGS / "softmax.json", metrics="dram")
+    result = kjit.Result({"metric_dram_read_bytes": 64.0, "metric_l2_hit_rate_pct": 50.5, "arithmetic_intensity": 0.25,
+                          "roof_bound": "memory", "percent_of_roof": 94.0, "max_abs_error": 0.0})
+    assert result.metrics == {"dram_read_bytes": 64.0, "l2_hit_rate_pct": 50.5}
+    assert result.roofline["roof_bound"] == "memory"
+    assert result.roofline["percent_of_roof"] == 94.0
+    assert result.roofline["flops_ceiling_tflops"] is None
+
+
 def test_a_missing_config_file_is_a_config_error(session):
     with pytest.raises(kjit.ConfigError, match="does_not_exist.json: cannot open"):
         session.compile(CONFIGS / "does_not_exist.json")
