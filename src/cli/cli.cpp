@@ -166,7 +166,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
                              cxxopts::value<std::string>()->default_value("auto"), "NAME")(
             "budget", "measure at most N points (default: all for exhaustive, else 15 % of the space, at least 16)",
             cxxopts::value<std::size_t>(), "N")("seconds", "start no batch of points after S seconds", cxxopts::value<double>(), "S")(
-            "stop-at", "stop once a point runs at PCT % of its roofline (the copy ceiling at its bytes)",
+            "stop-at", "stop once a point runs at PCT % of its roofline (the lower of its compute ceiling and the copy "
+            "ceiling at its flops per byte)",
             cxxopts::value<double>(), "PCT")("seed", "the strategy's random seed", cxxopts::value<std::uint64_t>()->default_value("1"), "K")(
             "replay", "search recorded results (kjit tune --json of an exhaustive tune) instead of the GPU",
             cxxopts::value<std::string>(), "FILE")(

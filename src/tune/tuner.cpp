@@ -108,10 +108,8 @@ tune_result search_space(const space& sp, const tune_options& o, const std::func
 
 measurement measurement_of(const report::record& rec) {
     if (rec.status != report::outcome::pass || !rec.kernel_cold) return {};
-    std::optional<double> roofline;
-    if (const auto rate = rec.effective_bytes_per_s(); rate && rec.copy_ceiling_bytes_per_s)
-        roofline = *rate / *rec.copy_ceiling_bytes_per_s;
-    return {rec.kernel_cold->median, roofline};
+    const auto place = rec.roofline();
+    return {rec.kernel_cold->median, place ? std::optional<double>(place->fraction) : std::nullopt};
 }
 
 }  // namespace
