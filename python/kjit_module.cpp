@@ -26,6 +26,7 @@
 #include "util/fs.hpp"
 #include "util/interrupt.hpp"
 #include "why/counters.hpp"
+#include "why/sass.hpp"
 #include "util/strings.hpp"
 
 namespace nb = nanobind;
@@ -364,6 +365,24 @@ public:
     std::string emit(const std::string& config, const std::vector<std::string>& sets) {
         return family::plan(family::load(document_of(config, sets)), m_session.templates()).source;
     }
+    /// kjit sass's text for the config; with `diff_sets`, kjit sass --diff-set's.
+    std::string sass(const std::string& config, const std::vector<std::string>& sets,
+                     const std::vector<std::string>& diff_sets, bool mix_only, const std::string& kernel) {
+        const auto disassembled = [&](const std::vector<std::string>& with) {
+            const config::pipeline p = family::load(document_of(config, with));
+            const auto built = m_session.build_to_read(p, true);
+            const std::string label = p.name + ": " + config::variant_label(p);
+            auto kernels = why::disassemble(built.binary.cubin);
+            if (!kernel.empty()) kernels = why::kernels_named(std::move(kernels), kernel, label);
+            return std::make_tuple(label, built.program.source, std::move(kernels));
+        };
+        const auto [label, source, kernels] = disassembled(sets);
+        if (diff_sets.empty()) return why::sass_text(kernels, source, mix_only);
+        std::vector<std::string> other = sets;
+        other.insert(other.end(), diff_sets.begin(), diff_sets.end());
+        const auto [other_label, other_source, other_kernels] = disassembled(other);
+        return why::diff_text(label, kernels, other_label, other_kernels);
+    }
     std::string compile(const std::string& config, const std::vector<std::string>& sets) {
         const config::document doc = document_of(config, sets);
         return rows_json({m_session.compile(family::load(doc), doc.source)});
@@ -480,6 +499,8 @@ NB_MODULE(_kjit, m) {
         .def(nb::init<int, const std::optional<std::string>&>(), nb::arg("device"), nb::arg("cache_dir").none())
         .def("emit", &python_session::emit)
         .def("compile", &python_session::compile)
+        .def("sass", &python_session::sass, nb::arg("config"), nb::arg("sets"), nb::arg("diff_sets"), nb::arg("mix_only"),
+             nb::arg("kernel"))
         .def("run", &python_session::run, nb::arg("config"), nb::arg("sets"), nb::arg("metrics"))
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
              nb::arg("progress").none());

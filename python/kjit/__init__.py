@@ -298,6 +298,13 @@ class Session:
         """The generated CUDA source."""
         return self._session.emit(_config_text(config, base), _sets(set))
 
+    def sass(self, config, set=None, base=None, diff_set=None, mix=False, kernel=""):
+        """The machine code of each kernel under the generated CUDA line it came from, and its
+        instruction mix, as `kjit sass` prints them (no GPU needed; nvdisasm from the toolkit, or
+        $KJIT_NVDISASM). `diff_set`: compare with the config under these overrides too, by
+        instruction kind and by opcode; `mix`: the mixes alone; `kernel`: only kernels whose name has it."""
+        return self._session.sass(_config_text(config, base), _sets(set), _sets(diff_set), bool(mix), kernel)
+
     def compile(self, config, set=None, base=None):
         """Generate and compile (no GPU needed)."""
         return Result(json.loads(self._session.compile(_config_text(config, base), _sets(set)))[0])

@@ -69,23 +69,11 @@ void write_rows(const options& o, const std::vector<report::row>& rows) {
     if (!o.csv_path.empty()) report::write_csv(o.csv_path, rows);
 }
 
-compiled_for_reading compile_for_reading(const options& o, bool line_info) {
-    const auto cfg = load(o);
-    auto program = family::plan(cfg.pipeline, run::templates_in(o.templates_dir));
-    const int arch = config::compiled_arch(cfg.pipeline);
-    run::check_arch(cfg.pipeline, program, arch);
-    auto request = run::compile_request_for(cfg.pipeline, program, arch);
-    request.line_info = line_info;
-    jit::disk_cache cache = run::cache_in(o.cache_dir, o.cache_limit);
-    const std::string label = config::variant_label(cfg.pipeline);
-    auto binary = jit::build(request, &cache, cache_mode_of(o), line_info ? label + " (line info)" : label);
-    return {cfg.pipeline.name + ": " + label, std::move(program), std::move(binary)};
-}
-
 exit_status cmd_emit(const options& o, std::ostream& out) {
     if (o.sass) return cmd_sass(o, out);
     if (o.ptx) {
-        out << compile_for_reading(o, false).binary.ptx;
+        run::session s = session_for(o);
+        out << s.build_to_read(load(o).pipeline, false).binary.ptx;
         return exit_status::ok;
     }
     out << family::plan(load(o).pipeline, run::templates_in(o.templates_dir)).source;

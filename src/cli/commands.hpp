@@ -9,7 +9,6 @@
 
 #include "codegen/codegen.hpp"
 #include "config/config.hpp"
-#include "family/program.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/jit.hpp"
 #include "report/record.hpp"
@@ -71,14 +70,6 @@ struct loaded_config {
 /// The session the options describe: templates, cache (--cache-dir, --cache-limit, --no-cache,
 /// --refresh) and the Driver API's GPUs.
 [[nodiscard]] run::session session_for(const options& o);
-/// A variant planned and compiled (through the cache, as `compile` does) to be read, not run:
-/// emit --ptx, sass. `line_info` compiles with -lineinfo, a cache entry of its own.
-struct compiled_for_reading {
-    std::string label;  ///< "hidden_layer: fused float32 tanh=builtin block=256 vec=4"
-    family::program program;
-    jit::build_output binary;
-};
-[[nodiscard]] compiled_for_reading compile_for_reading(const options& o, bool line_info);
 /// A record's cache problem and measurement warnings, as "kjit: warning: …" lines.
 void print_warnings(const report::record& rec, std::ostream& err);
 /// s.finish(), its warning printed.

@@ -54,7 +54,8 @@ built_variant build_variant(const config::pipeline& p, int arch, const build_con
     built_variant built;
     built.program = timed(rec, phase::codegen, [&] { return family::plan(p, ctx.templates); });
     check_arch(p, built.program, arch);
-    const jit::compile_request request = compile_request_for(p, built.program, arch);
+    jit::compile_request request = compile_request_for(p, built.program, arch);
+    request.line_info = ctx.line_info;
     std::optional<jit::build_output> ready;
     // With the cache off or refreshed, later variants of one source would not find it in the
     // cache: they share the sweep's build instead of compiling it again.

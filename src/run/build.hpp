@@ -34,6 +34,7 @@ struct build_context {
     jit::disk_cache* cache = nullptr;  ///< nullptr: no cache at all
     jit::cache_mode mode = jit::cache_mode::use;
     prebuilt_binaries* prebuilt = nullptr;
+    bool line_info = false;  ///< compile with -lineinfo, to be read (kjit sass): a cache entry of its own
 };
 
 struct built_variant {

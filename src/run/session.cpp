@@ -87,6 +87,13 @@ report::record session::compile(const config::pipeline& p, const std::string& so
     return rec;
 }
 
+built_variant session::build_to_read(const config::pipeline& p, bool line_info) {
+    report::record unused = new_record("compile", p, "");
+    build_context ctx = context();
+    ctx.line_info = line_info;
+    return build_variant(p, config::compiled_arch(p), ctx, unused);
+}
+
 std::vector<report::record> session::run(const config::pipeline& p, const std::string& source,
                                          const run_request& request,
                                          const std::function<void(const report::record&)>& done) {

@@ -94,6 +94,10 @@ public:
 
     /// Codegen and compile-or-load for the config's arch (or its target's).
     [[nodiscard]] report::record compile(const config::pipeline& p, const std::string& source);
+    /// The variant of `p` planned and compiled (or taken from the cache) for the config's arch, to
+    /// be read rather than run: its PTX (emit --ptx), or with `line_info` a -lineinfo cubin whose
+    /// SASS maps to the source (kjit sass; a cache entry of its own).
+    [[nodiscard]] built_variant build_to_read(const config::pipeline& p, bool line_info);
     /// `request.calls` runs of `p` on one GPU; `done` sees each record as soon as it is made.
     /// Throws kjit::error(driver) when there is no GPU (saying `kjit compile` works without one).
     [[nodiscard]] std::vector<report::record> run(const config::pipeline& p, const std::string& source,

@@ -234,4 +234,29 @@ std::string opcode_changes(const std::vector<kernel_code>& before, const std::ve
     return out.str();
 }
 
+std::vector<kernel_code> kernels_named(std::vector<kernel_code> kernels, const std::string& text,
+                                       const std::string& variant) {
+    std::vector<std::string> names;
+    for (const auto& k : kernels) names.push_back(k.name);
+    std::erase_if(kernels, [&](const kernel_code& k) { return k.name.find(text) == std::string::npos; });
+    if (kernels.empty())
+        throw error(error_kind::usage, "--kernel " + text + ": no kernel of " + variant + " has it in its name (" +
+                                           join(names, ", ") + ")");
+    return kernels;
+}
+
+std::string sass_text(const std::vector<kernel_code>& kernels, const std::string& source, bool mix_only) {
+    std::string text;
+    for (const auto& kernel : kernels)
+        text += (mix_only ? "// " + kernel.name + "\n" + mix_table({{"count", mix_of(kernel)}}) : listing(kernel, source)) + "\n";
+    return text;
+}
+
+std::string diff_text(const std::string& label_a, const std::vector<kernel_code>& a, const std::string& label_b,
+                      const std::vector<kernel_code>& b) {
+    const std::string changes = opcode_changes(a, b);
+    return "A: " + label_a + "\nB: " + label_b + "\n\n" + mix_table({{"A", mix_of(a)}, {"B", mix_of(b)}}) +
+           "\nopcodes that changed (A → B):\n" + (changes.empty() ? "  none: the same instructions, counted by opcode\n" : changes);
+}
+
 }  // namespace kjit::why

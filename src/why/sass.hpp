@@ -81,4 +81,14 @@ struct instruction_mix {
 /// "MUFU.EX2  4 → 2  (−2)", one a line.
 [[nodiscard]] std::string opcode_changes(const std::vector<kernel_code>& before, const std::vector<kernel_code>& after);
 
+/// The kernels whose names hold `text` (all where it is empty). Throws kjit::error(usage) naming
+/// `variant` and its kernels where none does.
+[[nodiscard]] std::vector<kernel_code> kernels_named(std::vector<kernel_code> kernels, const std::string& text,
+                                                     const std::string& variant);
+/// kjit sass's text: each kernel's listing, or with `mix_only` its instruction mix alone.
+[[nodiscard]] std::string sass_text(const std::vector<kernel_code>& kernels, const std::string& source, bool mix_only);
+/// kjit sass --diff's text: the two variants named, their mixes side by side, the opcodes that changed.
+[[nodiscard]] std::string diff_text(const std::string& label_a, const std::vector<kernel_code>& a,
+                                    const std::string& label_b, const std::vector<kernel_code>& b);
+
 }  // namespace kjit::why

@@ -78,6 +78,18 @@ def test_a_run_passes_on_a_gpu_and_raises_error_without_one(session):
         assert result.check["mismatches"] == 0
 
 
+def test_sass_is_the_commands_text_and_compares_two_variants(session):
+    listing = session.sass(CONFIGS / "hidden_layer.json")
+    assert listing.startswith("// hidden_layer_fused: ")
+    assert " | extern \"C\" __global__ void hidden_layer_fused(" in listing
+    mix = session.sass(CONFIGS / "mlp_layer.json", set={"launch.rung": "mma"}, mix=True, kernel="matmul")
+    assert "tensor-core products" in mix
+    diff = session.sass(CONFIGS / "hidden_layer.json", diff_set={"stages[2].formula": "exp"})
+    assert "opcodes that changed (A → B):" in diff and "  MUFU.EX2 " in diff
+    with pytest.raises(kjit.ConfigError, match="--kernel nothing: no kernel of hidden_layer"):
+        session.sass(CONFIGS / "hidden_layer.json", kernel="nothing")
+
+
 def test_metrics_and_the_roofline_of_a_result(session):
     with pytest.raises(kjit.ConfigError, match=r"metrics='dram': expected one of memory, compute, stalls, all or True"):
         session.run(CONFIGS / "softmax.json", metrics="dram")
