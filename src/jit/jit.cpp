@@ -8,6 +8,7 @@
 #include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -49,9 +50,7 @@ std::string cache_key(const compile_request& request) {
 }
 
 std::string annotate_log(const std::string& log, const std::string& source, const std::string& program_name) {
-    std::vector<std::string> lines;
-    std::istringstream in(source);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    const std::vector<std::string> lines = lines_of(source);
     const std::regex location(std::regex_replace(program_name, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
                               R"(\((\d+)\): (error|warning))");
     std::set<std::size_t> shown;

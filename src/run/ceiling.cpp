@@ -31,6 +31,11 @@ double median_ms(gpu& device, const std::function<void()>& work) {
     return summarize(std::move(samples)).median;
 }
 
+/// Blocks of `block` threads of `kernel` that the whole device holds at once.
+long long resident_blocks(gpu& device, kernel_id kernel, int block) {
+    return static_cast<long long>(device.max_active_blocks_per_sm(kernel, block, 0)) * device.device().sm_count;
+}
+
 /// A probe kernel of kjit's own, compiled (through the cache) and loaded for the device.
 struct probe_kernel {
     scoped_module module;
@@ -52,9 +57,7 @@ double measure_copy(gpu& device, const build_context& ctx) {
     const buffer_id in = device.allocate(bytes), out = device.allocate(bytes);
     device.fill_bytes(in, 0x3f, bytes);  // real data, not zeros
     const long long n4 = static_cast<long long>(bytes / 16);
-    const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt,
-                                     static_cast<long long>(device.max_active_blocks_per_sm(probe.kernel, k_probe_block, 0)) *
-                                         device.device().sm_count);
+    const long long grid = grid_size(n4, k_probe_block, 1, std::nullopt, resident_blocks(device, probe.kernel, k_probe_block));
     using type = argument_value::type;
     const kernel_launch launch{{grid}, {k_probe_block}, 0, {{type::buffer, in}, {type::buffer, out}, {type::i64, 0, 0, n4}}};
     const double ms = median_ms(device, [&] { device.launch(probe.kernel, launch); });
@@ -65,8 +68,7 @@ double measure_copy(gpu& device, const build_context& ctx) {
 
 double measure_fma(gpu& device, const build_context& ctx) {
     const auto probe = load_probe(device, ctx, codegen::fma_probe_source(ctx.templates), codegen::k_fma_probe_kernel);
-    const long long grid = static_cast<long long>(device.max_active_blocks_per_sm(probe.kernel, k_probe_block, 0)) *
-                           device.device().sm_count;
+    const long long grid = resident_blocks(device, probe.kernel, k_probe_block);
     const buffer_id out = device.allocate(static_cast<std::size_t>(grid * k_probe_block) * sizeof(float));
     using type = argument_value::type;
     const kernel_launch launch{{grid}, {k_probe_block}, 0,
@@ -78,8 +80,8 @@ double measure_fma(gpu& device, const build_context& ctx) {
 }
 
 /// kjit's own GEMM (bfloat16, its default policy for this device) on random matrices of the
-/// largest side up to k_tensor_side whose three take at most an eighth of the device's memory;
-/// nullopt where that is below k_tensor_least_side.
+/// largest side up to k_tensor_side whose three take at most an eighth of the device's memory,
+/// run and checked as `kjit run` does; nullopt where that side is below k_tensor_least_side.
 std::optional<double> measure_tensor(gpu& device, const build_context& ctx) {
     const auto& info = device.device();
     long long side = k_tensor_side;
@@ -89,33 +91,15 @@ std::optional<double> measure_tensor(gpu& device, const build_context& ctx) {
         {"name", "kjit_tensor_probe"}, {"shape", {side, side}}, {"dtype", "bfloat16"},
         {"inputs", {{"a", {{"fill", "uniform"}, {"low", -1}, {"high", 1}}},
                     {"w", {{"shape", {side, side}}, {"fill", "uniform"}, {"low", -1}, {"high", 1}}}}},
-        {"stages", {{{"op", "matmul"}, {"input", "a"}, {"by", "w"}}}}};
+        {"stages", {{{"op", "matmul"}, {"input", "a"}, {"by", "w"}}}},
+        {"measure", {{"warmup", 3}, {"repeat", k_probe_samples}}}};
     const config::pipeline p = family::load(config::parse_document(probe.dump(), "<tensor ceiling probe>"), target_of(info));
-    const family::program prog = family::plan(p, ctx.templates);
-    const auto binary = jit::build(compile_request_for(p, prog, info.arch), ctx.cache, ctx.mode, "tensor ceiling probe");
-    const scoped_module module(device, device.load_module(binary.cubin));
-    report::record scratch;
-    const auto inputs = make_host_inputs(p, scratch);
-    device_arrays buffers(device);
-    for (const auto& b : prog.buffers) {
-        const auto input = inputs->arrays.find(b.name);
-        buffers.ids[b.name] = device.allocate(input != inputs->arrays.end() ? input->second.bytes() : b.bytes);
-        if (input != inputs->arrays.end()) device.copy_to_device(buffers.ids[b.name], input->second.data(), input->second.bytes());
-    }
-    std::vector<std::pair<kernel_id, kernel_launch>> launches;
-    double flops = 0;
-    for (const auto& k : prog.kernels) {
-        const kernel_id id = device.get_kernel(module.id(), k.name);
-        const long long resident = static_cast<long long>(device.max_active_blocks_per_sm(id, static_cast<int>(k.block.count()), k.shared_bytes)) * info.sm_count;
-        launches.emplace_back(id, launch_of(p, prog, k, grid_on_device(k, resident), [&](const family::argument& a) {
-            return argument_value{.what = argument_value::type::buffer, .buffer = buffers.ids.at(a.name)};
-        }));
-        flops += k.flops;
-    }
-    const double ms = median_ms(device, [&] {
-        for (const auto& [id, launch] : launches) device.launch(id, launch);
-    });
-    return flops / (ms * 1e-3);
+    report::record rec = new_record("run", p, "<tensor ceiling probe>");
+    run_variant(p, device, ctx, rec);
+    if (rec.status != report::outcome::pass)
+        throw error(error_kind::check, "the tensor ceiling's probe (kjit's " + std::to_string(side) + "³ GEMM) failed its check: " +
+                                           rec.check->first_bad);
+    return rec.flops_per_s();
 }
 
 /// `key` of the device's ceilings, from the cache directory's file for this device and driver,

@@ -18,6 +18,18 @@ namespace kjit {
     return text;
 }
 
+/// `text`'s lines without their line breaks, as std::getline gives them: a final line break ends
+/// the last line and starts none.
+[[nodiscard]] inline std::vector<std::string> lines_of(std::string_view text) {
+    std::vector<std::string> lines;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        lines.emplace_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
 /// `text` safe to print on a terminal: each control character (a byte below 0x20, and 0x7F) as
 /// \xNN, so that text from a file cannot move the cursor, clear the screen or ring the bell.
 [[nodiscard]] inline std::string printable(std::string_view text) {

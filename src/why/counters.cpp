@@ -73,23 +73,31 @@ const std::vector<counter>& stall_counters() {
     return c;
 }
 
+/// The sets `--metrics` names, "all" aside, in the order "all" reads them.
+const std::vector<std::pair<std::string, const std::vector<counter>*>>& named_sets() {
+    static const std::vector<std::pair<std::string, const std::vector<counter>*>> sets{
+        {"memory", &memory_counters()}, {"compute", &compute_counters()}, {"stalls", &stall_counters()}};
+    return sets;
+}
+
 }  // namespace
 
 const std::vector<std::string>& counter_set_names() {
-    static const std::vector<std::string> names{"memory", "compute", "stalls", "all"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n;
+        for (const auto& [name, group] : named_sets()) n.push_back(name);
+        n.emplace_back("all");
+        return n;
+    }();
     return names;
 }
 
 std::vector<counter> counters_of(const std::string& set) {
     std::vector<counter> chosen{{k_duration_column, "gpu__time_duration.sum", "the kernel's time under the profiler", summed}};
-    const bool all = set == "all";
-    if (!all && std::find(counter_set_names().begin(), counter_set_names().end(), set) == counter_set_names().end())
+    for (const auto& [name, group] : named_sets())
+        if (set == "all" || set == name) chosen.insert(chosen.end(), group->begin(), group->end());
+    if (chosen.size() == 1)
         throw error(error_kind::usage, "--metrics " + set + ": expected one of " + join(counter_set_names(), ", "));
-    for (const auto* group : {&memory_counters(), &compute_counters(), &stall_counters()}) {
-        const bool wanted = all || (set == "memory" && group == &memory_counters()) ||
-                            (set == "compute" && group == &compute_counters()) || (set == "stalls" && group == &stall_counters());
-        if (wanted) chosen.insert(chosen.end(), group->begin(), group->end());
-    }
     return chosen;
 }
 

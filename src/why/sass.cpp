@@ -58,13 +58,6 @@ std::string executable_at(const std::filesystem::path& path) {
     return std::filesystem::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0 ? path.string() : "";
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
-
 std::string trimmed(std::string_view text) {
     const auto first = text.find_first_not_of(" \t");
     if (first == std::string_view::npos) return "";
@@ -140,7 +133,7 @@ std::vector<kernel_code> parse_disassembly(std::string_view text) {
     static const std::regex k_instruction(R"(^\s*/\*([0-9a-f]+)\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Za-z0-9_.]*)\s*(.*?)\s*;)");
     std::vector<kernel_code> kernels;
     int line = 0;
-    for (const auto& text_line : lines_of(std::string(text))) {
+    for (const auto& text_line : lines_of(text)) {
         std::smatch m;
         if (std::regex_search(text_line, m, k_function)) {
             kernels.push_back({m[1].str(), {}});

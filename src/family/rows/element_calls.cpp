@@ -1,9 +1,15 @@
 #include "family/rows/element_calls.hpp"
 
+#include <algorithm>
+
+#include "expr/evaluate.hpp"
 #include "family/rows/geometry.hpp"
 
 namespace kjit::family::rows {
 namespace {
+
+/// Rows on which read_share evaluates a kernel's unread test, spread over all.
+constexpr long long k_share_rows = 256;
 
 /// Position `name` of the element a row function's loops are at: its row, and its column from
 /// the vector and the element in it (less the row's lead where rows are misaligned); rows and cols
@@ -40,6 +46,27 @@ expr::tree unread_where(const config::pipeline& p, const chain_kernel& k) {
     expr::collect_names(where, used);
     if (!used.arrays.empty() || !used.rows.empty()) return nullptr;  // a test that would read memory
     return where;
+}
+
+double read_share(const config::pipeline& p, const expr::tree& unread) {
+    if (!unread) return 1;
+    const long long rows = p.shape->rows, cols = p.shape->cols, width = p.launch.vector_width;
+    const long long sampled = std::min(rows, k_share_rows);
+    const std::map<std::string, double> scalars = config::scalar_values(p);
+    const auto count = static_cast<std::size_t>(cols);
+    std::vector<double> zeros(count, 0.0), skipped(count);
+    long long read = 0, vectors = 0;
+    for (long long i = 0; i < sampled; ++i) {
+        const expr::positions at{.first = i * rows / sampled * cols, .rows = rows, .cols = cols, .n = p.n};
+        const expr::chunk in{count, zeros.data(), nullptr, nullptr, &scalars, true, nullptr, &at};
+        expr::evaluate(unread, in, skipped.data(), nullptr);
+        for (long long v = 0; v < cols; v += width, ++vectors) {
+            bool all = true;
+            for (long long c = v; c < std::min(v + width, cols); ++c) all = all && skipped[static_cast<std::size_t>(c)] != 0;
+            read += !all;
+        }
+    }
+    return static_cast<double>(read) / static_cast<double>(vectors);
 }
 
 codegen::mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cuda_style& style,

@@ -23,6 +23,12 @@ void add_names(const expr::used_names& used, const expr::cuda_style& style, bool
 /// (may_skip_reads).
 [[nodiscard]] expr::tree unread_where(const config::pipeline& p, const chain_kernel& k);
 
+/// The share of its x row's vectors a kernel reads where `unread` (unread_where) lets it skip
+/// those its first stage ignores: the test on every element of up to 256 rows spread over all, a
+/// vector skipped where it holds for all of its elements (a causal mask: about half). 1 without
+/// a test. The row model's bytes count only these.
+[[nodiscard]] double read_share(const config::pipeline& p, const expr::tree& unread);
+
 /// The template's {{#unread}}: the test as an element function, and its arguments at a vector's
 /// element; an empty list where `where` is null.
 [[nodiscard]] codegen::mu::data unread_test(const expr::tree& where, std::size_t stage, const expr::cuda_style& style,

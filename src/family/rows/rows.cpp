@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "expr/evaluate.hpp"
 #include "expr/functions.hpp"
 #include "family/checks.hpp"
 #include "family/rows/element_calls.hpp"
@@ -33,34 +32,6 @@ int passes_of(const pipeline& p, const chain_kernel& k) {
         return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
     });
     return static_cast<int>(reduces) + (k.output == result_kind::elements ? 1 : 0);
-}
-
-/// Rows on which read_share evaluates a kernel's unread test, spread over all.
-constexpr long long k_share_rows = 256;
-
-/// The share of its x row's vectors a kernel reads, where `unread` (rows::unread_where) lets it
-/// skip those its first stage ignores: the test on every element of up to k_share_rows rows
-/// spread over all, a vector skipped where it holds for all of its elements (a causal mask: about
-/// half). 1 without a test.
-double read_share(const pipeline& p, const expr::tree& unread) {
-    if (!unread) return 1;
-    const long long rows = p.shape->rows, cols = p.shape->cols, width = p.launch.vector_width;
-    const long long sampled = std::min(rows, k_share_rows);
-    const std::map<std::string, double> scalars = config::scalar_values(p);
-    const auto count = static_cast<std::size_t>(cols);
-    std::vector<double> zeros(count, 0.0), skipped(count);
-    long long read = 0, vectors = 0;
-    for (long long i = 0; i < sampled; ++i) {
-        const expr::positions at{.first = i * rows / sampled * cols, .rows = rows, .cols = cols, .n = p.n};
-        const expr::chunk in{count, zeros.data(), nullptr, nullptr, &scalars, true, nullptr, &at};
-        expr::evaluate(unread, in, skipped.data(), nullptr);
-        for (long long v = 0; v < cols; v += width, ++vectors) {
-            bool all = true;
-            for (long long c = v; c < std::min(v + width, cols); ++c) all = all && skipped[static_cast<std::size_t>(c)] != 0;
-            read += !all;
-        }
-    }
-    return static_cast<double>(read) / static_cast<double>(vectors);
 }
 
 argument row_value_argument(const std::string& name, bool written) {
@@ -377,7 +348,7 @@ public:
             planned.args = arguments_of(p, k);
             count_work(p, k, passes_of(p, k), planned);
             // A skipped vector is never read: its bytes come off the x array's one pass.
-            planned.bytes_read -= (1 - read_share(p, unread[i])) * static_cast<double>(p.n) *
+            planned.bytes_read -= (1 - rows::read_share(p, unread[i])) * static_cast<double>(p.n) *
                                   static_cast<double>(config::element_size(p.type));
             mu::data item = kernel_data(p, k, planned, unread[i]);
             start.add(std::move(planned), std::move(item));
