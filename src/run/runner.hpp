@@ -138,8 +138,8 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
 
 /// The device's compute ceiling for `unit`, in floating-point operations per second: kjit's FMA
 /// probe (independent FMA chains on every thread), or for the tensor cores kjit's own GEMM of
-/// 8192³ random bfloat16 at its default policy for the device, run and checked as `kjit run` does
-/// (smaller where the device holds less; nullopt below 1024; a failed check throws). Measured once per device and driver and kept beside the copy
+/// 8192³ random bfloat16 at its default policy for the device (smaller where the device holds
+/// less; nullopt below 1024). Measured once per device and driver and kept beside the copy
 /// ceiling. These are the roofs a variant's FLOP/s are compared with.
 [[nodiscard]] std::optional<double> compute_ceiling_flops_per_s(gpu& device, const build_context& ctx,
                                                                 family::math_unit unit);
