@@ -18,6 +18,7 @@
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
 #include "family/family.hpp"
+#include "jit/cache_bundle.hpp"
 #include "report/files.hpp"
 #include "report/trace.hpp"
 #include "run/callable.hpp"
@@ -409,13 +410,18 @@ public:
     }
     /// The points' records as JSON, and whether Ctrl-C stopped the sweep (after the points in
     /// flight; the records are those that finished). `progress(done, total)` sees each point.
+    /// `indices`: only these points (a cluster worker's batch), else all; `jobs`: compile
+    /// threads (0: one per core).
     std::pair<std::string, bool> sweep(const std::string& config, const std::vector<std::string>& sets,
-                                       bool compile_only, const std::optional<nb::callable>& progress) {
+                                       bool compile_only, const std::optional<nb::callable>& progress,
+                                       const std::optional<std::vector<std::size_t>>& indices, int jobs) {
         const config::document doc = document_of(config, sets);
-        const auto points = family::expand_sweep(doc, compile_only ? std::nullopt : m_session.target_if_any(m_device));
+        const auto points =
+            family::expand_sweep(doc, compile_only ? std::nullopt : m_session.target_if_any(m_device), indices);
         run::sweep_request request;
         request.devices = std::to_string(m_device);
         request.compile_only = compile_only;
+        request.jobs = jobs;
         std::size_t done = 0;
         const auto step = [&](const report::record&) {
             if (!progress) return;
@@ -433,6 +439,23 @@ public:
             result = m_session.sweep(points, doc.source, request, step);
         }
         return {rows_json(result.records), interrupted()};
+    }
+
+    /// How many points the config's sweep block makes.
+    std::size_t sweep_size(const std::string& config, const std::vector<std::string>& sets) {
+        return config::sweep_size(document_of(config, sets));
+    }
+    /// The session's GPU by name ("NVIDIA H200"); kjit.Error where there is none.
+    std::string device_name() { return m_session.device(m_device).name; }
+    /// The cache's entries (those of `keys`, else all, with the tuning records) as a bundle.
+    nb::bytes export_cache(const std::optional<std::vector<std::string>>& keys) {
+        const std::string bytes = jit::export_bundle(m_session.cache(), keys);
+        return nb::bytes(bytes.data(), bytes.size());
+    }
+    /// Adds a bundle's entries and records that the cache lacks: (entries added, records added).
+    std::pair<std::size_t, std::size_t> import_cache(const nb::bytes& bundle, const std::string& source) {
+        const auto added = jit::import_bundle(m_session.cache(), {bundle.c_str(), bundle.size()}, source);
+        return {added.entries_added, added.records_added};
     }
 
 private:
@@ -503,7 +526,11 @@ NB_MODULE(_kjit, m) {
              nb::arg("kernel"))
         .def("run", &python_session::run, nb::arg("config"), nb::arg("sets"), nb::arg("metrics"))
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
-             nb::arg("progress").none());
+             nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0)
+        .def("sweep_size", &python_session::sweep_size, nb::arg("config"), nb::arg("sets"))
+        .def("device_name", &python_session::device_name)
+        .def("export_cache", &python_session::export_cache, nb::arg("keys").none())
+        .def("import_cache", &python_session::import_cache, nb::arg("bundle"), nb::arg("source"));
     nb::class_<python_kernel>(m, "Kernel")
         .def(nb::init<python_session&, const std::string&, const std::vector<std::string>&>(), nb::arg("session"),
              nb::arg("config"), nb::arg("sets"))

@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev
           python3-matplotlib python3-numpy python3-venv clang-format)
+# The test suite also starts a single-node Slurm (tests/slurm) for the job-array recipe.
+[ "${1:-}" = "--test" ] && packages+=(slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" > /dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -25,11 +27,11 @@ fi
 python=()
 if [ "${1:-}" = "--test" ]; then
     # The Python package's tests: its build requirements (pinned in pyproject.toml), pandas, tqdm,
-    # pytest, and nbclient and ipykernel to run the notebook, from PyPI, in a virtual environment
-    # inside the build folder.
+    # pytest, nbclient and ipykernel to run the notebook, and Ray for the cluster's tests (a local
+    # cluster of worker processes), from PyPI, in a virtual environment inside the build folder.
     [ -x build/py/bin/python ] || python3 -m venv build/py
     requires=$(build/py/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
-    build/py/bin/pip install -q $requires pandas pytest tqdm nbclient ipykernel
+    build/py/bin/pip install -q $requires pandas pytest tqdm nbclient ipykernel "ray==2.60.0"
     python=(-DKJIT_PYTHON=ON "-DPython_EXECUTABLE=$PWD/build/py/bin/python")
 fi
 cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda ${KJIT_WERROR:+-DKJIT_WERROR=$KJIT_WERROR} "${python[@]}" > /dev/null

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "helpers.hpp"
+#include "jit/cache_bundle.hpp"
 #include "jit/disk_cache.hpp"
+#include "util/fs.hpp"
 #include "util/units.hpp"
 
 using namespace kjit;
@@ -350,4 +352,57 @@ TEST_CASE("the cache deletes only its own entries: not through a linked version 
     CHECK(cache.clear() == 1);  // kjit's entry, and only it
     CHECK(std::filesystem::exists(foreign / "notes.txt"));
     CHECK(cache.leftovers().empty());  // the entry was renamed away, then deleted
+}
+
+TEST_CASE("kjit cache export / import: a fresh cache gets every entry and tuning record; what it had stays") {
+    kjit::testing::temp_dir from, to, scratch;
+    jit::disk_cache source(from.path()), fresh(to.path());
+    for (int i = 0; i < 3; ++i) source.store(key_of(i), sample_entry(std::to_string(i)), false);
+    REQUIRE(source.add_record(jit::k_tuning_folder, key_of(7) + ".json", R"({"best": 1})"));
+    CHECK_FALSE(source.add_record(jit::k_tuning_folder, key_of(7) + ".json", R"({"best": 2})"));  // never replaced
+    // The fresh cache has one entry of its own and a record of the same name, different: both stay.
+    fresh.store(key_of(1), sample_entry("1"), false);
+    REQUIRE(fresh.add_record(jit::k_tuning_folder, key_of(7) + ".json", R"({"best": 3})"));
+    const std::string bundle = (scratch.path() / "cache.kjit").string();
+
+    const auto exported = kjit::testing::kjit_cli({"cache", "export", bundle, "--cache-dir", from.path().string()});
+    CHECK(exported.status == exit_status::ok);
+    CHECK(exported.out.find("exported 3 entries") != std::string::npos);
+    CHECK(exported.out.find("and 1 tuning records") != std::string::npos);
+    const auto imported = kjit::testing::kjit_cli({"cache", "import", bundle, "--cache-dir", to.path().string()});
+    CHECK(imported.status == exit_status::ok);
+    CHECK(imported.out.find("added 2 entries and 0 records") != std::string::npos);
+    for (int i = 0; i < 3; ++i) CHECK(fresh.lookup(key_of(i)).entry.ptx == sample_entry(std::to_string(i)).ptx);
+    CHECK(fs::read_file(to.path() / jit::k_tuning_folder / (key_of(7) + ".json")) == R"({"best": 3})");
+    // Again: nothing new.
+    CHECK(kjit::testing::kjit_cli({"cache", "import", bundle, "--cache-dir", to.path().string()}).out.find(
+              "added 0 entries and 0 records") != std::string::npos);
+}
+
+TEST_CASE("kjit cache import refuses, adding nothing, a bundle of another kjit, a damaged one, or no bundle (exit 2)") {
+    kjit::testing::temp_dir from, to;
+    jit::disk_cache source(from.path()), fresh(to.path());
+    for (int i = 0; i < 2; ++i) source.store(key_of(i), sample_entry(std::to_string(i)), false);
+    const std::string bundle = jit::export_bundle(source, std::nullopt);
+    const auto import_refused = [&](const std::string& bytes, const std::string& expected) {
+        const std::string message = kjit::testing::error_message(
+            [&] { (void)jit::import_bundle(fresh, bytes, "cache.kjit"); }, error_kind::config);
+        CHECK_MESSAGE(message.find(expected) != std::string::npos, message);
+        CHECK(fresh.list().empty());
+    };
+    const auto cbor = [](const nlohmann::json& j) {
+        const auto bytes = nlohmann::json::to_cbor(j);
+        return std::string(bytes.begin(), bytes.end());
+    };
+    auto other = nlohmann::json::from_cbor(bundle);
+    other["kjit_version"] = "0.4.0";
+    import_refused(cbor(other), "cache.kjit: kjit_version: ");
+    import_refused(cbor(other), "export the cache again with this kjit");
+    auto damaged = nlohmann::json::from_cbor(bundle);
+    damaged["entries"][1]["ptx"].get_binary()[0] ^= 1;  // the second entry: the first is not added either
+    import_refused(cbor(damaged), "cache.kjit: entries[1]: an entry that matches its meta.json, got ptx hash mismatch");
+    import_refused(bundle.substr(0, bundle.size() / 2), "cache.kjit: kjit_cache_bundle: a kjit cache bundle");
+    import_refused("{\"json\": 1}", "cache.kjit: kjit_cache_bundle: a kjit cache bundle");
+    CHECK(kjit::testing::kjit_cli({"cache", "import", "--cache-dir", to.path().string()}).status == exit_status::usage);
+    CHECK(kjit::testing::kjit_cli({"cache", "list", "extra", "--cache-dir", to.path().string()}).status == exit_status::usage);
 }

@@ -334,16 +334,19 @@ TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes on
     for (int i = 0; i < 64; ++i) axes["params.p" + std::to_string(i)] = {1, 2};  // 2^64 points would wrap to 0
     doc.json["sweep"] = axes;
     CHECK(error_message([&] { (void)family::expand_sweep(doc); }).find("sweep: more than 1000000 points") != std::string::npos);
-    // 10^6 points (the bound), of which a shard of 10^6 keeps one: fast, because the rest are never made.
+    // 10^6 points (the bound), of which one is asked for: fast, because the rest are never made.
     doc.json["sweep"] = {{"seed", json::array()}, {"launch.block", json::array()}};
     for (int i = 0; i < 1000; ++i) doc.json["sweep"]["seed"].push_back(i);
     for (int i = 0; i < 1000; ++i) doc.json["sweep"]["launch.block"].push_back(32 * (1 + i % 32));
     const auto start = std::chrono::steady_clock::now();
-    const auto one = family::expand_sweep(doc, std::nullopt, 123456, 1000000);
+    const auto one = family::expand_sweep(doc, std::nullopt, std::vector<std::size_t>{123456});
     REQUIRE(one.size() == 1);
     CHECK(one[0].index == 123456);
     CHECK(one[0].pipeline.seed == 123);
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    CHECK(config::sweep_size(doc) == 1000000);
+    CHECK(error_message([&] { (void)family::expand_sweep(doc, std::nullopt, std::vector<std::size_t>{1000000}); })
+              .find("sweep: has 1000000 points; there is no point 1000000") != std::string::npos);
 }
 
 TEST_CASE("sweep: malformed axes") {

@@ -46,12 +46,18 @@ TEST_CASE("shards cover every point exactly once") {
     for (std::size_t count : {1u, 2u, 4u, 7u}) {
         std::vector<int> seen(points.size(), 0);
         for (std::size_t k = 0; k < count; ++k)
-            for (const auto& p : family::expand_sweep(doc, std::nullopt, k, count)) {
+            for (const auto& p : family::expand_sweep(doc, std::nullopt, run::shard{k, count}.indices(points.size()))) {
                 CHECK(p.label == points[p.index].label);
                 ++seen[p.index];
             }
         CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
     }
+    // A cluster worker's batch: the points asked for, in the order asked.
+    const auto batch = family::expand_sweep(doc, std::nullopt, std::vector<std::size_t>{5, 0, 3});
+    REQUIRE(batch.size() == 3);
+    CHECK(batch[0].index == 5);
+    CHECK(batch[0].label == points[5].label);
+    CHECK(batch[2].label == points[3].label);
     CHECK(run::parse_shard("1/4").index == 1);
     CHECK(run::parse_shard("1/4").count == 4);
     for (const char* bad : {"4/4", "1", "a/b", "0/0", "99999999999999999999/1"})
@@ -281,6 +287,28 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
     const std::string csv = fs::read_file(path("merged.csv"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
     CHECK(kjit::testing::kjit_cli({"merge", config}).status == exit_status::usage);  // not a results file
+}
+
+TEST_CASE("kjit cache export / import: a fresh cache folder serves a whole sweep with no compile") {
+    kjit::testing::temp_dir dir;
+    const auto path = [&](const char* name) { return (dir.path() / name).string(); };
+    {
+        auto doc = kjit::testing::default_document();
+        doc.json["sweep"] = k_small_sweep;  // 6 points, 2 distinct sources
+        doc.json["dtype"] = "bfloat16";     // toolkit headers: the key must not hold their folder
+        std::ofstream(path("sweep.json")) << doc.json.dump();
+    }
+    const auto sweep = [&](const char* cache, const char* rows) {
+        const auto done = kjit::testing::kjit_cli({"sweep", path("sweep.json"), "--compile-only", "--cache-dir", path(cache), "--json", path(rows)});
+        REQUIRE(done.status == exit_status::ok);
+        return done.out;
+    };
+    CHECK(sweep("first", "first.json").find("2 distinct sources, 2 compiled") != std::string::npos);
+    REQUIRE(kjit::testing::kjit_cli({"cache", "export", path("cache.kjit"), "--cache-dir", path("first")}).status == exit_status::ok);
+    const auto imported = kjit::testing::kjit_cli({"cache", "import", path("cache.kjit"), "--cache-dir", path("fresh")});
+    CHECK(imported.out.find("added 2 entries") != std::string::npos);
+    CHECK(sweep("fresh", "fresh.json").find("2 distinct sources, 0 compiled") != std::string::npos);
+    for (const auto& row : report::read_rows(path("fresh.json"))) CHECK(row["cache"] == "hit");
 }
 
 TEST_CASE("--no-cache and --refresh: a sweep compiles each distinct source once, and its other points share it") {

@@ -291,7 +291,8 @@ class Session:
     open: a second run pays no CUDA start-up."""
 
     def __init__(self, device=0, cache_dir=None):
-        self._session = _kjit.Session(_integer(device, "device", "a GPU's index (an int)"), _path(cache_dir, "cache_dir"))
+        self._cache_dir = _path(cache_dir, "cache_dir")
+        self._session = _kjit.Session(_integer(device, "device", "a GPU's index (an int)"), self._cache_dir)
         self.last_sweep = None  #: the last sweep's rows, also when Ctrl-C stopped it
 
     def emit(self, config, set=None, base=None):
@@ -318,19 +319,42 @@ class Session:
             raise ConfigError(f"metrics={metrics!r}: expected one of {', '.join(_kjit.counter_sets)} or True")
         return Result(json.loads(self._session.run(_config_text(config, base), _sets(set), counter_set))[0])
 
-    def sweep(self, config, set=None, compile_only=False, progress=True, base=None):
+    def sweep(self, config, set=None, compile_only=False, progress=True, base=None, ray=None, gpu_models="same",
+              workers=None, out=None):
         """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
         progress bar (tqdm) where tqdm is installed and `progress` is true; a callable
-        `progress(done, total)` is called after each point instead.
+        `progress(done, total)` is called after each point (each batch, on a cluster) instead.
+
+        `ray`: spread the points over a Ray cluster (kjit.cluster): True joins the one RAY_ADDRESS
+        names or starts a local one, a string is a cluster's address. One worker per GPU (per
+        CPU when compile_only; `workers` to say how many); `gpu_models` "same" refuses GPUs of
+        different models, "apart" sweeps on each. `out`: a file this process writes the rows to
+        while the sweep runs (as --json writes them), whoever ran them.
 
         Ctrl-C stops the sweep after the points in flight and raises KeyboardInterrupt; the
         rows of the points that finished stay readable in `last_sweep`."""
         import pandas
         if not (isinstance(progress, bool) or progress is None or callable(progress)):
             raise ConfigError(f"progress: expected True, False or a callable(done, total), got {type(progress).__name__}", "usage")
-        rows, interrupted = self._session.sweep(_config_text(config, base), _sets(set), bool(compile_only),
-                                                _progress_bar() if progress is True else progress or None)
-        self.last_sweep = pandas.DataFrame(json.loads(rows))
+        if gpu_models not in ("same", "apart"):
+            raise ConfigError(f"gpu_models: expected 'same' or 'apart', got {gpu_models!r}", "usage")
+        text, sets = _config_text(config, base), _sets(set)
+        bar = _progress_bar() if progress is True else progress or None
+        if ray:
+            from . import cluster
+            if not isinstance(ray, (bool, str)):
+                raise ConfigError(f"ray: expected True or a cluster's address, got {type(ray).__name__}", "usage")
+            if workers is not None:
+                workers = _integer(workers, "workers", "a count (an int)")
+            if os.path.isfile(text):  # each worker reads the file: at the same path on every node
+                text = os.path.abspath(text)
+            interrupted = cluster.sweep(self, text, sets, bool(compile_only), bar, ray, gpu_models, workers,
+                                        _path(out, "out", "a file's path"))
+        else:
+            if workers is not None or out is not None:
+                raise ConfigError("workers, out: for a sweep on a Ray cluster (ray=True)", "usage")
+            rows, interrupted = self._session.sweep(text, sets, bool(compile_only), bar)
+            self.last_sweep = pandas.DataFrame(json.loads(rows))
         if interrupted:
             raise KeyboardInterrupt(f"kjit sweep: interrupted after {len(self.last_sweep)} points; "
                                     "their rows are in Session.last_sweep")

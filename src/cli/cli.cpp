@@ -36,7 +36,8 @@ constexpr subcommand k_subcommands[] = {
      false},
     {"merge", "FILE.json...", "join sweep results (e.g. shards) into one table", false, false, true, false},
     {"devices", "", "list the GPUs the driver sees", false, false, false, false},
-    {"cache", "list|stats|verify|prune|clear|path", "inspect, check, bound or clear the compile cache", false, false, false, false},
+    {"cache", "list|stats|verify|prune|clear|path|export FILE|import FILE",
+     "inspect, check, bound, clear or ship the compile cache", false, false, false, false},
 };
 
 void print_overview(std::ostream& out) {
@@ -185,11 +186,13 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         parser.parse_positional({"files"});
     }
     if (std::string(sub.name) == "cache") {
-        parser.add_options()("action", "list | stats | verify | prune | clear | path", cxxopts::value<std::string>())(
-            "cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR")(
+        parser.add_options()("action", "list | stats | verify | prune | clear | path | export FILE | import FILE",
+                             cxxopts::value<std::string>())(
+            "bundle", "export | import: the bundle's file (compiled entries and tuning records)",
+            cxxopts::value<std::string>())("cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR")(
             "cache-limit", "prune: the size to fit (default $KJIT_CACHE_LIMIT or 1GiB; 0: no limit)",
             cxxopts::value<std::string>(), "SIZE");
-        parser.parse_positional({"action"});
+        parser.parse_positional({"action", "bundle"});
     }
 
     cxxopts::ParseResult args;
@@ -216,6 +219,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     text("json", o.json_path);
     text("csv", o.csv_path);
     text("action", o.cache_action);
+    text("bundle", o.cache_bundle);
     text("trace", o.trace_path);
     if (args.count("cache-limit")) {
         const std::string limit = args["cache-limit"].as<std::string>();

@@ -31,7 +31,8 @@ struct options {
     std::string trace_path;  ///< --trace: Chrome trace-event JSON of the command
     int device = 0;
     std::optional<std::uintmax_t> cache_limit;  ///< --cache-limit; else $KJIT_CACHE_LIMIT or the default
-    std::string cache_action;  ///< list | stats | verify | prune | clear | path
+    std::string cache_action;  ///< list | stats | verify | prune | clear | path | export | import
+    std::string cache_bundle;  ///< export | import: the bundle's file
     std::string devices = "0";  ///< sweep: all | 0,1
     std::string shard;          ///< sweep: K/N
     bool quiet = false;

@@ -12,10 +12,11 @@ namespace kjit::cli {
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     stop_gracefully_on_interrupt();  // Ctrl-C: finish the points in flight, write them, exit 130
     const config::document doc = load_document(o);
-    const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
     run::session s = session_for(o);
     const auto gpu = o.compile_only ? std::nullopt : s.target_if_any(o.devices);
-    const auto points = family::expand_sweep(doc, gpu, mine.index, mine.count);  // validated before any work
+    std::optional<std::vector<std::size_t>> mine;  // every point, or the shard's
+    if (!o.shard.empty()) mine = run::parse_shard(o.shard).indices(config::sweep_size(doc));
+    const auto points = family::expand_sweep(doc, gpu, mine);  // validated before any work
 
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
     const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save, o.counter_set},

@@ -285,12 +285,16 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 /// Makes a validated pipeline of a document (family::load).
 using loader = std::function<pipeline(const document&)>;
 
-/// The cartesian product of the document's "sweep" block (one point when there is none), or its
-/// shard: the points whose index is shard_index modulo shard_count (the others are not made).
-/// Every point returned is made by `load` here, before any work starts; a bad one names its
-/// index and values.
-[[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::size_t shard_index = 0,
-                                                    std::size_t shard_count = 1);
+/// How many points the document's "sweep" block makes (1 when there is none); a malformed block
+/// is a config_error.
+[[nodiscard]] std::size_t sweep_size(const document& doc);
+
+/// The cartesian product of the document's "sweep" block (one point when there is none), or the
+/// points at `indices` (a shard, a cluster worker's batch; the others are not made), in that
+/// order. Every point returned is made by `load` here, before any work starts; a bad one names
+/// its index and values, an index past the last point is a config_error.
+[[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, loader load,
+                                                    const std::optional<std::vector<std::size_t>>& indices = std::nullopt);
 
 /// "dtype=float64 launch.block=128": a sweep or tune point's values (key path → value, in order)
 /// as its label; with the point's pipeline, a whole stage given as a value is shown as the stage

@@ -1,4 +1,6 @@
 // Sweep expansion: the cartesian product of the "sweep" block's axes, each point validated.
+#include <numeric>
+
 #include "config/config.hpp"
 #include "util/error.hpp"
 
@@ -17,14 +19,13 @@ std::string point_label(const json_value& values, const pipeline* p) {
     return label;
 }
 
-std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::size_t shard_index,
-                                      std::size_t shard_count) {
-    document base = doc;
+namespace {
+
+/// The "sweep" block's axes (an empty object where there is none), each checked to be a non-empty
+/// list, and how many points they make.
+std::pair<json_value, std::size_t> axes_of(const document& doc) {
     json_value axes = json_value::object();
-    if (base.json.is_object() && base.json.contains("sweep")) {
-        axes = base.json["sweep"];
-        base.json.erase("sweep");
-    }
+    if (doc.json.is_object() && doc.json.contains("sweep")) axes = doc.json["sweep"];
     if (!axes.is_object())
         throw config_error(doc.source, "sweep", "expected an object of key path → list of values");
     std::size_t total = 1;
@@ -36,12 +37,35 @@ std::vector<sweep_point> expand_sweep(const document& doc, loader load, std::siz
                                                         " points; split the sweep into several configs");
         total *= values.size();
     }
+    return {std::move(axes), total};
+}
+
+}  // namespace
+
+std::size_t sweep_size(const document& doc) { return axes_of(doc).second; }
+
+std::vector<sweep_point> expand_sweep(const document& doc, loader load,
+                                      const std::optional<std::vector<std::size_t>>& indices) {
+    auto [axes, total] = axes_of(doc);
+    document base = doc;
+    if (base.json.is_object()) base.json.erase("sweep");
+    std::vector<std::size_t> chosen_points;
+    if (indices) {
+        chosen_points = *indices;
+        for (const std::size_t index : chosen_points)
+            if (index >= total)
+                throw config_error(doc.source, "sweep", "has " + std::to_string(total) + " points; there is no point " +
+                                                            std::to_string(index));
+    } else {
+        chosen_points.resize(total);
+        std::iota(chosen_points.begin(), chosen_points.end(), std::size_t{0});
+    }
 
     // Validate the base first so that a mistake outside the sweep is reported once, plainly.
     (void)load(base);
 
     std::vector<sweep_point> points;
-    for (std::size_t index = shard_index; index < total; index += shard_count) {
+    for (const std::size_t index : chosen_points) {
         sweep_point point;
         point.index = index;
         point.values = json_value::object();

@@ -92,7 +92,7 @@ public:
 /// work starts.
 [[nodiscard]] std::vector<config::sweep_point> expand_sweep(const config::document& doc,
                                                             const std::optional<config::target>& device = std::nullopt,
-                                                            std::size_t shard_index = 0, std::size_t shard_count = 1);
+                                                            const std::optional<std::vector<std::size_t>>& indices = std::nullopt);
 
 /// The program of `p`: family_of(p).plan.
 [[nodiscard]] program plan(const config::pipeline& p, const codegen::template_set& templates);

@@ -86,8 +86,8 @@ config::pipeline load(const config::document& doc, const std::optional<config::t
 }
 
 std::vector<config::sweep_point> expand_sweep(const config::document& doc, const std::optional<config::target>& device,
-                                              std::size_t shard_index, std::size_t shard_count) {
-    return config::expand_sweep(doc, [&](const config::document& point) { return load(point, device); }, shard_index, shard_count);
+                                              const std::optional<std::vector<std::size_t>>& indices) {
+    return config::expand_sweep(doc, [&](const config::document& point) { return load(point, device); }, indices);
 }
 
 program plan(const config::pipeline& p, const codegen::template_set& templates) {

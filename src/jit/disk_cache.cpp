@@ -160,8 +160,7 @@ lookup_result disk_cache::read(const std::string& key) const {
         }
         result.entry.ptx = read_entry_file(dir / k_ptx);
         result.entry.cubin = read_entry_file(dir / k_cubin);
-        result.problem = check_blob(result.entry.meta, result.entry.ptx, "ptx");
-        if (result.problem.empty()) result.problem = check_blob(result.entry.meta, result.entry.cubin, "cubin");
+        result.problem = mismatch(result.entry);
     } catch (const std::exception& e) {  // unreadable file, bad JSON, wrong field types
         if (!stdfs::exists(dir, ec)) return {};  // pruned or cleared while we read it
         result.problem = e.what();
@@ -169,6 +168,11 @@ lookup_result disk_cache::read(const std::string& key) const {
     if (result.problem.empty()) result.status = lookup_status::hit;
     else result.entry = {};
     return result;
+}
+
+std::string disk_cache::mismatch(const cache_entry& entry) {
+    std::string problem = check_blob(entry.meta, entry.ptx, "ptx");
+    return problem.empty() ? check_blob(entry.meta, entry.cubin, "cubin") : problem;
 }
 
 void disk_cache::store(const std::string& key, const cache_entry& entry, bool replace) {
@@ -266,6 +270,28 @@ std::vector<record_file> disk_cache::records() const {
             found.push_back({item.path(), item.file_size(ec), item.last_write_time(ec)});
         }
     return found;
+}
+
+bool disk_cache::add_record(const std::string& folder, const std::string& file_name, std::string_view text) {
+    const stdfs::path name(file_name);
+    const bool known_folder = std::find(std::begin(k_record_folders), std::end(k_record_folders), folder) !=
+                              std::end(k_record_folders);
+    if (!known_folder || name.extension() != ".json" || !is_entry_key(name.stem().string()) || name.has_parent_path())
+        throw error(error_kind::config, "cache: " + folder + "/" + file_name + ": expected a record of " +
+                                            k_tuning_folder + "/ named <32 hex digits>.json");
+    const stdfs::path dir = m_root / folder;
+    std::error_code ec;
+    stdfs::create_directories(dir, ec);
+    const stdfs::path temp = dir / (".tmp-" + file_name + "-" + fs::unique_suffix());
+    fs::write_file_atomic(temp, text);
+    // link(2) publishes the whole file under its name, or fails where one of that name exists:
+    // a record already there (the tuner's own, or an earlier import's) is never replaced.
+    const bool added = ::link(temp.c_str(), (dir / name).c_str()) == 0;
+    const int why = errno;
+    stdfs::remove(temp, ec);
+    if (!added && why != EEXIST)
+        throw error(error_kind::io, "cache: cannot publish " + (dir / name).string() + ": " + std::strerror(why));
+    return added;
 }
 
 prune_result disk_cache::prune(bool remove_damaged) {

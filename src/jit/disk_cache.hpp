@@ -92,6 +92,10 @@ public:
     /// Reads and checks an entry; a hit marks it used. An entry removed while it is read (by a
     /// concurrent prune or clear) is a miss.
     [[nodiscard]] lookup_result lookup(const std::string& key) const;
+    /// lookup() without marking the entry used (an export).
+    [[nodiscard]] lookup_result read(const std::string& key) const;
+    /// Why `entry`'s PTX or cubin does not match the sizes and hashes its meta.json records; "" when both do.
+    [[nodiscard]] static std::string mismatch(const cache_entry& entry);
 
     /// Publishes an entry atomically. An existing valid entry wins (another process compiled the
     /// same thing; both are identical) unless `replace`, which swaps it out (corrupt or --refresh).
@@ -101,6 +105,10 @@ public:
     [[nodiscard]] std::vector<entry_summary> list() const;
     /// Every record (k_record_folders) under the root.
     [[nodiscard]] std::vector<record_file> records() const;
+    /// Publishes a record into `folder` (one of k_record_folders) as `file_name` (<32 hex>.json)
+    /// unless one of that name is there: false then, and the one there is kept. Throws
+    /// kjit::error(config) for another folder or name, (io) when it cannot be written.
+    bool add_record(const std::string& folder, const std::string& file_name, std::string_view text);
     /// What killed or blocked writers left behind (.tmp-*, .old-*); `clear` removes them.
     [[nodiscard]] std::vector<std::filesystem::path> leftovers() const;
     /// Re-hashes every entry against its meta.json (without marking any used).
@@ -122,8 +130,6 @@ public:
     [[nodiscard]] bool stored_any() const { return *m_stored; }
 
 private:
-    /// lookup() without marking the entry used.
-    [[nodiscard]] lookup_result read(const std::string& key) const;
     /// Every entry with its size and last use; its meta.json too when `with_meta` (list()).
     [[nodiscard]] std::vector<entry_summary> scan(bool with_meta) const;
 

@@ -42,7 +42,12 @@ std::string cache_key(const compile_request& request) {
     field_hasher h;
     h.add("kjit-cache").add(std::to_string(disk_cache::k_format_version)).add(KJIT_VERSION);
     h.add(built_nvrtc_version()).add(std::to_string(request.arch));
-    for (const auto& option : request.nvrtc_options()) h.add(option);
+    // Where this machine keeps the toolkit's headers is not part of the program (their version is
+    // NVRTC's, above): the key names the folder by its role, so that one program has one key on
+    // every machine and a cache made on one serves another (kjit cache export).
+    const std::string include_option = "--include-path=" + toolkit_include_dir();
+    for (const auto& option : request.nvrtc_options())
+        h.add(option == include_option ? std::string("--include-path=<toolkit>") : option);
     h.add(to_string(request.method)).add("--link--");
     for (const auto& option : request.link_options()) h.add(option);
     h.add(request.source);

@@ -122,6 +122,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     columns.insert(columns.end(), {{"kjit_version", r.kjit_version},
                            {"nvrtc_version", r.nvrtc_version},
                            {"arch", r.arch},
+                           {"host", r.host},
                            {"device_index", r.device_index < 0 ? nlohmann::json() : nlohmann::json(r.device_index)},
                            {"device_name", r.device_name},
                            {"driver_version", r.driver_version},

@@ -14,7 +14,7 @@
 
 namespace kjit::report {
 
-inline constexpr const char* k_schema_version = "1.9.0";
+inline constexpr const char* k_schema_version = "1.10.0";
 
 /// Every host-clock phase kjit can report, in the order they happen.
 enum class phase {
@@ -117,6 +117,7 @@ struct record {
     nlohmann::ordered_json sweep_values = nlohmann::ordered_json::object();
 
     std::string kjit_version, nvrtc_version, arch;
+    std::string host;  ///< the machine it ran on (its host name)
     std::string device_name, driver_version;
     int device_index = -1;
 

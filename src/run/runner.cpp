@@ -20,6 +20,7 @@
 #include "util/error.hpp"
 #include "util/memory.hpp"
 #include "util/parallel.hpp"
+#include "util/process.hpp"
 #include "util/strings.hpp"
 #include "util/units.hpp"
 #include "why/counters.hpp"
@@ -66,6 +67,7 @@ report::record new_record(const std::string& command, const config::pipeline& p,
     rec.name = p.name;
     rec.variant = config::variant_label(p);
     rec.kjit_version = KJIT_VERSION;
+    rec.host = process::host_name();
     rec.config = {{"n", p.n},
                   {"shape", p.shape ? nlohmann::json{p.shape->rows, p.shape->cols} : nlohmann::json()},
                   {"dtype", config::to_string(p.type)},

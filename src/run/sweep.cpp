@@ -122,6 +122,12 @@ shard parse_shard(const std::string& text) {
     throw error(error_kind::usage, "--shard " + text + ": expected K/N with 0 <= K < N, e.g. 0/4");
 }
 
+std::vector<std::size_t> shard::indices(std::size_t total) const {
+    std::vector<std::size_t> mine;
+    for (std::size_t i = index; i < total; i += count) mine.push_back(i);
+    return mine;
+}
+
 std::vector<int> parse_devices(const std::string& text, int available) {
     std::vector<int> devices;
     if (text == "all") {

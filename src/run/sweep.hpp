@@ -21,6 +21,9 @@ namespace kjit::run {
 struct shard {
     std::size_t index = 0;
     std::size_t count = 1;
+
+    /// This shard's point indices, of a sweep of `total` points.
+    [[nodiscard]] std::vector<std::size_t> indices(std::size_t total) const;
 };
 [[nodiscard]] shard parse_shard(const std::string& text);
 

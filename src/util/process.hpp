@@ -1,4 +1,5 @@
-// Starting a program and waiting for it: first-call's child processes, the disassembler. POSIX only.
+// Starting a program and waiting for it: first-call's child processes, the disassembler; and the
+// name of the machine this process runs on. POSIX only.
 #pragma once
 #include <string>
 #include <utility>
@@ -16,5 +17,9 @@ struct finished {
 /// and waits. Throws kjit::error(io) when it cannot be started.
 [[nodiscard]] finished run(const std::string& executable, const std::vector<std::string>& args,
                            const std::vector<std::pair<std::string, std::string>>& env, const std::string& output_file);
+
+/// This machine's host name (gethostname), which records carry so that a sweep spread over a
+/// cluster says where each point ran; "" if it cannot be read.
+[[nodiscard]] std::string host_name();
 
 }  // namespace kjit::process
