@@ -5,6 +5,7 @@
 // A kernel's call is the one path here that is timed per call: it reads the arrays in C (the
 // DLPack exchange table, or a tensor's methods) and enqueues with no Python frame of kjit's.
 #include <csignal>
+#include <sstream>
 #include <deque>
 #include <tuple>
 
@@ -23,6 +24,8 @@
 #include "report/trace.hpp"
 #include "run/callable.hpp"
 #include "run/session.hpp"
+#include "tune/summary.hpp"
+#include "tune/tuner.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/interrupt.hpp"
@@ -441,6 +444,44 @@ public:
         return {rows_json(result.records), interrupted()};
     }
 
+    /// `kjit tune` of the config: the rows --json writes and the summary the command prints.
+    /// `remote_device` and `measure` (both or neither): the points are measured by a cluster's
+    /// workers, whose GPU that is; `measure(points JSON)` gives their rows as JSON.
+    std::pair<std::string, std::string> tune(const std::string& config, const std::vector<std::string>& sets,
+                                             const std::string& strategy, std::size_t budget,
+                                             std::optional<double> seconds, std::optional<double> roofline_target,
+                                             std::uint64_t seed, const std::optional<std::string>& remote_device,
+                                             const std::optional<nb::callable>& measure) {
+        const config::document doc = document_of(config, sets);
+        tune::tune_options options{strategy, budget, seconds, roofline_target, seed, m_device};
+        if (remote_device && measure)
+            options.remote = tune::remote_workers{
+                tune::device_from_json(config::json_value::parse(*remote_device)),
+                [&measure](const std::vector<std::pair<std::size_t, config::json_value>>& points) {
+                    nb::gil_scoped_acquire locked;
+                    const std::string rows = nb::cast<std::string>((*measure)(config::json_value(points).dump()));
+                    return report::row::parse(rows).get<std::vector<report::row>>();
+                }};
+        const graceful_interrupt ctrl_c;
+        tune::tune_result result;
+        {
+            nb::gil_scoped_release unlocked;
+            result = tune::tune(m_session, doc, options);
+        }
+        std::ostringstream summary;
+        tune::print_summary(summary, result);
+        return {report::to_json(tune::rows_of(result)), summary.str()};
+    }
+    /// A cluster worker's part of a tune: the points (JSON [[index, values], …]) measured on this
+    /// session's GPU; their rows as JSON.
+    std::string measure_points(const std::string& config, const std::vector<std::string>& sets, const std::string& points) {
+        const config::document doc = document_of(config, sets);
+        const auto asked = config::json_value::parse(points).get<std::vector<std::pair<std::size_t, config::json_value>>>();
+        nb::gil_scoped_release unlocked;
+        return rows_json(tune::measure_points(m_session, doc, asked, m_device, 0));
+    }
+    /// The session's GPU as JSON (tune::to_json): what a worker tells the tuning process.
+    std::string device_json() { return tune::to_json(m_session.device(m_device)).dump(); }
     /// How many points the config's sweep block makes.
     std::size_t sweep_size(const std::string& config, const std::vector<std::string>& sets) {
         return config::sweep_size(document_of(config, sets));
@@ -529,6 +570,11 @@ NB_MODULE(_kjit, m) {
              nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0)
         .def("sweep_size", &python_session::sweep_size, nb::arg("config"), nb::arg("sets"))
         .def("device_name", &python_session::device_name)
+        .def("device_json", &python_session::device_json)
+        .def("tune", &python_session::tune, nb::arg("config"), nb::arg("sets"), nb::arg("strategy"), nb::arg("budget"),
+             nb::arg("seconds").none(), nb::arg("roofline_target").none(), nb::arg("seed"), nb::arg("remote_device").none(),
+             nb::arg("measure").none())
+        .def("measure_points", &python_session::measure_points, nb::arg("config"), nb::arg("sets"), nb::arg("points"))
         .def("export_cache", &python_session::export_cache, nb::arg("keys").none())
         .def("import_cache", &python_session::import_cache, nb::arg("bundle"), nb::arg("source"));
     nb::class_<python_kernel>(m, "Kernel")

@@ -6,6 +6,7 @@
 
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
+#include "report/files.hpp"
 #include "run/session.hpp"
 #include "tune/database.hpp"
 #include "tune/tuner.hpp"
@@ -120,6 +121,57 @@ TEST_CASE("tune on a session: every point verified and stored; a second tune mea
     const config::document ruled = tune::with_tuned_launch(s, tuned, 0, note);
     CHECK(ruled.json["launch"] == json::object());
     CHECK(note.find("no tune of this config on Fake GPU or another sm_90 GPU") != std::string::npos);
+}
+
+TEST_CASE("tune on remote workers: they measure every batch (a lost share goes to another), the tuning session alone writes the database") {
+    kjit::testing::temp_dir here, there;
+    const config::document doc = softmax_tune();
+    config::document base = doc;
+    base.json.erase("tune");
+    // The tuning session has no GPU of its own; two worker sessions (their own caches) have one each.
+    auto no_gpu = std::make_unique<kjit::testing::fake_provider>();
+    no_gpu->why_not = "no GPU on the tuning process's node";
+    run::session tuning({"", here.path().string(), std::nullopt, jit::cache_mode::use}, std::move(no_gpu));
+    std::vector<std::unique_ptr<run::session>> workers;
+    for (int w = 0; w < 2; ++w)
+        workers.push_back(std::make_unique<run::session>(
+            run::session_options{"", (there.path() / std::to_string(w)).string(), std::nullopt, jit::cache_mode::use},
+            block_sensitive_gpus(base)));
+    std::size_t batches = 0, lost = 0;
+    tune::tune_options o;
+    o.strategy = "exhaustive";
+    o.remote = tune::remote_workers{
+        tune::device_from_json(tune::to_json(workers[0]->device(0))),
+        [&](const std::vector<std::pair<std::size_t, json>>& points) {
+            // Half to each worker, as kjit.cluster splits a batch; the first batch's first share is
+            // "lost" and measured by the other worker.
+            std::vector<report::row> rows;
+            const std::size_t half = points.size() / 2;
+            const std::vector<std::pair<std::size_t, json>> shares[] = {{points.begin(), points.begin() + half},
+                                                                       {points.begin() + half, points.end()}};
+            for (std::size_t w = 0; w < 2; ++w) {
+                const std::size_t worker = batches == 0 && w == 0 ? (++lost, 1) : w;
+                for (auto& row : report::rows_of(tune::measure_points(*workers[worker], doc, shares[w], 0, 1)))
+                    rows.push_back(std::move(row));
+            }
+            ++batches;
+            return rows;
+        }};
+    const auto result = tune::tune(tuning, doc, o);
+    REQUIRE(result.points.size() == 6);
+    CHECK(batches >= 1);
+    CHECK(lost == 1);
+    for (const auto& p : result.points) CHECK(p.status == "PASS");
+    const auto best = std::min_element(result.points.begin(), result.points.end(),
+                                       [](const auto& a, const auto& b) { return *a.result.ms < *b.result.ms; });
+    CHECK(best->values["launch.block"] == 128);  // the workers' fake GPUs run 128 fastest
+    CHECK(result.device == "Fake GPU");
+    // The one writer: the database is in the tuning session's cache, none in a worker's.
+    CHECK(tuning.cache().records().size() == 1);
+    for (const auto& w : workers) CHECK(w->cache().records().empty());
+    // A second tune measures nothing: every point comes from the tuning session's database.
+    const auto again = tune::tune(tuning, doc, o);
+    for (const auto& p : again.points) CHECK(p.from == "database");
 }
 
 TEST_CASE("tuning key: every input's own shape and the GPU decide it, the inputs' values do not") {

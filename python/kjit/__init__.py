@@ -268,6 +268,40 @@ def first_call(config, set=None, repeat=5, base=None):
             return pandas.DataFrame(json.load(f))
 
 
+def tune(config, set=None, strategy="auto", budget=0, seconds=None, stop_at=None, seed=1, device=0, cache_dir=None,
+         base=None, ray=None, workers=None):
+    """`kjit tune`: a strategy ("auto", "exhaustive", "random", "anneal", "genetic", "local")
+    searching the config's tune space (its "tune" block, or its family's) for the fastest launch,
+    every point verified and kept in the tuning database of the cache, within `budget` points (0:
+    the strategy's own), `seconds`, or until a point runs at `stop_at` % of its roofline.
+    A pandas.DataFrame with a row per point measured (what `kjit tune --json` writes); the
+    summary the command prints is in its attrs["summary"].
+
+    `ray`: measure on a Ray cluster's GPUs (True, or a cluster's address; kjit.cluster): the
+    search and the database stay in this process, each batch of points is split among the
+    workers (`workers`: how many; all GPUs by default), which must hold GPUs of one model."""
+    import pandas
+    if strategy not in ("auto", "exhaustive", "random", "anneal", "genetic", "local"):
+        raise ConfigError(f"strategy={strategy!r}: expected auto, exhaustive, random, anneal, genetic or local", "usage")
+    if stop_at is not None and not 0 < stop_at <= 100:
+        raise ConfigError(f"stop_at={stop_at!r}: expected a percentage in (0, 100]", "usage")
+    options = (strategy, _integer(budget, "budget", "a count (an int)"), seconds, None if stop_at is None else stop_at / 100,
+               _integer(seed, "seed", "an int"))
+    session = Session(device, cache_dir)
+    text, sets = _config_text(config, base), _sets(set)
+    if ray:
+        from . import cluster
+        if os.path.isfile(text):
+            text = os.path.abspath(text)
+        rows, summary = cluster.tune(session, text, sets, options, ray,
+                                     None if workers is None else _integer(workers, "workers", "a count (an int)"))
+    else:
+        rows, summary = session._session.tune(text, sets, *options, None, None)
+    frame = pandas.DataFrame(json.loads(rows))
+    frame.attrs["summary"] = summary
+    return frame
+
+
 def _progress_bar():
     """A tqdm bar (the notebook's where there is one) updated as (done, total) arrive, or None."""
     try:

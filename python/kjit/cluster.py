@@ -1,4 +1,5 @@
-"""A sweep spread over a Ray cluster (`Session.sweep(..., ray=True)`): one worker per GPU of every
+"""A sweep or a tune spread over a Ray cluster (`Session.sweep(..., ray=True)`, `kjit.tune(...,
+ray=True)`). A sweep: one worker per GPU of every
 node (or, compile-only, one per CPU), each a kjit session of its own that takes batches of points
 and sends back their rows. This process is the one writer: it keeps each point's row once, writes
 `out` as `kjit sweep --json` writes its file, and draws the progress bar.
@@ -7,6 +8,9 @@ A worker lost mid-sweep (its node gone, its process killed) loses none of the po
 their rows had come back; the batches it held go to the other workers. Workers whose GPUs are of
 different models are refused (gpu_models="same"), or each model runs the whole sweep
 (gpu_models="apart"); every row names its host and its GPU.
+
+A tune searches in this process, which keeps the tuning database (its one writer); each batch a
+strategy asks for (a population: random, genetic) is split among the workers and measured at once.
 
 A config file is read by each worker at its absolute path, so it (and its input files) must be at
 the same path on every node, as a cluster's shared file system has it; a dict is sent whole.
@@ -27,16 +31,29 @@ class _Worker:
 
     def __init__(self, cache_dir, on_gpu):
         import socket
+
+        import ray
         self._session = _kjit.Session(0, cache_dir)
         self._about = {"host": socket.gethostname(), "pid": os.getpid(),
                        "gpu": self._session.device_name() if on_gpu else None}
+        # Compile threads: a compile-only worker holds one CPU; a GPU worker shares its node's
+        # CPUs with the node's other GPU workers, compiling its batch ahead of its GPU.
+        node_id = ray.get_runtime_context().get_node_id()
+        node = next(n["Resources"] for n in ray.nodes() if n["NodeID"] == node_id)
+        self._jobs = max(1, int(node.get("CPU", 1) // max(1, node.get("GPU", 1)))) if on_gpu else 1
 
     def about(self):
         return self._about
 
-    def points(self, config, sets, compile_only, indices, jobs):
-        rows, _ = self._session.sweep(config, sets, compile_only, None, indices, jobs)
+    def points(self, config, sets, compile_only, indices):
+        rows, _ = self._session.sweep(config, sets, compile_only, None, indices, self._jobs)
         return rows
+
+    def device(self):
+        return self._session.device_json()
+
+    def measure(self, config, sets, points):
+        return self._session.measure_points(config, sets, points)
 
 
 def _connect(ray_module, address):
@@ -151,8 +168,7 @@ def sweep(session, config, sets, compile_only, progress, address, gpu_models="sa
     writer = _Writer(out)
     try:
         groups = _group_by_model(actors, abouts, gpu_models)
-        jobs = 1 if compile_only else 0  # a compile-only worker holds one CPU; a GPU worker its node's cores
-        work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch, jobs))
+        work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch))
         todo = total * len(groups)
         while True:
             work.fill()
@@ -181,3 +197,53 @@ def sweep(session, config, sets, compile_only, progress, address, gpu_models="sa
             ray.kill(w)
     writer.write()
     return False
+
+
+def _split(points, parts):
+    """`points` in `parts` runs of nearly equal length (none empty)."""
+    size, extra = divmod(len(points), parts)
+    runs, start = [], 0
+    for k in range(parts):
+        end = start + size + (k < extra)
+        if end > start:
+            runs.append(points[start:end])
+        start = end
+    return runs
+
+
+def tune(session, config, sets, options, address, workers=None):
+    """kjit.tune(ray=...): (rows JSON, summary). The search and the database stay here; every batch
+    of points is split among the GPU workers, and a lost worker's share goes to the others."""
+    import ray
+    from . import Error
+    _connect(ray, address)
+    count = workers or int(ray.cluster_resources().get("GPU", 0))
+    if count < 1:
+        raise Error("ray: the cluster has no GPU to tune on", "driver")
+    actors, abouts = _start_workers(ray, count, session._cache_dir, True)
+    try:
+        _group_by_model(actors, abouts, "same")  # a tune's best is one GPU model's
+        device = ray.get(actors[0].device.remote())
+        alive = list(actors)
+
+        def measure(points_json):
+            rows, waiting = [], _split(json.loads(points_json), len(alive))
+            while waiting:
+                if not alive:
+                    raise Error("ray: every worker was lost during the tune", "driver")
+                calls = {w.measure.remote(config, sets, json.dumps(share)): (w, share) for w, share in zip(alive, waiting)}
+                waiting = waiting[len(calls):]
+                for ref, (w, share) in calls.items():
+                    try:
+                        rows += json.loads(ray.get(ref))
+                    except ray.exceptions.RayActorError:
+                        alive.remove(w)
+                        waiting.append(share)  # measured by a worker still alive, in the next round
+                    except ray.exceptions.RayTaskError as e:
+                        raise (e.cause if isinstance(e.cause, Error) else e) from None
+            return json.dumps(rows)
+
+        return session._session.tune(config, sets, *options, device, measure)
+    finally:
+        for w in actors:
+            ray.kill(w)

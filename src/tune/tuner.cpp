@@ -6,9 +6,17 @@
 #include <map>
 
 #include "family/family.hpp"
+#include "report/files.hpp"
 #include "tune/database.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
+
+namespace kjit::run {
+// Every field, by its own name: a worker's device crosses to the tuning process whole.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(device_info, index, name, arch, sm_count, memory_bytes, l2_bytes, clock_mhz,
+                                   memory_clock_mhz, memory_bus_bits, max_threads_per_sm, shared_per_block, shared_per_sm,
+                                   registers_per_sm, driver_version)
+}  // namespace kjit::run
 
 namespace kjit::tune {
 namespace {
@@ -106,10 +114,30 @@ tune_result search_space(const space& sp, const tune_options& o, const std::func
     return r;
 }
 
-measurement measurement_of(const report::record& rec) {
-    if (rec.status != report::outcome::pass || !rec.kernel_cold) return {};
-    const auto place = rec.roofline();
-    return {rec.kernel_cold->median, place ? std::optional<double>(place->fraction) : std::nullopt};
+/// What measuring a point gave, from its row as kjit sweep writes it (made here or by a cluster's
+/// worker): its cold median where it passed its check, and how near its roofline it ran.
+measurement measurement_of(const report::row& row) {
+    const auto number = [&](const char* key) -> std::optional<double> {
+        const auto it = row.find(key);
+        return it != row.end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
+    };
+    if (row.value("status", "") != report::to_string(report::outcome::pass)) return {};
+    const auto percent = number("percent_of_roof");
+    return {number("kernel_cold_median_ms"), percent ? std::optional<double>(*percent / 100) : std::nullopt};
+}
+
+/// The rows of `to_run`, measured on the session's device `o.device`, or by `o.remote`.
+std::vector<report::row> measure_rows(run::session& s, const std::vector<config::sweep_point>& to_run,
+                                      const std::string& source, const tune_options& o) {
+    if (o.remote) {
+        std::vector<std::pair<std::size_t, json_value>> asked;
+        for (const auto& point : to_run) asked.emplace_back(point.index, point.values);
+        return o.remote->measure(asked);
+    }
+    run::sweep_request request;
+    request.devices = std::to_string(o.device);
+    request.jobs = o.jobs;
+    return report::rows_of(s.sweep(to_run, source, request).records);
 }
 
 }  // namespace
@@ -126,8 +154,9 @@ std::pair<std::string, std::size_t> strategy_for(const tune_options& o, std::siz
 tune_result tune(run::session& s, const config::document& doc, const tune_options& o,
                  const std::function<void(const tuned_point&)>& step) {
     const config::document base = base_of(doc);
-    const space sp = space_of(base, doc, s.target_if_any(o.device));  // a config error first, then "no GPU"
-    const run::device_info device = s.device(o.device);
+    // A config error first, then "no GPU".
+    const space sp = space_of(base, doc, o.remote ? std::optional(run::target_of(o.remote->device)) : s.target_if_any(o.device));
+    const run::device_info device = o.remote ? o.remote->device : s.device(o.device);
     const config::target gpu = run::target_of(device);
     database db(s.cache().root(), key_of(base, device, s.templates()));
     require_a_point(base, sp, gpu);
@@ -159,15 +188,13 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
                 }
             }
             if (!to_run.empty()) {
-                run::sweep_request request;
-                request.devices = std::to_string(o.device);
-                request.jobs = o.jobs;
-                const auto result = s.sweep(to_run, base.source, request);
-                for (const report::record& rec : result.records) {  // interrupted: only the points that finished
-                    tuned_point& point = measured[slot.at(rec.sweep_index.value())];
-                    point.result = measurement_of(rec);
-                    point.status = report::to_string(rec.status);
-                    point.message = rec.error;
+                for (const report::row& row : measure_rows(s, to_run, base.source, o)) {  // interrupted: only the points that finished
+                    const auto asked = slot.find(row.value("sweep_index", std::size_t{0}));
+                    if (asked == slot.end()) continue;  // a worker's row of a point not asked for
+                    tuned_point& point = measured[asked->second];
+                    point.result = measurement_of(row);
+                    point.status = row.value("status", "");
+                    point.message = row.value("error", "");
                     point.from = "measured";
                     db.add({point.values, point.result.ms, point.result.roofline, point.status, point.message, utc_now()});
                 }
@@ -227,6 +254,24 @@ tune_result replay(const config::document& doc, const std::vector<report::row>& 
     r.device = "replay";
     return r;
 }
+
+std::vector<report::record> measure_points(run::session& s, const config::document& doc,
+                                           const std::vector<std::pair<std::size_t, json_value>>& points, int device,
+                                           int jobs) {
+    const config::document base = base_of(doc);
+    const config::target gpu = run::target_of(s.device(device));
+    std::vector<config::sweep_point> to_run;
+    for (const auto& [index, values] : points)
+        if (auto point = point_of(base, values, index, gpu)) to_run.push_back(std::move(*point));
+    run::sweep_request request;
+    request.devices = std::to_string(device);
+    request.jobs = jobs;
+    return s.sweep(to_run, base.source, request).records;
+}
+
+json_value to_json(const run::device_info& d) { return json_value(nlohmann::json(d)); }
+
+run::device_info device_from_json(const json_value& j) { return nlohmann::json(j).get<run::device_info>(); }
 
 std::vector<report::row> rows_of(const tune_result& r) {
     std::vector<report::row> rows;

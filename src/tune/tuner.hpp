@@ -17,6 +17,16 @@
 
 namespace kjit::tune {
 
+/// Where a tune's points are measured when not on the session's GPU: a cluster's workers
+/// (Python's kjit.tune(ray=...)), all with GPUs of one model. The search, the tuning database and
+/// the summary stay in the tuning process: the database's one writer.
+struct remote_workers {
+    run::device_info device;  ///< the workers' GPU: the database's key, the target points resolve for
+    /// Measures points (index in the space, values) as measure_points does, and gives their rows
+    /// (kjit sweep's); a point with no row (its worker lost, Ctrl-C) stops the search there.
+    std::function<std::vector<report::row>(const std::vector<std::pair<std::size_t, config::json_value>>&)> measure;
+};
+
 struct tune_options {
     std::string strategy = "auto";  ///< auto: exhaustive for a small space, else anneal
     std::size_t budget = 0;         ///< evaluations; 0: all for exhaustive, else 15 % of the space (at least 16)
@@ -25,6 +35,7 @@ struct tune_options {
     std::uint64_t seed = 1;
     int device = 0;
     int jobs = 0;
+    std::optional<remote_workers> remote = std::nullopt;  ///< measure elsewhere, not on `device`
 };
 
 /// The strategy and budget `o` asks for on a space of `allowed` points: "auto" and budget 0 made
@@ -60,6 +71,16 @@ struct tune_result {
 /// Tunes `doc` on the session's GPU. `step` sees each point as it is measured.
 [[nodiscard]] tune_result tune(run::session& s, const config::document& doc, const tune_options& o,
                                const std::function<void(const tuned_point&)>& step = {});
+
+/// A cluster worker's part of a remote tune: the points (index in the space, values) of `doc`,
+/// resolved for and run on the session's device `device`, compiled on `jobs` threads: their records.
+[[nodiscard]] std::vector<report::record> measure_points(run::session& s, const config::document& doc,
+                                                         const std::vector<std::pair<std::size_t, config::json_value>>& points,
+                                                         int device, int jobs);
+
+/// A device as JSON and back: how a cluster's worker tells the tuning process its GPU.
+[[nodiscard]] config::json_value to_json(const run::device_info& d);
+[[nodiscard]] run::device_info device_from_json(const config::json_value& j);
 
 /// The same search on recorded results (kjit tune --json rows): no GPU, no compile. A point the
 /// recording lacks counts as not allowed.

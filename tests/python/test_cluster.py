@@ -23,7 +23,7 @@ SWEEP = {"sweep": {"seed": list(range(125)), "launch.block": [128, 256, 512, 102
 @pytest.fixture(scope="module")
 def cluster():
     """A local Ray cluster of 3 CPUs: three worker processes for a compile-only sweep."""
-    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=3, include_dashboard=False, log_to_driver=False)  # a new one, whatever runs here
     yield
     ray.shutdown()
 
@@ -121,3 +121,13 @@ def test_workers_of_different_gpu_models_are_refused_or_kept_apart():
     assert [len(b) for _, model, b in held if model == "H200"] == [2, 2]
     assert [len(b) for _, model, b in held if model == "A100"] == [1, 1, 1, 1]
     assert work.waiting() == (5 - 2) + (10 - 4)
+
+
+def test_tune_from_python_says_what_it_lacks_here(cluster, tmp_path):
+    with pytest.raises(kjit.ConfigError, match="strategy='best': expected auto, exhaustive"):
+        kjit.tune(CONFIGS / "tune_softmax.json", strategy="best")
+    # This machine has no GPU: the tune says so, on one machine or on a cluster of CPUs only.
+    with pytest.raises(kjit.Error, match="GPU"):
+        kjit.tune(CONFIGS / "tune_softmax.json", cache_dir=tmp_path)
+    with pytest.raises(kjit.Error, match="ray: the cluster has no GPU to tune on"):
+        kjit.tune(CONFIGS / "tune_softmax.json", cache_dir=tmp_path, ray=True)
