@@ -73,67 +73,76 @@ void import_cache(jit::disk_cache& cache, const std::string& file, std::ostream&
         << " it had already stay as they were)\n";
     check_against_gpus(added, file, err);
 }
+
+
+/// kjit cache list | stats: each entry (list), and what the cache holds against its limit.
+void print_contents(const jit::disk_cache& cache, bool each_entry, std::ostream& out) {
+    const auto entries = cache.list();
+    std::uintmax_t total = 0;
+    for (const auto& e : entries) {
+        total += e.bytes;
+        if (each_entry)
+            out << e.key.substr(0, 12) << "  " << std::setw(10) << std::left << meta_text(e.meta, "arch", "?") << " "
+                << std::setw(21) << meta_text(e.meta, "created", "?") << " " << std::setw(11)
+                << units::bytes(static_cast<double>(e.bytes)) << meta_text(e.meta, "label", meta_text(e.meta, "problem", ""))
+                << "\n";
+    }
+    const auto records = cache.records();
+    std::uintmax_t record_bytes = 0;
+    for (const auto& r : records) record_bytes += r.bytes;
+    if (!each_entry || entries.empty()) {
+        out << entries.size() << " entries, " << units::bytes(static_cast<double>(total)) << " in "
+            << cache.entries_dir().string();
+        if (!records.empty())
+            out << "; " << records.size() << " tuning records, " << units::bytes(static_cast<double>(record_bytes)) << " in "
+                << (cache.root() / jit::k_tuning_folder).string();
+        total += record_bytes;
+        if (cache.limit() > 0)
+            out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ", "
+                << std::lround(100.0 * static_cast<double>(total) / static_cast<double>(cache.limit())) << "% used)";
+        out << "\n";
+    }
+    if (const auto left = cache.leftovers(); !left.empty())
+        out << left.size() << " leftovers of interrupted writers (.tmp-*, .old-*): kjit cache clear removes them\n";
+}
+
+exit_status verify_cache(const jit::disk_cache& cache, std::ostream& out, std::ostream& err) {
+    const auto damaged = cache.verify();
+    for (const auto& d : damaged) err << "kjit: damaged entry " << d.key << ": " << d.problem << "\n";
+    out << "verified " << cache.list().size() << " entries in " << cache.entries_dir().string() << ": " << damaged.size()
+        << " damaged" << (damaged.empty() ? "" : " (kjit cache prune removes them)") << "\n";
+    return damaged.empty() ? exit_status::ok : exit_status::failure;
+}
+
+void prune_cache(jit::disk_cache& cache, std::ostream& out) {
+    const auto pruned = cache.prune(true);
+    out << "removed " << pruned.damaged << " damaged and " << pruned.least_used << " least recently used entries, "
+        << pruned.records << " tuning records, " << pruned.leftovers
+        << " stale leftovers: " << units::bytes(static_cast<double>(pruned.bytes_freed)) << " freed, "
+        << units::bytes(static_cast<double>(pruned.bytes_kept)) << " kept";
+    if (cache.limit() > 0) out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ")";
+    out << "\n";
+}
 }  // namespace
 
 exit_status cmd_cache(const options& o, std::ostream& out, std::ostream& err) {
     jit::disk_cache cache = run::cache_in(o.cache_dir, o.cache_limit);
     const std::string& action = o.cache_action;
-    if (action == "export" || action == "import") {
-        if (o.cache_bundle.empty())
-            throw error(error_kind::usage, "cache " + action + ": expected the bundle's file (kjit cache " + action + " FILE)");
-        if (action == "export") export_cache(cache, o.cache_bundle, out);
-        else import_cache(cache, o.cache_bundle, out, err);
-    } else if (!o.cache_bundle.empty()) {
+    const bool ships = action == "export" || action == "import";
+    if (ships && o.cache_bundle.empty())
+        throw error(error_kind::usage, "cache " + action + ": expected the bundle's file (kjit cache " + action + " FILE)");
+    if (!ships && !o.cache_bundle.empty())
         throw error(error_kind::usage, "cache " + action + ": unexpected argument '" + o.cache_bundle + "'");
-    } else if (action == "path") {
-        out << cache.entries_dir().string() << "\n";
-    } else if (action == "list" || action == "stats") {
-        const auto entries = cache.list();
-        std::uintmax_t total = 0;
-        for (const auto& e : entries) {
-            total += e.bytes;
-            if (action == "list")
-                out << e.key.substr(0, 12) << "  " << std::setw(10) << std::left << meta_text(e.meta, "arch", "?") << " "
-                    << std::setw(21) << meta_text(e.meta, "created", "?") << " " << std::setw(11)
-                    << units::bytes(static_cast<double>(e.bytes))
-                    << meta_text(e.meta, "label", meta_text(e.meta, "problem", "")) << "\n";
-        }
-        const auto records = cache.records();
-        std::uintmax_t record_bytes = 0;
-        for (const auto& r : records) record_bytes += r.bytes;
-        if (action == "stats" || entries.empty()) {
-            out << entries.size() << " entries, " << units::bytes(static_cast<double>(total)) << " in "
-                << cache.entries_dir().string();
-            if (!records.empty())
-                out << "; " << records.size() << " tuning records, " << units::bytes(static_cast<double>(record_bytes)) << " in "
-                    << (cache.root() / jit::k_tuning_folder).string();
-            total += record_bytes;
-            if (cache.limit() > 0)
-                out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ", "
-                    << std::lround(100.0 * static_cast<double>(total) / static_cast<double>(cache.limit())) << "% used)";
-            out << "\n";
-        }
-        if (const auto left = cache.leftovers(); !left.empty())
-            out << left.size() << " leftovers of interrupted writers (.tmp-*, .old-*): kjit cache clear removes them\n";
-    } else if (action == "verify") {
-        const auto damaged = cache.verify();
-        for (const auto& d : damaged) err << "kjit: damaged entry " << d.key << ": " << d.problem << "\n";
-        out << "verified " << cache.list().size() << " entries in " << cache.entries_dir().string() << ": "
-            << damaged.size() << " damaged" << (damaged.empty() ? "" : " (kjit cache prune removes them)") << "\n";
-        return damaged.empty() ? exit_status::ok : exit_status::failure;
-    } else if (action == "prune") {
-        const auto pruned = cache.prune(true);
-        out << "removed " << pruned.damaged << " damaged and " << pruned.least_used << " least recently used entries, "
-            << pruned.records << " tuning records, " << pruned.leftovers << " stale leftovers: " << units::bytes(static_cast<double>(pruned.bytes_freed))
-            << " freed, " << units::bytes(static_cast<double>(pruned.bytes_kept)) << " kept";
-        if (cache.limit() > 0) out << " (limit " << units::bytes(static_cast<double>(cache.limit())) << ")";
-        out << "\n";
-    } else if (action == "clear") {
-        out << "removed " << cache.clear() << " entries from " << cache.root().string() << "\n";
-    } else {
+    if (action == "export") export_cache(cache, o.cache_bundle, out);
+    else if (action == "import") import_cache(cache, o.cache_bundle, out, err);
+    else if (action == "path") out << cache.entries_dir().string() << "\n";
+    else if (action == "list" || action == "stats") print_contents(cache, action == "list", out);
+    else if (action == "verify") return verify_cache(cache, out, err);
+    else if (action == "prune") prune_cache(cache, out);
+    else if (action == "clear") out << "removed " << cache.clear() << " entries from " << cache.root().string() << "\n";
+    else
         throw error(error_kind::usage, "cache: expected list, stats, verify, prune, clear, path, export or import" +
                                            (action.empty() ? std::string() : ", got '" + action + "'"));
-    }
     return exit_status::ok;
 }
 
