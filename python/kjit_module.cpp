@@ -19,7 +19,6 @@
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
 #include "family/family.hpp"
-#include "jit/cache_bundle.hpp"
 #include "report/files.hpp"
 #include "report/trace.hpp"
 #include "run/callable.hpp"
@@ -480,23 +479,12 @@ public:
         nb::gil_scoped_release unlocked;
         return rows_json(tune::measure_points(m_session, doc, asked, m_device, 0));
     }
-    /// The session's GPU as JSON (tune::to_json): what a worker tells the tuning process.
+    /// The session's GPU as JSON (tune::to_json): what a cluster's worker tells the driver;
+    /// kjit.Error where there is none.
     std::string device_json() { return tune::to_json(m_session.device(m_device)).dump(); }
     /// How many points the config's sweep block makes.
     std::size_t sweep_size(const std::string& config, const std::vector<std::string>& sets) {
         return config::sweep_size(document_of(config, sets));
-    }
-    /// The session's GPU by name ("NVIDIA H200"); kjit.Error where there is none.
-    std::string device_name() { return m_session.device(m_device).name; }
-    /// The cache's entries (those of `keys`, else all, with the tuning records) as a bundle.
-    nb::bytes export_cache(const std::optional<std::vector<std::string>>& keys) {
-        const std::string bytes = jit::export_bundle(m_session.cache(), keys);
-        return nb::bytes(bytes.data(), bytes.size());
-    }
-    /// Adds a bundle's entries and records that the cache lacks: (entries added, records added).
-    std::pair<std::size_t, std::size_t> import_cache(const nb::bytes& bundle, const std::string& source) {
-        const auto added = jit::import_bundle(m_session.cache(), {bundle.c_str(), bundle.size()}, source);
-        return {added.entries_added, added.records_added};
     }
 
 private:
@@ -569,14 +557,11 @@ NB_MODULE(_kjit, m) {
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
              nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0)
         .def("sweep_size", &python_session::sweep_size, nb::arg("config"), nb::arg("sets"))
-        .def("device_name", &python_session::device_name)
         .def("device_json", &python_session::device_json)
         .def("tune", &python_session::tune, nb::arg("config"), nb::arg("sets"), nb::arg("strategy"), nb::arg("budget"),
              nb::arg("seconds").none(), nb::arg("roofline_target").none(), nb::arg("seed"), nb::arg("remote_device").none(),
              nb::arg("measure").none())
-        .def("measure_points", &python_session::measure_points, nb::arg("config"), nb::arg("sets"), nb::arg("points"))
-        .def("export_cache", &python_session::export_cache, nb::arg("keys").none())
-        .def("import_cache", &python_session::import_cache, nb::arg("bundle"), nb::arg("source"));
+        .def("measure_points", &python_session::measure_points, nb::arg("config"), nb::arg("sets"), nb::arg("points"));
     nb::class_<python_kernel>(m, "Kernel")
         .def(nb::init<python_session&, const std::string&, const std::vector<std::string>&>(), nb::arg("session"),
              nb::arg("config"), nb::arg("sets"))

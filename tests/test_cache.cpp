@@ -383,7 +383,7 @@ TEST_CASE("kjit cache import refuses, adding nothing, a bundle of another kjit, 
     kjit::testing::temp_dir from, to;
     jit::disk_cache source(from.path()), fresh(to.path());
     for (int i = 0; i < 2; ++i) source.store(key_of(i), sample_entry(std::to_string(i)), false);
-    const std::string bundle = jit::export_bundle(source, std::nullopt);
+    const std::string bundle = jit::export_bundle(source);
     const auto import_refused = [&](const std::string& bytes, const std::string& expected) {
         const std::string message = kjit::testing::error_message(
             [&] { (void)jit::import_bundle(fresh, bytes, "cache.kjit"); }, error_kind::config);
@@ -401,6 +401,10 @@ TEST_CASE("kjit cache import refuses, adding nothing, a bundle of another kjit, 
     auto damaged = nlohmann::json::from_cbor(bundle);
     damaged["entries"][1]["ptx"].get_binary()[0] ^= 1;  // the second entry: the first is not added either
     import_refused(cbor(damaged), "cache.kjit: entries[1]: an entry that matches its meta.json, got ptx hash mismatch");
+    auto escaping = nlohmann::json::from_cbor(bundle);  // a key is a folder's name: never a path out of the cache
+    escaping["entries"][0]["key"] = "../../outside";
+    escaping["entries"][0]["meta"]["key"] = "../../outside";
+    import_refused(cbor(escaping), "cache.kjit: entries[0].key: a cache key (32 hex digits), got \"../../outside\"");
     import_refused(bundle.substr(0, bundle.size() / 2), "cache.kjit: kjit_cache_bundle: a kjit cache bundle");
     import_refused("{\"json\": 1}", "cache.kjit: kjit_cache_bundle: a kjit cache bundle");
     CHECK(kjit::testing::kjit_cli({"cache", "import", "--cache-dir", to.path().string()}).status == exit_status::usage);

@@ -34,8 +34,9 @@ class _Worker:
 
         import ray
         self._session = _kjit.Session(0, cache_dir)
+        self._device = self._session.device_json() if on_gpu else None
         self._about = {"host": socket.gethostname(), "pid": os.getpid(),
-                       "gpu": self._session.device_name() if on_gpu else None}
+                       "gpu": json.loads(self._device)["name"] if on_gpu else None}
         # Compile threads: a compile-only worker holds one CPU; a GPU worker shares its node's
         # CPUs with the node's other GPU workers, compiling its batch ahead of its GPU.
         node_id = ray.get_runtime_context().get_node_id()
@@ -50,7 +51,7 @@ class _Worker:
         return rows
 
     def device(self):
-        return self._session.device_json()
+        return self._device
 
     def measure(self, config, sets, points):
         return self._session.measure_points(config, sets, points)

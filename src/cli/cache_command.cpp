@@ -32,7 +32,7 @@ std::string contents(std::size_t entries, const std::map<std::string, std::size_
 void export_cache(const jit::disk_cache& cache, const std::string& file, std::ostream& out) {
     fs::check_output_path(file, "cache export");
     jit::bundle_summary made;
-    const std::string bytes = jit::export_bundle(cache, std::nullopt, &made);
+    const std::string bytes = jit::export_bundle(cache, &made);
     fs::write_output(file, bytes);
     out << "exported " << contents(made.entries, made.arches, made.records) << ", "
         << units::bytes(static_cast<double>(bytes.size())) << ", to " << file << "\n";

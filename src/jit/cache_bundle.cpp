@@ -55,18 +55,14 @@ void check_maker(const json& bundle, const std::string& source) {
 
 }  // namespace
 
-std::string export_bundle(const disk_cache& cache, const std::optional<std::vector<std::string>>& keys,
-                          bundle_summary* summary) {
+std::string export_bundle(const disk_cache& cache, bundle_summary* summary) {
     bundle_summary made;
     made.nvrtc_version = built_nvrtc_version();
     json bundle = maker();
     bundle[k_bundle_tag] = k_bundle_version;
     bundle["entries"] = json::array();
-    std::vector<std::string> wanted;
-    if (keys) wanted = *keys;
-    else
-        for (const auto& e : cache.list()) wanted.push_back(e.key);
-    for (const auto& key : wanted) {
+    for (const auto& listed : cache.list()) {
+        const std::string& key = listed.key;
         const lookup_result found = cache.read(key);
         if (found.status != lookup_status::hit) continue;  // gone, or damaged: not worth shipping
         bundle["entries"].push_back(entry_json(key, found.entry));
@@ -74,13 +70,12 @@ std::string export_bundle(const disk_cache& cache, const std::optional<std::vect
         ++made.arches[arch_of(found.entry.meta)];
     }
     bundle["records"] = json::array();
-    if (!keys)
-        for (const auto& record : cache.records()) {
-            bundle["records"].push_back({{"folder", record.path.parent_path().filename().string()},
-                                         {"name", record.path.filename().string()},
-                                         {"text", fs::read_text_file(record.path)}});
-            ++made.records;
-        }
+    for (const auto& record : cache.records()) {
+        bundle["records"].push_back({{"folder", record.path.parent_path().filename().string()},
+                                     {"name", record.path.filename().string()},
+                                     {"text", fs::read_text_file(record.path)}});
+        ++made.records;
+    }
     if (summary) *summary = made;
     const std::vector<std::uint8_t> bytes = json::to_cbor(bundle);
     return {bytes.begin(), bytes.end()};
@@ -104,10 +99,13 @@ bundle_summary import_bundle(disk_cache& cache, std::string_view bytes, const st
     try {
         for (const auto& item : bundle.at("entries")) {
             entries.emplace_back(item.at("key").get<std::string>(), entry_of(item));
-            const std::string problem = disk_cache::mismatch(entries.back().second);
-            if (problem.empty() && entries.back().second.meta.value("key", "") == entries.back().first) continue;
-            throw config_error(source, "entries[" + std::to_string(entries.size() - 1) + "]",
-                               "an entry that matches its meta.json, got " + (problem.empty() ? "another key" : problem));
+            const auto& [key, entry] = entries.back();
+            const std::string where = "entries[" + std::to_string(entries.size() - 1) + "]";
+            if (!disk_cache::is_key(key))  // it names the entry's folder: never a path
+                throw config_error(source, where + ".key", "a cache key (32 hex digits), got " + json(key).dump());
+            const std::string problem = disk_cache::mismatch(entry);
+            if (problem.empty() && entry.meta.value("key", "") == key) continue;
+            throw config_error(source, where, "an entry that matches its meta.json, got " + (problem.empty() ? "another key" : problem));
         }
         for (const auto& item : bundle.at("records"))
             records.push_back({item.at("folder").get<std::string>(), item.at("name").get<std::string>(),

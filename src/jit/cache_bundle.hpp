@@ -7,7 +7,6 @@
 // cache lacks: nothing there is replaced. No CUDA headers: the bundle carries bytes.
 #pragma once
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,16 +25,16 @@ struct bundle_summary {
     std::size_t records_added = 0;              ///< import: records the cache lacked (the rest it kept)
 };
 
-/// The cache's entries (those of `keys` alone where given: a sweep's) and, without keys, its
-/// tuning records, as a bundle's bytes; `summary` (if set) says what it holds. Entries that fail
-/// their own hashes are left out. Reads nothing as used: an export does not change what a prune keeps.
-[[nodiscard]] std::string export_bundle(const disk_cache& cache, const std::optional<std::vector<std::string>>& keys,
-                                        bundle_summary* summary = nullptr);
+/// The cache's entries and tuning records as a bundle's bytes; `summary` (if set) says what it
+/// holds. Entries that fail their own hashes are left out. Reads nothing as used: an export does
+/// not change what a prune keeps.
+[[nodiscard]] std::string export_bundle(const disk_cache& cache, bundle_summary* summary = nullptr);
 
 /// Adds a bundle's entries and records to `cache`, each published atomically. `source` names the
 /// bundle in errors: kjit::error(config) for a file that is not a bundle, or one of another kjit,
-/// cache format or NVRTC, and for an entry whose bytes do not match its meta.json (nothing of a
-/// refused bundle is added); kjit::error(io) when the cache cannot be written.
+/// cache format or NVRTC, and for an entry that is not a cache key's or whose bytes do not match
+/// its meta.json (nothing of a refused bundle is added); kjit::error(io) when the cache cannot be
+/// written.
 bundle_summary import_bundle(disk_cache& cache, std::string_view bytes, const std::string& source);
 
 }  // namespace kjit::jit

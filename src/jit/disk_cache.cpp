@@ -170,6 +170,8 @@ lookup_result disk_cache::read(const std::string& key) const {
     return result;
 }
 
+bool disk_cache::is_key(const std::string& name) { return is_entry_key(name); }
+
 std::string disk_cache::mismatch(const cache_entry& entry) {
     std::string problem = check_blob(entry.meta, entry.ptx, "ptx");
     return problem.empty() ? check_blob(entry.meta, entry.cubin, "cubin") : problem;

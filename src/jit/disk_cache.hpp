@@ -94,6 +94,8 @@ public:
     [[nodiscard]] lookup_result lookup(const std::string& key) const;
     /// lookup() without marking the entry used (an export).
     [[nodiscard]] lookup_result read(const std::string& key) const;
+    /// Whether `name` is a cache key (32 lowercase hex digits), as entries' folders are named.
+    [[nodiscard]] static bool is_key(const std::string& name);
     /// Why `entry`'s PTX or cubin does not match the sizes and hashes its meta.json records; "" when both do.
     [[nodiscard]] static std::string mismatch(const cache_entry& entry);
 
