@@ -413,10 +413,11 @@ public:
     /// The points' records as JSON, and whether Ctrl-C stopped the sweep (after the points in
     /// flight; the records are those that finished). `progress(done, total)` sees each point.
     /// `indices`: only these points (a cluster worker's batch), else all; `jobs`: compile
-    /// threads (0: one per core).
+    /// threads (0: one per core); `metrics`: each point's hardware counters (a counter set's name).
     std::pair<std::string, bool> sweep(const std::string& config, const std::vector<std::string>& sets,
                                        bool compile_only, const std::optional<nb::callable>& progress,
-                                       const std::optional<std::vector<std::size_t>>& indices, int jobs) {
+                                       const std::optional<std::vector<std::size_t>>& indices, int jobs,
+                                       const std::string& metrics) {
         const config::document doc = document_of(config, sets);
         const auto points =
             family::expand_sweep(doc, compile_only ? std::nullopt : m_session.target_if_any(m_device), indices);
@@ -424,6 +425,7 @@ public:
         request.devices = std::to_string(m_device);
         request.compile_only = compile_only;
         request.jobs = jobs;
+        request.counter_set = metrics;
         std::size_t done = 0;
         const auto step = [&](const report::record&) {
             if (!progress) return;
@@ -555,7 +557,8 @@ NB_MODULE(_kjit, m) {
              nb::arg("kernel"))
         .def("run", &python_session::run, nb::arg("config"), nb::arg("sets"), nb::arg("metrics"))
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
-             nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0)
+             nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0,
+             nb::arg("metrics") = "")
         .def("sweep_size", &python_session::sweep_size, nb::arg("config"), nb::arg("sets"))
         .def("device_json", &python_session::device_json)
         .def("tune", &python_session::tune, nb::arg("config"), nb::arg("sets"), nb::arg("strategy"), nb::arg("budget"),

@@ -320,6 +320,14 @@ def _progress_bar():
     return update
 
 
+def _counter_set(metrics):
+    """`metrics=` as the module takes it: a counter set's name, "" for none."""
+    counter_set = "all" if metrics is True else (metrics or "")
+    if counter_set and counter_set not in _kjit.counter_sets:
+        raise ConfigError(f"metrics={metrics!r}: expected one of {', '.join(_kjit.counter_sets)} or True", "usage")
+    return counter_set
+
+
 class Session:
     """Templates, the bounded compile cache, and a GPU opened when something first runs and kept
     open: a second run pays no CUDA start-up."""
@@ -348,13 +356,10 @@ class Session:
         """Run on the GPU and verify against the float64 reference. `metrics`: also read the
         kernels' hardware counters after the timed loops ("memory", "compute", "stalls" or "all";
         True for all), in Result.metrics."""
-        counter_set = "all" if metrics is True else (metrics or "")
-        if counter_set and counter_set not in _kjit.counter_sets:
-            raise ConfigError(f"metrics={metrics!r}: expected one of {', '.join(_kjit.counter_sets)} or True")
-        return Result(json.loads(self._session.run(_config_text(config, base), _sets(set), counter_set))[0])
+        return Result(json.loads(self._session.run(_config_text(config, base), _sets(set), _counter_set(metrics)))[0])
 
     def sweep(self, config, set=None, compile_only=False, progress=True, base=None, ray=None, gpu_models="same",
-              workers=None, out=None):
+              workers=None, out=None, metrics=None):
         """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
         progress bar (tqdm) where tqdm is installed and `progress` is true; a callable
         `progress(done, total)` is called after each point (each batch, on a cluster) instead.
@@ -363,7 +368,8 @@ class Session:
         names or starts a local one, a string is a cluster's address. One worker per GPU (per
         CPU when compile_only; `workers` to say how many); `gpu_models` "same" refuses GPUs of
         different models, "apart" sweeps on each. `out`: a file this process writes the rows to
-        while the sweep runs (as --json writes them), whoever ran them.
+        while the sweep runs (as --json writes them), whoever ran them. `metrics`: each point's
+        hardware counters too, as Session.run reads them (metric_* columns).
 
         Ctrl-C stops the sweep after the points in flight and raises KeyboardInterrupt; the
         rows of the points that finished stay readable in `last_sweep`."""
@@ -372,7 +378,7 @@ class Session:
             raise ConfigError(f"progress: expected True, False or a callable(done, total), got {type(progress).__name__}", "usage")
         if gpu_models not in ("same", "apart"):
             raise ConfigError(f"gpu_models: expected 'same' or 'apart', got {gpu_models!r}", "usage")
-        text, sets = _config_text(config, base), _sets(set)
+        text, sets, counter_set = _config_text(config, base), _sets(set), _counter_set(metrics)
         bar = _progress_bar() if progress is True else progress or None
         if ray:
             from . import cluster
@@ -383,11 +389,11 @@ class Session:
             if os.path.isfile(text):  # each worker reads the file: at the same path on every node
                 text = os.path.abspath(text)
             interrupted = cluster.sweep(self, text, sets, bool(compile_only), bar, ray, gpu_models, workers,
-                                        _path(out, "out", "a file's path"))
+                                        _path(out, "out", "a file's path"), counter_set)
         else:
             if workers is not None or out is not None:
                 raise ConfigError("workers, out: for a sweep on a Ray cluster (ray=True)", "usage")
-            rows, interrupted = self._session.sweep(text, sets, bool(compile_only), bar)
+            rows, interrupted = self._session.sweep(text, sets, bool(compile_only), bar, None, 0, counter_set)
             self.last_sweep = pandas.DataFrame(json.loads(rows))
         if interrupted:
             raise KeyboardInterrupt(f"kjit sweep: interrupted after {len(self.last_sweep)} points; "

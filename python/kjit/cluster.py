@@ -46,8 +46,8 @@ class _Worker:
     def about(self):
         return self._about
 
-    def points(self, config, sets, compile_only, indices):
-        rows, _ = self._session.sweep(config, sets, compile_only, None, indices, self._jobs)
+    def points(self, config, sets, compile_only, indices, metrics):
+        rows, _ = self._session.sweep(config, sets, compile_only, None, indices, self._jobs, metrics)
         return rows
 
     def device(self):
@@ -152,7 +152,7 @@ class _Dispatcher:
         return sum(len(q) for q in self._queues.values())
 
 
-def sweep(session, config, sets, compile_only, progress, address, gpu_models="same", workers=None, out=None):
+def sweep(session, config, sets, compile_only, progress, address, gpu_models="same", workers=None, out=None, metrics=""):
     """Session.sweep(ray=...): the rows of every point (per GPU model with gpu_models="apart"), in
     point order, and whether Ctrl-C stopped it. The rows that finished are in session.last_sweep
     whatever happens."""
@@ -169,7 +169,7 @@ def sweep(session, config, sets, compile_only, progress, address, gpu_models="sa
     writer = _Writer(out)
     try:
         groups = _group_by_model(actors, abouts, gpu_models)
-        work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch))
+        work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch, metrics))
         todo = total * len(groups)
         while True:
             work.fill()

@@ -93,6 +93,8 @@ def test_sass_is_the_commands_text_and_compares_two_variants(session):
 def test_metrics_and_the_roofline_of_a_result(session):
     with pytest.raises(kjit.ConfigError, match=r"metrics='dram': expected one of memory, compute, stalls, all or True"):
         session.run(CONFIGS / "softmax.json", metrics="dram")
+    with pytest.raises(kjit.ConfigError, match=r"metrics='dram': expected one of"):
+        session.sweep(CONFIGS / "sweep_softmax.json", metrics="dram")  # a sweep reads them per point
     result = kjit.Result({"metric_dram_read_bytes": 64.0, "metric_l2_hit_rate_pct": 50.5, "arithmetic_intensity": 0.25,
                           "roof_bound": "memory", "percent_of_roof": 94.0, "max_abs_error": 0.0})
     assert result.metrics == {"dram_read_bytes": 64.0, "l2_hit_rate_pct": 50.5}
