@@ -284,6 +284,11 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
         CHECK(merged[i]["sweep_point"] == all[i]["sweep_point"]);
         CHECK(merged[i]["cache_key"] == all[i]["cache_key"]);
     }
+    // Merged twice, or with a shard left out: one warning each, naming the points.
+    const auto twice = kjit::testing::kjit_cli({"merge", path("s1.json"), path("s0.json"), path("s0.json")});
+    CHECK(twice.err == "kjit: warning: 3 sweep points (0, 2, 4) appear more than once: a file merged twice?\n");
+    const auto half = kjit::testing::kjit_cli({"merge", path("s1.json")});
+    CHECK(half.err == "kjit: warning: 3 sweep points (0, 2, 4) are missing before the last one: a shard left out?\n");
     const std::string csv = fs::read_file(path("merged.csv"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
     CHECK(kjit::testing::kjit_cli({"merge", config}).status == exit_status::usage);  // not a results file

@@ -1,4 +1,6 @@
 // kjit sweep and kjit merge.
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "family/family.hpp"
 #include "report/files.hpp"
@@ -48,6 +50,16 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     return failed > 0 ? exit_status::failure : exit_status::ok;
 }
 
+namespace {
+/// One warning for a list of sweep points: how many, the first few, and `what` of them.
+void warn_about_points(std::ostream& err, const std::vector<long long>& points, const char* what) {
+    if (points.empty()) return;
+    err << "kjit: warning: " << points.size() << " sweep points (";
+    for (std::size_t i = 0; i < std::min<std::size_t>(points.size(), 5); ++i) err << (i ? ", " : "") << points[i];
+    err << (points.size() > 5 ? ", …" : "") << ") " << what << "\n";
+}
+}  // namespace
+
 exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err) {
     if (o.files.empty()) throw error(error_kind::usage, "merge: expected one or more JSON files (see kjit merge --help)");
     std::vector<report::row> rows;
@@ -60,9 +72,17 @@ exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err) {
         return it != r.end() && it->is_number() ? it->get<long long>() : -1;
     };
     std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return index(a) < index(b); });
-    for (std::size_t i = 1; i < rows.size(); ++i)
-        if (index(rows[i]) >= 0 && index(rows[i]) == index(rows[i - 1]))
-            err << "kjit: warning: sweep point " << index(rows[i]) << " appears more than once\n";
+    std::vector<long long> repeated, missing;  // a file merged twice; a shard left out (a gap before the last point)
+    long long next = 0;                         // the index the next row should have
+    for (const auto& row : rows) {
+        const long long at = index(row);
+        if (at < 0) continue;  // not a sweep's row
+        if (at < next) repeated.push_back(at);
+        for (; next < at; ++next) missing.push_back(next);
+        next = at + 1;
+    }
+    warn_about_points(err, repeated, "appear more than once: a file merged twice?");
+    warn_about_points(err, missing, "are missing before the last one: a shard left out?");
     report::print_summary(out, rows);
     write_rows(o, rows);
     return exit_status::ok;
