@@ -174,6 +174,24 @@ TEST_CASE("tune on remote workers: they measure every batch (a lost share goes t
     for (const auto& p : again.points) CHECK(p.from == "database");
 }
 
+TEST_CASE("kjit tune --dry-run: the space sized and compiled with no GPU; the tune after it compiles nothing") {
+    kjit::testing::temp_dir dir;
+    config::document doc = softmax_tune();
+    doc.json["tune"]["constraints"] = {"block >= 128"};  // 4 of the 6 points
+    const std::string config = (dir.path() / "tune.json").string(), cache = (dir.path() / "cache").string();
+    std::ofstream(config) << doc.json.dump();
+    const auto first = kjit::testing::kjit_cli({"tune", config, "--dry-run", "--cache-dir", cache, "--target", "h200"});
+    REQUIRE(first.status == exit_status::ok);
+    CHECK(first.out.find("for h200 (sm_90") != std::string::npos);
+    CHECK(first.out.find("6 points, 4 allowed (the constraints") != std::string::npos);
+    CHECK(first.out.find("4 distinct sources of the allowed points, 4 compiled") != std::string::npos);
+    CHECK(first.out.find("exhaustive, every allowed point") != std::string::npos);
+    const auto again = kjit::testing::kjit_cli({"tune", config, "--dry-run", "--cache-dir", cache, "--target", "h200"});
+    CHECK(again.out.find("4 distinct sources of the allowed points, 0 compiled") != std::string::npos);
+    CHECK(kjit::testing::kjit_cli({"tune", config, "--dry-run", "--write-best", (dir.path() / "best.json").string()}).status ==
+          exit_status::usage);
+}
+
 TEST_CASE("tuning key: every input's own shape and the GPU decide it, the inputs' values do not") {
     kjit::testing::temp_dir dir;
     run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, block_sensitive_gpus(softmax_tune()));

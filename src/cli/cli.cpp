@@ -175,6 +175,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             "seeds", "with --replay: run the strategy with seeds K, K+1, … and report the median",
             cxxopts::value<int>()->default_value("1"), "N")(
             "write-best", "write the config with the best point's values to FILE", cxxopts::value<std::string>(), "FILE")(
+            "dry-run", "no GPU: size the space, apply its constraints, compile every allowed point (for --target)")(
             "jobs", "compile threads (default: one per core)", cxxopts::value<int>(), "N")("quiet", "no progress lines");
     }
     if (std::string(sub.name) == "first-call") {
@@ -282,6 +283,9 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         o.seeds = args["seeds"].as<int>();
         if (o.seeds < 1 || o.seeds > 1000) throw error(error_kind::usage, "--seeds takes a number in 1..1000");
         if (o.seeds > 1 && o.replay_path.empty()) throw error(error_kind::usage, "--seeds goes with --replay");
+        o.dry_run = args.count("dry-run") > 0;
+        if (o.dry_run && !(o.replay_path.empty() && o.write_best_path.empty()))
+            throw error(error_kind::usage, "--dry-run measures nothing: not with --replay or --write-best");
     }
     if (args.count("load")) {
         const std::string load = args["load"].as<std::string>();

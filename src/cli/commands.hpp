@@ -57,6 +57,7 @@ struct options {
     std::string replay_path;      ///< tune --replay: recorded results instead of the GPU
     std::string write_best_path;  ///< tune --write-best: the config with the best point
     int seeds = 1;                ///< tune --replay: seeds to run
+    bool dry_run = false;         ///< tune --dry-run: size the space and compile it, no GPU
 };
 
 struct loaded_config {

@@ -54,11 +54,30 @@ exit_status replay_command(const options& o, const config::document& doc, std::o
     return exit_status::ok;
 }
 
+/// --dry-run: the space sized and every allowed point compiled, with no GPU.
+exit_status dry_run_command(const options& o, const config::document& doc, std::ostream& out, std::ostream& err) {
+    run::session s = session_for(o);
+    const tune::dry_run_result r = tune::dry_run(s, doc, o.tune);
+    finish(s, err);
+    const auto& c = r.compiled;
+    out << "kjit tune --dry-run · " << doc.source << " for " << r.target.describe() << "\n"
+        << "  space     " << r.space_points << " points, " << r.allowed_points << " allowed"
+        << (r.allowed_points < r.space_points ? " (the constraints and the family refuse the rest)" : "") << "\n"
+        << "  compiled  " << c.distinct << " distinct sources of the allowed points, " << c.compiled << " compiled on "
+        << c.threads << " threads in " << units::duration_ms(c.wall_ms)
+        << (c.compiled > 0 ? " (their compile times add up to " + units::duration_ms(c.serial_ms) + ")" : "") << ", "
+        << c.distinct - c.compiled << " found in the cache\n"
+        << "  a tune    " << r.strategy << ", " << (r.budget ? std::to_string(r.budget) + " points" : "every allowed point")
+        << " (--strategy, --budget); on a GPU of this target it compiles nothing new\n";
+    return exit_status::ok;
+}
+
 }  // namespace
 
 exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err) {
     const config::document doc = load_document(o);
     if (!o.replay_path.empty()) return replay_command(o, doc, out);
+    if (o.dry_run) return dry_run_command(o, doc, out, err);
     stop_gracefully_on_interrupt();  // Ctrl-C: the points in flight finish and are kept; exit 130
     run::session s = session_for(o);
     std::optional<double> best;

@@ -255,6 +255,23 @@ tune_result replay(const config::document& doc, const std::vector<report::row>& 
     return r;
 }
 
+dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o) {
+    const config::document base = base_of(doc);
+    dry_run_result r;
+    r.target = family::configured_target(family::load(base).compile);
+    const space sp = space_of(base, doc, r.target);
+    require_a_point(base, sp, r.target);
+    std::vector<config::sweep_point> allowed;
+    for (std::size_t index = 0; index < sp.size(); ++index)
+        if (sp.allowed(index))
+            if (auto point = point_of(base, sp.values_of(index), index, r.target)) allowed.push_back(std::move(*point));
+    r.space_points = sp.size();
+    r.allowed_points = allowed.size();
+    std::tie(r.strategy, r.budget) = strategy_for(o, r.allowed_points);
+    r.compiled = s.sweep(allowed, base.source, {.compile_only = true, .jobs = o.jobs}).compiled;
+    return r;
+}
+
 std::vector<report::record> measure_points(run::session& s, const config::document& doc,
                                            const std::vector<std::pair<std::size_t, json_value>>& points, int device,
                                            int jobs) {

@@ -82,6 +82,21 @@ struct tune_result {
 [[nodiscard]] config::json_value to_json(const run::device_info& d);
 [[nodiscard]] run::device_info device_from_json(const config::json_value& j);
 
+/// What a tune of a space would take, found with no GPU (kjit tune --dry-run).
+struct dry_run_result {
+    config::target target;         ///< what the points were resolved for: the config's compile.target
+    std::size_t space_points = 0;  ///< constraints aside
+    std::size_t allowed_points = 0;
+    std::string strategy;  ///< what a tune with these options would run
+    std::size_t budget = 0;
+    run::compile_summary compiled;  ///< every allowed point's distinct sources, through the cache
+};
+
+/// Sizes `doc`'s tune space for its configured target, applies the constraints and the family's
+/// refusals, and compiles every allowed point's distinct source into the session's cache, so that
+/// the tune on the GPU compiles nothing.
+[[nodiscard]] dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o);
+
 /// The same search on recorded results (kjit tune --json rows): no GPU, no compile. A point the
 /// recording lacks counts as not allowed.
 [[nodiscard]] tune_result replay(const config::document& doc, const std::vector<report::row>& recorded, const tune_options& o);
