@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "family/family.hpp"
+#include "run/sweep.hpp"
 #include "config/config.hpp"
 #include "util/error.hpp"
 
@@ -19,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const config::pipeline p = family::load(doc);
         (void)family::plan(p, templates);
         // One shard of many: bounded work whatever the sweep's size, as `--shard` gives.
-        (void)family::expand_sweep(doc, std::nullopt, 0, 4096);
+        (void)family::expand_sweep(doc, std::nullopt, run::shard{0, 4096}.indices(config::sweep_size(doc)));
     } catch (const error&) {
     }
     return 0;

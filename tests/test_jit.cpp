@@ -786,6 +786,17 @@ TEST_CASE("kjit tune on the command line: usage and config mistakes exit 2 with 
     CHECK(run_kjit({"tune", softmax, "--replay", recorded, "--strategy", "local", "--seeds", "3", "--json", out}, log) == 0);
     CHECK(fs::read_file(log).find("median best 100.0 % of the exhaustive best") != std::string::npos);
     CHECK(report::row::parse(fs::read_file(out)).size() == 48);  // 15 % of 320 allowed points
+    // That 48-point output replayed: "auto" is chosen for the 320-point space (anneal, as on the
+    // GPU), and the report says the "exhaustive best" is the recording's, not the space's.
+    const std::string best_config = (dir.path() / "best_config.json").string();
+    CHECK(run_kjit({"tune", softmax, "--replay", out, "--write-best", best_config}, log) == 0);
+    CHECK(fs::read_file(log).find("kjit tune · anneal, budget 48") != std::string::npos);
+    CHECK(fs::read_file(log).find("the recording lacks 272 of the space's 320 allowed points") != std::string::npos);
+    CHECK(config::parse_json(fs::read_file(best_config), "best").contains("launch"));  // --write-best with --replay writes
+    // A recording of another config: none of its points is in this space.
+    CHECK(run_kjit({"tune", kjit::testing::config_path("hidden_layer.json"), "--replay", recorded}, log) == 2);
+    CHECK(fs::read_file(log).find("rows is an allowed point of this config's space (a recording of another config?)") !=
+          std::string::npos);
 }
 
 TEST_CASE("attention compiles in bfloat16 and float16, masked and not, at head dims 64 to 256, one and two pieces a warp") {

@@ -27,6 +27,19 @@ std::vector<report::row> read_recording(const std::string& path) {
     }
 }
 
+/// --write-best: the config with the best point's values (measured, or recorded for --replay).
+void write_best(const options& o, const config::document& doc, const tune::tune_result& r, std::ostream& out) {
+    if (o.write_best_path.empty()) return;
+    const auto winner = std::min_element(r.points.begin(), r.points.end(), [](const auto& a, const auto& b) {
+        return a.result.ms.value_or(INFINITY) < b.result.ms.value_or(INFINITY);
+    });
+    if (winner == r.points.end() || !winner->result.ms)
+        throw error(error_kind::check, "--write-best " + o.write_best_path + ": no point passed its check; nothing written");
+    const config::document written = tune::with_values(doc, winner->values);  // --set included
+    fs::write_output(o.write_best_path, written.json.dump(2) + "\n");
+    out << "  written   " << o.write_best_path << ": the config with the best point's values\n";
+}
+
 /// --replay: the strategy over seeds K… on recorded results, beside random search at the same budget.
 exit_status replay_command(const options& o, const config::document& doc, std::ostream& out) {
     const auto recorded = read_recording(o.replay_path);
@@ -36,8 +49,11 @@ exit_status replay_command(const options& o, const config::document& doc, std::o
         tune::tune_options chosen = o.tune;
         chosen.seed = o.tune.seed + static_cast<std::uint64_t>(k);
         last = tune::replay(doc, recorded, chosen);
+        if (last.allowed_points == 0)
+            throw error(error_kind::usage, "--replay " + o.replay_path + ": none of its " + std::to_string(recorded.size()) +
+                                               " rows is an allowed point of this config's space (a recording of another config?)");
         const auto near = tune::nearness_of(last);
-        if (!near) throw error(error_kind::usage, "--replay " + o.replay_path + ": the recording lacks allowed points of the space; record an exhaustive tune");
+        if (!near) throw error(error_kind::usage, "--replay " + o.replay_path + ": every recorded point of the space failed");
         found.push_back(near->best_fraction);
         to_99.push_back(near->to_99 ? static_cast<double>(*near->to_99) : INFINITY);
         chosen.strategy = "random";
@@ -50,7 +66,12 @@ exit_status replay_command(const options& o, const config::document& doc, std::o
         << units::fixed(100.0 * static_cast<double>(last.points.size()) / static_cast<double>(last.allowed_points), 1)
         << " %); 99 % at evaluation " << (std::isinf(median(to_99)) ? std::string("never") : units::fixed(median(to_99), 0))
         << " (median); random search at the same budget: " << units::fixed(100 * median(random_found), 1) << " %\n";
+    if (last.unrecorded_points > 0)
+        out << "the recording lacks " << last.unrecorded_points << " of the space's " << last.unrecorded_points + last.allowed_points
+            << " allowed points: \"exhaustive best\" is the best of the " << last.allowed_points
+            << " it has; record an exhaustive tune to compare strategies on the whole space\n";
     write_rows(o, tune::rows_of(last));
+    write_best(o, doc, last, out);
     return exit_status::ok;
 }
 
@@ -91,14 +112,7 @@ exit_status cmd_tune(const options& o, std::ostream& out, std::ostream& err) {
     if (!result.database_warning.empty()) err << "kjit: warning: " << result.database_warning << "\n";
     tune::print_summary(out, result);
     write_rows(o, tune::rows_of(result));
-    const auto winner = std::min_element(result.points.begin(), result.points.end(), [](const auto& a, const auto& b) {
-        return a.result.ms.value_or(INFINITY) < b.result.ms.value_or(INFINITY);
-    });
-    if (!o.write_best_path.empty() && winner != result.points.end() && winner->result.ms) {
-        const config::document written = tune::with_values(doc, winner->values);  // --set included
-        fs::write_output(o.write_best_path, written.json.dump(2) + "\n");
-        out << "  written   " << o.write_best_path << ": the config with the best point's values\n";
-    }
+    write_best(o, doc, result, out);
     if (interrupted()) {
         err << "kjit: interrupted: " << result.points.size() << " points measured; they are in the tuning database, "
             << "and the same command resumes\n";

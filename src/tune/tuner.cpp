@@ -240,8 +240,18 @@ tune_result replay(const config::document& doc, const std::vector<report::row>& 
         const auto it = times.find(sp.values_of(index).dump());
         return it == times.end() ? nullptr : &it->second;
     };
+    // The points a tune on the GPU could measure (the constraints and the family allow them), of
+    // which the recording lacks some: "auto" and the budget are chosen for all of them.
+    std::size_t measurable = 0, unrecorded = 0;
+    for (std::size_t index = 0; index < sp.size(); ++index)
+        if (sp.allowed(index) && point_of(base, sp.values_of(index), index, config::default_target())) {
+            ++measurable;
+            unrecorded += find(index) == nullptr;
+        }
+    tune_options chosen = o;
+    std::tie(chosen.strategy, chosen.budget) = strategy_for(o, measurable);
     tune_result r = search_space(
-        sp, o, [&](std::size_t index) { return sp.allowed(index) && find(index) != nullptr; },
+        sp, chosen, [&](std::size_t index) { return sp.allowed(index) && find(index) != nullptr; },
         [&](const std::vector<std::size_t>& batch) {
             std::vector<std::optional<tuned_point>> measured;
             for (const std::size_t index : batch) {
@@ -252,6 +262,7 @@ tune_result replay(const config::document& doc, const std::vector<report::row>& 
         },
         [&](std::size_t index) -> std::optional<double> { return find(index)->ms.value_or(INFINITY); });
     r.device = "replay";
+    r.unrecorded_points = unrecorded;
     return r;
 }
 

@@ -66,6 +66,9 @@ struct tune_result {
     std::string database_file;  ///< empty for a replay
     std::string database_warning;  ///< why the database's file could not be read (its points are measured again)
     std::string device;
+    /// A replay: points the constraints allow that the recording lacks. The search, and its
+    /// "exhaustive best", cover only the recorded points (allowed_points).
+    std::size_t unrecorded_points = 0;
 };
 
 /// Tunes `doc` on the session's GPU. `step` sees each point as it is measured.
@@ -98,7 +101,8 @@ struct dry_run_result {
 [[nodiscard]] dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o);
 
 /// The same search on recorded results (kjit tune --json rows): no GPU, no compile. A point the
-/// recording lacks counts as not allowed.
+/// recording lacks counts as not allowed (r.unrecorded_points); "auto" and a budget of 0 are
+/// chosen for the whole space, as a tune on the GPU would choose them.
 [[nodiscard]] tune_result replay(const config::document& doc, const std::vector<report::row>& recorded, const tune_options& o);
 
 /// The rows kjit tune --json writes: one per measured point, with the best time so far.
