@@ -1,8 +1,8 @@
-"""A sweep or a tune spread over a Ray cluster (`Session.sweep(..., ray=True)`, `kjit.tune(...,
-ray=True)`). A sweep: one worker per GPU of every
-node (or, compile-only, one per CPU), each a kjit session of its own that takes batches of points
-and sends back their rows. This process is the one writer: it keeps each point's row once, writes
-`out` as `kjit sweep --json` writes its file, and draws the progress bar.
+"""A sweep or a tune spread over a Ray cluster (`Session.sweep(..., ray=True)`,
+`kjit.tune(..., ray=True)`). A sweep: one worker per GPU of every node (or, compile-only, one per
+CPU), each a kjit session of its own that takes batches of points and sends back their rows. This
+process is the one writer: it keeps each point's row once, writes `out` as `kjit sweep --json`
+writes its file, and draws the progress bar.
 
 A worker lost mid-sweep (its node gone, its process killed) loses none of the points it finished:
 their rows had come back; the batches it held go to the other workers. Workers whose GPUs are of
@@ -18,6 +18,7 @@ the same path on every node, as a cluster's shared file system has it; a dict is
 import collections
 import json
 import os
+import tempfile
 import time
 
 from . import _kjit
@@ -61,8 +62,7 @@ def _connect(ray_module, address):
     """Ray as the caller asked: the cluster already joined, the one at `address`, or (True) the
     one RAY_ADDRESS names, else a new local one."""
     if not ray_module.is_initialized():
-        ray_module.init(address=None if address is True else address, ignore_reinit_error=True,
-                        log_to_driver=False)
+        ray_module.init(address=None if address is True else address, log_to_driver=False)
 
 
 def _batches(total, workers):
@@ -93,10 +93,11 @@ class _Writer:
         if not self._out:
             return
         rows = [dict(row, partial=True) for row in self.ordered()] if partial else self.ordered()
-        temp = f"{self._out}.tmp-{os.getpid()}"
-        with open(temp, "w") as f:
+        # A file of its own beside `out`, renamed over it: readers see the last whole file, never a torn one.
+        handle, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(self._out)), prefix=".kjit-rows-")
+        with os.fdopen(handle, "w") as f:
             json.dump(rows, f, indent=1)
-        os.replace(temp, self._out)  # readers see the last whole file, never a torn one
+        os.replace(temp, self._out)
         self._written_at = time.monotonic()
 
 
