@@ -15,6 +15,11 @@ import sys
 import kjit
 source = kjit.Session(cache_dir=sys.argv[2]).emit(sys.argv[1])
 assert 'extern "C" __global__' in source
+# Outside the repository, with the venv not activated: the package's own configs by name, and the
+# kjit command found beside this Python.
+assert kjit.Session(cache_dir=sys.argv[2]).emit("softmax").startswith("//")
+import os
+assert kjit._command() == os.path.join(os.path.dirname(sys.executable), "kjit"), kjit._command()
 print("pip install .: import kjit", kjit.__version__, "emits", len(source.splitlines()), "lines of CUDA")
 PY
 "$venv/bin/kjit" --version

@@ -2,7 +2,8 @@
 
     import kjit
     s = kjit.Session()
-    print(s.emit("configs/softmax.json"))                 # the generated CUDA
+    print(s.emit("softmax"))                               # a shipped config by name (kjit.shipped_configs())
+    print(s.emit("configs/softmax.json"))                 # or a file: the generated CUDA
     r = s.compile("configs/softmax.json", set={"dtype": "bfloat16"})
     r.phases                                              # phase -> ms
     df = s.sweep("configs/sweep_softmax.json", compile_only=True)   # a pandas.DataFrame
@@ -21,6 +22,7 @@ import operator
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from . import _kjit
@@ -73,12 +75,31 @@ def _inputs_under(config, base):
     return dict(config, inputs=moved)
 
 
+#: The configs shipped with kjit (configs/ of the repository), inside the package.
+CONFIGS = os.path.join(os.path.dirname(__file__), "configs")
+
+
+def shipped_configs():
+    """The names of the configs shipped in the package, each usable as a config: s.run("softmax")."""
+    return sorted(name[:-len(".json")] for name in os.listdir(CONFIGS) if name.endswith(".json"))
+
+
+def _shipped(config):
+    """A bare name ("softmax", no folder, no file of that name here) as the shipped config's path."""
+    if os.sep in config or config.lstrip().startswith("{") or os.path.exists(config):
+        return config
+    path = os.path.join(CONFIGS, config if config.endswith(".json") else config + ".json")
+    return path if os.path.isfile(path) else config  # otherwise the module says the file is missing
+
+
 def _config_text(config, base=None):
-    """What the module takes: a config file's path, or JSON text, whose relative input paths mean
-    files in `base` (made absolute here) or, without one, in the working folder."""
+    """What the module takes: a config file's path (a bare name is a shipped config's), or JSON
+    text, whose relative input paths mean files in `base` (made absolute here) or, without one,
+    in the working folder."""
     if isinstance(config, os.PathLike):
         config = os.fspath(config)
     if isinstance(config, str):
+        config = _shipped(config)
         if base is None:
             return config
         if not config.lstrip().startswith("{"):
@@ -213,10 +234,13 @@ class Kernel(_kjit.Kernel):
 
 
 def _command():
-    """The kjit command: $KJIT_COMMAND, or `kjit` on the PATH (pip install puts it there)."""
-    command = os.environ.get("KJIT_COMMAND") or shutil.which("kjit")
+    """The kjit command: $KJIT_COMMAND, the one beside this Python (pip install puts it with the
+    scripts, on the PATH only while the venv is active), or `kjit` on the PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "kjit")
+    command = os.environ.get("KJIT_COMMAND") or (beside if os.access(beside, os.X_OK) else shutil.which("kjit"))
     if not command:
-        raise Error("the kjit command is not on the PATH (pip install . puts it with the scripts)", "usage")
+        raise Error("the kjit command is neither beside this Python nor on the PATH (pip install . puts it with the "
+                    "scripts)", "usage")
     return command
 
 
@@ -246,6 +270,7 @@ def first_call(config, set=None, repeat=5, base=None):
     repeat = _integer(repeat, "repeat", "a count (an int)")
     with tempfile.TemporaryDirectory(prefix="kjit-first-call-") as scratch:
         path = os.fspath(config) if isinstance(config, os.PathLike) else config
+        path = _shipped(path) if isinstance(path, str) else path
         if not isinstance(path, str) or path.lstrip().startswith("{"):
             # Written to a scratch folder, the config's relative input files still mean the working
             # folder's (or base's), as they do for the session's calls: made absolute first.

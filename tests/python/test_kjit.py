@@ -28,6 +28,15 @@ def test_emit_is_the_generated_cuda(session):
     assert "kjit_block = 512," in session.emit(CONFIGS / "softmax.json", set={"shape": [8, 32768], "dtype": "bfloat16"})
 
 
+def test_a_shipped_config_by_name_from_any_folder(session, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the repository: the package's own configs
+    assert {"softmax", "hidden_layer", "tune_softmax"} <= set(kjit.shipped_configs())
+    assert session.emit("softmax") == session.emit(CONFIGS / "softmax.json")
+    assert session.emit("softmax.json") == session.emit(CONFIGS / "softmax.json")
+    with pytest.raises(kjit.ConfigError, match="no_such_config: cannot open"):
+        session.emit("no_such_config")
+
+
 def test_compile_a_path_a_dict_and_json_text(session):
     first = session.compile(CONFIGS / "softmax.json", set={"dtype": "bfloat16"})
     assert first.record["dtype"] == "bfloat16"
