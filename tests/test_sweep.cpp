@@ -289,6 +289,28 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
     CHECK(twice.err == "kjit: warning: 3 sweep points (0, 2, 4) appear more than once: a file merged twice?\n");
     const auto half = kjit::testing::kjit_cli({"merge", path("s1.json")});
     CHECK(half.err == "kjit: warning: 3 sweep points (0, 2, 4) are missing before the last one: a shard left out?\n");
+    // --resume: an interrupted sweep's file (its first 4 rows) gets the points it lacks, and no more.
+    {
+        auto partial = report::read_rows(path("all.json"));
+        partial.resize(4);
+        for (auto& row : partial) row["partial"] = true;
+        report::write_json(path("partial.json"), partial);
+    }
+    const auto resumed = kjit::testing::kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--resume",
+                                                  path("partial.json"), "--json", path("partial.json")});
+    REQUIRE(resumed.status == exit_status::ok);
+    CHECK(resumed.out.find("2 points (and 4 finished before, from") != std::string::npos);
+    const auto whole = report::read_rows(path("partial.json"));
+    REQUIRE(whole.size() == 6);
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+        CHECK(whole[i]["sweep_point"] == all[i]["sweep_point"]);
+        CHECK(whole[i]["partial"] == false);
+    }
+    // A file of another sweep is refused, naming the point that differs.
+    const auto other = kjit::testing::kjit_cli({"sweep", config, "--compile-only", "--set", "sweep.dtype=[\"float64\"]",
+                                                "--resume", path("s1.json")});
+    CHECK(other.status == exit_status::usage);
+    CHECK(other.err.find("(a file of another config?)") != std::string::npos);
     const std::string csv = fs::read_file(path("merged.csv"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
     CHECK(kjit::testing::kjit_cli({"merge", config}).status == exit_status::usage);  // not a results file

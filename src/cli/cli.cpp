@@ -122,7 +122,9 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         parser.add_options()("devices", "GPUs to spread the points over: all, or a list such as 0,1",
                              cxxopts::value<std::string>()->default_value("0"), "LIST")(
             "shard", "run only the K-th of N slices (K in 0..N-1), e.g. for a Slurm array",
-            cxxopts::value<std::string>(), "K/N")("jobs", "compile threads (default: one per core)",
+            cxxopts::value<std::string>(), "K/N")(
+            "resume", "an interrupted sweep's --json FILE: run only the points it lacks, and write its rows with theirs",
+            cxxopts::value<std::string>(), "FILE")("jobs", "compile threads (default: one per core)",
                                                   cxxopts::value<int>(), "N")(
             "host-threads",
             "threads that make the next group's inputs and float64 reference while the GPUs run this "
@@ -234,6 +236,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
     if (args.count("device")) o.device = args["device"].as<int>();
     text("devices", o.devices);
     text("shard", o.shard);
+    text("resume", o.resume_path);
     if (args.count("shard") && o.shard.empty()) throw error(error_kind::usage, "--shard: expected K/N, such as 0/4, got ''");
     if (args.count("jobs")) o.jobs = args["jobs"].as<int>();
     if (o.jobs < 0 || o.jobs > 1024) throw error(error_kind::usage, "--jobs takes a number of threads in 1..1024");

@@ -35,6 +35,7 @@ struct options {
     std::string cache_bundle;  ///< export | import: the bundle's file
     std::string devices = "0";  ///< sweep: all | 0,1
     std::string shard;          ///< sweep: K/N
+    std::string resume_path;    ///< sweep --resume: an interrupted sweep's rows; their points are not run again
     bool quiet = false;
     bool compile_only = false;
     int jobs = 0;  ///< sweep: compile threads; 0 = one per core

@@ -1,5 +1,6 @@
 // kjit sweep and kjit merge.
 #include <algorithm>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "family/family.hpp"
@@ -11,14 +12,56 @@
 
 namespace kjit::cli {
 
+namespace {
+
+/// --resume FILE: the rows an interrupted sweep of this config wrote, each checked to be the point
+/// of this sweep at its index (a file of another config or sweep block is refused).
+std::vector<report::row> finished_rows(const options& o, const config::document& doc,
+                                       const std::optional<config::target>& gpu) {
+    if (o.resume_path.empty()) return {};
+    std::vector<report::row> rows;
+    std::vector<std::size_t> indices;
+    const std::size_t total = config::sweep_size(doc);
+    for (auto& row : report::read_rows(o.resume_path)) {
+        const auto index = row.find("sweep_index");
+        if (index == row.end() || !index->is_number_unsigned() || index->get<std::size_t>() >= total)
+            throw error(error_kind::usage, "--resume " + o.resume_path + ": a row that is not a point of this sweep (" +
+                                               std::to_string(total) + " points)");
+        indices.push_back(index->get<std::size_t>());
+        rows.push_back(std::move(row));
+    }
+    const auto points = family::expand_sweep(doc, gpu, indices);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].value("sweep_point", "") != points[i].label)
+            throw error(error_kind::usage, "--resume " + o.resume_path + ": its point " + std::to_string(indices[i]) + " is \"" +
+                                               rows[i].value("sweep_point", "") + "\", this sweep's is \"" + points[i].label +
+                                               "\" (a file of another config?)");
+    return rows;
+}
+
+/// The points this call runs: every point, or the shard's, less those --resume's file has.
+std::optional<std::vector<std::size_t>> points_to_run(const options& o, const config::document& doc,
+                                                      const std::vector<report::row>& finished) {
+    if (o.shard.empty() && finished.empty()) return std::nullopt;
+    const std::size_t total = config::sweep_size(doc);
+    const run::shard mine = o.shard.empty() ? run::shard{} : run::parse_shard(o.shard);
+    std::set<std::size_t> done;
+    for (const auto& row : finished) done.insert(row["sweep_index"].get<std::size_t>());
+    std::vector<std::size_t> indices;
+    for (const std::size_t index : mine.indices(total))
+        if (!done.contains(index)) indices.push_back(index);
+    return indices;
+}
+
+}  // namespace
+
 exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     stop_gracefully_on_interrupt();  // Ctrl-C: finish the points in flight, write them, exit 130
     const config::document doc = load_document(o);
     run::session s = session_for(o);
     const auto gpu = o.compile_only ? std::nullopt : s.target_if_any(o.devices);
-    std::optional<std::vector<std::size_t>> mine;  // every point, or the shard's
-    if (!o.shard.empty()) mine = run::parse_shard(o.shard).indices(config::sweep_size(doc));
-    const auto points = family::expand_sweep(doc, gpu, mine);  // validated before any work
+    const std::vector<report::row> finished = finished_rows(o, doc, gpu);
+    const auto points = family::expand_sweep(doc, gpu, points_to_run(o, doc, finished));  // validated before any work
 
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
     const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save, o.counter_set},
@@ -27,11 +70,19 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     finish(s, err);
     const auto& records = result.records;
     const auto& compiled = result.compiled;
-    const auto rows = report::rows_of(records);
+    auto rows = report::rows_of(records);
+    if (!finished.empty()) {  // the earlier rows join these, in point order
+        for (auto row : finished) {
+            row["partial"] = interrupted();  // whole again, unless this call was stopped too
+            rows.push_back(std::move(row));
+        }
+        std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a["sweep_index"] < b["sweep_index"]; });
+    }
     report::print_summary(out, rows);
     std::size_t failed = 0;
     for (const auto& r : records) failed += !report::succeeded(r.status);
-    out << "\n" << points.size() << " points" << (o.shard.empty() ? "" : " (shard " + o.shard + ")") << ", "
+    out << "\n" << points.size() << " points" << (o.shard.empty() ? "" : " (shard " + o.shard + ")")
+        << (finished.empty() ? "" : " (and " + std::to_string(finished.size()) + " finished before, from " + o.resume_path + ")") << ", "
         << compiled.distinct << " distinct sources, " << compiled.compiled << " compiled on " << compiled.threads
         << " threads in " << units::duration_ms(compiled.wall_ms);
     if (compiled.compiled > 0)
