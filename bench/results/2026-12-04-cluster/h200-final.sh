@@ -3,13 +3,7 @@
 # counters; `kjit tune --dry-run` compiling a space, then the tune on the GPU compiling nothing.
 set -uo pipefail
 exec > >(tee "$OUT/log-final.txt") 2>&1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/build-gpu/python PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-date -u
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKJIT_PYTHON=ON \
-      -DPython_EXECUTABLE=$(command -v python3) > $OUT/cmake.txt 2>&1 || { tail -30 $OUT/cmake.txt; exit 1; }
-cmake --build build-gpu --target kjit gpu_tests _kjit > $OUT/build.txt 2>&1 || { grep -m5 -A5 error $OUT/build.txt; exit 1; }
+. "$(dirname "$0")/build.sh" kjit gpu_tests _kjit
 build-gpu/tests/gpu_tests 2>&1 | tail -3
 python3 - <<'PY'
 import ray, kjit

@@ -4,13 +4,7 @@
 # search and the database in the driver); the Ray sweep again with the workers' compile threads.
 set -uo pipefail
 exec > >(tee "$OUT/log-tune.txt") 2>&1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/build-gpu/python PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-date -u
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DKJIT_PYTHON=ON \
-      -DPython_EXECUTABLE=$(command -v python3) > $OUT/cmake.txt 2>&1 || { tail -30 $OUT/cmake.txt; exit 1; }
-cmake --build build-gpu --target kjit _kjit > $OUT/build.txt 2>&1 || { grep -m5 -A5 error $OUT/build.txt; exit 1; }
+. "$(dirname "$0")/build.sh" kjit _kjit
 config=configs/tune_softmax.json
 build-gpu/kjit tune $config --strategy genetic --budget 48 --seed 7 --cache-dir /tmp/cache-cli --json $OUT/tune_cli.json --quiet
 python3 - $config <<'PY'
