@@ -16,6 +16,7 @@ A config file is read by each worker at its absolute path, so it (and its input 
 the same path on every node, as a cluster's shared file system has it; a dict is sent whole.
 """
 import collections
+import contextlib
 import json
 import os
 import tempfile
@@ -101,10 +102,24 @@ class _Writer:
         self._written_at = time.monotonic()
 
 
-def _start_workers(ray, count, cache_dir, on_gpu):
+@contextlib.contextmanager
+def _workers(session, address, workers, on_gpu, purpose):
+    """Ray, the workers (`workers` of them, else one per GPU, or per CPU where not `on_gpu`) and
+    what each says of itself; the workers are ended when the block is left."""
+    import ray
+    from . import Error
+    _connect(ray, address)
+    unit = "GPU" if on_gpu else "CPU"
+    count = workers or int(ray.cluster_resources().get(unit, 0))
+    if count < 1:
+        raise Error(f"ray: the cluster has no {unit} to {purpose} on", "driver")
     actor = ray.remote(num_cpus=0 if on_gpu else 1, num_gpus=1 if on_gpu else 0, max_restarts=0)(_Worker)
-    workers = [actor.remote(cache_dir, on_gpu) for _ in range(count)]
-    return workers, ray.get([w.about.remote() for w in workers])
+    actors = [actor.remote(session._cache_dir, on_gpu) for _ in range(count)]
+    try:
+        yield ray, actors, ray.get([w.about.remote() for w in actors])
+    finally:
+        for w in actors:
+            ray.kill(w)
 
 
 def _group_by_model(workers, abouts, gpu_models):
@@ -158,45 +173,37 @@ def sweep(session, config, sets, compile_only, progress, address, gpu_models="sa
     point order, and whether Ctrl-C stopped it. The rows that finished are in session.last_sweep
     whatever happens."""
     import pandas
-    import ray
     from . import Error
-    _connect(ray, address)
     total = session._session.sweep_size(config, sets)
-    unit = "CPU" if compile_only else "GPU"
-    count = workers or int(ray.cluster_resources().get(unit, 0))
-    if count < 1:
-        raise Error(f"ray: the cluster has no {unit} to sweep on", "driver")
-    actors, abouts = _start_workers(ray, count, session._cache_dir, not compile_only)
     writer = _Writer(out)
-    try:
-        groups = _group_by_model(actors, abouts, gpu_models)
-        work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch, metrics))
-        todo = total * len(groups)
-        while True:
-            work.fill()
-            if not work.in_flight:
-                break
-            done, _ = ray.wait(list(work.in_flight), num_returns=1)
-            w, model, batch = work.finished(done[0])
-            try:
-                writer.add(json.loads(ray.get(done[0])), model)
-            except ray.exceptions.RayActorError:
-                work.lost(w, model, batch)  # its finished batches came back already; this one goes to another
-                continue
-            except ray.exceptions.RayTaskError as e:  # a bad point: the error a local sweep raises
-                raise (e.cause if isinstance(e.cause, Error) else e) from None
-            if progress:
-                progress(len(writer.rows), todo)
-        if work.waiting():
-            raise Error(f"ray: no worker is left for {work.waiting()} batches; {len(writer.rows)} of {todo} "
-                        "points finished (their rows are in Session.last_sweep)", "driver")
-    except KeyboardInterrupt:
-        writer.write(partial=True)
-        return True
-    finally:
-        session.last_sweep = pandas.DataFrame(writer.ordered())
-        for w in actors:
-            ray.kill(w)
+    with _workers(session, address, workers, not compile_only, "sweep") as (ray, actors, abouts):
+        try:
+            groups = _group_by_model(actors, abouts, gpu_models)
+            work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch, metrics))
+            todo = total * len(groups)
+            while True:
+                work.fill()
+                if not work.in_flight:
+                    break
+                done, _ = ray.wait(list(work.in_flight), num_returns=1)
+                w, model, batch = work.finished(done[0])
+                try:
+                    writer.add(json.loads(ray.get(done[0])), model)
+                except ray.exceptions.RayActorError:
+                    work.lost(w, model, batch)  # its finished batches came back already; this one goes to another
+                    continue
+                except ray.exceptions.RayTaskError as e:  # a bad point: the error a local sweep raises
+                    raise (e.cause if isinstance(e.cause, Error) else e) from None
+                if progress:
+                    progress(len(writer.rows), todo)
+            if work.waiting():
+                raise Error(f"ray: no worker is left for {work.waiting()} batches; {len(writer.rows)} of {todo} "
+                            "points finished (their rows are in Session.last_sweep)", "driver")
+        except KeyboardInterrupt:
+            writer.write(partial=True)
+            return True
+        finally:
+            session.last_sweep = pandas.DataFrame(writer.ordered())
     writer.write()
     return False
 
@@ -216,14 +223,8 @@ def _split(points, parts):
 def tune(session, config, sets, options, address, workers=None):
     """kjit.tune(ray=...): (rows JSON, summary). The search and the database stay here; every batch
     of points is split among the GPU workers, and a lost worker's share goes to the others."""
-    import ray
     from . import Error
-    _connect(ray, address)
-    count = workers or int(ray.cluster_resources().get("GPU", 0))
-    if count < 1:
-        raise Error("ray: the cluster has no GPU to tune on", "driver")
-    actors, abouts = _start_workers(ray, count, session._cache_dir, True)
-    try:
+    with _workers(session, address, workers, True, "tune") as (ray, actors, abouts):
         _group_by_model(actors, abouts, "same")  # a tune's best is one GPU model's
         device = ray.get(actors[0].device.remote())
         alive = list(actors)
@@ -246,6 +247,3 @@ def tune(session, config, sets, options, address, workers=None):
             return json.dumps(rows)
 
         return session._session.tune(config, sets, *options, device, measure)
-    finally:
-        for w in actors:
-            ray.kill(w)

@@ -28,6 +28,11 @@ bool is_entry_key(const std::string& name) {
     return name.size() == 32 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+/// A record's file name: <key>.json, with no folder.
+bool is_record_name(const stdfs::path& name) {
+    return !name.has_parent_path() && name.extension() == ".json" && is_entry_key(name.stem().string());
+}
+
 /// What a writer leaves when it is killed mid-store (.tmp-KEY-…) or cannot delete a replaced
 /// entry (.old-KEY-…).
 bool is_leftover(const std::string& name) { return name.starts_with(".tmp-") || name.starts_with(".old-"); }
@@ -267,8 +272,7 @@ std::vector<record_file> disk_cache::records() const {
     for (const char* folder : k_record_folders)
         for (const auto& item : stdfs::directory_iterator(m_root / folder, ec)) {
             const std::filesystem::path& name = item.path().filename();
-            const bool own = name.extension() == ".json" && is_entry_key(name.stem().string());  // <key>.json
-            if (!own || !item.is_regular_file(ec) || item.is_symlink(ec)) continue;
+            if (!is_record_name(name) || !item.is_regular_file(ec) || item.is_symlink(ec)) continue;
             found.push_back({item.path(), item.file_size(ec), item.last_write_time(ec)});
         }
     return found;
@@ -278,7 +282,7 @@ bool disk_cache::add_record(const std::string& folder, const std::string& file_n
     const stdfs::path name(file_name);
     const bool known_folder = std::find(std::begin(k_record_folders), std::end(k_record_folders), folder) !=
                               std::end(k_record_folders);
-    if (!known_folder || name.extension() != ".json" || !is_entry_key(name.stem().string()) || name.has_parent_path())
+    if (!known_folder || !is_record_name(name))
         throw error(error_kind::config, "cache: " + folder + "/" + file_name + ": expected a record of " +
                                             k_tuning_folder + "/ named <32 hex digits>.json");
     const stdfs::path dir = m_root / folder;

@@ -126,18 +126,22 @@ measurement measurement_of(const report::row& row) {
     return {number("kernel_cold_median_ms"), percent ? std::optional<double>(*percent / 100) : std::nullopt};
 }
 
+/// The records of `points`, run on the session's device `device`, compiled on `jobs` threads.
+std::vector<report::record> run_on(run::session& s, const std::vector<config::sweep_point>& points,
+                                   const std::string& source, int device, int jobs) {
+    run::sweep_request request;
+    request.devices = std::to_string(device);
+    request.jobs = jobs;
+    return s.sweep(points, source, request).records;
+}
+
 /// The rows of `to_run`, measured on the session's device `o.device`, or by `o.remote`.
 std::vector<report::row> measure_rows(run::session& s, const std::vector<config::sweep_point>& to_run,
                                       const std::string& source, const tune_options& o) {
-    if (o.remote) {
-        std::vector<std::pair<std::size_t, json_value>> asked;
-        for (const auto& point : to_run) asked.emplace_back(point.index, point.values);
-        return o.remote->measure(asked);
-    }
-    run::sweep_request request;
-    request.devices = std::to_string(o.device);
-    request.jobs = o.jobs;
-    return report::rows_of(s.sweep(to_run, source, request).records);
+    if (!o.remote) return report::rows_of(run_on(s, to_run, source, o.device, o.jobs));
+    std::vector<std::pair<std::size_t, json_value>> asked;
+    for (const auto& point : to_run) asked.emplace_back(point.index, point.values);
+    return o.remote->measure(asked);
 }
 
 }  // namespace
@@ -291,10 +295,7 @@ std::vector<report::record> measure_points(run::session& s, const config::docume
     std::vector<config::sweep_point> to_run;
     for (const auto& [index, values] : points)
         if (auto point = point_of(base, values, index, gpu)) to_run.push_back(std::move(*point));
-    run::sweep_request request;
-    request.devices = std::to_string(device);
-    request.jobs = jobs;
-    return s.sweep(to_run, base.source, request).records;
+    return run_on(s, to_run, base.source, device, jobs);
 }
 
 json_value to_json(const run::device_info& d) { return json_value(nlohmann::json(d)); }
