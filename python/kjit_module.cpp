@@ -447,14 +447,16 @@ public:
 
     /// `kjit tune` of the config: the rows --json writes and the summary the command prints.
     /// `remote_device` and `measure` (both or neither): the points are measured by a cluster's
-    /// workers, whose GPU that is; `measure(points JSON)` gives their rows as JSON.
+    /// workers, whose GPU that is; `measure(points JSON)` gives their rows as JSON. `counter_set`:
+    /// each point's hardware counters too (none where empty).
     std::pair<std::string, std::string> tune(const std::string& config, const std::vector<std::string>& sets,
                                              const std::string& strategy, std::size_t budget,
                                              std::optional<double> seconds, std::optional<double> roofline_target,
                                              std::uint64_t seed, const std::optional<std::string>& remote_device,
-                                             const std::optional<nb::callable>& measure) {
+                                             const std::optional<nb::callable>& measure, const std::string& counter_set) {
         const config::document doc = document_of(config, sets);
         tune::tune_options options{strategy, budget, seconds, roofline_target, seed, m_device};
+        options.counter_set = counter_set;
         if (remote_device && measure)
             options.remote = tune::remote_workers{
                 tune::device_from_json(config::json_value::parse(*remote_device)),
@@ -474,12 +476,13 @@ public:
         return {report::to_json(tune::rows_of(result)), summary.str()};
     }
     /// A cluster worker's part of a tune: the points (JSON [[index, values], …]) measured on this
-    /// session's GPU; their rows as JSON.
-    std::string measure_points(const std::string& config, const std::vector<std::string>& sets, const std::string& points) {
+    /// session's GPU, with the hardware counters of `counter_set`; their rows as JSON.
+    std::string measure_points(const std::string& config, const std::vector<std::string>& sets, const std::string& points,
+                               const std::string& counter_set) {
         const config::document doc = document_of(config, sets);
         const auto asked = config::json_value::parse(points).get<std::vector<std::pair<std::size_t, config::json_value>>>();
         nb::gil_scoped_release unlocked;
-        return rows_json(tune::measure_points(m_session, doc, asked, m_device, 0));
+        return rows_json(tune::measure_points(m_session, doc, asked, m_device, 0, counter_set));
     }
     /// The session's GPU as JSON (tune::to_json): what a cluster's worker tells the driver;
     /// kjit.Error where there is none.
@@ -563,8 +566,9 @@ NB_MODULE(_kjit, m) {
         .def("device_json", &python_session::device_json)
         .def("tune", &python_session::tune, nb::arg("config"), nb::arg("sets"), nb::arg("strategy"), nb::arg("budget"),
              nb::arg("seconds").none(), nb::arg("roofline_target").none(), nb::arg("seed"), nb::arg("remote_device").none(),
-             nb::arg("measure").none())
-        .def("measure_points", &python_session::measure_points, nb::arg("config"), nb::arg("sets"), nb::arg("points"));
+             nb::arg("measure").none(), nb::arg("counter_set"))
+        .def("measure_points", &python_session::measure_points, nb::arg("config"), nb::arg("sets"), nb::arg("points"),
+             nb::arg("counter_set"));
     nb::class_<python_kernel>(m, "Kernel")
         .def(nb::init<python_session&, const std::string&, const std::vector<std::string>&>(), nb::arg("session"),
              nb::arg("config"), nb::arg("sets"))

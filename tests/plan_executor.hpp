@@ -224,7 +224,8 @@ public:
             std::copy_n(buffers.at(0)->begin(), launch.args.at(2).integer * 16, buffers.at(1)->begin());
             return;
         }
-        if (name == codegen::k_fma_probe_kernel) return;  // kjit's FMA probe: its output only keeps its work
+        if (name == codegen::k_fma_probe_kernel || name == codegen::k_tensor_probe_kernel)
+            return;  // kjit's FMA and tensor probes: their outputs only keep their work
         for (const auto& plan : m_plans)
             if (const family::kernel* k = plan->kernel_for(name, buffers, launch)) return plan->execute(*k, buffers, launch);
         throw std::logic_error("no plan has a kernel " + name + " with these arguments");

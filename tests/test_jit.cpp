@@ -465,6 +465,28 @@ TEST_CASE("the copy probe compiles") {
     CHECK(result.kernels.at(0).name == codegen::k_copy_probe_kernel);
 }
 
+TEST_CASE("the tensor probe compiles to tensor-core products: wgmma on sm_90a, mma.sync on sm_80 and sm_89") {
+    for (const int arch : {80, 89, 90}) {
+        CAPTURE(arch);
+        jit::compile_request r;
+        r.source = codegen::tensor_probe_source(codegen::template_set::embedded(), arch);
+        r.arch = arch;
+        r.arch_specific = codegen::tensor_probe_uses_wgmma(arch);
+        const auto result = jit::compile(r);
+        REQUIRE(result.ok);
+        CHECK(result.kernels.at(0).name == codegen::k_tensor_probe_kernel);
+        const bool wgmma = arch == 90;
+        CHECK(result.link_log.find("serialized") == std::string::npos);  // ptxas kept the wgmmas in flight
+        INFO(result.link_log);
+        CHECK((result.ptx.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") != std::string::npos) == wgmma);
+        CHECK((result.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos) == !wgmma);
+        // Every product of a block's loop iteration is counted: 2 warp groups × 4 wgmmas of
+        // 64 × 256 × 16, or 8 warps × 4 chains of 16 × 8 × 16.
+        CHECK(codegen::tensor_probe_block_flops(arch) == (wgmma ? 2 * 4 * 2.0 * 64 * 256 * 16 : 8 * 4 * 2.0 * 16 * 8 * 16));
+    }
+    CHECK_FALSE(codegen::has_tensor_probe(75));
+}
+
 TEST_CASE("a compile error shows NVRTC's log and the source lines, and caches nothing") {
     kjit::testing::temp_dir dir;
     jit::disk_cache cache(dir.path());

@@ -57,7 +57,7 @@ TEST_CASE("session run: the copy and FMA ceilings measured once per device and d
     const auto kept = nlohmann::json::parse(fs::read_file(file));
     CHECK(kept.at("fma_flops_per_s").get<double>() == *first.flops_ceiling_per_s);
     CHECK(kept.at("copy_bytes_per_s").get<double>() == *first.copy_ceiling_bytes_per_s);
-    CHECK_FALSE(kept.contains("tensor_flops_per_s"));  // no tensor-core variant ran
+    CHECK_FALSE(kept.contains("tensor_core_flops_per_s"));  // no tensor-core variant ran
     fs::write_file_atomic(file, nlohmann::json{{"copy_bytes_per_s", 1e12}, {"fma_flops_per_s", 5e13}}.dump());
     const auto second = s.run(small(), "test", {.device = 0, .calls = 1}).front();
     CHECK(second.flops_ceiling_per_s == 5e13);  // read, not measured again

@@ -294,3 +294,27 @@ TEST_CASE("tune: a point that fails its check is recorded and skipped, never the
     std::string note;
     CHECK(tune::with_tuned_launch(s, tuned, 0, note).json["launch"]["block"] != 128);
 }
+
+TEST_CASE("tune --metrics: every point's hardware counters in its row, measured again though the database knows its time") {
+    kjit::testing::temp_dir dir;
+    const config::document doc = softmax_tune();
+    config::document base = doc;
+    base.json.erase("tune");
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, block_sensitive_gpus(base));
+    tune::tune_options o;
+    o.strategy = "exhaustive";
+    const auto plain = tune::tune(s, doc, o);
+    for (const auto& row : tune::rows_of(plain)) CHECK_FALSE(row.contains("metric_duration_ns"));
+
+    o.counter_set = "memory";
+    const auto counted = tune::tune(s, doc, o);
+    REQUIRE(counted.points.size() == 6);
+    CHECK(counted.exhaustive_best_ms == plain.exhaustive_best_ms);  // the database still knows every point
+    for (const auto& row : tune::rows_of(counted)) {
+        CAPTURE(row["point"]);
+        CHECK(row["from"] == "measured");
+        // The fake counts 1000 ns for each launch of a one-kernel chain.
+        CHECK(row["metric_duration_ns"] == 1000.0);
+        CHECK(row.contains("metric_dram_read_bytes"));
+    }
+}

@@ -294,7 +294,7 @@ def first_call(config, set=None, repeat=5, base=None):
 
 
 def tune(config, set=None, strategy="auto", budget=0, seconds=None, stop_at=None, seed=1, device=0, cache_dir=None,
-         base=None, ray=None, workers=None):
+         base=None, ray=None, workers=None, metrics=None):
     """`kjit tune`: a strategy ("auto", "exhaustive", "random", "anneal", "genetic", "local")
     searching the config's tune space (its "tune" block, or its family's) for the fastest launch,
     every point verified and kept in the tuning database of the cache, within `budget` points (0:
@@ -304,7 +304,11 @@ def tune(config, set=None, strategy="auto", budget=0, seconds=None, stop_at=None
 
     `ray`: measure on a Ray cluster's GPUs (True, or a cluster's address; kjit.cluster): the
     search and the database stay in this process, each batch of points is split among the
-    workers (`workers`: how many; all GPUs by default), which must hold GPUs of one model."""
+    workers (`workers`: how many; all GPUs by default), which must hold GPUs of one model.
+
+    `metrics`: each point's hardware counters too (a counter set's name, or True for all), as
+    metric_* columns; every point is then measured again, since the tuning database keeps no
+    counters."""
     import pandas
     if strategy not in ("auto", "exhaustive", "random", "anneal", "genetic", "local"):
         raise ConfigError(f"strategy={strategy!r}: expected auto, exhaustive, random, anneal, genetic or local", "usage")
@@ -312,6 +316,7 @@ def tune(config, set=None, strategy="auto", budget=0, seconds=None, stop_at=None
         raise ConfigError(f"stop_at={stop_at!r}: expected a percentage in (0, 100]", "usage")
     options = (strategy, _integer(budget, "budget", "a count (an int)"), seconds, None if stop_at is None else stop_at / 100,
                _integer(seed, "seed", "an int"))
+    counter_set = _counter_set(metrics)
     session = Session(device, cache_dir)
     text, sets = _config_text(config, base), _sets(set)
     if ray:
@@ -319,9 +324,10 @@ def tune(config, set=None, strategy="auto", budget=0, seconds=None, stop_at=None
         if os.path.isfile(text):
             text = os.path.abspath(text)
         rows, summary = cluster.tune(session, text, sets, options, ray,
-                                     None if workers is None else _integer(workers, "workers", "a count (an int)"))
+                                     None if workers is None else _integer(workers, "workers", "a count (an int)"),
+                                     counter_set)
     else:
-        rows, summary = session._session.tune(text, sets, *options, None, None)
+        rows, summary = session._session.tune(text, sets, *options, None, None, counter_set)
     frame = pandas.DataFrame(json.loads(rows))
     frame.attrs["summary"] = summary
     return frame

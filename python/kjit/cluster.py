@@ -55,8 +55,8 @@ class _Worker:
     def device(self):
         return self._device
 
-    def measure(self, config, sets, points):
-        return self._session.measure_points(config, sets, points)
+    def measure(self, config, sets, points, metrics):
+        return self._session.measure_points(config, sets, points, metrics)
 
 
 def _connect(ray_module, address):
@@ -220,7 +220,7 @@ def _split(points, parts):
     return runs
 
 
-def tune(session, config, sets, options, address, workers=None):
+def tune(session, config, sets, options, address, workers=None, metrics=""):
     """kjit.tune(ray=...): (rows JSON, summary). The search and the database stay here; every batch
     of points is split among the GPU workers, and a lost worker's share goes to the others."""
     from . import Error
@@ -234,7 +234,7 @@ def tune(session, config, sets, options, address, workers=None):
             while waiting:
                 if not alive:
                     raise Error("ray: every worker was lost during the tune", "driver")
-                calls = {w.measure.remote(config, sets, json.dumps(share)): (w, share) for w, share in zip(alive, waiting)}
+                calls = {w.measure.remote(config, sets, json.dumps(share), metrics): (w, share) for w, share in zip(alive, waiting)}
                 waiting = waiting[len(calls):]
                 for ref, (w, share) in calls.items():
                     try:
@@ -246,4 +246,4 @@ def tune(session, config, sets, options, address, workers=None):
                         raise (e.cause if isinstance(e.cause, Error) else e) from None
             return json.dumps(rows)
 
-        return session._session.tune(config, sets, *options, device, measure)
+        return session._session.tune(config, sets, *options, device, measure, metrics)

@@ -132,11 +132,15 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
             cxxopts::value<int>(), "N")(
             "compile-only", "build every point, run nothing (no GPU needed)")("quiet", "no progress bar");
     }
-    if (std::string(sub.name) == "run" || std::string(sub.name) == "sweep") {
+    const std::string name = sub.name;
+    if (name == "run" || name == "sweep" || name == "tune")
         parser.add_options()("metrics",
                              "after the timed loops, read each kernel's hardware counters through CUPTI: "
-                             "--metrics=SET, SET one of memory, compute, stalls, all (the default)",
-                             cxxopts::value<std::string>()->implicit_value("all"), "SET")("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
+                             "--metrics=SET, SET one of memory, compute, stalls, all (the default)" +
+                                 std::string(name == "tune" ? "; every point is measured again (the tuning database keeps no counters)" : ""),
+                             cxxopts::value<std::string>()->implicit_value("all"), "SET");
+    if (name == "run" || name == "sweep") {
+        parser.add_options()("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
                              cxxopts::value<std::string>(), "DIR")(
             "save-reference", "with --save: the float64 reference too, as <…>.reference.npy");
     }
@@ -281,6 +285,7 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         o.tune.seed = args["seed"].as<std::uint64_t>();
         o.tune.jobs = o.jobs;
         o.tune.device = o.device;
+        o.tune.counter_set = o.counter_set;
         text("replay", o.replay_path);
         text("write-best", o.write_best_path);
         o.seeds = args["seeds"].as<int>();
@@ -289,6 +294,8 @@ exit_status dispatch(const subcommand& sub, int argc, const char* const* argv, s
         o.dry_run = args.count("dry-run") > 0;
         if (o.dry_run && !(o.replay_path.empty() && o.write_best_path.empty()))
             throw error(error_kind::usage, "--dry-run measures nothing: not with --replay or --write-best");
+        if (!o.counter_set.empty() && (o.dry_run || !o.replay_path.empty()))
+            throw error(error_kind::usage, "--metrics reads counters on the GPU: not with --replay or --dry-run");
     }
     if (args.count("load")) {
         const std::string load = args["load"].as<std::string>();

@@ -201,4 +201,51 @@ std::string fma_probe_source(const template_set& templates) {
     return render(templates, "fma.cu.mustache", data, {k_fma_probe_kernel});
 }
 
+namespace {
+/// The tensor probe's wgmma: 64 × 256 × 16, the widest Hopper has; its mma.sync: 16 × 8 × 16
+/// in kjit_chains chains a warp.
+constexpr int k_probe_wgmma_n = 256;
+constexpr int k_probe_depth_steps = 4;  // wgmmas a loop iteration: depth 64, a 128-byte swizzled row
+constexpr int k_probe_mma_chains = 4;
+}  // namespace
+
+std::string tensor_probe_source(const template_set& templates, int arch) {
+    mu::data data;
+    data.set("threads", std::to_string(k_tensor_probe_threads));
+    data.set("mma_type", "bf16");
+    data.set("wgmma", flag(tensor_probe_uses_wgmma(arch)));
+    data.set("tile_n", std::to_string(k_probe_wgmma_n));
+    data.set("depth_steps", std::to_string(k_probe_depth_steps));
+    data.set("chains", std::to_string(k_probe_mma_chains));
+    set_wgmma_operands(data, k_probe_wgmma_n);
+    return render(templates, "tensor.cu.mustache", data, {k_tensor_probe_kernel});
+}
+
+double tensor_probe_block_flops(int arch) {
+    if (tensor_probe_uses_wgmma(arch))
+        return k_tensor_probe_threads / 128 * k_probe_depth_steps * 2.0 * 64 * k_probe_wgmma_n * 16;
+    return k_tensor_probe_threads / 32 * k_probe_mma_chains * 2.0 * 16 * 8 * 16;
+}
+
+void set_wgmma_operands(mu::data& data, int tile_n) {
+    const int count = tile_n / 2;  // accumulators a thread: 4 for each of its tile_n / 8 pieces
+    mu::data outputs{mu::data::type::list}, constraints{mu::data::type::list};
+    for (int first = 0; first < count; first += 8) {  // "{%0, …, %k}," in lines of 8
+        std::string line = first == 0 ? "{" : "";
+        for (int i = first; i < first + 8; ++i) line += "%" + std::to_string(i) + (i + 1 < count ? (i + 1 < first + 8 ? ", " : ",") : "},");
+        outputs.push_back(mu::data(line));
+    }
+    for (int piece = 0; piece < tile_n / 8; ++piece) {  // a line of 4 constraints per piece
+        std::string line = piece == 0 ? ": " : "  ";
+        for (int h = 0; h < 4; ++h)
+            line += "\"+f\"(d[" + std::to_string(piece) + "][" + std::to_string(h) + "])" + (h < 3 ? ", " : piece + 1 < tile_n / 8 ? "," : "");
+        constraints.push_back(mu::data(line));
+    }
+    data.set("wgmma_outputs", outputs);
+    data.set("wgmma_operands", constraints);
+    data.set("wgmma_a", std::to_string(count));  // the operands after the accumulators
+    data.set("wgmma_b", std::to_string(count + 1));
+    data.set("wgmma_first", std::to_string(count + 2));
+}
+
 }  // namespace kjit::codegen

@@ -93,5 +93,21 @@ inline constexpr const char* k_copy_probe_kernel = "kjit_copy_probe";
 [[nodiscard]] std::string fma_probe_source(const template_set& templates);
 inline constexpr const char* k_fma_probe_kernel = "kjit_fma_probe";
 inline constexpr int k_fma_probe_chains = 8;
+/// The tensor-core kernel used to measure the device's own tensor ceiling: bfloat16 products
+/// on operands already on chip (wgmma on sm_90, mma.sync on sm_80 and later), no memory traffic;
+/// blocks of k_tensor_probe_threads, each doing tensor_probe_block_flops a loop iteration.
+[[nodiscard]] std::string tensor_probe_source(const template_set& templates, int arch);
+inline constexpr const char* k_tensor_probe_kernel = "kjit_tensor_probe";
+inline constexpr int k_tensor_probe_threads = 256;
+[[nodiscard]] double tensor_probe_block_flops(int arch);
+/// True where the tensor probe runs: sm_80 and later (mma.sync of bfloat16).
+[[nodiscard]] inline bool has_tensor_probe(int arch) { return arch >= 80; }
+/// True where it runs wgmma, which only sm_90a has: compile it for the architecture alone.
+[[nodiscard]] inline bool tensor_probe_uses_wgmma(int arch) { return arch == 90; }
+
+/// The wgmma partial's asm operands for a 64 × tile_n piece of C: the accumulators' output list
+/// (wgmma_outputs), their constraints (wgmma_operands), and the numbers of the operands after
+/// them (wgmma_a, wgmma_b, wgmma_first).
+void set_wgmma_operands(mu::data& data, int tile_n);
 
 }  // namespace kjit::codegen

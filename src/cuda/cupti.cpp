@@ -240,9 +240,12 @@ public:
         return data;
     }
 
-    /// Each kernel `enqueue` launches a range, replayed by CUPTI for every pass its config needs.
+    /// Each kernel `enqueue` launches a range. The chain runs once per pass the config needs,
+    /// after `before_pass` (user replay): CUPTI's kernel replay would restore memory between its
+    /// passes and leave a small kernel's data in the L2.
     void profile(const std::vector<std::uint8_t>& config, std::vector<std::uint8_t>& data, std::size_t ranges,
-                 const std::function<void()>& enqueue, const std::function<void()>& finish) const {
+                 const std::function<void()>& before_pass, const std::function<void()>& enqueue,
+                 const std::function<void()>& finish) const {
         auto set = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
         set.pRangeProfilerObject = m_object;
         set.configSize = config.size();
@@ -250,21 +253,26 @@ public:
         set.counterDataImageSize = data.size();
         set.pCounterDataImage = data.data();
         set.range = CUPTI_AutoRange;
-        set.replayMode = CUPTI_KernelReplay;
+        set.replayMode = CUPTI_UserReplay;
         set.maxRangesPerPass = ranges;
         set.numNestingLevels = 1;
         set.minNestingLevel = 1;
         set.passIndex = 0;
         set.targetNestingLevel = 1;
         check(m_api, m_api.cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig");
-        auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-        start.pRangeProfilerObject = m_object;
-        check(m_api, m_api.cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
-        enqueue();
-        finish();
-        auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-        stop.pRangeProfilerObject = m_object;
-        check(m_api, m_api.cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+        for (bool all_passes = false; !all_passes;) {
+            before_pass();
+            finish();
+            auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+            start.pRangeProfilerObject = m_object;
+            check(m_api, m_api.cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+            enqueue();
+            finish();
+            auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+            stop.pRangeProfilerObject = m_object;
+            check(m_api, m_api.cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+            all_passes = stop.isAllPassSubmitted != 0;
+        }
         auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
         decode.pRangeProfilerObject = m_object;
         check(m_api, m_api.cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
@@ -306,7 +314,8 @@ constexpr std::size_t k_max_ranges = 64;
 }  // namespace
 
 run::gpu::counter_reading read_counters(CUcontext context, int device_index, const std::vector<std::string>& metrics,
-                                        const std::function<void()>& enqueue, const std::function<void()>& finish) {
+                                        const std::function<void()>& before_pass, const std::function<void()>& enqueue,
+                                        const std::function<void()>& finish) {
     run::gpu::counter_reading reading;
     const cupti_api& a = api();
     if (!a.why_not.empty()) {
@@ -324,7 +333,7 @@ run::gpu::counter_reading read_counters(CUcontext context, int device_index, con
         const auto config = host.config(known);
         const range_profiler profiler(a, context);
         auto data = profiler.counter_data(known, k_max_ranges);
-        profiler.profile(config, data, k_max_ranges, enqueue, finish);
+        profiler.profile(config, data, k_max_ranges, before_pass, enqueue, finish);
         for (std::size_t r = 0, n = ranges_in(a, data); r < n; ++r) {
             const auto values = host.values(data, r, known);
             std::map<std::string, double> named;

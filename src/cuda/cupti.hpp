@@ -14,9 +14,12 @@
 namespace kjit::cuda {
 
 /// Reads `metrics` (CUPTI's names) of each kernel that `enqueue` launches in `context` on device
-/// `device_index`; `finish` waits for the work enqueued.
+/// `device_index`. The whole chain is replayed once per pass the metrics need (CUPTI's user
+/// replay), `before_pass` enqueued ahead of each, outside the counted ranges; `finish` waits for
+/// the work enqueued.
 [[nodiscard]] run::gpu::counter_reading read_counters(CUcontext context, int device_index,
                                                       const std::vector<std::string>& metrics,
+                                                      const std::function<void()>& before_pass,
                                                       const std::function<void()>& enqueue,
                                                       const std::function<void()>& finish);
 

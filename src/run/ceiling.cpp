@@ -13,10 +13,8 @@ constexpr int k_probe_block = 256;
 constexpr int k_probe_samples = 20;
 /// The FMA probe's iterations per thread: a few milliseconds on a large GPU.
 constexpr int k_fma_iterations = 1 << 14;
-/// The tensor probe's largest side: an 8192³ bfloat16 product, as cuBLAS benchmarks quote.
-constexpr long long k_tensor_side = 8192;
-/// Below this side the product is too short to say what the tensor cores can do.
-constexpr long long k_tensor_least_side = 1024;
+/// The tensor probe's loop iterations: a few milliseconds on a large GPU.
+constexpr int k_tensor_iterations = 1 << 13;
 
 /// 16 × L2 each way (960 MiB on an H200), so no cache level holds the data, within 64 MiB..1 GiB.
 std::size_t probe_bytes(const device_info& info) {
@@ -41,11 +39,13 @@ struct probe_kernel {
     scoped_module module;
     kernel_id kernel;
 };
-probe_kernel load_probe(gpu& device, const build_context& ctx, const std::string& source, const std::string& name) {
+probe_kernel load_probe(gpu& device, const build_context& ctx, const std::string& source, const std::string& name,
+                        bool arch_specific = false) {
     jit::compile_request request;
     request.source = source;
     request.program_name = name + ".cu";
     request.arch = device.device().arch;
+    request.arch_specific = arch_specific;
     const auto binary = jit::build(request, ctx.cache, ctx.mode, name);
     const module_id module = device.load_module(binary.cubin);
     return {scoped_module(device, module), device.get_kernel(module, name)};
@@ -79,48 +79,21 @@ double measure_fma(gpu& device, const build_context& ctx) {
     return flops / (ms * 1e-3);
 }
 
-/// kjit's own GEMM (bfloat16, its default policy for this device) on random matrices of the
-/// largest side up to k_tensor_side whose three take at most an eighth of the device's memory;
-/// nullopt where that is below k_tensor_least_side. Timed as the copy and FMA probes are, back to
-/// back with no L2 flush: run_variant's cold loop, with a flush between samples, gave 813
-/// TFLOP/s on the H200 against this 770 (bench/results/2026-12-04-why/review), and the three
-/// ceilings are measured one way.
+/// The tensor cores' own bfloat16 ceiling: kjit's tensor probe (codegen::tensor_probe_source)
+/// on every SM, timed as the copy and FMA probes are; nullopt before sm_80.
 std::optional<double> measure_tensor(gpu& device, const build_context& ctx) {
-    const auto& info = device.device();
-    long long side = k_tensor_side;
-    while (side >= k_tensor_least_side && 3.0 * 2.0 * static_cast<double>(side * side) > static_cast<double>(info.memory_bytes) / 8) side /= 2;
-    if (side < k_tensor_least_side) return std::nullopt;
-    const nlohmann::json probe = {
-        {"name", "kjit_tensor_probe"}, {"shape", {side, side}}, {"dtype", "bfloat16"},
-        {"inputs", {{"a", {{"fill", "uniform"}, {"low", -1}, {"high", 1}}},
-                    {"w", {{"shape", {side, side}}, {"fill", "uniform"}, {"low", -1}, {"high", 1}}}}},
-        {"stages", {{{"op", "matmul"}, {"input", "a"}, {"by", "w"}}}}};
-    const config::pipeline p = family::load(config::parse_document(probe.dump(), "<tensor ceiling probe>"), target_of(info));
-    const family::program prog = family::plan(p, ctx.templates);
-    const auto binary = jit::build(compile_request_for(p, prog, info.arch), ctx.cache, ctx.mode, "tensor ceiling probe");
-    const scoped_module module(device, device.load_module(binary.cubin));
-    report::record scratch;
-    const auto inputs = make_host_inputs(p, scratch);
-    device_arrays buffers(device);
-    for (const auto& b : prog.buffers) {
-        const auto input = inputs->arrays.find(b.name);
-        buffers.ids[b.name] = device.allocate(input != inputs->arrays.end() ? input->second.bytes() : b.bytes);
-        if (input != inputs->arrays.end()) device.copy_to_device(buffers.ids[b.name], input->second.data(), input->second.bytes());
-    }
-    std::vector<std::pair<kernel_id, kernel_launch>> launches;
-    double flops = 0;
-    for (const auto& k : prog.kernels) {
-        const kernel_id id = device.get_kernel(module.id(), k.name);
-        const long long resident = static_cast<long long>(device.max_active_blocks_per_sm(id, static_cast<int>(k.block.count()), k.shared_bytes)) * info.sm_count;
-        launches.emplace_back(id, launch_of(p, prog, k, grid_on_device(k, resident), [&](const family::argument& a) {
-            return argument_value{.what = argument_value::type::buffer, .buffer = buffers.ids.at(a.name)};
-        }));
-        flops += k.flops;
-    }
-    const double ms = median_ms(device, [&] {
-        for (const auto& [id, launch] : launches) device.launch(id, launch);
-    });
-    return flops / (ms * 1e-3);
+    const int arch = device.device().arch;
+    if (!codegen::has_tensor_probe(arch)) return std::nullopt;
+    const auto probe = load_probe(device, ctx, codegen::tensor_probe_source(ctx.templates, arch), codegen::k_tensor_probe_kernel,
+                                  codegen::tensor_probe_uses_wgmma(arch));
+    const int block = codegen::k_tensor_probe_threads;
+    const long long grid = resident_blocks(device, probe.kernel, block);
+    const buffer_id out = device.allocate(static_cast<std::size_t>(grid * block) * sizeof(float));
+    using type = argument_value::type;
+    const kernel_launch launch{{grid}, {block}, 0, {{type::buffer, out}, {type::i64, 0, 0, k_tensor_iterations}}};
+    const double ms = median_ms(device, [&] { device.launch(probe.kernel, launch); });
+    device.release(out);
+    return codegen::tensor_probe_block_flops(arch) * k_tensor_iterations * static_cast<double>(grid) / (ms * 1e-3);
 }
 
 /// `key` of the device's ceilings, from the cache directory's file for this device and driver,
@@ -161,7 +134,8 @@ double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx) {
 std::optional<double> compute_ceiling_flops_per_s(gpu& device, const build_context& ctx, family::math_unit unit) {
     if (unit == family::math_unit::fma)
         return ceiling(device, ctx, "fma_flops_per_s", [&] { return std::optional<double>(measure_fma(device, ctx)); });
-    return ceiling(device, ctx, "tensor_flops_per_s", [&] { return measure_tensor(device, ctx); });
+    // (Named apart from the GEMM-timed ceiling that earlier versions kept, so that none is served.)
+    return ceiling(device, ctx, "tensor_core_flops_per_s", [&] { return measure_tensor(device, ctx); });
 }
 
 std::optional<double> flops_ceiling_for(gpu& device, const build_context& ctx, const report::record& rec) {

@@ -136,15 +136,15 @@ std::string own_layout(const family::program& prog) {
     return layout;
 }
 
-/// The counter pass: one chain under the profiler, L2 flushed first, as the cold loop runs it;
-/// each kernel's counters into its row, and the chain's into the record.
+/// The counter pass: the chain under the profiler, once per pass its counters need, each from an
+/// L2 flushed clean (gpu::read_counters); each kernel's counters into its row, and the chain's
+/// into the record.
 void read_counters(gpu& device, const std::string& set, const std::function<void()>& enqueue_chain,
                    report::record& rec) {
     trace::span span("hardware counters");
     const auto counters = why::counters_of(set);
     std::vector<std::string> metrics;
     for (const auto& c : counters) metrics.emplace_back(c.metric);
-    device.flush_l2();
     const auto reading = device.read_counters(metrics, enqueue_chain);
     if (!reading.problem.empty()) {
         rec.warnings.push_back("no hardware counters: " + reading.problem);

@@ -137,10 +137,10 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
 [[nodiscard]] double copy_ceiling_bytes_per_s(gpu& device, const build_context& ctx);
 
 /// The device's compute ceiling for `unit`, in floating-point operations per second: kjit's FMA
-/// probe (independent FMA chains on every thread), or for the tensor cores kjit's own GEMM of
-/// 8192³ random bfloat16 at its default policy for the device (smaller where the device holds
-/// less; nullopt below 1024). Measured once per device and driver and kept beside the copy
-/// ceiling. These are the roofs a variant's FLOP/s are compared with.
+/// probe (independent FMA chains on every thread), or for the tensor cores kjit's tensor probe
+/// (bfloat16 products on operands already on chip: wgmma on sm_90, mma.sync from sm_80; nullopt
+/// before). Measured once per device and driver and kept beside the copy ceiling. These are the
+/// roofs a variant's FLOP/s are compared with.
 [[nodiscard]] std::optional<double> compute_ceiling_flops_per_s(gpu& device, const build_context& ctx,
                                                                 family::math_unit unit);
 /// The compute ceiling for the unit `rec`'s flops run on (record::flops_unit); nullopt for a

@@ -126,19 +126,29 @@ measurement measurement_of(const report::row& row) {
     return {number("kernel_cold_median_ms"), percent ? std::optional<double>(*percent / 100) : std::nullopt};
 }
 
-/// The records of `points`, run on the session's device `device`, compiled on `jobs` threads.
+/// The records of `points`, run on the session's device `device`, compiled on `jobs` threads,
+/// with the hardware counters of `counter_set`.
 std::vector<report::record> run_on(run::session& s, const std::vector<config::sweep_point>& points,
-                                   const std::string& source, int device, int jobs) {
+                                   const std::string& source, int device, int jobs, const std::string& counter_set) {
     run::sweep_request request;
     request.devices = std::to_string(device);
     request.jobs = jobs;
+    request.counter_set = counter_set;
     return s.sweep(points, source, request).records;
+}
+
+/// A row's hardware counters: its metric_* columns.
+report::row counters_of(const report::row& row) {
+    report::row counters = report::row::object();
+    for (const auto& [column, value] : row.items())
+        if (column.starts_with("metric_")) counters[column] = value;
+    return counters;
 }
 
 /// The rows of `to_run`, measured on the session's device `o.device`, or by `o.remote`.
 std::vector<report::row> measure_rows(run::session& s, const std::vector<config::sweep_point>& to_run,
                                       const std::string& source, const tune_options& o) {
-    if (!o.remote) return report::rows_of(run_on(s, to_run, source, o.device, o.jobs));
+    if (!o.remote) return report::rows_of(run_on(s, to_run, source, o.device, o.jobs, o.counter_set));
     std::vector<std::pair<std::size_t, json_value>> asked;
     for (const auto& point : to_run) asked.emplace_back(point.index, point.values);
     return o.remote->measure(asked);
@@ -171,7 +181,8 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
         if (it == points.end()) it = points.emplace(index, point_of(base, sp.values_of(index), index, gpu)).first;
         return it->second;
     };
-    const auto stored = [&](std::size_t index) { return db.find(sp.values_of(index)); };
+    // With counters asked for, no point is taken from the database: it keeps times, not counters.
+    const auto stored = [&](std::size_t index) { return o.counter_set.empty() ? db.find(sp.values_of(index)) : nullptr; };
 
     tune_result r = search_space(
         sp, o, [&](std::size_t index) { return sp.allowed(index) && point_at(index).has_value(); },
@@ -200,6 +211,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
                     point.status = row.value("status", "");
                     point.message = row.value("error", "");
                     point.from = "measured";
+                    point.counters = counters_of(row);
                     db.add({point.values, point.result.ms, point.result.roofline, point.status, point.message, utc_now()});
                 }
                 db.save();
@@ -217,7 +229,7 @@ tune_result tune(run::session& s, const config::document& doc, const tune_option
             return done;
         },
         [&](std::size_t index) -> std::optional<double> {
-            const stored_point* known = stored(index);
+            const stored_point* known = db.find(sp.values_of(index));
             if (!known) return std::nullopt;
             return known->ms.value_or(INFINITY);
         });
@@ -289,13 +301,13 @@ dry_run_result dry_run(run::session& s, const config::document& doc, const tune_
 
 std::vector<report::record> measure_points(run::session& s, const config::document& doc,
                                            const std::vector<std::pair<std::size_t, json_value>>& points, int device,
-                                           int jobs) {
+                                           int jobs, const std::string& counter_set) {
     const config::document base = base_of(doc);
     const config::target gpu = run::target_of(s.device(device));
     std::vector<config::sweep_point> to_run;
     for (const auto& [index, values] : points)
         if (auto point = point_of(base, values, index, gpu)) to_run.push_back(std::move(*point));
-    return run_on(s, to_run, base.source, device, jobs);
+    return run_on(s, to_run, base.source, device, jobs, counter_set);
 }
 
 json_value to_json(const run::device_info& d) { return json_value(nlohmann::json(d)); }
@@ -320,6 +332,7 @@ std::vector<report::row> rows_of(const tune_result& r) {
                         {"exhaustive_best_ms", number(r.exhaustive_best_ms)},
                         {"strategy", r.strategy},
                         {"device", r.device}});
+        rows.back().update(p.counters);
     }
     return rows;
 }

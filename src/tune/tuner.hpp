@@ -36,6 +36,9 @@ struct tune_options {
     int device = 0;
     int jobs = 0;
     std::optional<remote_workers> remote = std::nullopt;  ///< measure elsewhere, not on `device`
+    /// --metrics: each point's hardware counters, read after its timed loops (run_options). The
+    /// database keeps times, not counters, so every point is measured again.
+    std::string counter_set = {};
 };
 
 /// The strategy and budget `o` asks for on a space of `allowed` points: "auto" and budget 0 made
@@ -50,6 +53,7 @@ struct tuned_point {
     std::string status;   ///< PASS, FAIL, error
     std::string message;  ///< why it failed
     std::string from;     ///< "measured", "database" (measured by an earlier tune), "replay"
+    report::row counters = report::row::object();  ///< --metrics: the point's metric_* columns
 };
 
 struct tune_result {
@@ -76,10 +80,11 @@ struct tune_result {
                                const std::function<void(const tuned_point&)>& step = {});
 
 /// A cluster worker's part of a remote tune: the points (index in the space, values) of `doc`,
-/// resolved for and run on the session's device `device`, compiled on `jobs` threads: their records.
+/// resolved for and run on the session's device `device`, compiled on `jobs` threads, with the
+/// hardware counters of `counter_set` (none where empty): their records.
 [[nodiscard]] std::vector<report::record> measure_points(run::session& s, const config::document& doc,
                                                          const std::vector<std::pair<std::size_t, config::json_value>>& points,
-                                                         int device, int jobs);
+                                                         int device, int jobs, const std::string& counter_set = {});
 
 /// A device as JSON and back: how a cluster's worker tells the tuning process its GPU.
 [[nodiscard]] config::json_value to_json(const run::device_info& d);

@@ -52,25 +52,6 @@ argument map_argument(const std::string& name, const tensor_map& map, bool writt
     return a;
 }
 
-/// wgmma's accumulators for a 64 × n piece of C, an operand of its asm each: the output list
-/// ("{%0, …, %k},") in lines of 8, and their constraints, a line per 16 × 8 piece (4 a thread).
-std::pair<std::vector<std::string>, std::vector<std::string>> wgmma_operands(int n) {
-    std::vector<std::string> outputs, constraints;
-    const int count = n / 2;
-    for (int first = 0; first < count; first += 8) {
-        std::string line = first == 0 ? "{" : "";
-        for (int i = first; i < first + 8; ++i) line += "%" + std::to_string(i) + (i + 1 < count ? (i + 1 < first + 8 ? ", " : ",") : "},");
-        outputs.push_back(line);
-    }
-    for (int piece = 0; piece < n / 8; ++piece) {
-        std::string line = piece == 0 ? ": " : "  ";
-        for (int h = 0; h < 4; ++h)
-            line += "\"+f\"(d[" + std::to_string(piece) + "][" + std::to_string(h) + "])" + (h < 3 ? ", " : piece + 1 < n / 8 ? "," : "");
-        constraints.push_back(line);
-    }
-    return {outputs, constraints};
-}
-
 mu::data lines(const std::vector<std::string>& texts) {
     mu::data list{mu::data::type::list};
     for (const auto& text : texts) list.push_back(mu::data(text));
@@ -191,12 +172,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     data.set("mma", codegen::flag(t.kind == rung::mma));
     data.set("wgmma", codegen::flag(wgmma));
     if (wgmma) {
-        const auto [outputs, constraints] = wgmma_operands(t.tile_n);
-        data.set("wgmma_outputs", lines(outputs));
-        data.set("wgmma_operands", lines(constraints));
-        data.set("wgmma_a", std::to_string(t.tile_n / 2));  // the operands after the accumulators
-        data.set("wgmma_b", std::to_string(t.tile_n / 2 + 1));
-        data.set("wgmma_first", std::to_string(t.tile_n / 2 + 2));
+        codegen::set_wgmma_operands(data, t.tile_n);
         // A buffer is full when the producer's one thread has arrived and TMA's bytes have
         // landed; or when its 128 threads have copied their elements.
         data.set("fill_arrivals", t.async_copies ? "1" : "128");
