@@ -11,6 +11,8 @@ namespace {
 
 constexpr int k_probe_block = 256;
 constexpr int k_probe_samples = 20;
+constexpr double k_probe_warmup_ms = 200;
+constexpr int k_probe_most_warmups = 1000;  // (a probe of a few µs stops here)
 /// The FMA probe's iterations per thread: a few milliseconds on a large GPU.
 constexpr int k_fma_iterations = 1 << 14;
 /// The tensor probe's loop iterations: a few milliseconds on a large GPU.
@@ -21,9 +23,11 @@ std::size_t probe_bytes(const device_info& info) {
     return std::clamp<std::size_t>(16 * info.l2_bytes, std::size_t{64} << 20, std::size_t{1} << 30) / 16 * 16;
 }
 
-/// The median of k_probe_samples timings of `work`, after three untimed runs.
+/// The median of k_probe_samples timings of `work`, after it has run for k_probe_warmup_ms at
+/// least three times: an idle GPU's clock takes that long to rise to what it holds under load.
 double median_ms(gpu& device, const std::function<void()>& work) {
-    for (int i = 0; i < 3; ++i) work();
+    double warm_ms = 0;
+    for (int i = 0; i < 3 || (warm_ms < k_probe_warmup_ms && i < k_probe_most_warmups); ++i) warm_ms += device.time_ms(work);
     std::vector<double> samples;
     for (int i = 0; i < k_probe_samples; ++i) samples.push_back(device.time_ms(work));
     return summarize(std::move(samples)).median;
