@@ -5,7 +5,6 @@
 #include <mutex>
 
 #include "cuda/handles.hpp"
-#include "cuda/l2_flush.hpp"
 #include "cuda/cupti.hpp"
 #include "cuda/nvml.hpp"
 #include "cuda/tensor_map.hpp"
@@ -76,8 +75,7 @@ public:
 
     cuda_gpu(const probe_result& driver, int index, CUdevice device, open_times& times)
         : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
-          m_info(query_device(*m_api, device, index, driver.driver_version)), m_device(device),
-          m_flush(m_api, m_info.l2_bytes) {
+          m_info(query_device(*m_api, device, index, driver.driver_version)), m_device(device) {
         trace::span span("context");
         CUcontext context = nullptr;
         m_api->check(m_api->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
@@ -200,7 +198,17 @@ public:
                      units::bytes(static_cast<double>(bytes)) + " of the caller's array");
     }
 
-    void flush_l2() override { m_flush.dirty(m_stream.get()); }
+    void flush_l2() override {
+        if (!m_flush) {
+            // Twice the L2 size, so that nothing a kernel touched survives the memset.
+            m_flush_bytes = std::max<std::size_t>(2 * m_info.l2_bytes, 1 << 20);
+            CUdeviceptr pointer = 0;
+            m_api->check(m_api->cuMemAlloc(&pointer, m_flush_bytes), "cuMemAlloc", "L2 flush buffer");
+            m_flush = buffer_handle(pointer, {m_api});
+        }
+        m_api->check(m_api->cuMemsetD8Async(m_flush.get(), 0, m_flush_bytes, m_stream.get()), "cuMemsetD8Async",
+                     "L2 flush");
+    }
 
     void synchronize() override { m_api->check(m_api->cuStreamSynchronize(m_stream.get()), "cuStreamSynchronize"); }
 
@@ -220,9 +228,8 @@ public:
     };
 
     counter_reading read_counters(const std::vector<std::string>& metrics, const std::function<void()>& enqueue) override {
-        // Each pass starts from an L2 flushed clean, so that a kernel's DRAM bytes are its own.
-        return cuda::read_counters(m_context.get(), m_info.index, metrics, [&] { m_flush.clean(m_stream.get()); }, enqueue,
-                                   [&] { synchronize(); });
+        // Each pass from a flushed L2, as the cold loop's chains start: a kernel's DRAM bytes its own.
+        return cuda::read_counters(m_context.get(), m_info.index, metrics, [&] { flush_l2(); }, enqueue, [&] { synchronize(); });
     }
 
     std::unique_ptr<graph> capture_graph(const std::function<void()>& enqueue) override {
@@ -340,7 +347,8 @@ private:
     std::vector<module_handle> m_modules;
     std::vector<loaded_kernel> m_kernels;
     std::vector<buffer_handle> m_buffers;
-    l2_flush m_flush;
+    buffer_handle m_flush;
+    std::size_t m_flush_bytes = 0;
 };
 
 }  // namespace

@@ -118,9 +118,8 @@ public:
     [[nodiscard]] virtual double time_ms(const std::function<void()>& enqueue) = 0;
 
     /// Hardware counters (CUPTI's metric names) of each kernel `enqueue` launches, read after the
-    /// timed loops: the chain run as often as its counters need, each time from an L2 flushed and
-    /// holding no dirty line (so that a kernel's DRAM bytes are its own). One (kernel name,
-    /// metric → value) per launch, in order.
+    /// timed loops: the chain run as often as its counters need, each time from a flushed L2, as
+    /// the cold loop runs it. One (kernel name, metric → value) per launch, in order.
     struct counter_reading {
         std::vector<std::pair<std::string, std::map<std::string, double>>> launches;
         std::vector<std::string> unavailable;  ///< metrics this GPU does not count: left out

@@ -136,9 +136,9 @@ std::string own_layout(const family::program& prog) {
     return layout;
 }
 
-/// The counter pass: the chain under the profiler, once per pass its counters need, each from an
-/// L2 flushed clean (gpu::read_counters); each kernel's counters into its row, and the chain's
-/// into the record.
+/// The counter pass: the chain under the profiler, once per pass its counters need, each from a
+/// flushed L2 (gpu::read_counters); each kernel's counters into its row, and the chain's into the
+/// record.
 void read_counters(gpu& device, const std::string& set, const std::function<void()>& enqueue_chain,
                    report::record& rec) {
     trace::span span("hardware counters");
