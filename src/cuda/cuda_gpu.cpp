@@ -228,7 +228,7 @@ public:
     };
 
     counter_reading read_counters(const std::vector<std::string>& metrics, const std::function<void()>& enqueue) override {
-        // Each pass from a flushed L2, as the cold loop's chains start: a kernel's DRAM bytes its own.
+        // Each pass from a flushed L2, as the cold loop's chains start.
         return cuda::read_counters(m_context.get(), m_info.index, metrics, [&] { flush_l2(); }, enqueue, [&] { synchronize(); });
     }
 
