@@ -796,6 +796,9 @@ TEST_CASE("kjit tune on the command line: usage and config mistakes exit 2 with 
     const std::string recorded = std::string(KJIT_SOURCE_DIR) + "/bench/results/2026-12-02-h200-tune/tune_softmax.exhaustive.json";
     CHECK(run_kjit({"tune", softmax, "--seeds", "2"}, log) == 2);
     CHECK(fs::read_file(log) == "kjit: --seeds goes with --replay\n");
+    CHECK(run_kjit({"tune", softmax, "--replay", recorded, "--metrics"}, log) == 2);
+    CHECK(fs::read_file(log) == "kjit: --metrics reads counters on the GPU: not with --replay or --dry-run\n");
+    CHECK(run_kjit({"tune", softmax, "--metrics=bogus"}, log) == 2);  // an unknown set, before any GPU is sought
     CHECK(run_kjit({"tune", softmax, "--stop-at", "0"}, log) == 2);
     CHECK(fs::read_file(log) == "kjit: --stop-at takes a percentage in (0, 100]\n");
     CHECK(run_kjit({"tune", softmax, "--replay", recorded, "--strategy", "bayes"}, log) == 2);

@@ -126,6 +126,11 @@ def test_workers_of_different_gpu_models_are_refused_or_kept_apart():
 def test_tune_from_python_says_what_it_lacks_here(cluster, tmp_path):
     with pytest.raises(kjit.ConfigError, match="strategy='best': expected auto, exhaustive"):
         kjit.tune(CONFIGS / "tune_softmax.json", strategy="best")
+    with pytest.raises(kjit.ConfigError, match="metrics='dram': expected one of"):
+        kjit.tune(CONFIGS / "tune_softmax.json", metrics="dram")
+    # With counters asked for, the tune reaches the module (which finds no GPU here).
+    with pytest.raises(kjit.Error, match="GPU"):
+        kjit.tune(CONFIGS / "tune_softmax.json", cache_dir=tmp_path, metrics=True)
     # This machine has no GPU: the tune says so, on one machine or on a cluster of CPUs only.
     with pytest.raises(kjit.Error, match="GPU"):
         kjit.tune(CONFIGS / "tune_softmax.json", cache_dir=tmp_path)
