@@ -487,9 +487,9 @@ public:
     /// The session's GPU as JSON (tune::to_json): what a cluster's worker tells the driver;
     /// kjit.Error where there is none.
     std::string device_json() { return tune::to_json(m_session.device(m_device)).dump(); }
-    /// How many points the config's sweep block makes.
-    std::size_t sweep_size(const std::string& config, const std::vector<std::string>& sets) {
-        return config::sweep_size(document_of(config, sets));
+    /// The indices of the config's sweep points that its constraints allow.
+    std::vector<std::size_t> sweep_points(const std::string& config, const std::vector<std::string>& sets) {
+        return config::allowed_sweep_points(document_of(config, sets));
     }
 
 private:
@@ -562,7 +562,7 @@ NB_MODULE(_kjit, m) {
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
              nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0,
              nb::arg("metrics") = "")
-        .def("sweep_size", &python_session::sweep_size, nb::arg("config"), nb::arg("sets"))
+        .def("sweep_points", &python_session::sweep_points, nb::arg("config"), nb::arg("sets"))
         .def("device_json", &python_session::device_json)
         .def("tune", &python_session::tune, nb::arg("config"), nb::arg("sets"), nb::arg("strategy"), nb::arg("budget"),
              nb::arg("seconds").none(), nb::arg("roofline_target").none(), nb::arg("seed"), nb::arg("remote_device").none(),

@@ -326,6 +326,7 @@ TEST_CASE("sweep: a bad point is named with its index and values before anything
     doc.json["sweep"] = {{"launch.block", {128, 100}}};
     const auto m = error_message([&] { (void)family::expand_sweep(doc); });
     CHECK(m.find("sweep point 1 (launch.block=100): launch.block: expected a multiple of 32") != std::string::npos);
+    CHECK(m.ends_with("(a \"constraints\" list in the sweep block skips such points)"));
 }
 
 TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes only its own points") {
@@ -347,6 +348,33 @@ TEST_CASE("sweep: the point count is bounded, with no overflow; a shard makes on
     CHECK(config::sweep_size(doc) == 1000000);
     CHECK(error_message([&] { (void)family::expand_sweep(doc, std::nullopt, std::vector<std::size_t>{1000000}); })
               .find("sweep: has 1000000 points; there is no point 1000000") != std::string::npos);
+}
+
+TEST_CASE("sweep: constraints skip the points they refuse, which keep their numbers") {
+    auto doc = kjit::testing::default_document();
+    doc.json["sweep"] = {{"launch.block", {128, 256, 512, 1024}},
+                         {"launch.vector_width", {1, 2, 4}},
+                         {"constraints", {"block * vector_width <= 1024", "vector_width > 1 || block >= 256"}}};
+    CHECK(config::sweep_size(doc) == 12);
+    // Refused: 128 × 1 (the second), 512 × 4, 1024 × 2 and 1024 × 4 (the first).
+    const std::vector<std::size_t> allowed{1, 2, 3, 4, 5, 6, 7, 9};
+    CHECK(config::allowed_sweep_points(doc) == allowed);
+    const auto points = family::expand_sweep(doc);
+    REQUIRE(points.size() == allowed.size());
+    for (std::size_t k = 0; k < points.size(); ++k) CHECK(points[k].index == allowed[k]);
+    CHECK(points.back().label == "launch.block=1024 launch.vector_width=1");
+    // A shard's indices: those the constraints refuse are skipped, not refused.
+    const auto shard = family::expand_sweep(doc, std::nullopt, std::vector<std::size_t>{0, 8, 9});
+    REQUIRE(shard.size() == 1);
+    CHECK(shard[0].index == 9);
+    // Bad constraints: one line naming the constraint's key path.
+    doc.json["sweep"]["constraints"] = {"block <"};
+    CHECK(error_message([&] { (void)config::sweep_size(doc); }).find("sweep.constraints[0]: column") != std::string::npos);
+    doc.json["sweep"]["constraints"] = {"blocks > 1"};
+    CHECK(error_message([&] { (void)family::expand_sweep(doc); }).find("sweep.constraints[0]: column 1:") != std::string::npos);
+    doc.json["sweep"]["constraints"] = "block > 1";
+    CHECK(error_message([&] { (void)family::expand_sweep(doc); }).find("sweep.constraints: expected a list of conditions") !=
+          std::string::npos);
 }
 
 TEST_CASE("sweep: malformed axes") {

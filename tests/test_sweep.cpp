@@ -288,7 +288,8 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
     const auto twice = kjit::testing::kjit_cli({"merge", path("s1.json"), path("s0.json"), path("s0.json")});
     CHECK(twice.err == "kjit: warning: 3 sweep points (0, 2, 4) appear more than once: a file merged twice?\n");
     const auto half = kjit::testing::kjit_cli({"merge", path("s1.json")});
-    CHECK(half.err == "kjit: warning: 3 sweep points (0, 2, 4) are missing before the last one: a shard left out?\n");
+    CHECK(half.err == "kjit: warning: 3 sweep points (0, 2, 4) are missing before the last one: a shard left out (or points "
+                      "the sweep's constraints skip)?\n");
     // --resume: an interrupted sweep's file (its first 4 rows) gets the points it lacks, and no more.
     {
         auto partial = report::read_rows(path("all.json"));
@@ -311,6 +312,12 @@ TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows
                                                 "--resume", path("s1.json")});
     CHECK(other.status == exit_status::usage);
     CHECK(other.err.find("(a file of another config?)") != std::string::npos);
+    // Constraints: the points they refuse are skipped, said once in the summary.
+    const auto constrained = kjit::testing::kjit_cli({"sweep", config, "--compile-only", "--cache-dir", cache, "--set",
+                                                      "sweep.constraints=[\"block != 256\"]", "--json", path("constrained.json")});
+    REQUIRE(constrained.status == exit_status::ok);
+    CHECK(constrained.out.find("4 points (the constraints skip 2 of the sweep's 6)") != std::string::npos);
+    CHECK(report::read_rows(path("constrained.json")).size() == 4);
     const std::string csv = fs::read_file(path("merged.csv"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
     CHECK(kjit::testing::kjit_cli({"merge", config}).status == exit_status::usage);  // not a results file

@@ -88,8 +88,8 @@ TEST_CASE("tune space: axes, paired axes and constraints from the tune block") {
         CHECK(label.find("block=256 launch.streaming=false launch.vector_width=2") == std::string::npos);
         CHECK(label.find("block=64 launch.streaming=true") == std::string::npos);
     }
-    CHECK(tune::short_name("stages[2].formula") == "formula");
-    CHECK(tune::short_name("stages[1]") == "stages");
+    CHECK(config::axis_name("stages[2].formula") == "formula");
+    CHECK(config::axis_name("stages[1]") == "stages");
 }
 
 TEST_CASE("tune space: the family's own when the config has no tune block") {
@@ -116,7 +116,7 @@ TEST_CASE("tune space: each mistake is one line at its key path") {
     CAPTURE(not_a_condition);
     CHECK(not_a_condition.find("tune.constraints[0]: expected a condition such as") != std::string::npos);
     CHECK(message({{"axes", {{"launch.block", {64}}}}, {"constraints", {"block < i"}}})
-              .find("names only the numeric tune axes") != std::string::npos);
+              .find("names only the numeric axes") != std::string::npos);
     CHECK(message({{"axes", {{"launch.block", {64}}}}, {"extra", 1}}).find("tune.extra: unknown key") != std::string::npos);
 }
 

@@ -66,11 +66,11 @@ def _connect(ray_module, address):
         ray_module.init(address=None if address is True else address, log_to_driver=False)
 
 
-def _batches(total, workers):
-    """Runs of consecutive points (they share inputs and compiled sources most often), about four
-    per worker so that a slow or lost worker holds back little, at most 64 points each."""
-    size = max(1, min(64, total // max(1, 4 * workers)))
-    return [list(range(start, min(start + size, total))) for start in range(0, total, size)]
+def _batches(points, workers):
+    """Runs of consecutive points of the list `points` (they share inputs and compiled sources most
+    often), about four per worker so that a slow or lost worker holds back little, at most 64 each."""
+    size = max(1, min(64, len(points) // max(1, 4 * workers)))
+    return [list(points[start:start + size]) for start in range(0, len(points), size)]
 
 
 class _Writer:
@@ -139,8 +139,8 @@ class _Dispatcher:
     """Hands each model's batches to its workers, two at a time per worker (one running, one
     waiting), and takes back the batches of a worker that was lost."""
 
-    def __init__(self, groups, total, run_batch):
-        self._queues = {model: collections.deque(_batches(total, len(ws))) for model, ws in groups.items()}
+    def __init__(self, groups, points, run_batch):
+        self._queues = {model: collections.deque(_batches(points, len(ws))) for model, ws in groups.items()}
         self._groups = groups
         self._run = run_batch
         self.in_flight = {}  # ref → (worker, model, batch)
@@ -174,13 +174,13 @@ def sweep(session, config, sets, compile_only, progress, address, gpu_models="sa
     whatever happens."""
     import pandas
     from . import Error
-    total = session._session.sweep_size(config, sets)
+    points = session._session.sweep_points(config, sets)  # those its constraints allow
     writer = _Writer(out)
     with _workers(session, address, workers, not compile_only, "sweep") as (ray, actors, abouts):
         try:
             groups = _group_by_model(actors, abouts, gpu_models)
-            work = _Dispatcher(groups, total, lambda w, batch: w.points.remote(config, sets, compile_only, batch, metrics))
-            todo = total * len(groups)
+            work = _Dispatcher(groups, points, lambda w, batch: w.points.remote(config, sets, compile_only, batch, metrics))
+            todo = len(points) * len(groups)
             while True:
                 work.fill()
                 if not work.in_flight:

@@ -1,5 +1,6 @@
 // kjit sweep and kjit merge.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "cli/commands.hpp"
@@ -30,12 +31,15 @@ std::vector<report::row> finished_rows(const options& o, const config::document&
         indices.push_back(index->get<std::size_t>());
         rows.push_back(std::move(row));
     }
-    const auto points = family::expand_sweep(doc, gpu, indices);
-    for (std::size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].value("sweep_point", "") != points[i].label)
+    std::map<std::size_t, std::string> labels;  // (a point the constraints now refuse has none)
+    for (const auto& point : family::expand_sweep(doc, gpu, indices)) labels[point.index] = point.label;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string label = labels.contains(indices[i]) ? "\"" + labels[indices[i]] + "\"" : "refused by its constraints";
+        if (label != "\"" + rows[i].value("sweep_point", "") + "\"")
             throw error(error_kind::usage, "--resume " + o.resume_path + ": its point " + std::to_string(indices[i]) + " is \"" +
-                                               rows[i].value("sweep_point", "") + "\", this sweep's is \"" + points[i].label +
-                                               "\" (a file of another config?)");
+                                               rows[i].value("sweep_point", "") + "\", this sweep's is " + label +
+                                               " (a file of another config?)");
+    }
     return rows;
 }
 
@@ -81,7 +85,9 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     report::print_summary(out, rows);
     std::size_t failed = 0;
     for (const auto& r : records) failed += !report::succeeded(r.status);
+    const std::size_t total = config::sweep_size(doc), refused = total - config::allowed_sweep_points(doc).size();
     out << "\n" << points.size() << " points" << (o.shard.empty() ? "" : " (shard " + o.shard + ")")
+        << (refused == 0 ? "" : " (the constraints skip " + std::to_string(refused) + " of the sweep's " + std::to_string(total) + ")")
         << (finished.empty() ? "" : " (and " + std::to_string(finished.size()) + " finished before, from " + o.resume_path + ")") << ", "
         << compiled.distinct << " distinct sources, " << compiled.compiled << " compiled on " << compiled.threads
         << " threads in " << units::duration_ms(compiled.wall_ms);
@@ -133,7 +139,7 @@ exit_status cmd_merge(const options& o, std::ostream& out, std::ostream& err) {
         next = at + 1;
     }
     warn_about_points(err, repeated, "appear more than once: a file merged twice?");
-    warn_about_points(err, missing, "are missing before the last one: a shard left out?");
+    warn_about_points(err, missing, "are missing before the last one: a shard left out (or points the sweep's constraints skip)?");
     report::print_summary(out, rows);
     write_rows(o, rows);
     return exit_status::ok;

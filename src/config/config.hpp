@@ -285,14 +285,19 @@ inline constexpr std::size_t k_max_sweep_points = 1'000'000;
 /// Makes a validated pipeline of a document (family::load).
 using loader = std::function<pipeline(const document&)>;
 
-/// How many points the document's "sweep" block makes (1 when there is none); a malformed block
-/// is a config_error.
+/// How many points the document's "sweep" block makes (1 when there is none), its constraints
+/// aside; a malformed block is a config_error. A sweep block is key path → list of values, and
+/// may have "constraints": conditions over the numeric axes, as a tune block's
+/// ("block * vector_width <= 4096"); a point that fails one is skipped, not made.
 [[nodiscard]] std::size_t sweep_size(const document& doc);
+/// The indices of the points the sweep's constraints allow (every point where it has none).
+[[nodiscard]] std::vector<std::size_t> allowed_sweep_points(const document& doc);
 
-/// The cartesian product of the document's "sweep" block (one point when there is none), or the
-/// points at `indices` (a shard, a cluster worker's batch; the others are not made), in that
-/// order. Every point returned is made by `load` here, before any work starts; a bad one names
-/// its index and values, an index past the last point is a config_error.
+/// The cartesian product of the document's "sweep" block (one point when there is none) less the
+/// points its constraints refuse, or those of the points at `indices` (a shard, a cluster
+/// worker's batch; the others are not made) that the constraints allow, in that order. Every
+/// point returned is made by `load` here, before any work starts; a bad one names its index and
+/// values, an index past the last point is a config_error.
 [[nodiscard]] std::vector<sweep_point> expand_sweep(const document& doc, loader load,
                                                     const std::optional<std::vector<std::size_t>>& indices = std::nullopt);
 

@@ -1,9 +1,6 @@
 #include "tune/space.hpp"
 
-#include <map>
-
 #include "config/reader.hpp"
-#include "expr/evaluate.hpp"
 #include "tune/strategy.hpp"
 #include "util/error.hpp"
 
@@ -13,13 +10,6 @@ namespace {
 using config::json_value;
 using config::detail::object_reader;
 using config::detail::shown;
-
-/// A constraint's names are numeric axes: a number, or true/false as 1/0.
-std::optional<double> as_number(const json_value& value) {
-    if (value.is_boolean()) return value.get<bool>() ? 1.0 : 0.0;
-    if (value.is_number()) return value.get<double>();
-    return std::nullopt;
-}
 
 /// The axis' values, each a non-empty list; all lists of a paired group the same length.
 axis read_axis(const object_reader& block, const std::string& where, const json_value& paths) {
@@ -39,11 +29,6 @@ axis read_axis(const object_reader& block, const std::string& where, const json_
 }
 
 }  // namespace
-
-std::string short_name(const std::string& path) {
-    std::string last = path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);
-    return last.substr(0, last.find('['));
-}
 
 std::size_t space::size() const {
     std::size_t total = 1;
@@ -65,20 +50,7 @@ json_value space::values_of(std::size_t index) const {
     return values;
 }
 
-bool space::allowed(std::size_t index) const {
-    if (constraints.empty()) return true;
-    std::map<std::string, double> scalars;
-    const json_value values = values_of(index);
-    for (const auto& [path, value] : values.items())
-        if (const auto number = as_number(value)) scalars[short_name(path)] = *number;
-    for (const auto& c : constraints) {
-        const double flowing = 0;
-        double result = 0;
-        expr::evaluate(c.test, {.count = 1, .flowing = &flowing, .scalars = &scalars}, &result, nullptr);
-        if (result == 0) return false;
-    }
-    return true;
-}
+bool space::allowed(std::size_t index) const { return config::allows(constraints, values_of(index)); }
 
 space parse_space(const config::document& doc, const json_value& family_space) {
     const bool given = doc.json.is_object() && doc.json.contains("tune");
@@ -108,37 +80,15 @@ space parse_space(const config::document& doc, const json_value& family_space) {
             block.fail_at("tune", "more than " + std::to_string(config::k_max_sweep_points) + " points");
         total *= a.values.size();
     }
-
-    expr::scope names;
-    std::map<std::string, std::string> numeric;  // short name → its path
-    for (const auto& a : s.axes)
-        for (std::size_t p = 0; p < a.paths.size(); ++p)
-            if (std::all_of(a.values.begin(), a.values.end(), [&](const auto& v) { return as_number(v[p]).has_value(); }) &&
-                numeric.emplace(short_name(a.paths[p]), a.paths[p]).second)
-                names.scalars.push_back(short_name(a.paths[p]));
-    names.scalars_called = "numeric tune axes";
     if (const auto* constraints = block.find("constraints")) {
-        if (!constraints->is_array()) block.fail("constraints", "expected a list of conditions such as \"block * vector_width <= 8192\"");
-        for (std::size_t c = 0; c < constraints->size(); ++c) {
-            const std::string where = "tune.constraints[" + std::to_string(c) + "]";
-            const json_value& text = (*constraints)[c];
-            if (!text.is_string()) block.fail_at(where, "expected a condition as a string, got " + shown(text));
-            // Parsed as the condition of a ?: so that the language checks it is a comparison.
-            const std::string wrapped = "(" + text.get<std::string>() + ") ? 1 : 0";
-            try {
-                constraint parsed{text.get<std::string>(), expr::parse(wrapped, names)};
-                expr::used_names used;
-                expr::collect_names(parsed.test, used);
-                if (!used.positions.empty() || used.flowing)
-                    block.fail_at(where, "names only the numeric tune axes (" + config::detail::quoted_list(names.scalars) +
-                                             "), not the element's x or position");
-                s.constraints.push_back(std::move(parsed));
-            } catch (const expr::parse_error& e) {
-                if (std::string(e.what()).find("condition before '?'") != std::string::npos)  // a number, not a test
-                    block.fail_at(where, "expected a condition such as \"block * vector_width <= 8192\"");
-                block.fail_at(where, "column " + std::to_string(std::max<std::size_t>(e.column(), 2) - 1) + ": " + e.what());
+        std::vector<std::pair<std::string, std::vector<json_value>>> axes;
+        for (const auto& a : s.axes)
+            for (std::size_t p = 0; p < a.paths.size(); ++p) {
+                std::vector<json_value> values;
+                for (const auto& step : a.values) values.push_back(step[p]);
+                axes.emplace_back(a.paths[p], std::move(values));
             }
-        }
+        s.constraints = config::parse_constraints(*constraints, "tune.constraints", source, axes);
     }
     return s;
 }

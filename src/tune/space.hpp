@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "expr/expr.hpp"
+#include "config/constraints.hpp"
 
 namespace kjit::tune {
 
@@ -19,15 +19,9 @@ struct axis {
     std::vector<std::vector<config::json_value>> values;  ///< values[k][p]: path p's value at step k
 };
 
-/// A constraint as written, and its tree over the axes' names (numbers; true is 1, false 0).
-struct constraint {
-    std::string text;
-    expr::tree test;
-};
-
 struct space {
     std::vector<axis> axes;
-    std::vector<constraint> constraints;
+    std::vector<config::constraint> constraints;
     bool from_family = false;  ///< the family's default space: the config has no "tune" block
 
     /// Points in the whole space, constraints aside.
@@ -39,9 +33,6 @@ struct space {
     /// True when every constraint holds at point `index`.
     [[nodiscard]] bool allowed(std::size_t index) const;
 };
-
-/// The name an axis has in constraints: its path's last key ("launch.block" → "block").
-[[nodiscard]] std::string short_name(const std::string& path);
 
 /// The space of `doc`: its "tune" block, else `family_space` (the family's own, in the same
 /// form). The block: {"axes": {path: [values]}, "paired": [{path: [values], path: [values]}],

@@ -75,6 +75,11 @@ def test_a_bad_point_on_a_worker_raises_the_config_error_a_local_sweep_raises(cl
                       compile_only=True, ray=True, workers=2, progress=False)
     with pytest.raises(kjit.ConfigError, match="gpu_models: expected 'same' or 'apart'"):
         session.sweep(CONFIGS / "sweep_hidden_layer.json", ray=True, gpu_models="mixed")
+    # A constraint skips it: only the allowed points go to the workers, with their own numbers.
+    frame = session.sweep(CONFIGS / "sweep_hidden_layer.json",
+                          set={"sweep": {"launch.block": [33, 128, 65, 256], "constraints": ["block >= 100"]}},
+                          compile_only=True, ray=True, workers=2, progress=False)
+    assert list(frame["sweep_index"]) == [1, 3]
 
 
 def _cache_key(config, cwd, cache_dir, include=None):
@@ -113,7 +118,7 @@ def test_workers_of_different_gpu_models_are_refused_or_kept_apart():
         cluster._group_by_model(workers, abouts, "same")
     assert cluster._group_by_model(workers, abouts, "apart") == {"NVIDIA H200": ["a", "c"], "NVIDIA A100": ["b"]}
     # Each model runs every point: its own batches, all of them.
-    work = cluster._Dispatcher({"H200": ["a"], "A100": ["b", "c"]}, 10, lambda w, batch: (w, tuple(batch)))
+    work = cluster._Dispatcher({"H200": ["a"], "A100": ["b", "c"]}, list(range(10)), lambda w, batch: (w, tuple(batch)))
     work.fill()
     held = list(work.in_flight.values())
     # Batches of about a quarter of a worker's share: 5 of 2 points for the H200's one worker, 10 of
