@@ -5,7 +5,7 @@
 #   scripts/setup.sh            build + run        scripts/setup.sh --test   build + the test suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcxxopts-dev doctest-dev libkainjow-mustache-dev libxxhash-dev zlib1g-dev
           python3-matplotlib python3-numpy python3-venv clang-format)
 # The test suite also starts a single-node Slurm (tests/slurm) for the job-array recipe.
 [ "${1:-}" = "--test" ] && packages+=(slurm-wlm munge)

@@ -1,6 +1,7 @@
 // Records, their flat columns, the JSON and CSV writers and where they write, the terminal table,
 // units, statistics.
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <fstream>
 #include <map>
@@ -447,6 +448,56 @@ TEST_CASE("kjit's JSON texts: a regular file of at most 64 MiB, at most 4096 key
     wide += "}}";
     CHECK(kjit::testing::error_message([&] { (void)config::parse_document(wide, "wide.json"); }, error_kind::config) ==
           "wide.json: params.p4096: more than 4096 keys in one object");
+}
+
+namespace {
+/// `text` gzip-compressed, as `gzip` writes it.
+std::string gzipped(const std::string& text) {
+    z_stream stream{};
+    REQUIRE(deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    std::string out(deflateBound(&stream, text.size()), '\0');
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    stream.avail_in = static_cast<uInt>(text.size());
+    stream.next_out = reinterpret_cast<Bytef*>(out.data());
+    stream.avail_out = static_cast<uInt>(out.size());
+    REQUIRE(deflate(&stream, Z_FINISH) == Z_STREAM_END);
+    out.resize(stream.total_out);
+    deflateEnd(&stream);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("results kept as .json.gz are read as they are: merge, --resume, --replay; damaged or expanding past 64 MiB, one line") {
+    kjit::testing::temp_dir dir;
+    const auto plain = std::filesystem::path(KJIT_SOURCE_DIR) / "bench/results/2026-12-02-h200-tune/tune_softmax.exhaustive.json";
+    const std::string text = fs::read_file(plain);
+    const auto packed = dir.path() / "tune.json.gz";
+    std::ofstream(packed, std::ios::binary) << gzipped(text);
+    CHECK(fs::read_text_file(packed) == text);
+    const auto replayed = kjit::testing::kjit_cli({"tune", kjit::testing::config_path("tune_softmax.json"), "--replay", packed.string()});
+    CHECK(replayed.status == exit_status::ok);
+    CHECK(replayed.out.find("replayed 1 seed(s)") != std::string::npos);
+    // A sweep's records: merge reads them compressed, and they are the same rows.
+    const auto records = dir.path() / "rows.json";
+    report::write_json(records.string(), {{{"schema_version", "1.10.0"}, {"sweep_index", 0}, {"status", "PASS"}}});
+    std::ofstream(dir.path() / "rows.json.gz", std::ios::binary) << gzipped(fs::read_file(records));
+    CHECK(report::read_rows(dir.path() / "rows.json.gz") == report::read_rows(records));
+    const auto merged = kjit::testing::kjit_cli({"merge", (dir.path() / "rows.json.gz").string()});
+    CHECK(merged.status == exit_status::ok);
+    // Cut short, damaged, or a small file that would expand past the limit: refused, one line.
+    const std::string whole = gzipped(text);
+    std::ofstream(dir.path() / "cut.json.gz", std::ios::binary) << whole.substr(0, whole.size() / 2);
+    CHECK(kjit::testing::error_message([&] { (void)fs::read_text_file(dir.path() / "cut.json.gz"); }, error_kind::io)
+              .ends_with("cut.json.gz: a gzip stream cut short"));
+    std::string damaged = whole;
+    damaged[12] = static_cast<char>(~damaged[12]);
+    std::ofstream(dir.path() / "damaged.json.gz", std::ios::binary) << damaged;
+    CHECK(kjit::testing::error_message([&] { (void)fs::read_text_file(dir.path() / "damaged.json.gz"); }, error_kind::io)
+              .find("damaged.json.gz: a damaged gzip stream (") != std::string::npos);
+    std::ofstream(dir.path() / "bomb.json.gz", std::ios::binary) << gzipped(std::string(fs::k_max_text_bytes + 1, ' '));
+    CHECK(std::filesystem::file_size(dir.path() / "bomb.json.gz") < (1u << 20));
+    CHECK(kjit::testing::error_message([&] { (void)fs::read_text_file(dir.path() / "bomb.json.gz"); }, error_kind::io)
+              .ends_with("bomb.json.gz: expands past 64 MiB; a JSON text kjit reads is at most that"));
 }
 
 TEST_CASE("CSV cells a spreadsheet would run are quoted as text; a merged row's control characters are escaped on the terminal") {

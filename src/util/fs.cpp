@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "util/error.hpp"
+#include "util/gzip.hpp"
 #include "util/strings.hpp"
 
 namespace kjit::fs {
@@ -43,7 +44,9 @@ std::string read_text_file(const std::filesystem::path& path) {
     if (!ec && size > k_max_text_bytes)
         throw error(error_kind::io, shown_path(path.string()) + ": " + std::to_string(size) + " bytes; a JSON text kjit reads is at most " +
                                         std::to_string(k_max_text_bytes >> 20) + " MiB");
-    return read_file(path);
+    std::string bytes = read_file(path);
+    if (gzip::is_gzip(bytes)) return gzip::inflate(bytes, shown_path(path.string()), k_max_text_bytes);  // (results kept as .json.gz)
+    return bytes;
 }
 
 std::string unique_suffix() {

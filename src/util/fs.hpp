@@ -1,4 +1,4 @@
-// File helpers: whole-file reads and atomic (temp + rename) writes. Standard library only.
+// File helpers: whole-file reads and atomic (temp + rename) writes.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -17,7 +17,8 @@ namespace kjit::fs {
 /// database): far more than any kjit writes, and read in well under a second.
 inline constexpr std::uintmax_t k_max_text_bytes = 64ull << 20;
 /// read_file for a JSON text: a regular file (a FIFO, /dev/zero or a directory is refused before
-/// it is opened, so nothing waits or reads without end) of at most k_max_text_bytes.
+/// it is opened, so nothing waits or reads without end) of at most k_max_text_bytes, read through
+/// gzip where it is compressed (a `.json.gz` of results), again to at most k_max_text_bytes.
 [[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
 
 /// Writes `bytes` to `path` so that readers see the old file or the new one, never a torn one:
