@@ -752,6 +752,12 @@ TEST_CASE("kjit compile twice on each shipped config: miss, then hit with NVRTC 
             CHECK(record["nvrtc_ms"].is_null() == (std::string(expected) == "hit"));
             CHECK(record["ptx_to_cubin_ms"].is_null() == (std::string(expected) == "hit"));
             CHECK(record["cubin_bytes"].get<int>() > 0);
+            // Nothing ran: what only a launch knows is null, not 0; the program's own counts are there.
+            CHECK(record["occupancy"].is_null());
+            CHECK(record["blocks_per_sm"].is_null());
+            CHECK(record["launch_grid"].is_null());
+            CHECK(record["bytes_moved"].get<double>() > 0);
+            CHECK(record["flops"].get<double>() > 0);
         }
     }
 }

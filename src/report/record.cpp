@@ -147,6 +147,8 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
 
     std::string names, registers, spills;
     std::optional<int> most_registers;  // null where no kernel's count is known (not compiled)
+    // The launch's shape and residency are known once it ran (a run's blocks_per_sm is at least 1).
+    const bool launched = !r.kernels.empty() && r.kernels.front().blocks_per_sm > 0;
     for (const auto& k : r.kernels) {
         const char* sep = names.empty() ? "" : ";";
         names += sep + k.name;
@@ -157,9 +159,9 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     columns.insert(columns.end(), {{"kernels", names}, {"registers", registers},
                            {"registers_max", most_registers ? nlohmann::json(*most_registers) : nlohmann::json()},
                            {"spill_bytes", spills},
-                           {"launch_grid", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().grid)},
-                           {"blocks_per_sm", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().blocks_per_sm)},
-                           {"occupancy", r.kernels.empty() ? nlohmann::json() : nlohmann::json(r.kernels.front().occupancy)}});
+                           {"launch_grid", launched ? nlohmann::json(r.kernels.front().grid) : nlohmann::json()},
+                           {"blocks_per_sm", launched ? nlohmann::json(r.kernels.front().blocks_per_sm) : nlohmann::json()},
+                           {"occupancy", launched ? nlohmann::json(r.kernels.front().occupancy) : nlohmann::json()}});
 
     auto stats = [&](const std::string& mode, const std::optional<sample_stats>& s) {
         const auto value = [&](double sample_stats::*field) { return s ? nlohmann::json((*s).*field) : nlohmann::json(); };

@@ -84,8 +84,15 @@ void record_build(const built_variant& built, int arch, const build_context& ctx
         if (b.optimizer_ms > 0) rec.nvrtc_optimizer_ms = b.optimizer_ms;
     }
     if (ctx.cache && b.compiled && ctx.mode != jit::cache_mode::off) rec.set(phase::cache_store, b.store_ms);
+    // The program's own counts of what a pass moves and computes: known before any run.
+    rec.bytes_moved = 0;
+    rec.flops = 0;
+    rec.flops_unit.clear();
     rec.kernels.clear();
     for (const auto& k : built.program.kernels) {
+        rec.bytes_moved += k.bytes_read + k.bytes_written;
+        rec.flops += k.flops;
+        if (k.flops > 0 && rec.flops_unit != "tensor") rec.flops_unit = family::to_string(k.flops_on);
         report::kernel_row row{k.name};
         for (const auto& res : b.kernels) {
             if (res.name != k.name) continue;

@@ -315,18 +315,10 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
 
     // Each kernel's launch, bound once: its shape and its arguments in its parameter order.
     std::vector<kernel_launch> launches;
-    rec.bytes_moved = 0;
-    rec.flops = 0;
-    rec.flops_unit.clear();
-    for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
-        const family::kernel& k = prog.kernels[i];
-        launches.push_back(launch_of(p, prog, k, grids[i], [&](const family::argument& a) {
+    for (std::size_t i = 0; i < prog.kernels.size(); ++i)
+        launches.push_back(launch_of(p, prog, prog.kernels[i], grids[i], [&](const family::argument& a) {
             return argument_value{.what = argument_value::type::buffer, .buffer = buffers.at(a.name)};
         }));
-        rec.bytes_moved += k.bytes_read + k.bytes_written;
-        rec.flops += k.flops;
-        if (k.flops > 0 && rec.flops_unit != "tensor") rec.flops_unit = family::to_string(k.flops_on);
-    }
     auto enqueue_chain = [&] {
         for (std::size_t i = 0; i < prog.kernels.size(); ++i) device.launch(kernels[i], launches[i]);
     };
