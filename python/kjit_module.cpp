@@ -20,6 +20,7 @@
 #include "cuda/cuda_gpu.hpp"
 #include "family/family.hpp"
 #include "report/files.hpp"
+#include "report/table.hpp"
 #include "report/trace.hpp"
 #include "run/callable.hpp"
 #include "run/session.hpp"
@@ -52,6 +53,15 @@ config::document document_of(const std::string& config, const std::vector<std::s
 }
 
 std::string rows_json(const std::vector<report::record>& records) { return report::to_json(report::rows_of(records)); }
+
+/// A record as the command prints it (its warnings, then its table), and as JSON rows: what a
+/// Result shows in a notebook, and what it holds.
+std::pair<std::string, std::string> shown(const report::record& rec) {
+    std::ostringstream text;
+    report::print_warnings(text, rec);
+    report::print_record(text, rec);
+    return {rows_json({rec}), text.str()};
+}
 
 /// While alive, Ctrl-C (SIGINT) asks kjit's work to stop after what is in flight, as `kjit sweep`
 /// does, instead of going to Python's handler, which cannot run while the GIL is released.
@@ -386,11 +396,13 @@ public:
         const auto [other_label, other_source, other_kernels] = disassembled(other);
         return why::diff_text(label, kernels, other_label, other_kernels);
     }
-    std::string compile(const std::string& config, const std::vector<std::string>& sets) {
+    /// kjit compile's record: as JSON rows, and as the command prints it.
+    std::pair<std::string, std::string> compile(const std::string& config, const std::vector<std::string>& sets) {
         const config::document doc = document_of(config, sets);
-        return rows_json({m_session.compile(family::load(doc), doc.source)});
+        return shown(m_session.compile(family::load(doc), doc.source));
     }
-    std::string run(const std::string& config, const std::vector<std::string>& sets, const std::string& metrics) {
+    /// kjit run's record: as JSON rows, and as the command prints it.
+    std::pair<std::string, std::string> run(const std::string& config, const std::vector<std::string>& sets, const std::string& metrics) {
         trace::span reading("read config");
         const config::document doc = document_of(config, sets);
         nb::gil_scoped_release unlocked;  // the GPU work needs no Python
@@ -399,7 +411,7 @@ public:
         // The device stays open in the session: the next run pays no CUDA start-up, this one no teardown.
         const auto records = m_session.run(p, doc.source, {.device = m_device, .keep_device = true, .counter_set = metrics});
         trace::span writing("records as JSON");
-        return rows_json(records);
+        return shown(records.front());
     }
     /// The config's kernels, loaded on the session's GPU, and their record as JSON.
     std::pair<std::unique_ptr<run::callable>, std::string> load(const std::string& config,

@@ -152,10 +152,12 @@ def _sets(values):
 
 
 class Result:
-    """One record: what the command prints as a table and writes with --json."""
+    """One record: what the command writes with --json (`record`, `to_pandas()`), shown as the
+    command prints it (`report`): in a notebook, the phases, kernel times, check and warnings."""
 
-    def __init__(self, record):
+    def __init__(self, record, report=""):
         self.record = record
+        self.report = report
 
     @property
     def phases(self):
@@ -192,6 +194,26 @@ class Result:
 
     def __repr__(self):
         return f"<kjit.Result {self.record.get('name')} {self.record.get('variant')} {self.record.get('status')}>"
+
+    def __str__(self):
+        return self.report or repr(self)
+
+    def _repr_pretty_(self, printer, cycle):
+        """IPython's terminal: the report."""
+        printer.text(str(self))
+
+    def _repr_html_(self):
+        """Jupyter: the report as the command prints it, whole, and where the table is."""
+        import html
+        return (f"<pre style=\"line-height: 1.25\">{html.escape(str(self))}</pre>"
+                "<p><small>.to_pandas(): the record as a one-row DataFrame; .phases, .kernel, .check, .metrics: "
+                "its parts as dicts</small></p>")
+
+
+def _result(shown):
+    """A Result of the module's (rows JSON, report text)."""
+    rows, report = shown
+    return Result(json.loads(rows)[0], report)
 
 
 _CHECK_COLUMNS = ("status", "max_abs_error", "max_rel_error", "max_ulp_error", "nan_count", "inf_count", "mismatches",
@@ -381,13 +403,13 @@ class Session:
 
     def compile(self, config, set=None, base=None):
         """Generate and compile (no GPU needed)."""
-        return Result(json.loads(self._session.compile(_config_text(config, base), _sets(set)))[0])
+        return _result(self._session.compile(_config_text(config, base), _sets(set)))
 
     def run(self, config, set=None, base=None, metrics=None):
         """Run on the GPU and verify against the float64 reference. `metrics`: also read the
         kernels' hardware counters after the timed loops ("memory", "compute", "stalls" or "all";
         True for all), in Result.metrics."""
-        return Result(json.loads(self._session.run(_config_text(config, base), _sets(set), _counter_set(metrics)))[0])
+        return _result(self._session.run(_config_text(config, base), _sets(set), _counter_set(metrics)))
 
     def sweep(self, config, set=None, compile_only=False, progress=True, base=None, ray=None, gpu_models="same",
               workers=None, out=None, metrics=None):

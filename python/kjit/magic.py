@@ -4,9 +4,10 @@ that the notebook keeps (its GPU stays open between cells).
     %%kjit [--compile | --emit] [--set KEY=VALUE ...] [--as NAME]
     {"n": 1000000, "stages": [...]}
 
-Without an option the config runs, or sweeps when it has a sweep block; the cell's value is the
-table (a pandas.DataFrame) and the result (a Result, or the DataFrame of a sweep) is kept as
-`_kjit` in the notebook, or as NAME. --compile builds only (no GPU); --emit shows the CUDA.
+Without an option the config runs, or sweeps when it has a sweep block; the cell shows the
+result (a Result, shown as kjit's report: phases, kernel times, check, warnings; or a sweep's
+DataFrame) and keeps it as `_kjit` in the notebook, or as NAME (`_kjit.to_pandas()`: the
+record's table). --compile builds only (no GPU); --emit shows the CUDA.
 """
 import argparse
 import json
@@ -63,7 +64,7 @@ def cell(line, body, namespace):
     else:
         result = _session.run(body, set=sets)
     namespace[options.name] = result
-    return result if not isinstance(result, kjit.Result) else result.to_pandas()
+    return result
 
 
 def register(ipython):

@@ -39,17 +39,12 @@ run::session session_for(const options& o) {
     return run::session({o.templates_dir, o.cache_dir, o.cache_limit, cache_mode_of(o)}, cuda::driver_gpus());
 }
 
-void print_warnings(const report::record& rec, std::ostream& err) {
-    if (!rec.cache_problem.empty()) err << "kjit: warning: " << rec.cache_problem << "\n";
-    for (const auto& warning : rec.warnings) err << "kjit: warning: " << warning << "\n";
-}
-
 void finish(run::session& s, std::ostream& err) {
     if (const auto problem = s.finish()) err << "kjit: warning: " << *problem << "\n";
 }
 
 bool print_result(const report::record& rec, std::ostream& out, std::ostream& err) {
-    print_warnings(rec, err);
+    report::print_warnings(err, rec);
     report::print_record(out, rec);
     if (rec.status != report::outcome::fail) return true;
     err << "kjit: FAIL: " << rec.check->mismatches << " of " << rec.config.value("n", 0LL)
@@ -84,7 +79,7 @@ exit_status cmd_compile(const options& o, std::ostream& out, std::ostream& err) 
     const auto cfg = load(o);
     run::session s = session_for(o);
     std::vector<report::record> records{s.compile(cfg.pipeline, cfg.source)};
-    print_warnings(records.front(), err);
+    report::print_warnings(err, records.front());
     finish(s, err);
     report::print_record(out, records.front());
     mark_elapsed(records);

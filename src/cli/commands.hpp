@@ -73,8 +73,6 @@ struct loaded_config {
 /// The session the options describe: templates, cache (--cache-dir, --cache-limit, --no-cache,
 /// --refresh) and the Driver API's GPUs.
 [[nodiscard]] run::session session_for(const options& o);
-/// A record's cache problem and measurement warnings, as "kjit: warning: …" lines.
-void print_warnings(const report::record& rec, std::ostream& err);
 /// s.finish(), its warning printed.
 void finish(run::session& s, std::ostream& err);
 /// A run's record: its warnings, its table, and on FAIL one line naming the first bad element.

@@ -261,4 +261,9 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
     }
 }
 
+void print_warnings(std::ostream& out, const record& r) {
+    if (!r.cache_problem.empty()) out << "kjit: warning: " << r.cache_problem << "\n";
+    for (const auto& warning : r.warnings) out << "kjit: warning: " << warning << "\n";
+}
+
 }  // namespace kjit::report

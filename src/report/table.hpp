@@ -10,6 +10,8 @@ namespace kjit::report {
 
 /// Every phase with its time and share of the whole, kernel statistics, throughput and the check.
 void print_record(std::ostream& out, const record& r);
+/// A record's cache problem and measurement warnings, as "kjit: warning: …" lines.
+void print_warnings(std::ostream& out, const record& r);
 
 /// What changed from `before` to `after` (kjit run --watch): the variant, the cold kernel time and
 /// the error with their Δ, the check, and the phases that ran only in one of them (a compile, a

@@ -52,6 +52,10 @@ def test_compile_a_path_a_dict_and_json_text(session):
     assert session.compile(json.dumps(config)).record["variant"] == first.record["variant"]
     frame = first.to_pandas()
     assert len(frame) == 1 and frame["dtype"][0] == "bfloat16"
+    # Shown as the command prints it (its variant, each phase with its share); the report's "<"
+    # (a config given as a dict is "<python config>") is escaped in the notebook's HTML.
+    assert first.record["variant"] in first.report and re.search(r"(?i)nvrtc.* %", first.report)
+    assert "(<python config>)" in again.report and "(&lt;python config&gt;)" in again._repr_html_()
 
 
 def test_compile_only_sweep_is_a_dataframe_with_its_axes(session):
@@ -224,9 +228,13 @@ def test_the_cell_magic_compiles_emits_and_names_its_result():
     from kjit import magic
     namespace = {}
     body = (CONFIGS / "softmax.json").read_text()
-    table = magic.cell("--compile --set dtype=bfloat16 --as r", body, namespace)
-    assert list(table["dtype"]) == ["bfloat16"]
-    assert namespace["r"].record["status"] == "ok"
+    shown = magic.cell("--compile --set dtype=bfloat16 --as r", body, namespace)
+    assert shown is namespace["r"] and shown.record["status"] == "ok"
+    assert list(shown.to_pandas()["dtype"]) == ["bfloat16"]
+    # The cell shows kjit's own report, whole: its phases with their share, not 139 columns cut off.
+    page = shown._repr_html_()
+    assert page.startswith("<pre") and "share" in page and "to_pandas()" in page
+    assert str(shown) == shown.report and "compile" in shown.report
     assert magic.cell("--emit", body, namespace) is None
     assert 'extern "C" __global__' in namespace["_kjit"]
     with pytest.raises(kjit.ConfigError, match="expected KEY=VALUE"):
