@@ -72,6 +72,13 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
     const std::string out = fs::read_file(dir.path() / "out");
     CHECK(out.find("no GPU here") != std::string::npos);
     CHECK(out.find("compile-cold:") != std::string::npos);
+    // The table's columns line up on the terminal: "PTX→cubin" and "µs" count as the columns they take.
+    const auto header = out.find("  state");
+    REQUIRE(header != std::string::npos);
+    const std::string line = out.substr(header, out.find('\n', header) - header);
+    std::size_t columns = 0;
+    for (const unsigned char c : line.substr(0, line.find("first launch"))) columns += (c & 0xC0) != 0x80;
+    CHECK(columns == 2 + 20 + 30 + 5 * 12);
     const auto rows = report::read_rows(json_file);
     REQUIRE(rows.size() == 4);
     for (std::size_t i = 0; i < 4; ++i) {

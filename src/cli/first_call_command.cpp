@@ -1,6 +1,5 @@
 // kjit first-call: child processes of kjit itself in several start states.
 #include <filesystem>
-#include <iomanip>
 
 #include "cli/commands.hpp"
 #include "cuda/driver_api.hpp"
@@ -10,6 +9,7 @@
 #include "run/first_call.hpp"
 #include "util/interrupt.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 #include "util/units.hpp"
 
 namespace kjit::cli {
@@ -93,9 +93,10 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
 
     const auto summary = run::summarize_first_call(rows);
     if (!have_gpu) out << "no GPU here: the children compile only, so these are the compile-side phases\n";
-    out << "  " << std::left << std::setw(20) << "state" << std::setw(30) << "process wall (min..max)" << std::setw(12)
-        << "CUDA init" << std::setw(12) << "context" << std::setw(12) << "NVRTC" << std::setw(12) << "PTX→cubin"
-        << std::setw(12) << "load" << "first launch\n";
+    constexpr std::size_t k_time_width = 12;
+    out << "  " << padded("state", 20) << padded("process wall (min..max)", 30);
+    for (const char* title : {"CUDA init", "context", "NVRTC", "PTX→cubin", "load"}) out << padded(title, k_time_width);
+    out << "first launch\n";
     for (const auto& s : summary) {
         const auto cell = [&](const char* column) {
             return s.contains(column) ? units::duration_ms(s[column].get<double>()) : std::string("-");
@@ -103,10 +104,10 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
         std::string wall = "-";
         if (s.contains("process_wall_ms"))
             wall = cell("process_wall_ms") + " (" + cell("process_wall_min_ms") + ".." + cell("process_wall_max_ms") + ")";
-        out << "  " << std::setw(20) << s.value("first_call_state", "") << std::setw(30) << wall << std::setw(12)
-            << cell("driver_init_ms") << std::setw(12) << cell("context_ms") << std::setw(12) << cell("nvrtc_ms")
-            << std::setw(12) << cell("ptx_to_cubin_ms") << std::setw(12) << cell("module_load_ms")
-            << cell("first_launch_ms") << "\n";
+        out << "  " << padded(s.value("first_call_state", ""), 20) << padded(wall, 30);
+        for (const char* column : {"driver_init_ms", "context_ms", "nvrtc_ms", "ptx_to_cubin_ms", "module_load_ms"})
+            out << padded(cell(column), k_time_width);
+        out << cell("first_launch_ms") << "\n";
     }
     out << "\n";
     for (const auto& state : states) out << "  " << state.name << ": " << state.description << "\n";

@@ -21,13 +21,6 @@ std::string sci(double value) {
     return text;
 }
 
-std::string pad(const std::string& text, std::size_t width) {
-    // Count code points, not bytes, so "µs" and "→" line up.
-    std::size_t shown = 0;
-    for (unsigned char c : text) shown += (c & 0xC0) != 0x80;
-    return text + std::string(width > shown ? width - shown : 0, ' ');
-}
-
 std::string kernel_note(const kernel_row& k) {
     std::string note = k.name;
     if (k.registers >= 0) note += "  " + std::to_string(k.registers) + " regs";
@@ -71,15 +64,15 @@ std::string counter_text(const std::string& column, double value) {
 
 /// The counter pass: one row per counter read, one column per kernel, then what they say together.
 void print_counters(std::ostream& out, const record& r) {
-    out << "\n  " << pad("hardware counters (CUPTI, after the timed loops)", 50);
-    for (const auto& k : r.kernels) out << pad(bounded(k.name, 17), 19);
+    out << "\n  " << padded("hardware counters (CUPTI, after the timed loops)", 50);
+    for (const auto& k : r.kernels) out << padded(bounded(k.name, 17), 19);
     out << "\n";
     for (const auto& c : why::counters_of("all")) {
         if (!r.counters.contains(c.column)) continue;
-        out << "    " << pad(c.meaning, 48);
+        out << "    " << padded(c.meaning, 48);
         for (const auto& k : r.kernels) {
             const auto found = k.counters.find(c.column);
-            out << pad(found == k.counters.end() ? "-" : counter_text(c.column, found->second), 19);
+            out << padded(found == k.counters.end() ? "-" : counter_text(c.column, found->second), 19);
         }
         out << "\n";
     }
@@ -113,35 +106,35 @@ void print_record(std::ostream& out, const record& r) {
 
     double total = 0;
     for (const auto& ms : r.phases) total += ms.value_or(0);
-    out << "\n  " << pad("phase", 34) << pad("time", 12) << "share\n";
+    out << "\n  " << padded("phase", 34) << padded("time", 12) << "share\n";
     for (std::size_t i = 0; i < k_phase_count; ++i) {
         const auto ms = r.phases[i];
         if (!ms) continue;
-        out << "  " << pad(phase_title(static_cast<phase>(i)), 34) << pad(units::duration_ms(*ms), 12)
+        out << "  " << padded(phase_title(static_cast<phase>(i)), 34) << padded(units::duration_ms(*ms), 12)
             << (total > 0 ? fixed(100.0 * *ms / total, 1) + " %" : "") << "\n";
         if (static_cast<phase>(i) == phase::nvrtc && r.nvrtc_front_end_ms && r.nvrtc_optimizer_ms)
             out << "    of which C++ front end " << units::duration_ms(*r.nvrtc_front_end_ms) << ", NVVM optimizer "
                 << units::duration_ms(*r.nvrtc_optimizer_ms) << " (NVRTC's -time)\n";
     }
-    out << "  " << pad("total of the phases above", 34) << units::duration_ms(total) << "\n";
+    out << "  " << padded("total of the phases above", 34) << units::duration_ms(total) << "\n";
     if (r.overlapped_ms && *r.overlapped_ms > 0)
-        out << "  " << pad("  less overlap with CUDA start-up", 34) << pad(units::duration_ms(*r.overlapped_ms), 12)
+        out << "  " << padded("  less overlap with CUDA start-up", 34) << padded(units::duration_ms(*r.overlapped_ms), 12)
             << "compile and host data ran on another thread meanwhile\n"
-            << "  " << pad("  time they took", 34) << units::duration_ms(total - *r.overlapped_ms) << "\n";
+            << "  " << padded("  time they took", 34) << units::duration_ms(total - *r.overlapped_ms) << "\n";
 
     if (r.kernel_cold || r.kernel_batch) {
-        out << "\n  " << pad("kernel time (CUDA events)", 34) << pad("median", 11) << pad("min", 11) << pad("max", 11)
-            << pad("stdev", 11) << "samples\n";
+        out << "\n  " << padded("kernel time (CUDA events)", 34) << padded("median", 11) << padded("min", 11) << padded("max", 11)
+            << padded("stdev", 11) << "samples\n";
         auto line = [&](const char* title, const std::optional<sample_stats>& s) {
             if (!s) return;
-            out << "  " << pad(title, 34) << pad(units::duration_ms(s->median), 11) << pad(units::duration_ms(s->min), 11)
-                << pad(units::duration_ms(s->max), 11) << pad(units::duration_ms(s->stdev), 11) << s->count << "\n";
+            out << "  " << padded(title, 34) << padded(units::duration_ms(s->median), 11) << padded(units::duration_ms(s->min), 11)
+                << padded(units::duration_ms(s->max), 11) << padded(units::duration_ms(s->stdev), 11) << s->count << "\n";
         };
         line("cold: L2 flushed, one chain", r.kernel_cold);
         line("batch: back-to-back, per chain", r.kernel_batch);
         line("graph: one CUDA graph, per chain", r.kernel_graph);
         if (r.per_call) {
-            out << "  " << pad("per call, copies included", 34) << "(measure.transfers \"per_call\": host clock; "
+            out << "  " << padded("per call, copies included", 34) << "(measure.transfers \"per_call\": host clock; "
                 << r.per_call->copies << " copies, " << units::bytes(r.per_call->bytes) << ")\n";
             line("  copies in (pageable)", r.per_call->h2d);
             line("  kernels, to completion", r.per_call->kernels);
@@ -238,8 +231,8 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
     for (const auto& r : rows) width = std::max(width, label_of(r).size() + 2);
     // A column of whole calls with their copies where some point measured them (measure.transfers).
     const bool calls = std::any_of(rows.begin(), rows.end(), [&](const row& r) { return number(r, "per_call_total_median_ms"); });
-    out << "    " << pad("#", 5) << pad("point", width) << pad("cold median", 13) << pad("batch", 11) << pad("GB/s", 8)
-        << (calls ? pad("per call", 11) : "") << pad("compile", 11) << "status\n";
+    out << "    " << padded("#", 5) << padded("point", width) << padded("cold median", 13) << padded("batch", 11) << padded("GB/s", 8)
+        << (calls ? padded("per call", 11) : "") << padded("compile", 11) << "status\n";
     bool best_marked = false;
     for (const row* r : sorted) {
         const std::string status = printable(r->value("status", ""));
@@ -253,10 +246,10 @@ void print_summary(std::ostream& out, const std::vector<row>& rows) {
         const auto index = r->find("sweep_index");
         const std::string error = r->value("error", "");
         const std::string first_line = printable(error.substr(0, error.find('\n')));
-        out << "  " << pad(best ? "*" : "", 2) << pad(index != r->end() && !index->is_null() ? index->dump() : "-", 5)
-            << pad(label_of(*r), width) << pad(cold ? units::duration_ms(*cold) : "-", 13)
-            << pad(batch ? units::duration_ms(*batch) : "-", 11) << pad(rate ? fixed(*rate, 0) : "-", 8)
-            << (calls ? pad(call ? units::duration_ms(*call) : "-", 11) : "") << pad(compile > 0 ? units::duration_ms(compile) : printable(r->value("cache", "")), 11) << status
+        out << "  " << padded(best ? "*" : "", 2) << padded(index != r->end() && !index->is_null() ? index->dump() : "-", 5)
+            << padded(label_of(*r), width) << padded(cold ? units::duration_ms(*cold) : "-", 13)
+            << padded(batch ? units::duration_ms(*batch) : "-", 11) << padded(rate ? fixed(*rate, 0) : "-", 8)
+            << (calls ? padded(call ? units::duration_ms(*call) : "-", 11) : "") << padded(compile > 0 ? units::duration_ms(compile) : printable(r->value("cache", "")), 11) << status
             << (error.empty() ? "" : ": " + first_line) << "\n";
     }
 }

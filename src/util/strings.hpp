@@ -18,6 +18,14 @@ namespace kjit {
     return text;
 }
 
+/// `text` followed by spaces to `width` columns, counting code points, not bytes, so that "µs"
+/// and "→" line up in a table.
+[[nodiscard]] inline std::string padded(const std::string& text, std::size_t width) {
+    std::size_t shown = 0;
+    for (const unsigned char c : text) shown += (c & 0xC0) != 0x80;
+    return text + std::string(width > shown ? width - shown : 0, ' ');
+}
+
 /// `text`'s lines without their line breaks, as std::getline gives them: a final line break ends
 /// the last line and starts none.
 [[nodiscard]] inline std::vector<std::string> lines_of(std::string_view text) {
