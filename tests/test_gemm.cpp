@@ -66,15 +66,18 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j) == "g.json: launch.rung: \"mma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\"");
     j["launch"] = {{"rung", "simt"}, {"tile_m", 96}};
     CHECK(failure(j) == "g.json: launch.tile_m: expected one of 32, 64, 128 or \"auto\", got 96");
-    j["launch"] = {{"rung", "simt"}, {"stages", 3}};
-    CHECK(failure(j) == "g.json: launch.stages: a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
+    j["launch"] = {{"rung", "simt"}, {"buffers", 3}};
+    CHECK(failure(j) == "g.json: launch.buffers: a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
+    j["launch"] = {{"stages", 3}};  // kjit 0.5's name, which read as the pipeline's stages: the list shows the new one
+    CHECK(failure(j).find("g.json: launch.stages: unknown key; expected one of") == 0);
+    CHECK(failure(j).find("\"buffers\"") != std::string::npos);
     j["launch"] = {{"rung", "wgmma"}};
     CHECK(failure(j) == "g.json: launch.rung: \"wgmma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\"");
     j = gemm_config(4, 4, 4, "bfloat16");
     j["launch"] = {{"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
     CHECK(failure(j).find("g.json: launch.warps_n: each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece") == 0);
-    j["launch"] = {{"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"stages", 8}};
-    CHECK(failure(j).find("g.json: launch.stages: a block of 256 × 256 × 64 in 8 buffers needs") == 0);
+    j["launch"] = {{"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"buffers", 8}};
+    CHECK(failure(j).find("g.json: launch.buffers: a block of 256 × 256 × 64 in 8 buffers needs") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"warps_m", 2}};
     CHECK(failure(j) == "g.json: launch.warps_m: a key of the \"mma\" policy; this one is \"wgmma\"");
     j["launch"] = {{"rung", "wgmma"}, {"tile_k", 32}};  // a row of the swizzle is 64 deep
@@ -83,8 +86,8 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j) == "g.json: launch.tile_n: a consumer warp group of a 256 × 256 × 64 tile holds 256 accumulators a "
                         "thread, more than the 128 that fit beside its other registers");
     j = gemm_config(64, 64, 64, "bfloat16");
-    j["launch"] = {{"rung", "wgmma"}, {"stages", 4}};  // 4 × 48 KiB, and 64 KiB of C
-    CHECK(failure(j).find("g.json: launch.stages: a block of 128 × 256 × 64 in 4 buffers needs 263248 bytes") == 0);
+    j["launch"] = {{"rung", "wgmma"}, {"buffers", 4}};  // 4 × 48 KiB, and 64 KiB of C
+    CHECK(failure(j).find("g.json: launch.buffers: a block of 128 × 256 × 64 in 4 buffers needs 263248 bytes") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}};  // 32 rows a consumer
     CHECK(failure(j).find("g.json: launch.tile_m: each of the two consumer warp groups takes half the rows") == 0);
     j["launch"]["schedule"] = "pingpong";
@@ -129,16 +132,16 @@ TEST_CASE("gemm: auto picks the rung by dtype, and vectors by what divides the r
 
 TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the launch block stays as written") {
     json j = gemm_config(4096, 4096, 4096, "bfloat16");
-    j["launch"] = {{"rung", "auto"}, {"stages", 2}};
+    j["launch"] = {{"rung", "auto"}, {"buffers", 2}};
     const auto p = parsed(j);
-    CHECK(p.launch.given == config::json_value({{"rung", "auto"}, {"stages", 2}}));  // no resolved values written back
+    CHECK(p.launch.given == config::json_value({{"rung", "auto"}, {"buffers", 2}}));  // no resolved values written back
     const family::gemm::policy& t = family::gemm::policy_of(p);
     CHECK(t.kind == family::gemm::rung::wgmma);
     CHECK(t.stages == 2);
-    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 stages=2 schedule=cooperative cluster_m=1 split_k=1");
+    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 buffers=2 schedule=cooperative cluster_m=1 split_k=1");
     CHECK(p.policy->columns() == family::family_of(p).policy(p));
     CHECK(*p.policy == *parsed(j).policy);  // the same launch, resolved again
-    j["launch"]["stages"] = 3;
+    j["launch"]["buffers"] = 3;
     CHECK_FALSE(*p.policy == *parsed(j).policy);
 }
 
@@ -154,28 +157,28 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(llama.at("rung") == "wgmma");
     CHECK(llama.at("tile_m") == 128);
     CHECK(llama.at("tile_n") == 256);
-    CHECK(llama.at("stages") == 3);
+    CHECK(llama.at("buffers") == 3);
     const auto decode = policy_at(16, 4096, 4096, "h100");  // one tile row: the smallest tiles, most blocks
     CHECK(decode.at("rung") == "wgmma");
     CHECK(decode.at("tile_m") == 64);
     CHECK(decode.at("tile_n") == 64);
     CHECK(decode.at("schedule") == "pingpong");
-    CHECK(decode.at("stages") == 8);   // streams W: more of it in flight
+    CHECK(decode.at("buffers") == 8);   // streams W: more of it in flight
     CHECK(decode.at("split_k") == 2);  // 64 tiles on 132 SMs: two blocks each
     CHECK(decode.at("a_rows_copied") == 16);  // x's 16 rows of the tile's 64
     const auto wide_decode = policy_at(8, 5120, 5120, "h200");  // 80 tiles: split, they would need 160 SMs
     CHECK(wide_decode.at("tile_n") == 64);
     CHECK(wide_decode.at("split_k") == 1);
-    CHECK(wide_decode.at("stages") == 12);  // no partial tiles: room for more of W in flight
+    CHECK(wide_decode.at("buffers") == 12);  // no partial tiles: room for more of W in flight
     const auto shallow_decode = policy_at(16, 3072, 768, "h200");  // GPT-2's up-projection, 12 tiles deep
     CHECK(shallow_decode.at("split_k") == 2);
-    CHECK(shallow_decode.at("stages") == 6);  // each half's 6 tiles
+    CHECK(shallow_decode.at("buffers") == 6);  // each half's 6 tiles
     // A thin product (M ≤ 256): the narrowest 64-row tile whose tiles fit one wave.
     const auto thin = policy_at(256, 4096, 4096, "h200");  // 64 × 64 would make 256 tiles, 64 × 128 128
     CHECK(thin.at("tile_m") == 64);
     CHECK(thin.at("tile_n") == 128);
     CHECK(thin.at("split_k") == 1);
-    CHECK(thin.at("stages") == 8);  // as many as shared memory holds beside C
+    CHECK(thin.at("buffers") == 8);  // as many as shared memory holds beside C
     CHECK(policy_at(256, 11008, 4096, "h200").at("tile_n") == 192);  // 64 × 256 would make 172: the wave model's
     CHECK(policy_at(512, 4096, 4096, "h200").at("split_k") == 1);  // 128 tiles of 128 × 128 fill the SMs
     CHECK(policy_at(4096, 768, 3072, "h200").at("tile_n") == 192);  // 128 tiles where 128 × 256 makes 96
@@ -193,10 +196,10 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(family::family_of(given).policy(given).at("tile_m") == 128);
     // The shared-memory limit is the target's: 4 buffers of 256 × 128 × 64 fit an H200, not an L4.
     json deep = gemm_config(8192, 4096, 4096, "bfloat16");
-    deep["launch"] = {{"rung", "mma"}, {"tile_k", 64}, {"stages", 4}};
+    deep["launch"] = {{"rung", "mma"}, {"tile_k", 64}, {"buffers", 4}};
     CHECK_NOTHROW((void)parsed(deep));
     deep["compile"] = {{"target", "l4"}};
-    CHECK(failure(deep).find("g.json: launch.stages: a block of 256 × 128 × 64 in 4 buffers needs") == 0);
+    CHECK(failure(deep).find("g.json: launch.buffers: a block of 256 × 128 × 64 in 4 buffers needs") == 0);
     CHECK(failure(deep).find("more than the 99 KiB a block may have on l4 (sm_89, 58 SMs)") != std::string::npos);
 }
 
@@ -208,7 +211,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(policy.at("threads") == 384);  // a producer warp group and two consumers
     CHECK(policy.at("copies") == "TMA");
     CHECK(policy.at("tile_n") == 256);
-    CHECK(policy.at("stages") == 3);
+    CHECK(policy.at("buffers") == 3);
     CHECK(policy.at("schedule") == "cooperative");
     const auto prog = family::plan(p, codegen::template_set::embedded());
     CHECK(prog.only_arch == 90);
@@ -238,7 +241,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     // A split of the depth: a cluster of blocks a tile, each its part of the depth; the partial
     // tiles (float) wait in shared memory for the first block.
     j = gemm_config(16, 4096, 4096, "bfloat16");
-    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"stages", 8}, {"split_k", 2}};
+    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"buffers", 8}, {"split_k", 2}};
     const auto split = family::plan(parsed(j), codegen::template_set::embedded());
     CHECK(split.kernels[0].grid == family::dims{64 * 2, 1, 1});  // 64 tiles of 64 columns, two blocks each
     CHECK(split.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
@@ -251,9 +254,9 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     // Buffers not given are as many of the rule's as fit beside the partial tiles.
     json wide = gemm_config(16, 4096, 4096, "bfloat16");
     wide["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"split_k", 2}};
-    CHECK(family::family_of(parsed(wide)).policy(parsed(wide)).at("stages") == 2);  // 3, the large-shape launch's, need 241 KiB
-    wide["launch"]["stages"] = 3;  // given: refused, not changed
-    CHECK(failure(wide).find("launch.stages: a block of 64 × 192 × 64 in 3 buffers needs") != std::string::npos);
+    CHECK(family::family_of(parsed(wide)).policy(parsed(wide)).at("buffers") == 2);  // 3, the large-shape launch's, need 241 KiB
+    wide["launch"]["buffers"] = 3;  // given: refused, not changed
+    CHECK(failure(wide).find("launch.buffers: a block of 64 × 192 × 64 in 3 buffers needs") != std::string::npos);
     j["launch"].erase("cluster_m");
     j["shape"] = {16, 48};
     j["inputs"]["w"]["shape"] = {48, 4096};

@@ -144,7 +144,8 @@ inline constexpr int k_max_threads_per_sm = 2048;
 enum class compile_path { nvrtc, nvjitlink };
 
 /// NVRTC's fast-compile level (-Ofc): how much optimization it trades for compile time.
-enum class compile_effort { full, min, mid, max };
+/// NVRTC's fast-compile level (-Ofc): the higher, the faster the compile and the less optimized the code.
+enum class fast_compile { off, min, mid, max };
 
 /// How the kernel computes tanh, or exp: `automatic`, the hardware's approximation where results
 /// are stored in 16 bits (approximates_tanh, approximates_exp), the precise function elsewhere; or
@@ -156,7 +157,7 @@ struct compile_spec {
     spelling tanh = spelling::automatic;
     spelling exp = spelling::automatic;
     compile_path path = compile_path::nvrtc;
-    compile_effort effort = compile_effort::full;  ///< "default": no -Ofc
+    config::fast_compile fast_compile = config::fast_compile::off;  ///< off: no -Ofc
     std::optional<int> arch;           ///< e.g. 90 for sm_90; nullopt = the device's (or the target's)
     /// "target": the GPU `compile` and `emit` resolve for (a name or sm_XX); nullopt = the arch's
     /// typical GPU, or default_target(). `run` resolves for its device whatever this says.
@@ -344,7 +345,7 @@ using loader = std::function<pipeline(const document&)>;
 /// Names for reports and generated code.
 [[nodiscard]] std::string_view to_string(dtype v);
 [[nodiscard]] std::string_view to_string(fusion v);
-[[nodiscard]] std::string_view to_string(compile_effort v);  ///< "default", "min", "mid", "max"
+[[nodiscard]] std::string_view to_string(fast_compile v);  ///< "off", "min", "mid", "max"
 [[nodiscard]] std::size_t element_size(dtype v);
 /// True when the arithmetic is done in double (float64 storage), false for float.
 [[nodiscard]] bool computes_in_double(dtype v);

@@ -76,12 +76,12 @@ std::optional<int> parse_arch(std::string_view text) {
 }
 
 std::string_view to_string(fusion v) { return v == fusion::fused ? "fused" : "separate"; }
-std::string_view to_string(compile_effort v) {
+std::string_view to_string(fast_compile v) {
     switch (v) {
-        case compile_effort::full: return "default";
-        case compile_effort::min: return "min";
-        case compile_effort::mid: return "mid";
-        case compile_effort::max: return "max";
+        case fast_compile::off: return "off";
+        case fast_compile::min: return "min";
+        case fast_compile::mid: return "mid";
+        case fast_compile::max: return "max";
     }
     return "?";
 }
@@ -166,7 +166,7 @@ std::string variant_label(const pipeline& p) {
     if (p.compile.tanh != spelling::automatic) label += p.compile.tanh == spelling::approx ? " approx-tanh" : " precise-tanh";
     if (p.compile.exp != spelling::automatic) label += p.compile.exp == spelling::approx ? " approx-exp" : " precise-exp";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";
-    if (p.compile.effort != compile_effort::full) label += " fast-compile=" + std::string(to_string(p.compile.effort));
+    if (p.compile.fast_compile != fast_compile::off) label += " fast-compile=" + std::string(to_string(p.compile.fast_compile));
     return label;
 }
 

@@ -248,7 +248,7 @@ pipeline from_json(const document& doc) {
     }
 
     if (const json* compile = r.find("compile")) {
-        object_reader c(*compile, "compile", src, {"fast_math", "tanh", "exp", "arch", "target", "options", "method", "effort"});
+        object_reader c(*compile, "compile", src, {"fast_math", "tanh", "exp", "arch", "target", "options", "method", "fast_compile", "effort"});
         p.compile.fast_math = c.boolean("fast_math", false);
         const auto spelled = [&](const char* key, const char* instruction) {
             const spelling s = c.choice<spelling>(
@@ -263,10 +263,13 @@ pipeline from_json(const document& doc) {
         p.compile.exp = spelled("exp", "ex2.approx.f32");
         p.compile.path = c.choice<compile_path>("method", {{"nvrtc", compile_path::nvrtc}, {"nvjitlink", compile_path::nvjitlink}},
                                                 compile_path::nvrtc);
-        p.compile.effort = c.choice<compile_effort>("effort",
-                                                    {{"default", compile_effort::full}, {"min", compile_effort::min},
-                                                     {"mid", compile_effort::mid}, {"max", compile_effort::max}},
-                                                    compile_effort::full);
+        if (c.find("effort"))  // kjit 0.5's name, whose "max" read as the most optimization
+            c.fail("effort", "renamed compile.fast_compile: \"off\" (was \"default\"), \"min\", \"mid\", \"max\" (the fastest "
+                             "compile, the least optimized code)");
+        p.compile.fast_compile = c.choice<fast_compile>("fast_compile",
+                                                        {{"off", fast_compile::off}, {"min", fast_compile::min},
+                                                         {"mid", fast_compile::mid}, {"max", fast_compile::max}},
+                                                        fast_compile::off);
         p.compile.arch = read_arch(c);
         p.compile.target = read_target(c);
         if (p.compile.target && p.compile.arch && p.compile.target->arch != *p.compile.arch)

@@ -46,7 +46,7 @@ jit::compile_request compile_request_for(const config::pipeline& p, const family
     request.extra_options = p.compile.options;
     request.toolkit_headers = !program.headers.empty();
     request.method = p.compile.path == config::compile_path::nvrtc ? jit::compile_method::nvrtc : jit::compile_method::nvjitlink;
-    if (p.compile.effort != config::compile_effort::full) request.fast_compile = config::to_string(p.compile.effort);
+    if (p.compile.fast_compile != config::fast_compile::off) request.fast_compile = config::to_string(p.compile.fast_compile);
     return request;
 }
 

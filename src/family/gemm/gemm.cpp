@@ -88,7 +88,7 @@ public:
                       {"launch.schedule", {"cooperative", "pingpong"}},
                       {"launch.cluster_m", {1, 2}},
                       {"launch.split_k", {1, 2}},
-                      {"launch.stages", {3, 4, 8}},
+                      {"launch.buffers", {3, 4, 8}},
                       {"launch.group_m", {8, 16}}}}};
         return {{"axes",
                  {{"launch.tile_m", {64, 128, 256}},
@@ -96,7 +96,7 @@ public:
                   {"launch.tile_k", {32, 64}},
                   {"launch.warps_m", {1, 2, 4}},
                   {"launch.warps_n", {2, 4}},
-                  {"launch.stages", {2, 3, 4, 5}}}}};
+                  {"launch.buffers", {2, 3, 4, 5}}}}};
     }
 
     config::json_value policy(const pipeline& p) const override { return gemm::policy_of(p).columns(); }

@@ -22,7 +22,7 @@ using config::detail::shown;
 int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 
 /// The launch keys the shape rule chooses together.
-constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "stages", "warps_m", "warps_n"};
+constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "buffers", "warps_m", "warps_n"};
 
 bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
 
@@ -111,7 +111,7 @@ sizes sizes_of(const pipeline& p) {
 std::string multiplier(const pipeline& p) { return p.stages.front().options.at("by").get<std::string>(); }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "group_m", "schedule", "cluster_m", "split_k"};
+    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "buffers", "group_m", "schedule", "cluster_m", "split_k"};
 }
 
 void resolve(pipeline& p, const std::string& source) {
@@ -153,10 +153,10 @@ void resolve(pipeline& p, const std::string& source) {
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
     for (const char* key : {"warps_m", "warps_n"})
         if (!mma && given(key)) l.fail(key, "a key of the \"mma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
-    if (kind == rung::simt && given("stages")) l.fail("stages", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
+    if (kind == rung::simt && given("buffers")) l.fail("buffers", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, {1, 2, 4, 8});
-    read("stages", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
 
     fit_to(chosen, sizes_of(p), p.type);
     const std::string tile = std::to_string(chosen.tile_m) + " × " + std::to_string(chosen.tile_n) + " × " + std::to_string(chosen.tile_k);
@@ -189,10 +189,10 @@ void resolve(pipeline& p, const std::string& source) {
     }
     // Buffers not given are kjit's: as many of the rule's as fit beside what the launch gave (a
     // split's partial tiles, a wider tile).
-    if (kind != rung::simt && !given("stages"))
+    if (kind != rung::simt && !given("buffers"))
         while (chosen.stages > 2 && chosen.shared_bytes(p.type) > p.target.shared_per_block) --chosen.stages;
     if (chosen.shared_bytes(p.type) > p.target.shared_per_block)
-        l.fail(mma || wgmma ? "stages" : "tile_k", "a block of " + tile + (mma || wgmma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
+        l.fail(mma || wgmma ? "buffers" : "tile_k", "a block of " + tile + (mma || wgmma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
                                               " needs " + std::to_string(chosen.shared_bytes(p.type)) +
                                               " bytes of shared memory, more than the " +
                                               std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
@@ -209,7 +209,7 @@ config::json_value policy::choices() const {
         chosen["warps_m"] = warps_m;
         chosen["warps_n"] = warps_n;
     }
-    if (kind != rung::simt) chosen["stages"] = stages;
+    if (kind != rung::simt) chosen["buffers"] = stages;
     if (kind == rung::wgmma) {
         chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
         chosen["cluster_m"] = cluster_m;
