@@ -119,13 +119,13 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
         {"float64", {{"rung", "simt"}}},
         {"bfloat16", {{"rung", "simt"}, {"tile_m", 64}, {"tile_n", 32}, {"tile_k", 16}}},
         {"float16", {{"rung", "mma"}}},
-        {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"stages", 2}, {"group_m", 1}}},
+        {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"buffers", 2}, {"group_m", 1}}},
         {"bfloat16", {{"rung", "wgmma"}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"stages", 2}, {"group_m", 1}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"stages", 3}, {"schedule", "pingpong"}}},
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"buffers", 2}, {"group_m", 1}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"buffers", 3}, {"schedule", "pingpong"}}},
         {"float16", {{"rung", "wgmma"}, {"schedule", "pingpong"}, {"tile_n", 128}}},
         {"bfloat16", {{"rung", "wgmma"}, {"cluster_m", 2}}},
-        {"float16", {{"rung", "wgmma"}, {"cluster_m", 2}, {"schedule", "pingpong"}, {"tile_n", 128}, {"stages", 3}}}};
+        {"float16", {{"rung", "wgmma"}, {"cluster_m", 2}, {"schedule", "pingpong"}, {"tile_n", 128}, {"buffers", 3}}}};
     // (No structured bindings: clang does not let CAPTURE's lambda name them.)
     for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
         for (const auto& rung : rungs)
@@ -157,10 +157,10 @@ TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths, both c
     session s;
     const std::vector<std::pair<std::string, json>> launches{
         {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"split_k", 2}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"schedule", "pingpong"}, {"stages", 4}, {"split_k", 4}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 128}, {"tile_n", 128}, {"stages", 2}, {"split_k", 4}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_n", 192}, {"stages", 4}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"stages", 2}, {"split_k", 2}}},
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"schedule", "pingpong"}, {"buffers", 4}, {"split_k", 4}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 128}, {"tile_n", 128}, {"buffers", 2}, {"split_k", 4}}},
+        {"bfloat16", {{"rung", "wgmma"}, {"tile_n", 192}, {"buffers", 4}}},
+        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"buffers", 2}, {"split_k", 2}}},
         {"bfloat16", {{"rung", "auto"}}}};
     // (No structured bindings: clang does not let CAPTURE's lambda name them.)
     for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}})
