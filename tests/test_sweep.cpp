@@ -98,8 +98,14 @@ TEST_CASE("parallel compile makes the same cache entries as serial, compiling ea
         CHECK(serial.lookup(key).entry.ptx == parallel.lookup(key).entry.ptx);
         CHECK(serial.lookup(key).entry.cubin == parallel.lookup(key).entry.cubin);
     }
-    // A second pass finds everything in the cache.
-    CHECK(run::compile_points(points, 90, {templates, &parallel, jit::cache_mode::use}, 4).compiled == 0);
+    // A second pass finds everything in the cache; its progress is said all the same: the
+    // distinct sources first, then each as it is built.
+    std::vector<std::pair<std::size_t, std::size_t>> seen;
+    const auto again = run::compile_points(points, 90, {templates, &parallel, jit::cache_mode::use}, 4,
+                                           [&](std::size_t done, std::size_t total, const std::string&) { seen.emplace_back(done, total); });
+    CHECK(again.compiled == 0);
+    REQUIRE(seen.size() == 5);
+    for (std::size_t k = 0; k < seen.size(); ++k) CHECK(seen[k] == std::pair<std::size_t, std::size_t>{k, 4});
 }
 
 TEST_CASE("points spread over two devices: one record each, each on one device, first compile reported once") {
@@ -258,6 +264,15 @@ TEST_CASE("progress: silent off a terminal and when disabled") {
     on.step("point a");
     CHECK(out.str().find("1/2") != std::string::npos);
     CHECK(out.str().find("ETA") != std::string::npos);
+    // A stage starts its count afresh, named: a sweep's compiles, then its runs.
+    on.stage("compile", 5);
+    on.step("source a");
+    CHECK(out.str().ends_with("] 1/5    0 s, ETA   0 s  source a"));
+    CHECK(out.str().find("\r\033[Kcompile [") != std::string::npos);
+    on.stage("run", 3);
+    on.step("point b");
+    CHECK(out.str().find("\r\033[Krun [") != std::string::npos);
+    CHECK(out.str().find("] 1/3 ") != std::string::npos);
 }
 
 TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows as one sweep") {

@@ -67,8 +67,14 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     const std::vector<report::row> finished = finished_rows(o, doc, gpu);
     const auto points = family::expand_sweep(doc, gpu, points_to_run(o, doc, finished));  // validated before any work
 
+    // Two stages, each with its own pace: the distinct sources compiled, then the points run.
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
-    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save, o.counter_set},
+    const auto show_compiles = [&](std::size_t done, std::size_t total, const std::string& label) {
+        if (done == 0) bar.stage("compile", total);
+        else bar.step(label);
+        if (done == total) bar.stage(o.compile_only ? "build" : "run", points.size());
+    };
+    const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save, o.counter_set, show_compiles},
                                 [&](const report::record& r) { bar.step(r.sweep_point); });
     bar.finish();
     finish(s, err);

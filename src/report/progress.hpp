@@ -14,13 +14,17 @@ namespace kjit::report {
 class progress_bar {
 public:
     progress_bar(std::ostream& out, std::size_t total, bool enabled);
-    /// One more point done; thread-safe.
+    /// A new stage of `total` steps ("compile", then "run"): its count, clock and ETA start
+    /// afresh, so that one stage's pace does not predict another's; thread-safe.
+    void stage(std::string name, std::size_t total);
+    /// One more step done; thread-safe.
     void step(const std::string& label);
     /// Clears the line.
     void finish();
 
 private:
     std::ostream& m_out;
+    std::string m_stage;  ///< shown before the count, where there is one
     std::size_t m_total;
     std::size_t m_done = 0;
     bool m_enabled;

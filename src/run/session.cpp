@@ -224,7 +224,7 @@ sweep_result session::sweep(const std::vector<config::sweep_point>& points, cons
     sweep_result result;
     const int jobs = request.jobs > 0 ? request.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // The compiles run while the devices open and the first inputs are made: none needs the others.
-    auto compiled = std::async(std::launch::async, [&] { return compile_points(points, arch, ctx, jobs); });
+    auto compiled = std::async(std::launch::async, [&] { return compile_points(points, arch, ctx, jobs, request.compiled); });
     gpu_factory open;
     if (!request.compile_only)
         open = [this](int index, report::record& startup) { return m_gpus->open(index, startup); };

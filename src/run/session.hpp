@@ -78,6 +78,7 @@ struct sweep_request {
     std::optional<int> host_threads = std::nullopt;
     save_request save = {};  ///< --save: each point's output as .npy (no folder: nothing saved)
     std::string counter_set = {};  ///< --metrics: each point's hardware counters (run_options)
+    compile_progress compiled = {};  ///< sees the compiles of the points' distinct sources
 };
 
 struct sweep_result {

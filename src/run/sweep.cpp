@@ -149,7 +149,7 @@ std::vector<int> parse_devices(const std::string& text, int available) {
 }
 
 compile_summary compile_points(const std::vector<config::sweep_point>& points, int arch, const build_context& ctx,
-                               int threads) {
+                               int threads, const compile_progress& progress) {
     compile_summary summary;
     summary.points = points.size();
     std::map<std::string, std::pair<jit::compile_request, std::string>> distinct;  // key → request, label
@@ -168,6 +168,8 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
     for (const auto& [key, item] : distinct) work.push_back(&item);
     std::atomic<std::size_t> next{0};
     std::mutex merge;
+    std::size_t done = 0;  // (under `merge`)
+    if (progress) progress(0, work.size(), "");
     const auto start = std::chrono::steady_clock::now();
     {
         std::vector<std::jthread> pool;
@@ -189,6 +191,8 @@ compile_summary compile_points(const std::vector<config::sweep_point>& points, i
                         // Reported by the points that use this source, when they build it; no
                         // exception may leave a thread (that would abort the process).
                     }
+                    const std::lock_guard lock(merge);
+                    if (progress) progress(++done, work.size(), work[i]->second);
                 }
             });
     }

@@ -39,11 +39,15 @@ struct compile_summary {
     double serial_ms = 0;  ///< sum of the compiles' own times: what one thread would have taken
 };
 
+/// Sees a sweep's compiles: (0, distinct sources, "") before the first, then (done, distinct,
+/// the variant just built) after each, from the compile threads one at a time.
+using compile_progress = std::function<void(std::size_t done, std::size_t total, const std::string& label)>;
+
 /// Compiles the distinct sources of `points` for sm_<arch> on `threads` threads through the
 /// cache, keeping each fresh build in ctx.prebuilt so the first point of that source reports its
 /// compile. A source that fails to compile is left for its points to report.
 [[nodiscard]] compile_summary compile_points(const std::vector<config::sweep_point>& points, int arch,
-                                             const build_context& ctx, int threads);
+                                             const build_context& ctx, int threads, const compile_progress& progress = {});
 
 /// Opens device `index` and records its start-up phases (driver init, context) into `startup`.
 using gpu_factory = std::function<std::unique_ptr<gpu>(int index, report::record& startup)>;
