@@ -423,13 +423,14 @@ public:
         return {std::move(kernels), rows_json({rec})};
     }
     /// The points' records as JSON, and whether Ctrl-C stopped the sweep (after the points in
-    /// flight; the records are those that finished). `progress(done, total)` sees each point.
+    /// flight; the records are those that finished). `progress(done, total)` sees each point,
+    /// `compiled(done, total)` each distinct source compiled before them (0 first).
     /// `indices`: only these points (a cluster worker's batch), else all; `jobs`: compile
     /// threads (0: one per core); `metrics`: each point's hardware counters (a counter set's name).
     std::pair<std::string, bool> sweep(const std::string& config, const std::vector<std::string>& sets,
                                        bool compile_only, const std::optional<nb::callable>& progress,
                                        const std::optional<std::vector<std::size_t>>& indices, int jobs,
-                                       const std::string& metrics) {
+                                       const std::string& metrics, const std::optional<nb::callable>& compiled) {
         const config::document doc = document_of(config, sets);
         const auto points =
             family::expand_sweep(doc, compile_only ? std::nullopt : m_session.target_if_any(m_device), indices);
@@ -438,16 +439,19 @@ public:
         request.compile_only = compile_only;
         request.jobs = jobs;
         request.counter_set = metrics;
-        std::size_t done = 0;
-        const auto step = [&](const report::record&) {
-            if (!progress) return;
+        // A broken progress bar does not stop the sweep.
+        const auto tell = [](const std::optional<nb::callable>& bar, std::size_t done, std::size_t total) {
+            if (!bar) return;
             nb::gil_scoped_acquire locked;
             try {
-                (*progress)(++done, points.size());
-            } catch (nb::python_error& e) {  // a broken progress bar does not stop the sweep
+                (*bar)(done, total);
+            } catch (nb::python_error& e) {
                 e.discard_as_unraisable("kjit sweep progress");
             }
         };
+        request.compiled = [&](std::size_t done, std::size_t total, const std::string&) { tell(compiled, done, total); };
+        std::size_t done = 0;
+        const auto step = [&](const report::record&) { tell(progress, ++done, points.size()); };
         const graceful_interrupt ctrl_c;
         run::sweep_result result;
         {
@@ -573,7 +577,7 @@ NB_MODULE(_kjit, m) {
         .def("run", &python_session::run, nb::arg("config"), nb::arg("sets"), nb::arg("metrics"))
         .def("sweep", &python_session::sweep, nb::arg("config"), nb::arg("sets"), nb::arg("compile_only"),
              nb::arg("progress").none(), nb::arg("indices").none() = nb::none(), nb::arg("jobs") = 0,
-             nb::arg("metrics") = "")
+             nb::arg("metrics") = "", nb::arg("compiled").none() = nb::none())
         .def("sweep_points", &python_session::sweep_points, nb::arg("config"), nb::arg("sets"))
         .def("device_json", &python_session::device_json)
         .def("tune", &python_session::tune, nb::arg("config"), nb::arg("sets"), nb::arg("strategy"), nb::arg("budget"),

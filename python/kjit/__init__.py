@@ -355,22 +355,39 @@ def tune(config, set=None, strategy="auto", budget=0, seconds=None, stop_at=None
     return frame
 
 
+class _Bars:
+    """tqdm bars (the notebook's where there is one), one stage at a time: a sweep's compiles of
+    its distinct sources (`compiled(done, total)`), then its points (called as `(done, total)`)."""
+
+    def __init__(self, tqdm):
+        self._tqdm, self._bar, self._stage = tqdm, None, None
+
+    def compiled(self, done, total):
+        self._show("kjit compile", "source", done, total)
+
+    def __call__(self, done, total):
+        self._show("kjit sweep", "point", done, total)
+
+    def _show(self, stage, unit, done, total):
+        if self._stage != stage:
+            if self._bar is not None:  # a stage cut short
+                self._bar.close()
+            self._bar, self._stage = self._tqdm(total=total, unit=unit, desc=stage, leave=False), stage
+        if self._bar is None:
+            return
+        self._bar.update(done - self._bar.n)
+        if done == total:
+            self._bar.close()
+            self._bar = None
+
+
 def _progress_bar():
-    """A tqdm bar (the notebook's where there is one) updated as (done, total) arrive, or None."""
+    """_Bars where tqdm is installed, else None."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    bar = None
-
-    def update(done, total):
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, unit="point", desc="kjit sweep", leave=False)
-        bar.update(done - bar.n)
-        if done == total:
-            bar.close()
-    return update
+    return _Bars(tqdm)
 
 
 def _counter_set(metrics):
@@ -413,9 +430,10 @@ class Session:
 
     def sweep(self, config, set=None, compile_only=False, progress=True, base=None, ray=None, gpu_models="same",
               workers=None, out=None, metrics=None):
-        """Every point of the config's sweep block as a pandas.DataFrame, one row each, with a
-        progress bar (tqdm) where tqdm is installed and `progress` is true; a callable
-        `progress(done, total)` is called after each point (each batch, on a cluster) instead.
+        """Every point of the config's sweep block as a pandas.DataFrame, one row each, with
+        progress bars (tqdm) where tqdm is installed and `progress` is true: the compiles of its
+        distinct sources, then its points; a callable `progress(done, total)` is called after
+        each point (each batch, on a cluster) instead.
 
         `ray`: spread the points over a Ray cluster (kjit.cluster): True joins the one RAY_ADDRESS
         names or starts a local one, a string is a cluster's address. One worker per GPU (per
@@ -446,7 +464,8 @@ class Session:
         else:
             if workers is not None or out is not None:
                 raise ConfigError("workers, out: for a sweep on a Ray cluster (ray=True)", "usage")
-            rows, interrupted = self._session.sweep(text, sets, bool(compile_only), bar, None, 0, counter_set)
+            rows, interrupted = self._session.sweep(text, sets, bool(compile_only), bar, None, 0, counter_set,
+                                                    getattr(bar, "compiled", None))
             self.last_sweep = pandas.DataFrame(json.loads(rows))
         if interrupted:
             raise KeyboardInterrupt(f"kjit sweep: interrupted after {len(self.last_sweep)} points; "

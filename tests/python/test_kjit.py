@@ -191,11 +191,29 @@ def test_version():
 
 
 def test_a_compile_only_sweep_reports_progress_and_keeps_its_rows(session):
-    seen = []
+    seen, compiles = [], []
     frame = session._session.sweep(str(CONFIGS / "sweep_hidden_layer.json"), ['sweep={"dtype":["float32","float64"]}'],
-                                   True, lambda done, total: seen.append((done, total)))
+                                   True, lambda done, total: seen.append((done, total)),
+                                   compiled=lambda done, total: compiles.append((done, total)))
+    assert compiles == [(0, 2), (1, 2), (2, 2)]  # its two distinct sources, before the points
     assert seen == [(1, 2), (2, 2)]
     assert frame[1] is False  # not interrupted
+    # The bars the notebook shows: one stage at a time, each closed when it is done.
+    shown = []
+
+    class Bar:
+        def __init__(self, total, unit, desc, leave):
+            self.n, self.total = 0, total
+            shown.append([desc, unit, total])
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            shown[-1].append(self.n)
+    bars = kjit._Bars(Bar)
+    bars.compiled(0, 2), bars.compiled(1, 2), bars.compiled(2, 2), bars(1, 3), bars(3, 3)
+    assert shown == [["kjit compile", "source", 2, 2], ["kjit sweep", "point", 3, 3]]
     rows = session.sweep(CONFIGS / "sweep_hidden_layer.json", set={"sweep": {"dtype": ["float32"]}},
                          compile_only=True, progress=False)
     assert session.last_sweep is rows
