@@ -34,10 +34,12 @@ std::vector<report::row> finished_rows(const options& o, const config::document&
     std::map<std::size_t, std::string> labels;  // (a point the constraints now refuse has none)
     for (const auto& point : family::expand_sweep(doc, gpu, indices)) labels[point.index] = point.label;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::string label = labels.contains(indices[i]) ? "\"" + labels[indices[i]] + "\"" : "refused by its constraints";
-        if (label != "\"" + rows[i].value("sweep_point", "") + "\"")
+        const auto mine = labels.find(indices[i]);
+        const std::string written = rows[i].value("sweep_point", "");
+        if (mine == labels.end() || mine->second != written)
             throw error(error_kind::usage, "--resume " + o.resume_path + ": its point " + std::to_string(indices[i]) + " is \"" +
-                                               rows[i].value("sweep_point", "") + "\", this sweep's is " + label +
+                                               written + "\", this sweep's is " +
+                                               (mine == labels.end() ? "refused by its constraints" : "\"" + mine->second + "\"") +
                                                " (a file of another config?)");
     }
     return rows;

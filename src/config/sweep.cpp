@@ -77,8 +77,8 @@ std::size_t sweep_size(const document& doc) { return block_of(doc).total; }
 std::vector<std::size_t> allowed_sweep_points(const document& doc) {
     const sweep_block block = block_of(doc);
     std::vector<std::size_t> allowed;
-    for (std::size_t index = 0; index < block.total; ++index)
-        if (allows(block.constraints, values_at(block.axes, index))) allowed.push_back(index);
+    for (std::size_t index = 0; index < block.total; ++index)  // (no point's values are made where nothing refuses one)
+        if (block.constraints.empty() || allows(block.constraints, values_at(block.axes, index))) allowed.push_back(index);
     return allowed;
 }
 
