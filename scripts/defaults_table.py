@@ -2,15 +2,16 @@
 """Issue 40's benchmark as a table: each case of bench/defaults/cases.json at kjit's defaults
 against its peers measured in the same run (bench/defaults/run.py writes DIR):
 
-    python3 scripts/defaults_table.py DIR [--plot PNG]
+    python3 scripts/defaults_table.py DIR [--only gemm|rows|transposes] [--plot PNG]
 
 kjit: the median over rounds of each run's cold median (L2 flushed). GEMM: the case's peers (the
 fastest of those named: cuBLAS alone, or an epilogue's cuBLASLt / eager kernels). Rows and
 transposes: the fastest of PyTorch eager and torch.compile, and a same-size copy (x.clone()), whose
 time over kjit's is the share of the copy's speed. The causal softmax also against kjit's own
-unmasked softmax at its shape. DIR may hold defaults-data.tgz instead of the folders.
+unmasked softmax at its shape. DIR may hold its records packed in .tgz archives.
 """
 import argparse
+import glob
 import io
 import json
 import os
@@ -21,10 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def read_dir(out):
-    """{relative path: text} of DIR, or of DIR/defaults-data.tgz."""
+    """{relative path: text} of DIR and of the .tgz archives in it (a call packs its records so)."""
     files = {}
-    packed = os.path.join(out, "defaults-data.tgz")
-    if os.path.exists(packed):
+    for packed in sorted(glob.glob(os.path.join(out, "*.tgz"))):
         with tarfile.open(packed) as tar:
             for m in tar.getmembers():
                 if m.isfile():
@@ -56,60 +56,72 @@ def kjit_ms(files, case):
     return statistics.median(times) if times else None
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("dir")
-    parser.add_argument("--plot", help="also draw each case's peer ÷ kjit as a bar chart")
-    args = parser.parse_args()
-    ratios = []  # (case, peer ÷ kjit) for the plot
-    files = read_dir(args.dir)
-    cases = json.load(open(os.path.join(HERE, "..", "bench", "defaults", "cases.json")))
-    gemm_peers, row_peers, transpose_peers = (peers_of(files, n) for n in ("gemm_peers.jsonl", "row_peers.jsonl", "transpose_peers.jsonl"))
-    us = lambda ms: f"{ms * 1000:.1f}" if ms else "-"
-    print("| GEMM, M × N × K | kjit µs | peer µs (tool) | peer ÷ kjit | cuBLAS, product alone, µs | ÷ kjit |")
-    print("|---|---|---|---|---|---|")
+def us(ms):
+    return f"{ms * 1000:.1f}" if ms else "-"
+
+
+def gemm_table(files, cases, ratios):
+    gemm_peers = peers_of(files, "gemm_peers.jsonl")
+    lines = ["| GEMM, M × N × K | kjit µs | peer µs (tool) | peer ÷ kjit | cuBLAS, product alone, µs | ÷ kjit |",
+             "|---|---|---|---|---|---|"]
     for case in cases["gemm"]:
         mine = kjit_ms(files, case["case"])
         same = [p for p in gemm_peers if (p["m"], p["n"], p["k"]) == (case["m"], case["n"], case["k"])]
         peers = [(p["median_ms"], p["tool"]) for p in same if p["tool"] in case["peer"]]
         alone = [p["median_ms"] for p in same if p["tool"] == "cublas"]
         best = min(peers) if peers else None
+        name = f"{case.get('title', case['case'])} {case['m']}×{case['n']}×{case['k']}"
         if not (best and mine and alone):
-            print(f"| {case['case']} | {us(mine)} | - | - | - | - |")
+            lines.append(f"| {name} | {us(mine)} | - | - | - | - |")
             continue
         ratios.append((case["case"], best[0] / mine))
-        print(f"| {case['case']} {case['m']}×{case['n']}×{case['k']} | {us(mine)} | {us(best[0])} ({best[1]}) | {best[0] / mine:.3f} | "
-              f"{us(alone[0])} | {alone[0] / mine:.3f} |")
-    print()
-    print("| rows, transposes | kjit µs | fastest of eager, compile µs (tool) | peer ÷ kjit | copy µs | copy ÷ kjit |")
-    print("|---|---|---|---|---|---|")
+        lines.append(f"| {name} | {us(mine)} | {us(best[0])} ({best[1]}) | {best[0] / mine:.3f} | "
+                     f"{us(alone[0])} | {alone[0] / mine:.3f} |")
+    return lines
+
+
+def copy_table(title, files, cases, peers_file, ratios):
+    """Rows or transposes: kjit against the fastest of eager and torch.compile, and a same-size copy;
+    the causal softmax also against kjit's own unmasked softmax at its shape."""
+    measured = peers_of(files, peers_file)
+    lines = [f"| {title} | kjit µs | fastest of eager, compile µs (tool) | peer ÷ kjit | copy µs | copy ÷ kjit |",
+             "|---|---|---|---|---|---|"]
     unmasked = {}
-    for case in cases["rows"]:
+    for case in cases:
         mine = kjit_ms(files, case["case"])
-        if case["op"] == "softmax":
-            unmasked[(case["rows"], case["cols"])] = mine
-        shape = lambda p: (p["rows"], p["cols"]) == (case["rows"], case["cols"])
-        peers = [(p["median_ms"], p["tool"]) for p in row_peers if shape(p) and p["op"] == case["op"] and p["tool"] in ("torch_eager", "torch_compile")]
-        copy = [p["median_ms"] for p in row_peers if shape(p) and p["tool"] == "copy"]
+        shape = (case["rows"], case["cols"])
+        if case.get("op") == "softmax":
+            unmasked[shape] = mine
+        at_shape = [p for p in measured if (p["rows"], p["cols"]) == shape and ("op" not in case or p.get("op") == case["op"])]
+        peers = [(p["median_ms"], p["tool"]) for p in at_shape if p["tool"] in ("torch_eager", "torch_compile")]
+        copy = [p["median_ms"] for p in measured if (p["rows"], p["cols"]) == shape and p["tool"] == "copy"]
         best = min(peers) if peers else None
-        if best and mine:
-            ratios.append((case["case"], best[0] / mine))
-        extra = ""
-        if case["op"] == "causal_softmax" and unmasked.get((case["rows"], case["cols"])) and mine:
-            extra = f"; unmasked kjit {us(unmasked[(case['rows'], case['cols'])])} µs"
-        print(f"| {case['case']} {case['rows']}×{case['cols']} | {us(mine)} | {us(best[0]) if best else '-'} ({best[1] if best else ''}{extra}) | "
-              f"{best[0] / mine:.3f} | {us(copy[0]) if copy else '-'} | {copy[0] / mine if copy and mine else 0:.3f} |" if best and mine else
-              f"| {case['case']} | {us(mine)} | - | - | - | - |")
-    for case in cases["transpose"]:
-        mine = kjit_ms(files, case["case"])
-        shape = lambda p: (p["rows"], p["cols"]) == (case["rows"], case["cols"])
-        peers = [(p["median_ms"], p["tool"]) for p in transpose_peers if shape(p) and p["tool"] in ("torch_eager", "torch_compile")]
-        copy = [p["median_ms"] for p in transpose_peers if shape(p) and p["tool"] == "copy"]
-        best = min(peers) if peers else None
-        if best and mine:
-            ratios.append((case["case"], best[0] / mine))
-        print(f"| {case['case']} | {us(mine)} | {us(best[0])} ({best[1]}) | {best[0] / mine:.3f} | {us(copy[0]) if copy else '-'} | "
-              f"{copy[0] / mine if copy else 0:.3f} |" if best and mine else f"| {case['case']} | {us(mine)} | - | - | - | - |")
+        name = f"{case.get('title', case['case'])} {case['rows']}×{case['cols']}"
+        if not (best and mine):
+            lines.append(f"| {name} | {us(mine)} | - | - | - | - |")
+            continue
+        ratios.append((case["case"], best[0] / mine))
+        extra = f"; unmasked kjit {us(unmasked[shape])} µs" if case.get("op") == "causal_softmax" and unmasked.get(shape) else ""
+        lines.append(f"| {name} | {us(mine)} | {us(best[0])} ({best[1]}{extra}) | {best[0] / mine:.3f} | "
+                     f"{us(copy[0]) if copy else '-'} | {copy[0] / mine if copy else 0:.3f} |")
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("--only", choices=("gemm", "rows", "transposes"), help="print this table alone")
+    parser.add_argument("--plot", help="also draw each case's peer ÷ kjit as a bar chart")
+    args = parser.parse_args()
+    ratios = []  # (case, peer ÷ kjit) for the plot
+    files = read_dir(args.dir)
+    cases = json.load(open(os.path.join(HERE, "..", "bench", "defaults", "cases.json")))
+    tables = {
+        "gemm": gemm_table(files, cases, ratios),
+        "rows": copy_table("rows (bfloat16)", files, cases["rows"], "row_peers.jsonl", ratios),
+        "transposes": copy_table("transpose (bfloat16)", files, cases["transpose"], "transpose_peers.jsonl", ratios),
+    }
+    print("\n\n".join("\n".join(lines) for name, lines in tables.items() if args.only in (None, name)))
     if args.plot:
         plot(ratios, args.plot)
 

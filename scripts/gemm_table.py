@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GEMM family's GPU figures as tables (scripts/gpu-check.sh gemm-odd and gemm write them):
 
-    python3 scripts/gemm_table.py DIR [--plot PNG]
+    python3 scripts/gemm_table.py DIR [--ladder] [--plot PNG]
 
 DIR holds the parts' output, or (as committed) gemm-data.tgz with their folders packed.
 
@@ -66,15 +66,47 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
+def shape_title(shape):
+    """4096x4096x4096 as 4096³, others as M × N × K."""
+    m, n, k = shape.split("x")
+    return f"{m}³" if m == n == k else f"{m} × {n} × {k}"
+
+
+def ladder(shapes, kjit, peers):
+    """The ladder as docs/gemm.md shows it: TFLOP/s of each rung at its auto launch and of the peers,
+    each rung's share of the cuBLAS it is measured against in bold, times in ms where they matter."""
+    lines = ["| M × N × K; TFLOP/s (in bold: % of the cuBLAS beside) | simt float32 | cuBLAS fp32 | simt bf16 | mma bf16 | wgmma bf16 | cuBLAS bf16 | Triton (best of 4) | cuBLAS tf32 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for shape in shapes:
+        m, n, k = (int(v) for v in shape.split("x"))
+        tflops = lambda ms: 2.0 * m * n * k / (ms * 1e-3) / 1e12
+        ms_of = {variant: statistics.median(r["kernel_cold_median_ms"] for r in kjit[(shape, variant)])
+                 for variant in ("simt_f32", "simt_bf16", "mma", "wgmma") if kjit.get((shape, variant))}
+        ms_of.update({tool: peers[(shape, tool)] for tool in ("cublas_fp32", "cublas", "triton", "cublas_tf32") if (shape, tool) in peers})
+
+        def cell(name, against=None, with_ms=False):
+            if name not in ms_of:
+                return "-"
+            notes = [f"**{ms_of[against] / ms_of[name] * 100:.0f} %**"] if against in ms_of else []
+            notes += [f"{ms_of[name]:.3f} ms"] if with_ms else []
+            return f"{tflops(ms_of[name]):.{1 if name.startswith('simt') or name == 'cublas_fp32' else 0}f}" + (f" ({'; '.join(notes)})" if notes else "")
+
+        lines.append(f"| {shape_title(shape)} | {cell('simt_f32', 'cublas_fp32')} | {cell('cublas_fp32')} | {cell('simt_bf16')} | "
+                     f"{cell('mma', 'cublas')} | {cell('wgmma', 'cublas', True)} | {cell('cublas', None, True)} | "
+                     f"{cell('triton', None, True)} | {cell('cublas_tf32')} |")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
     parser.add_argument("--plot")
+    parser.add_argument("--ladder", action="store_true", help="print the ladder alone, as docs/gemm.md shows it")
     args = parser.parse_args()
     out = args.dir
     data = results(out)
     odd = [r for _, records in data.glob("gemm_odd/*.json") for r in records]
-    if odd:
+    if odd and not args.ladder:
         passed = [r for r in odd if r["status"] == "PASS"]
         print(f"odd shapes: {len(passed)} of {len(odd)} PASS")
         for r in odd:
@@ -117,6 +149,9 @@ def main():
         "wgmma_pingpong_gelu_fast": "cublaslt_gelu",
         "wgmma_cluster": "cublas",
     }
+    if args.ladder:
+        print("\n".join(ladder(shapes, kjit, peers)))
+        return
     plotted = []  # (shape, tool, TFLOP/s)
     print("| M × N × K | kjit variant | median ms | TFLOP/s | registers | peer | peer ms | kjit / peer speed |")
     print("|---|---|---|---|---|---|---|---|")

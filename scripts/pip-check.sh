@@ -8,6 +8,7 @@ venv=$(mktemp -d /tmp/kjit-pip-check.XXXXXX)
 trap 'rm -rf "$venv"' EXIT
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q .
+echo "pip install .: $SECONDS s"
 config=$PWD/configs/hidden_layer.json
 cd "$venv"  # not the source tree: the installed package is what imports
 "$venv/bin/python" - "$config" "$venv/cache" <<'PY'

@@ -34,15 +34,20 @@ if [ "${1:-}" = "--test" ]; then
     build/py/bin/pip install -q $requires pandas pytest tqdm nbclient ipykernel "ray==2.60.0"
     python=(-DKJIT_PYTHON=ON "-DPython_EXECUTABLE=$PWD/build/py/bin/python")
 fi
+# How long each step took is printed as it ends (README: "how long it takes").
+minutes() { printf '%d min %02d s' $((SECONDS / 60)) $((SECONDS % 60)); }
+echo "setup: packages and Python ready after $(minutes)"
 cmake -S . -B build -G Ninja -DCUDAToolkit_ROOT=/usr/local/cuda ${KJIT_WERROR:+-DKJIT_WERROR=$KJIT_WERROR} "${python[@]}" > /dev/null
 # Only what is run: the tests take minutes to build on a small machine.
 if [ "${1:-}" = "--test" ]; then cmake --build build; else cmake --build build --target kjit; fi
+echo "setup: built after $(minutes)"
 if [ "${1:-}" = "--test" ]; then
     # unit + nvrtc run everywhere; gpu runs where there is a GPU and is reported as skipped elsewhere.
     status=0
     ctest --test-dir build --output-on-failure || status=$?
     # A skipped test's reason is in its output, which ctest keeps in its log rather than printing.
     grep -h "skipped:" build/Testing/Temporary/LastTest.log | sort -u || true
+    echo "setup: tests done after $(minutes)"
     exit $status
 elif build/kjit devices > /dev/null 2>&1; then
     build/kjit run

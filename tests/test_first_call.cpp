@@ -62,6 +62,18 @@ TEST_CASE("aggregation: median, min and max per state and column; the explanatio
     CHECK(text.find("second-call: 1 ms of phases, in a process already started") != std::string::npos);
 }
 
+TEST_CASE("the explanation counts work done during CUDA start-up once: its shares add up to the wall") {
+    // 100 ms of a process: CUDA start-up 50, the compile 40 and then the host data 20 on another
+    // thread, 45 of which ran while the driver started (the whole compile, then 5 of the host data).
+    const std::vector<report::row> summary{{{"first_call_state", "cold"}, {"repeats", 1}, {"process_wall_ms", 100.0},
+                                            {"driver_init_ms", 50.0}, {"nvrtc_ms", 40.0},
+                                            {"host_inputs_ms", 20.0}, {"overlapped_ms", 45.0}}};
+    const std::string text = run::explain_first_call(summary);
+    CHECK(text.find("CUDA start-up and teardown 50 %, compile 0 % after CUDA start-up (40 % during it), kjit's own "
+                    "checking and timing 15 % after CUDA start-up (5 % during it), the rest (between phases) 35 %") !=
+          std::string::npos);
+}
+
 TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows in JSON") {
     kjit::testing::temp_dir dir;
     const std::string json_file = (dir.path() / "fc.json").string();

@@ -25,7 +25,7 @@ inline constexpr std::size_t k_max_identifier = 64;
 inline std::string shown(const json& value) {
     // A string from the command line may not be UTF-8: show it with replacement characters.
     std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    if (text.size() > 40) text.replace(37, std::string::npos, "...");
     return text;
 }
 

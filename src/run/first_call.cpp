@@ -1,5 +1,6 @@
 #include "run/first_call.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -14,15 +15,26 @@ namespace kjit::run {
 namespace {
 
 /// Phase columns grouped the way the explanation speaks of them.
-const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
-    static const std::vector<std::pair<std::string, std::vector<std::string>>> g{
+struct phase_group {
+    std::string title;
+    std::vector<std::string> columns;
+    /// Runs on another thread while the driver starts CUDA (session::run), in this order: the
+    /// compile, then the host data.
+    bool beside_start_up = false;
+};
+
+const std::vector<phase_group>& groups() {
+    static const std::vector<phase_group> g{
         {"process start and setup", {"process_start_ms", "setup_ms"}},
         {"CUDA start-up and teardown", {"driver_init_ms", "context_ms", "nvml_ms", "teardown_ms"}},
-        {"compile", {"codegen_ms", "cache_lookup_ms", "compiler_load_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"}},
+        {"compile",
+         {"codegen_ms", "cache_lookup_ms", "compiler_load_ms", "nvrtc_ms", "ptx_to_cubin_ms", "cache_store_ms"},
+         true},
         {"module load + first launch", {"module_load_ms", "get_function_ms", "first_launch_ms"}},
         {"copies", {"alloc_ms", "h2d_ms", "d2h_ms"}},
-        {"kjit's own checking and timing", {"host_inputs_ms", "host_reference_ms", "verify_ms", "graph_build_ms",
-                                            "timed_launches_ms"}},
+        {"kjit's own checking and timing",
+         {"host_inputs_ms", "host_reference_ms", "verify_ms", "graph_build_ms", "timed_launches_ms"},
+         true},
         {"writing results and exit", {"process_exit_ms"}},
     };
     return g;
@@ -100,35 +112,53 @@ std::vector<report::row> summarize_first_call(const std::vector<report::row>& ro
     return summary;
 }
 
+namespace {
+
+/// Each group's part of the wall, and the part of it that ran during CUDA start-up (overlapped_ms,
+/// charged to the groups beside start-up in the order they run): the wall counts that time once,
+/// as CUDA start-up, so the parts add up to the phases' share of the wall.
+struct group_parts {
+    std::vector<double> own, during_start_up;
+};
+
+group_parts parts_of(const report::row& s) {
+    group_parts parts;
+    double hidden = s.value("overlapped_ms", 0.0);
+    for (const auto& group : groups()) {
+        double part = 0;
+        for (const auto& c : group.columns) part += s.value(c, 0.0);
+        const double during = group.beside_start_up ? std::min(part, hidden) : 0.0;
+        hidden -= during;
+        parts.own.push_back(part - during);
+        parts.during_start_up.push_back(during);
+    }
+    return parts;
+}
+
+}  // namespace
+
 std::string explain_first_call(const std::vector<report::row>& summary) {
     std::string text;
     for (const auto& s : summary) {
-        std::vector<double> parts;
+        const auto parts = parts_of(s);
         double accounted = 0;
-        for (const auto& [title, columns] : groups()) {
-            double part = 0;
-            for (const auto& c : columns) part += s.value(c, 0.0);
-            parts.push_back(part);
-            accounted += part;
-        }
+        for (const double part : parts.own) accounted += part;
         // A second call in the same process has no process of its own: its phases are the whole.
         const bool own_process = s.contains("process_wall_ms");
-        const double overlapped = s.value("overlapped_ms", 0.0);
-        const double wall = own_process ? s.value("process_wall_ms", 0.0) : accounted - overlapped;
+        const double wall = own_process ? s.value("process_wall_ms", 0.0) : accounted;
         text += s.value("first_call_state", "") + ": " + std::to_string(static_cast<long long>(wall + 0.5)) +
                 (own_process ? " ms per process" : " ms of phases, in a process already started") + " (median of " +
                 std::to_string(s.value("repeats", 0)) + "):";
         const char* sep = " ";
-        for (std::size_t g = 0; g < parts.size(); ++g) {
-            if (parts[g] <= 0) continue;
-            text += sep + groups()[g].first + " " + percent(parts[g], wall);
+        for (std::size_t g = 0; g < parts.own.size(); ++g) {
+            if (parts.own[g] + parts.during_start_up[g] <= 0) continue;
+            text += sep + groups()[g].title + " " + percent(parts.own[g], wall);
+            if (parts.during_start_up[g] > 0)
+                text += " after CUDA start-up (" + percent(parts.during_start_up[g], wall) + " during it)";
             sep = ", ";
         }
-        // Phases that ran during CUDA start-up (on another thread) count once in the wall time.
-        if (overlapped > 0) text += std::string(sep) + "less " + percent(overlapped, wall) + " overlapped with CUDA start-up";
         if (own_process)
-            text += std::string(sep) + "the rest (between phases) " +
-                    percent(std::max(0.0, wall - accounted + overlapped), wall);
+            text += std::string(sep) + "the rest (between phases) " + percent(std::max(0.0, wall - accounted), wall);
         text += "\n";
     }
     return text;
