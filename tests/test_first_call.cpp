@@ -110,7 +110,7 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
     // that compiled (the warm-up and the two cold ones) loaded NVRTC: a cache hit never maps it.
     const auto trace = nlohmann::json::parse(fs::read_file(dir.path() / "trace.json"));
     std::set<long> pids;
-    int nvrtc_loads = 0, process_starts = 0, children = 0;
+    int nvrtc_loads = 0, process_starts = 0, children = 0, driver_inits = 0;
     for (const auto& e : trace.at("traceEvents")) {
         pids.insert(e.at("pid").get<long>());
         if (e.at("ph") != "X") continue;
@@ -119,11 +119,15 @@ TEST_CASE("kjit first-call with no GPU: compile children, cold then warm, rows i
         nvrtc_loads += name.starts_with("load libnvrtc");
         process_starts += name == "process start (exec, libraries)";
         children += name.starts_with("child: ");
+        driver_inits += name == "driver_init";
     }
     CHECK(pids.size() == 6);  // first-call, the warm-up child, 2 cold, 2 warm
     CHECK(children == 5);
     CHECK(process_starts == 5);
     CHECK(nvrtc_loads == 3);
+    // Whether there is a GPU was asked of an untraced child: first-call itself never initialized
+    // CUDA, which would have made its children's cuInit fast as no fresh process's is.
+    CHECK(driver_inits == 0);
 }
 
 TEST_CASE("kjit first-call stopped by SIGINT exits 130 and leaves no scratch folders behind") {

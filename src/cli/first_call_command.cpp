@@ -2,7 +2,6 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
-#include "cuda/driver_api.hpp"
 #include "report/files.hpp"
 #include "report/progress.hpp"
 #include "report/trace.hpp"
@@ -19,9 +18,14 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
     // Ctrl-C reaches the children too; this process then stops after the child it waits for, and
     // unwinding removes its scratch folder (the caches of every state).
     stop_gracefully_on_interrupt();
-    const bool have_gpu = cuda::probe_driver().state == cuda::availability::ok;
     const fs::temp_directory scratch("kjit-first-call");
     const auto& root = scratch.path();
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const std::string log = (root / "child.log").string();
+    // Whether there is a GPU, asked of a child (`kjit devices`): while a process of its user holds
+    // CUDA initialized, another's cuInit takes 12 ms instead of 100 to 190 (H200, 2026-12-04), so
+    // this process must not initialize CUDA before its children start as fresh processes would.
+    const bool have_gpu = run::run_child(self, {"devices"}, {}, log).exit_code == 0;
 
     // What every child gets: the user's config and overrides, a tiny timing loop (the children are
     // about start-up, and every extra launch would land in "the rest"), no copy-ceiling probe.
@@ -32,8 +36,6 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
     if (have_gpu)
         common.insert(common.end(), {"--skip-ceiling", "--set", "measure.warmup=0", "--set", "measure.repeat=1", "--set",
                                      "measure.max_ms=0"});
-    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    const std::string log = (root / "child.log").string();
     int counter = 0;
     auto child = [&](const run::start_state& state, const std::filesystem::path& cache,
                      const std::vector<std::pair<std::string, std::string>>& env) {

@@ -42,7 +42,7 @@ const std::vector<phase_group>& groups() {
 
 std::string percent(double part, double whole) {
     char text[32];
-    std::snprintf(text, sizeof text, whole > 0 && part / whole < 0.001 ? "%.2g %%" : "%.0f %%",
+    std::snprintf(text, sizeof text, whole > 0 && part / whole < 0.01 ? "%.2g %%" : "%.0f %%",
                   whole > 0 ? 100 * part / whole : 0.0);
     return text;
 }
