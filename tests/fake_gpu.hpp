@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -11,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "run/gpu.hpp"
@@ -227,8 +229,12 @@ public:
     int count = 1;
     std::function<void(fake_gpu&)> setup;
     std::atomic<int> opened{0};
+    std::chrono::milliseconds probe_time{0};  ///< the first unavailable() takes this long, as cuInit
 
-    std::string unavailable() override { return why_not; }
+    std::string unavailable() override {
+        if (!m_probed.exchange(true)) std::this_thread::sleep_for(probe_time);
+        return why_not;
+    }
     std::vector<run::device_info> devices() override {
         std::vector<run::device_info> list;
         for (int i = 0; i < count; ++i) list.push_back(fake_gpu(i).device());
@@ -241,6 +247,9 @@ public:
         if (setup) setup(*gpu);
         return gpu;
     }
+
+private:
+    std::atomic<bool> m_probed{false};
 };
 
 }  // namespace kjit::testing

@@ -3,6 +3,7 @@
 // the Driver API. Needs NVRTC, not a GPU.
 #include "fake_gpu.hpp"
 #include "helpers.hpp"
+#include "report/trace.hpp"
 #include "run/session.hpp"
 #include "util/npy.hpp"
 
@@ -89,6 +90,18 @@ TEST_CASE("session run: one record per call, start-up on the first only, each se
 
     const auto no_such = [&] { (void)s.run(small(), "test", {.device = 3, .calls = 1, .copy_ceiling = false}); };
     CHECK_THROWS_WITH_AS(no_such(), "--device 3: there are 1 GPU(s)", error);
+}
+
+TEST_CASE("session run: the process's setup ends where the driver was first asked (cuInit is CUDA start-up's)") {
+    trace::mark_main_entered();
+    kjit::testing::temp_dir dir;
+    auto gpus = fake_gpus(std::vector<config::pipeline>{small()});
+    gpus->probe_time = std::chrono::milliseconds(200);
+    run::session s({"", dir.path().string(), std::nullopt, jit::cache_mode::use}, std::move(gpus));
+    REQUIRE(s.target_if_any(0).has_value());  // as the command resolves a config for its device
+    const auto record = s.run(small(), "test", {.device = 0, .calls = 1, .copy_ceiling = false}).front();
+    REQUIRE(record.get(report::phase::setup).has_value());
+    CHECK(*record.get(report::phase::setup) < 150);
 }
 
 TEST_CASE("session run without a GPU: one driver error that says why and what works instead") {

@@ -42,8 +42,13 @@ build_context session::context(prebuilt_binaries* prebuilt) {
     return {m_templates, m_mode == jit::cache_mode::off ? nullptr : &m_cache, m_mode, prebuilt};
 }
 
+std::string session::gpus_unavailable() {
+    if (!m_driver_first_asked) m_driver_first_asked = trace::clock::now();
+    return m_gpus ? m_gpus->unavailable() : "no GPU provider";
+}
+
 void session::require_gpu(const std::string& without_one) {
-    const std::string why = m_gpus ? m_gpus->unavailable() : "no GPU provider";
+    const std::string why = gpus_unavailable();
     if (!why.empty()) throw error(error_kind::driver, "no GPU to run on (" + why + "); " + without_one + " works without one");
 }
 
@@ -57,32 +62,33 @@ device_info session::device(int index) {
 }
 
 std::optional<config::target> session::target_if_any(int index) {
-    if (!m_gpus || !m_gpus->unavailable().empty()) return std::nullopt;
+    if (!gpus_unavailable().empty()) return std::nullopt;
     return target_of(device(index));
 }
 
 std::optional<config::target> session::target_if_any(const std::string& devices) {
-    if (!m_gpus || !m_gpus->unavailable().empty()) return std::nullopt;
+    if (!gpus_unavailable().empty()) return std::nullopt;
     return target_if_any(parse_devices(devices, static_cast<int>(m_gpus->devices().size())).front());
 }
 
 namespace {
 /// The process's time before the first phase, where kjit's main set the marks: spawn → main
-/// (when a parent passed the spawn time) and main → now.
-void record_process_start(report::record& rec) {
+/// (when a parent passed the spawn time) and main → now, or → the driver's probe where it came
+/// before (CUDA start-up is a phase of its own).
+void record_process_start(report::record& rec, std::optional<trace::clock::time_point> driver_asked) {
     const auto main = trace::main_entered();
     if (!main) return;
     if (const auto spawned = trace::spawned_at())
         rec.set(report::phase::process_start, std::chrono::duration<double, std::milli>(*main - *spawned).count());
-    const auto now = trace::clock::now();
-    trace::add(report::phase_name(report::phase::setup), *main, now);
-    rec.set(report::phase::setup, std::chrono::duration<double, std::milli>(now - *main).count());
+    const auto end = std::min(trace::clock::now(), driver_asked.value_or(trace::clock::time_point::max()));
+    trace::add(report::phase_name(report::phase::setup), *main, end);
+    rec.set(report::phase::setup, std::chrono::duration<double, std::milli>(end - *main).count());
 }
 }  // namespace
 
 report::record session::compile(const config::pipeline& p, const std::string& source) {
     report::record rec = new_record("compile", p, source);
-    record_process_start(rec);
+    record_process_start(rec, m_driver_first_asked);
     (void)build_variant(p, config::compiled_arch(p), context(), rec);
     return rec;
 }
@@ -98,7 +104,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
                                          const run_request& request,
                                          const std::function<void(const report::record&)>& done) {
     report::record startup;
-    record_process_start(startup);
+    record_process_start(startup, m_driver_first_asked);
     const device_info chosen = device(request.device);
     // The compile (or cache lookup) and the host data need no GPU: they run on another thread while
     // the driver creates the context, the longest wait of a first call. Their phases are recorded
@@ -173,7 +179,7 @@ std::vector<report::record> session::run(const config::pipeline& p, const std::s
 }
 
 std::unique_ptr<callable> session::load(const config::pipeline& p, int index, report::record& rec) {
-    record_process_start(rec);
+    record_process_start(rec, m_driver_first_asked);
     (void)device(index);
     if (!m_kept.contains(index)) m_kept[index] = m_gpus->open(index, rec);
     return std::make_unique<callable>(m_kept.at(index), p, context(), rec);
@@ -183,7 +189,7 @@ void session::watch(const run_request& request, const std::function<std::optiona
                     const std::function<void(const report::record&)>& done,
                     const std::function<void(const error&)>& failed) {
     report::record startup;
-    record_process_start(startup);
+    record_process_start(startup, m_driver_first_asked);
     require_gpu("`kjit compile`");
     auto device = m_gpus->open(request.device, startup);
     const build_context ctx = context();

@@ -3,6 +3,7 @@
 // flags into session_options and requests and prints what comes back, so every path from a config
 // to records is tested without a process.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -140,12 +141,16 @@ public:
 private:
     [[nodiscard]] build_context context(prebuilt_binaries* prebuilt = nullptr);
     void require_gpu(const std::string& without_one);
+    /// Why there is no GPU to run on ("" where there is one). The first call probes the driver
+    /// (cuInit), which is CUDA start-up, not setup: it marks where the process's setup ended.
+    [[nodiscard]] std::string gpus_unavailable();
 
     std::string m_templates_dir;
     codegen::template_set m_templates;
     jit::disk_cache m_cache;
     jit::cache_mode m_mode;
     std::unique_ptr<gpu_provider> m_gpus;
+    std::optional<std::chrono::steady_clock::time_point> m_driver_first_asked;
     /// Devices left open by run_request::keep_device and load (a callable shares its device).
     std::map<int, std::shared_ptr<gpu>> m_kept;
     std::map<int, host_data> m_kept_host;  ///< the last kept run's host data per device (released first)

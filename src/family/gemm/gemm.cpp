@@ -121,23 +121,28 @@ public:
     }
 };
 
-program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
-    const gemm::policy& t = gemm::policy_of(p);
-    const gemm::sizes s = gemm::sizes_of(p);
-    const std::string a = p.stages.front().input, b = gemm::multiplier(p);
-    const bool separate = p.fuse == config::fusion::separate && p.stages.size() > 1;
-    const std::size_t element = config::element_size(p.type);
-    const auto product = static_cast<std::size_t>(s.m * s.n);
+namespace {
 
+/// The arrays the kernels write, in order: where the stages are separate, the product and each
+/// stage's but the last's, each in an array of its own; then the output.
+std::vector<std::string> written_arrays(const pipeline& p, bool separate) {
+    std::vector<std::string> arrays;
+    for (std::size_t i = 1; separate && i < p.stages.size(); ++i)
+        arrays.push_back(i == 1 ? "kjit_product" : "kjit_stage" + std::to_string(i - 1));
+    arrays.push_back(k_output_buffer);
+    return arrays;
+}
+
+/// The program around the kernels: the architectures the rung needs, the alignment its copies
+/// need and the buffers (inputs, the temporaries of separate stages, the output).
+program program_frame(const pipeline& p, const gemm::policy& t, const gemm::sizes& s, const std::vector<std::string>& written) {
+    const std::size_t element = config::element_size(p.type);
     program prog;
-    prog.family = std::string(name());
     prog.double_scalars = config::computes_in_double(p.type);
     prog.vector_width = t.width_c;
     // cp.async and TMA copy 16 bytes; otherwise the widest of A's, B's and C's vectors.
     prog.array_alignment = t.async_copies ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
-    const bool wgmma = t.kind == rung::wgmma;
-    const bool c_staged = wgmma && t.async_copies;  // where TMA copies A and B, it stores C
-    if (wgmma) {
+    if (t.kind == rung::wgmma) {
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
     }
@@ -150,19 +155,19 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     prog.inputs_align_with_output = false;
     for (const auto& in : p.inputs)
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
-    // Separate: the product, then each stage but the last, in an array of its own.
-    std::vector<std::string> arrays;
-    for (std::size_t i = 1; separate && i < p.stages.size(); ++i) {
-        arrays.push_back(i == 1 ? "kjit_product" : "kjit_stage" + std::to_string(i - 1));
-        prog.buffers.push_back({arrays.back(), product * element, buffer_role::temporary});
-    }
-    arrays.push_back(k_output_buffer);
-    prog.buffers.push_back({k_output_buffer, product * element, buffer_role::output});
+    const auto product_bytes = static_cast<std::size_t>(s.m * s.n) * element;
+    for (const auto& array : written)
+        prog.buffers.push_back({array, product_bytes, array == k_output_buffer ? buffer_role::output : buffer_role::temporary});
+    return prog;
+}
 
-    const std::string dtype(config::to_string(p.type));
-    mu::data data = codegen::prologue_data(p, dtype + ", " + std::string(gemm::to_string(t.kind)) + ", " + std::to_string(t.tile_m) +
-                                                  " × " + std::to_string(t.tile_n) + " × " + std::to_string(t.tile_k) + " tiles",
-                                           t.width_c, prog.headers);
+/// True where TMA copies A and B (wgmma on 16-byte aligned rows): it then stores C too.
+bool tma_copies(const gemm::policy& t) { return t.kind == rung::wgmma && t.async_copies; }
+
+/// The policy's numbers and choices as the template's named constants and flags; `a`, `b` and
+/// `c` are the matrices' names (`c`: what the matmul writes).
+void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const std::string& a, const std::string& b,
+                const std::string& c) {
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, int>>{
              {"tile_m", t.tile_m}, {"tile_n", t.tile_n}, {"tile_k", t.tile_k}, {"group_m", t.group_m}, {"width_c", t.width_c},
              {"width_a", t.width_a}, {"width_b", t.width_b}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}, {"stages", t.stages},
@@ -170,8 +175,8 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
     data.set("mma", codegen::flag(t.kind == rung::mma));
-    data.set("wgmma", codegen::flag(wgmma));
-    if (wgmma) {
+    data.set("wgmma", codegen::flag(t.kind == rung::wgmma));
+    if (t.kind == rung::wgmma) {
         codegen::set_wgmma_operands(data, t.tile_n);
         // A buffer is full when the producer's one thread has arrived and TMA's bytes have
         // landed; or when its 128 threads have copied their elements.
@@ -186,58 +191,78 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
         data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));
         data.set("a_map", a + "_map");
         data.set("b_map", b + "_map");
-        data.set("c_staged", c_staged ? "1" : "0");
-        data.set("c_map", arrays.front() + "_map");
+        data.set("c_staged", tma_copies(t) ? "1" : "0");
+        data.set("c_map", c + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
-    data.set("c_direct", codegen::flag(!c_staged));  // C's pieces go straight to C
+    data.set("c_direct", codegen::flag(!tma_copies(t)));  // C's pieces go straight to C
     data.set("mma_type", p.type == config::dtype::bfloat16 ? "bf16" : "f16");
     data.set("a", a);
     data.set("b", b);
-    data.set("c", separate ? "kjit_to" : k_output_buffer);
+}
 
-    // The matmul's kernel, with the epilogue fused unless separate.
-    const std::size_t fused_end = separate ? 1 : p.stages.size();
-    const element_call epilogue = element_call_of(p, 1, fused_end);
+/// The matmul's kernel, and where its output is among its arguments.
+struct matmul_kernel {
     kernel k;
+    std::size_t output_at = 0;
+};
+
+/// The matmul's grid: a block per tile, or for wgmma clusters of cluster_m blocks, each on
+/// cluster_m tiles one under another, or of split_k blocks on one tile, each on a part of its depth.
+void set_grid(kernel& k, const gemm::policy& t, const gemm::sizes& s) {
+    const long long band = static_cast<long long>(t.tile_m) * (t.kind == rung::wgmma ? t.cluster_m : 1);
+    k.grid = {((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * (t.kind == rung::wgmma ? t.cluster_blocks() : 1), 1, 1};
+    // Single wgmma blocks are persistent, a tile after another, as many as fit at once. Clusters
+    // take one tile each: the occupancy API kjit asks counts blocks, not clusters, so a
+    // persistent grid could hold more clusters than fit at once, and one left over would run its
+    // whole share of tiles after the others.
+    if (t.kind == rung::wgmma && t.cluster_blocks() == 1) k.resident = resident_rule::at_most;
+}
+
+/// The matmul with the stages [1, fused_end) as its epilogue (none where the stages are
+/// separate), writing `written`.
+matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const gemm::sizes& s, bool separate,
+                               std::size_t fused_end, const std::string& written, const element_call& epilogue) {
+    const std::string a = p.stages.front().input, b = gemm::multiplier(p);
+    const auto element = static_cast<long long>(config::element_size(p.type));
+    matmul_kernel out;
+    kernel& k = out.k;
     k.name = p.name + "_matmul";
     k.what = separate ? "stages[0]: " + config::describe(p.stages[0]) + ", a kernel of its own"
                       : config::describe_stages(p) + ", fused into one kernel";
     for (std::size_t i = 0; i < fused_end; ++i) k.stages.push_back(i);
     k.reads_x = a;
     k.block = {t.threads(), 1, 1};
-    k.grid = {((s.m + t.tile_m - 1) / t.tile_m) * ((s.n + t.tile_n - 1) / t.tile_n), 1, 1};
-    if (wgmma) {  // clusters of cluster_m blocks, each on cluster_m tiles one under another,
-        // or of split_k blocks on one tile, each on a part of its depth
-        const long long band = static_cast<long long>(t.tile_m) * t.cluster_m;
-        k.grid.x = ((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * t.cluster_blocks();
-        // Single blocks are persistent, a tile after another, as many as fit at once. Clusters
-        // take one tile each: the occupancy API kjit asks counts blocks, not clusters, so a
-        // persistent grid could hold more clusters than fit at once, and one left over would
-        // run its whole share of tiles after the others.
-        if (t.cluster_blocks() == 1) k.resident = resident_rule::at_most;
-    }
+    set_grid(k, t, s);
     k.shared_bytes = t.shared_bytes(p.type);
-    k.args = {array_argument(a, false), array_argument(b, false)};
     // wgmma with TMA: A in boxes of a tile's rows (those it copies) by 64 deep, B in boxes 64 deep
     // by 64 columns, and C stored in boxes of a consumer's rows by 64 columns.
-    const bool tma = wgmma && t.async_copies;
     const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
-    if (tma) k.args = {map_argument(a, {type, s.m, s.k, t.a_rows_copied, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
+    if (tma_copies(t))
+        k.args = {map_argument(a, {type, s.m, s.k, t.a_rows_copied, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
+    else
+        k.args = {array_argument(a, false), array_argument(b, false)};
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
-    const std::size_t output_at = k.args.size();
-    const std::string output_name = separate ? "kjit_to" : "";
-    k.args.push_back(tma ? map_argument(arrays.front(), {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
-                         : array_argument(arrays.front(), true, output_name));
+    out.output_at = k.args.size();
+    k.args.push_back(tma_copies(t) ? map_argument(written, {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
+                                   : array_argument(written, true, separate ? "kjit_to" : ""));
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     k.args.push_back(size_argument("rows", s.m));
     k.args.push_back(size_argument("cols", s.n));
     k.args.push_back(size_argument("kjit_depth", s.k));
-    k.bytes_read = static_cast<double>((s.m * s.k + s.k * s.n) * static_cast<long long>(element) +
-                                       static_cast<long long>(epilogue.arrays.size()) * s.n * static_cast<long long>(element));
-    k.bytes_written = static_cast<double>(product * element);
+    k.bytes_read = static_cast<double>((s.m * s.k + s.k * s.n) * element + static_cast<long long>(epilogue.arrays.size()) * s.n * element);
+    k.bytes_written = static_cast<double>(s.m * s.n * element);
     k.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     k.flops_on = t.kind == rung::simt ? math_unit::fma : math_unit::tensor;
+    return out;
+}
+
+/// The matmul kernel's names and parameters in the template, and its epilogue: the fused stages'
+/// code, and what kjit_store_piece takes (a piece of C, where it is and where it goes, and what the
+/// epilogue needs: the kernel's arguments but A's, B's, C's and the depth).
+void set_matmul(mu::data& data, const pipeline& p, const gemm::policy& t, const matmul_kernel& m, bool separate,
+                std::size_t fused_end, const element_call& epilogue) {
+    const kernel& k = m.k;
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
     data.set("kernel_params", codegen::parameter_list(declarations(k)));
@@ -252,50 +277,81 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     for (const auto& array : epilogue.arrays) columns.push_back(array.name);
     data.set("column_inputs", lines(columns));
     data.set("has_column_inputs", codegen::flag(!columns.empty()));
-    // kjit_store_piece takes a piece of C, where it is and where it goes, and what the epilogue
-    // needs: the kernel's arguments but A's, B's, C's and the depth. (Called on lines indented by
-    // 12 in the mma kernel, by 20 in the wgmma kernel's consumer loop over its tiles.)
+    // (kjit_store_piece is called on lines indented by 12 in the mma kernel, by 20 in the wgmma
+    // kernel's consumer loop over its tiles.)
     std::vector<std::string> store_params{"const float (&kjit_piece)[4]", "int kjit_row", "int kjit_col",
                                           "longlong2 kjit_from", "Place kjit_place"};
     std::vector<std::string> store_args{"kjit_acc[kjit_i][kjit_j]", "kjit_row", "kjit_col", "kjit_from", "kjit_place"};
     for (std::size_t i = 2; i + 1 < k.args.size(); ++i) {
-        if (i == output_at) continue;
+        if (i == m.output_at) continue;
         store_params.push_back(k.args[i].cuda);
         store_args.push_back(k.args[i].cuda_name);
     }
     data.set("store_params", codegen::parameter_list(store_params));
     data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 28 : 20));
-    std::vector<std::string> names{k.name};
-    prog.kernels.push_back(std::move(k));
+}
 
-    // Separate: a kernel per stage after the matmul, array to array.
+/// Stage i (after the matmul) as a kernel of its own, array to array, and its template item.
+std::pair<kernel, mu::data> stage_kernel(const pipeline& p, std::size_t i, const gemm::sizes& s, int width_c,
+                                         const std::vector<std::string>& arrays) {
+    const auto element = config::element_size(p.type);
+    const auto product_bytes = static_cast<double>(static_cast<std::size_t>(s.m * s.n) * element);
+    element_call call = element_call_of(p, i, i + 1);
+    call.args.front() = "load(kjit_in.e[kjit_e])";
+    kernel stage;
+    stage.name = p.name + "_stage" + std::to_string(i);
+    stage.what = "stages[" + std::to_string(i) + "]: " + config::describe(p.stages[i]) + ", a kernel of its own";
+    stage.stages = {i};
+    stage.reads_x = arrays[i - 1];
+    stage.block = {k_stage_block, 1, 1};
+    const long long vectors = s.m * s.n / width_c;
+    stage.grid = {std::max(1LL, (vectors + k_stage_block - 1) / k_stage_block), 1, 1};
+    stage.resident = resident_rule::at_most;
+    stage.args = {array_argument(arrays[i - 1], false, "kjit_from")};
+    stage.args.insert(stage.args.end(), call.arrays.begin(), call.arrays.end());
+    stage.args.push_back(array_argument(arrays[i], true, "kjit_to"));
+    stage.args.insert(stage.args.end(), call.scalars.begin(), call.scalars.end());
+    stage.args.push_back(size_argument("rows", s.m));
+    stage.args.push_back(size_argument("cols", s.n));
+    stage.bytes_read = product_bytes + static_cast<double>(call.arrays.size() * s.n * element);
+    stage.bytes_written = product_bytes;
+    mu::data item = codegen::stage_steps(p, {i}).list_value().front();  // index, what, code
+    item.set("heading", codegen::heading(stage.name, stage.what));
+    item.set("params", codegen::parameter_list(call.params));
+    item.set("args", codegen::parameter_list(call.args, 24));
+    item.set("kernel", stage.name);
+    item.set("kernel_params", codegen::parameter_list(declarations(stage)));
+    return {std::move(stage), std::move(item)};
+}
+
+}  // namespace
+
+program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
+    const gemm::policy& t = gemm::policy_of(p);
+    const gemm::sizes s = gemm::sizes_of(p);
+    const bool separate = p.fuse == config::fusion::separate && p.stages.size() > 1;
+    const std::vector<std::string> arrays = written_arrays(p, separate);
+    program prog = program_frame(p, t, s, arrays);
+    prog.family = std::string(name());
+
+    const std::string dtype(config::to_string(p.type));
+    mu::data data = codegen::prologue_data(p, dtype + ", " + std::string(gemm::to_string(t.kind)) + ", " + std::to_string(t.tile_m) +
+                                                  " × " + std::to_string(t.tile_n) + " × " + std::to_string(t.tile_k) + " tiles",
+                                           t.width_c, prog.headers);
+    set_policy(data, p, t, p.stages.front().input, gemm::multiplier(p), arrays.front());
+    data.set("c", separate ? "kjit_to" : k_output_buffer);
+
+    // The matmul's kernel, with the epilogue fused unless separate; then, separate, a kernel per
+    // stage after it.
+    const std::size_t fused_end = separate ? 1 : p.stages.size();
+    const element_call epilogue = element_call_of(p, 1, fused_end);
+    matmul_kernel matmul = matmul_kernel_of(p, t, s, separate, fused_end, arrays.front(), epilogue);
+    set_matmul(data, p, t, matmul, separate, fused_end, epilogue);
+    std::vector<std::string> names{matmul.k.name};
+    prog.kernels.push_back(std::move(matmul.k));
     mu::data stage_kernels{mu::data::type::list};
     for (std::size_t i = 1; separate && i < p.stages.size(); ++i) {
-        element_call call = element_call_of(p, i, i + 1);
-        call.args.front() = "load(kjit_in.e[kjit_e])";
-        kernel stage;
-        stage.name = p.name + "_stage" + std::to_string(i);
-        stage.what = "stages[" + std::to_string(i) + "]: " + config::describe(p.stages[i]) + ", a kernel of its own";
-        stage.stages = {i};
-        stage.reads_x = arrays[i - 1];
-        stage.block = {k_stage_block, 1, 1};
-        const long long vectors = s.m * s.n / t.width_c;
-        stage.grid = {std::max(1LL, (vectors + k_stage_block - 1) / k_stage_block), 1, 1};
-        stage.resident = resident_rule::at_most;
-        stage.args = {array_argument(arrays[i - 1], false, "kjit_from")};
-        stage.args.insert(stage.args.end(), call.arrays.begin(), call.arrays.end());
-        stage.args.push_back(array_argument(arrays[i], true, "kjit_to"));
-        stage.args.insert(stage.args.end(), call.scalars.begin(), call.scalars.end());
-        stage.args.push_back(size_argument("rows", s.m));
-        stage.args.push_back(size_argument("cols", s.n));
-        stage.bytes_read = static_cast<double>(product * element) + static_cast<double>(call.arrays.size() * s.n * element);
-        stage.bytes_written = static_cast<double>(product * element);
-        mu::data item = codegen::stage_steps(p, {i}).list_value().front();  // index, what, code
-        item.set("heading", codegen::heading(stage.name, stage.what));
-        item.set("params", codegen::parameter_list(call.params));
-        item.set("args", codegen::parameter_list(call.args, 24));
-        item.set("kernel", stage.name);
-        item.set("kernel_params", codegen::parameter_list(declarations(stage)));
+        auto [stage, item] = stage_kernel(p, i, s, t.width_c, arrays);
         stage_kernels.push_back(item);
         names.push_back(stage.name);
         prog.kernels.push_back(std::move(stage));
