@@ -210,13 +210,15 @@ struct matmul_kernel {
 /// The matmul's grid: a block per tile, or for wgmma clusters of cluster_m blocks, each on
 /// cluster_m tiles one under another, or of split_k blocks on one tile, each on a part of its depth.
 void set_grid(kernel& k, const gemm::policy& t, const gemm::sizes& s) {
-    const long long band = static_cast<long long>(t.tile_m) * (t.kind == rung::wgmma ? t.cluster_m : 1);
-    k.grid = {((s.m + band - 1) / band) * ((s.n + t.tile_n - 1) / t.tile_n) * (t.kind == rung::wgmma ? t.cluster_blocks() : 1), 1, 1};
+    const bool wgmma = t.kind == rung::wgmma;
+    const long long band = static_cast<long long>(t.tile_m) * (wgmma ? t.cluster_m : 1);
+    const long long tiles_n = (s.n + t.tile_n - 1) / t.tile_n;
+    k.grid = {((s.m + band - 1) / band) * tiles_n * (wgmma ? t.cluster_blocks() : 1), 1, 1};
     // Single wgmma blocks are persistent, a tile after another, as many as fit at once. Clusters
     // take one tile each: the occupancy API kjit asks counts blocks, not clusters, so a
     // persistent grid could hold more clusters than fit at once, and one left over would run its
     // whole share of tiles after the others.
-    if (t.kind == rung::wgmma && t.cluster_blocks() == 1) k.resident = resident_rule::at_most;
+    if (wgmma && t.cluster_blocks() == 1) k.resident = resident_rule::at_most;
 }
 
 /// The matmul with the stages [1, fused_end) as its epilogue (none where the stages are
@@ -250,7 +252,8 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     k.args.push_back(size_argument("rows", s.m));
     k.args.push_back(size_argument("cols", s.n));
     k.args.push_back(size_argument("kjit_depth", s.k));
-    k.bytes_read = static_cast<double>((s.m * s.k + s.k * s.n) * element + static_cast<long long>(epilogue.arrays.size()) * s.n * element);
+    const auto column_arrays = static_cast<long long>(epilogue.arrays.size());
+    k.bytes_read = static_cast<double>((s.m * s.k + s.k * s.n) * element + column_arrays * s.n * element);
     k.bytes_written = static_cast<double>(s.m * s.n * element);
     k.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     k.flops_on = t.kind == rung::simt ? math_unit::fma : math_unit::tensor;
