@@ -1,6 +1,7 @@
 // The stage model: map expressions, params, the op library (built in and a config's own "ops"),
 // activate's fn and formula choices, and the errors a user sees for each.
 #include "config/ops.hpp"
+#include "family/family.hpp"
 #include "family/rows/geometry.hpp"
 #include "family/rows/policy.hpp"
 #include "helpers.hpp"
@@ -213,7 +214,7 @@ TEST_CASE("reduce: a row value named by `as`, used by later stages; x flows on u
     CHECK(p.launch.vector_width == 4);  // 33 columns: rows start inside 16-byte vectors
 }
 
-TEST_CASE("rows of a length the vector does not divide: read in 16-byte vectors with their edges skipped, unless an input is per column") {
+TEST_CASE("rows of a length the vector does not divide: read in 16-byte vectors with their edges skipped, a per-column input by element") {
     json j = softmax_config();  // 33 float32 columns: a row starts 0 to 3 elements into a vector
     auto p = parsed(j);
     CHECK(family::rows::rows_misaligned(p));
@@ -225,14 +226,20 @@ TEST_CASE("rows of a length the vector does not divide: read in 16-byte vectors 
     j["shape"] = {3, 33};
     j["launch"] = {{"row_cache", "shared"}};
     CHECK(family::rows::shared_bytes(parsed(j)) == 9 * 16);
-    // A per-column input is read by column, a vector at a time: the width divides cols.
+    // A per-column input does not change the width: where rows are misaligned each element reads
+    // its own column of it (clamped to the row for a neighbour's elements), not a vector.
     j["inputs"]["g"] = {{"fill", "normal"}, {"per", "column"}};
     j["stages"][3]["expr"] = "x / s * g";
     p = parsed(j);
-    CHECK(p.launch.vector_width == 1);
-    CHECK_FALSE(family::rows::rows_misaligned(p));
-    j["shape"] = {3, 34};
-    CHECK(parsed(j).launch.vector_width == 2);
+    CHECK(p.launch.vector_width == 4);
+    CHECK(family::rows::rows_misaligned(p));
+    const std::string source = family::plan(p, codegen::template_set::embedded()).source;
+    CHECK(source.find("g[kjit_column(kjit_v, kjit_k, kjit_lead, cols)]") != std::string::npos);
+    CHECK(source.find("kjit_v_g") == std::string::npos);
+    j["shape"] = {3, 36};  // aligned: g is read a vector at a time, by the row's vectors
+    const std::string aligned = family::plan(parsed(j), codegen::template_set::embedded()).source;
+    CHECK(aligned.find("kjit_v_g") != std::string::npos);
+    CHECK(aligned.find("kjit_column") == std::string::npos);
 }
 
 TEST_CASE("a final reduce gives one result per row, and may go unnamed; its expr is reduced") {

@@ -255,28 +255,13 @@ void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const fai
                               std::to_string(*p.compile.arch));
 }
 
-/// True when a stage reads an input that has one value per column (a norm's weight).
-bool reads_per_column(const pipeline& p) {
-    expr::used_names used;
-    for (const auto& s : p.stages) expr::collect_names(s.kernel, used);
-    for (const auto& s : p.stages) used.arrays.push_back(s.input);
-    return std::any_of(used.arrays.begin(), used.arrays.end(), [&](const std::string& name) {
-        const config::input_spec* input = config::find_input(p, name);
-        return input && input->per_column;
-    });
-}
-
 /// The configured width, or 16 bytes' worth for auto. A row whose length it does not divide is
-/// read in the array's vectors, its edges skipped (rows_misaligned): softmax over 1024 rows of
-/// 50,257 bfloat16 on the H200 took 95.5 µs so, and 109.5 an element at a time, in blocks of 512
-/// (bench/results/2026-12-04-rows/third). An input per column is read a
-/// vector at a time by column, which a row that starts inside a vector does not line up with:
-/// there the width is halved until it divides cols.
+/// read in the array's vectors, its edges skipped (rows_misaligned), and an input per column an
+/// element at a time: softmax over 1024 rows of 50,257 bfloat16 on the H200 took 95.5 µs so, and
+/// 109.5 an element at a time, in blocks of 512 (bench/results/2026-12-04-rows/third); layer norm
+/// there, its weights halving the width to 1, 118.6 (bench/results/2026-12-04-setup/third).
 int row_vector_width(const pipeline& p) {
-    int width = p.launch.vector_width != 0 ? p.launch.vector_width : static_cast<int>(16 / config::element_size(p.type));
-    if (!reads_per_column(p)) return width;
-    while (p.shape->cols % width != 0) width /= 2;
-    return width;
+    return p.launch.vector_width != 0 ? p.launch.vector_width : static_cast<int>(16 / config::element_size(p.type));
 }
 
 }  // namespace

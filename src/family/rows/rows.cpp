@@ -59,6 +59,16 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
 
 /// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
 /// where its first stage ignores the row it loads (rows::unread_where).
+/// True when a stage reads an input that has one value per column (a norm's weight).
+bool reads_per_column(const pipeline& p) {
+    expr::used_names used;
+    for (const auto& s : p.stages) expr::collect_names(s.kernel, used);
+    return std::any_of(used.arrays.begin(), used.arrays.end(), [&](const std::string& name) {
+        const config::input_spec* input = config::find_input(p, name);
+        return input && input->per_column;
+    });
+}
+
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
     const expr::cuda_style style = codegen::style_of(p);
     const bool row_value_out = k.output == result_kind::row_value;
@@ -121,9 +131,16 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     // Other arrays are read a vector at a time where a loop over x uses them: those of the
     // stage, and in "inputs" mode those of the maps its value goes through again.
     std::vector<std::string> value_arrays;
+    // A per-column input does not line up with the vectors of rows that start inside one: there
+    // each element reads its own column's value (a small array every row reads, from L1).
+    const auto per_column = [&](const std::string& a) {
+        const config::input_spec* input = config::find_input(p, a);
+        return input && input->per_column;
+    };
     const auto vector_loads = [&](const std::vector<std::string>& arrays) {
         mu::data list{mu::data::type::list};
         for (const auto& a : arrays) {
+            if (misaligned && per_column(a)) continue;
             const config::input_spec* input = config::find_input(p, a);
             mu::data load;
             load.set("array", a);
@@ -144,7 +161,8 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         std::vector<std::string> site_arrays = value_arrays;
         for (const auto& a : used.arrays) {
             params.push_back("real " + a);
-            args.push_back("load(kjit_v_" + a + ".e[kjit_k])");
+            args.push_back(misaligned && per_column(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])"
+                                                       : "load(kjit_v_" + a + ".e[kjit_k])");
             add_once(site_arrays, a);
         }
         rows::add_names(used, style, misaligned, params, args);
@@ -225,6 +243,8 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("clustered", codegen::flag(chosen.cluster > 1));
     data.set("row_stride", std::to_string(p.launch.block * chosen.cluster));
     data.set("misaligned", codegen::flag(rows::rows_misaligned(p)));
+    // Rows that start inside a vector read a per-column input an element at a time.
+    data.set("columns_by_element", codegen::flag(rows::rows_misaligned(p) && reads_per_column(p)));
     // Where a row's vectors start, and how many there are, in the helpers that copy or load row
     // `row` of `cols`.
     data.set("row_start", rows::rows_misaligned(p) ? "row * cols - kjit_lead_of(row, cols)" : "row * cols");
