@@ -68,6 +68,10 @@ const std::vector<golden_case>& cases() {
          {{"launch.block", 512}, {"launch.row_cache", "shared"}, {"launch.min_blocks_per_sm", 3}}},
         {"layernorm_shared_cluster", "layernorm.json",
          {{"shape", {1024, 32768}}, {"launch.row_cache", "shared"}, {"launch.block", 512}, {"launch.cluster", 2}}},
+        // Clusters that loop over the rows, each block holding its share of two.
+        {"softmax_cluster_loop", "softmax.json",
+         {{"dtype", "bfloat16"}, {"shape", {1024, 128256}}, {"launch.row_cache", "shared"}, {"launch.block", 128},
+          {"launch.cluster", 8}, {"launch.grid", 2048}}},
         {"transpose", "transpose.json", {}},
         {"transpose_bf16", "transpose.json", {{"dtype", "bfloat16"}}},
         {"transpose_maps", "transpose.json",

@@ -205,7 +205,7 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
-TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks that loop over rows, streaming, capped registers, shared rows over a cluster") {
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks and clusters that loop over rows, streaming, capped registers, shared rows over a cluster") {
     session s;
     // Each fusion and row cache; softmax's sum also online, fused (registers and streamed) and separate.
     const std::vector<json> variants = {{{"fusion", "fused"}},
@@ -224,6 +224,8 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                                         // A row in shared memory, each block of a cluster holding its share.
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "shared"}, {"cluster", 2}}}},
                                         {{"fusion", "separate"}, {"launch", {{"row_cache", "shared"}, {"cluster", 4}}}},
+                                        // Clusters that loop over the rows, each block holding its share of two.
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "shared"}, {"cluster", 2}, {"grid", 6}}}},
                                         // Registers capped for 4 blocks per SM.
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}, {"block", 256}, {"min_blocks_per_sm", 4}}}}};
     // The causal softmax computes from positions: a column where a row starts inside a vector.

@@ -342,8 +342,16 @@ TEST_CASE("launch.row_cache \"shared\": the row in one block's shared memory, or
                         "holds (231424 bytes of a block's shared memory); use \"none\", or spread the row over a launch.cluster");
     j["launch"]["grid"] = "resident";
     j["shape"] = {2, 4096};
-    CHECK(failure(j) == "t.json: launch.grid: a grid that loops over the rows runs each row on one block, and this one takes "
-                        "a cluster of 2; use launch.grid \"auto\", or launch.cluster 1");
+    CHECK(failure(j) == "t.json: launch.grid: \"resident\" counts blocks, not the clusters of 2 this launch takes; give a "
+                        "number of blocks (whole clusters are launched), or launch.cluster 1");
+    // A number of blocks: each cluster loops over its rows, holding its blocks' shares of two.
+    j["launch"]["grid"] = 3;
+    const auto looping = parsed(j);
+    CHECK(family::rows::policy_of(looping).cluster == 2);
+    CHECK(family::rows::shared_bytes(looping) == 2 * static_cast<std::size_t>(family::rows::row_bytes_per_block(looping)));
+    const auto program = family::plan(looping, codegen::template_set::embedded());
+    CHECK(program.kernels.front().grid.x == 2);  // whole clusters: 3 blocks are one cluster of 2
+    CHECK(program.source.find("kjit_row_index += kjit_clusters") != std::string::npos);
     j["launch"].erase("grid");
     j["launch"].erase("cluster");
     j["compile"] = {{"arch", "sm_75"}};
@@ -430,8 +438,13 @@ TEST_CASE("launch.grid on a row pipeline: a number of blocks or \"resident\" mak
     // A row in registers that takes a cluster cannot loop; in shared memory, two rows must fit.
     j["shape"] = {2, 65536};
     j["launch"] = {{"grid", "resident"}, {"row_cache", "values"}};
-    CHECK(failure(j) == "t.json: launch.grid: a grid that loops over the rows runs each row on one block, and this one "
-                        "takes a cluster of 2 (65536 elements in registers); use launch.grid \"auto\", or row_cache \"none\" or \"shared\"");
+    CHECK(failure(j) == "t.json: launch.grid: \"resident\" counts blocks, not the clusters of 2 this launch takes; give a "
+                        "number of blocks (whole clusters are launched), or launch.cluster 1");
+    j["launch"]["grid"] = 4;
+    CHECK(failure(j) == "t.json: launch.grid: clusters of 2 blocks loop over the rows with row_cache \"shared\" alone (each "
+                        "block holding its share of two rows), and this one is \"values\"; use launch.grid \"auto\", "
+                        "row_cache \"shared\", or launch.cluster 1");
+    j["launch"]["grid"] = "resident";
     j["launch"]["row_cache"] = "none";
     CHECK(family::rows::policy_of(parsed(j)).cluster == 1);
     j["shape"] = {2, 32768};  // 128 KiB a row of float32: one fits, two do not

@@ -238,13 +238,18 @@ void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const fai
     if (p.shape->rows > ((1LL << 31) - 1) / chosen.cluster)
         fail("shape", "expected at most (2^31 − 1) / " + std::to_string(chosen.cluster) +
                             " rows (a row kernel launches a cluster of blocks per row), got " + std::to_string(p.shape->rows));
-    if (rows_loop(p) && chosen.cluster > 1)
-        fail("launch.grid", "a grid that loops over the rows runs each row on one block, and this one takes a cluster of " +
-                                     std::to_string(chosen.cluster) +
-                                     (in_registers ? " (" + std::to_string(p.shape->cols) +
-                                                         " elements in registers); use launch.grid \"auto\", or row_cache "
-                                                         "\"none\" or \"shared\""
-                                                   : "; use launch.grid \"auto\", or launch.cluster 1"));
+    // Clusters loop over rows with their shares of two rows in shared memory, over a number of
+    // blocks given: the occupancy kjit asks for "resident" counts blocks, not clusters.
+    if (rows_loop(p) && chosen.cluster > 1) {
+        const std::string cluster = std::to_string(chosen.cluster);
+        if (p.launch.grid_resident)
+            fail("launch.grid", "\"resident\" counts blocks, not the clusters of " + cluster + " this launch takes; give a "
+                                "number of blocks (whole clusters are launched), or launch.cluster 1");
+        if (chosen.cache != cache::shared)
+            fail("launch.grid", "clusters of " + cluster + " blocks loop over the rows with row_cache \"shared\" alone (each "
+                                "block holding its share of two rows), and this one is \"" + std::string(to_string(chosen.cache)) +
+                                "\"; use launch.grid \"auto\", row_cache \"shared\", or launch.cluster 1");
+    }
     if (chosen.min_blocks_per_sm * p.launch.block > config::k_max_threads_per_sm)
         fail("launch.min_blocks_per_sm", std::to_string(chosen.min_blocks_per_sm) + " blocks of " +
                                                   std::to_string(p.launch.block) + " threads are more than the " +

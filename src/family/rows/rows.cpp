@@ -252,7 +252,9 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("loops", codegen::flag(rows::rows_loop(p)));
     // A block that loops over rows holds two in shared memory, each this many vectors apart.
     data.set("loops_in_shared", codegen::flag(rows::rows_loop(p) && chosen.cache == cache::shared));
-    data.set("vectors_per_row", std::to_string(rows::row_vectors(p)));
+    // The vectors of a row a block holds: all of them, or its share of a row spread over a cluster.
+    data.set("vectors_per_row", std::to_string(rows::row_bytes_per_block(p) / (width * static_cast<long long>(
+                                                                                   config::element_size(p.type)))));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
     const bool f64 = config::computes_in_double(p.type);
     data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
@@ -358,8 +360,9 @@ public:
             kernel planned = kernel_of(k, p.launch.block);
             // One block (or cluster) per row; a given grid loops over the rows, and needs no
             // more blocks than rows.
-            if (p.launch.grid) {
-                planned.grid.x = std::min(*p.launch.grid, p.shape->rows);
+            if (p.launch.grid) {  // blocks; where a cluster takes a row, whole clusters
+                const long long cluster = rows::policy_of(p).cluster;
+                planned.grid.x = std::max(1LL, std::min(*p.launch.grid, p.shape->rows * cluster) / cluster) * cluster;
             } else {
                 planned.grid.x = p.launch.grid_resident ? p.shape->rows : p.shape->rows * rows::policy_of(p).cluster;
                 if (p.launch.grid_resident) planned.resident = resident_rule::at_most;
