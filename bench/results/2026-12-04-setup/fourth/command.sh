@@ -25,7 +25,7 @@ for round in 1 2; do
   for op in softmax layernorm rmsnorm; do
     run ${op}_auto_$round $op '{}' 128256
     for grid in 4096 2048 1024 768 512; do
-      run ${op}_grid${grid}_$round $op "{\"row_cache\":\"shared\",\"cluster\":8,\"block\":128,\"grid\":$grid}" 128256
+      run ${op}_grid${grid}_$round $op "{\"row_cache\":\"shared\",\"cluster\":8,\"block\":128,\"streaming\":true,\"grid\":$grid}" 128256
     done
   done
 done | tee "$OUT/long_rows.txt"
