@@ -105,11 +105,12 @@ __device__ __forceinline__ kjit_own kjit_own_elements(long long v, long long lea
     return {col < 0 ? (int)-col : 0, cols - col < kjit_width ? (int)(cols - col) : kjit_width};
 }
 // The column of element k of vector v of a row with that lead, kept inside the row: a
-// neighbour's element (computed, never stored) reads a per-column input at the row's edge.
-__device__ __forceinline__ long long kjit_column(long long v, int k, long long lead, long long cols)
+// neighbour's element (computed, never stored) reads a per-column input at the row's last
+// column (a column before the first wraps, as unsigned, past the last). A row's columns fit in
+// 32 bits, where this is two integer instructions.
+__device__ __forceinline__ unsigned kjit_column(long long v, int k, long long lead, long long cols)
 {
-    const long long col = v * kjit_width + k - lead;
-    return col < 0 ? 0 : col >= cols ? cols - 1 : col;
+    return min((unsigned)(v * kjit_width) + k - (unsigned)lead, (unsigned)cols - 1);
 }
 
 // A vector of the row read from global memory: each is read once. launch.streaming
