@@ -240,6 +240,15 @@ TEST_CASE("rows of a length the vector does not divide: read in 16-byte vectors 
     const std::string aligned = family::plan(parsed(j), codegen::template_set::embedded()).source;
     CHECK(aligned.find("kjit_v_g") != std::string::npos);
     CHECK(aligned.find("kjit_column") == std::string::npos);
+    // Two per-column inputs cost more by element than the vectors save (layer norm, measured):
+    // the width is halved until it divides cols, as a given width is not.
+    j["shape"] = {3, 34};
+    j["inputs"]["h"] = {{"fill", "normal"}, {"per", "column"}};
+    j["stages"][3]["expr"] = "x / s * g + h";
+    CHECK(parsed(j).launch.vector_width == 2);
+    CHECK_FALSE(family::rows::rows_misaligned(parsed(j)));
+    j["launch"]["vector_width"] = 4;
+    CHECK(family::rows::rows_misaligned(parsed(j)));
 }
 
 TEST_CASE("a final reduce gives one result per row, and may go unnamed; its expr is reduced") {

@@ -263,15 +263,30 @@ void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const fai
 /// The configured width, or 16 bytes' worth for auto. A row whose length it does not divide is
 /// read in the array's vectors, its edges skipped (rows_misaligned), and an input per column an
 /// element at a time: softmax over 1024 rows of 50,257 bfloat16 on the H200 took 95.5 µs so, and
-/// 109.5 an element at a time, in blocks of 512 (bench/results/2026-12-04-rows/third); layer norm
-/// there, its weights halving the width to 1, 118.6 (bench/results/2026-12-04-setup/third).
+/// 109.5 an element at a time, in blocks of 512 (bench/results/2026-12-04-rows/third); RMS norm,
+/// its weight read by element, 88.4 µs, where halving the width until it divided cols (to 1) took
+/// 106.7. Two such inputs cost more than the vectors save: layer norm took 149.6 µs with its
+/// weight and bias read by element, 118.6 at width 1 (bench/results/2026-12-04-setup/third and
+/// fourth), so with more than one the width is halved until it divides cols.
 int row_vector_width(const pipeline& p) {
-    return p.launch.vector_width != 0 ? p.launch.vector_width : static_cast<int>(16 / config::element_size(p.type));
+    int width = p.launch.vector_width != 0 ? p.launch.vector_width : static_cast<int>(16 / config::element_size(p.type));
+    if (p.launch.vector_width == 0 && per_column_inputs(p) > 1)
+        while (p.shape->cols % width != 0) width /= 2;
+    return width;
 }
 
 }  // namespace
 
 bool rows_misaligned(const pipeline& p) { return p.shape->cols % p.launch.vector_width != 0; }
+
+std::size_t per_column_inputs(const pipeline& p) {
+    expr::used_names used;
+    for (const auto& s : p.stages) expr::collect_names(s.kernel, used);
+    return static_cast<std::size_t>(std::count_if(used.arrays.begin(), used.arrays.end(), [&](const std::string& name) {
+        const config::input_spec* input = config::find_input(p, name);
+        return input && input->per_column;
+    }));
+}
 
 long long row_vectors(const pipeline& p) {
     const long long cols = p.shape->cols, width = p.launch.vector_width;

@@ -59,16 +59,6 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
 
 /// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
 /// where its first stage ignores the row it loads (rows::unread_where).
-/// True when a stage reads an input that has one value per column (a norm's weight).
-bool reads_per_column(const pipeline& p) {
-    expr::used_names used;
-    for (const auto& s : p.stages) expr::collect_names(s.kernel, used);
-    return std::any_of(used.arrays.begin(), used.arrays.end(), [&](const std::string& name) {
-        const config::input_spec* input = config::find_input(p, name);
-        return input && input->per_column;
-    });
-}
-
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
     const expr::cuda_style style = codegen::style_of(p);
     const bool row_value_out = k.output == result_kind::row_value;
@@ -244,7 +234,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("row_stride", std::to_string(p.launch.block * chosen.cluster));
     data.set("misaligned", codegen::flag(rows::rows_misaligned(p)));
     // Rows that start inside a vector read a per-column input an element at a time.
-    data.set("columns_by_element", codegen::flag(rows::rows_misaligned(p) && reads_per_column(p)));
+    data.set("columns_by_element", codegen::flag(rows::rows_misaligned(p) && rows::per_column_inputs(p) > 0));
     // Where a row's vectors start, and how many there are, in the helpers that copy or load row
     // `row` of `cols`.
     data.set("row_start", rows::rows_misaligned(p) ? "row * cols - kjit_lead_of(row, cols)" : "row * cols");
