@@ -230,18 +230,18 @@ __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block) vo
         long long cols)
 {
     const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
-    // Each block holds its share of two rows: the next row's copies are in flight while this one
-    // is worked on. Every block of a cluster takes the same rows, so their barriers pair up.
+    // Every block of a cluster takes the same rows, so their barriers pair up.
+    const long long kjit_start = blockIdx.x / kjit_cluster, kjit_step = gridDim.x / kjit_cluster;
+    // Two rows in shared memory, the next one's copies in flight while this one is worked on.
+    // (A block of a cluster holds its share of each.)
     extern __shared__ vec kjit_rows[];
-    const long long kjit_clusters = gridDim.x / kjit_cluster;
-    const long long kjit_start = blockIdx.x / kjit_cluster;  // this cluster's first row
     if (kjit_start < rows) kjit_copy_row(kjit_rows, logits, kjit_start, cols, kjit_first);
     int kjit_turn = 0;
     for (long long kjit_row_index = kjit_start; kjit_row_index < rows;
-         kjit_row_index += kjit_clusters, kjit_turn ^= 1) {
-        if (kjit_row_index + kjit_clusters < rows) {
+         kjit_row_index += kjit_step, kjit_turn ^= 1) {
+        if (kjit_row_index + kjit_step < rows) {
             vec* kjit_next_row = kjit_rows + (kjit_turn ^ 1) * kjit_row_vectors;
-            kjit_copy_row(kjit_next_row, logits, kjit_row_index + kjit_clusters, cols, kjit_first);
+            kjit_copy_row(kjit_next_row, logits, kjit_row_index + kjit_step, cols, kjit_first);
             kjit_wait_for_copies<1>();  // this row's copies; the next row's may go on
         } else {
             kjit_wait_for_copies<0>();

@@ -208,21 +208,21 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    // Two rows in shared memory: the next row's copies are in flight while this one is worked on.
+    const long long kjit_start = blockIdx.x, kjit_step = gridDim.x, kjit_first = threadIdx.x;
+    // Two rows in shared memory, the next one's copies in flight while this one is worked on.
     extern __shared__ vec kjit_rows[];
-    if (blockIdx.x < rows) kjit_copy_row(kjit_rows, logits, blockIdx.x, cols, threadIdx.x);
+    if (kjit_start < rows) kjit_copy_row(kjit_rows, logits, kjit_start, cols, kjit_first);
     int kjit_turn = 0;
-    for (long long kjit_row_index = blockIdx.x; kjit_row_index < rows;
-         kjit_row_index += gridDim.x, kjit_turn ^= 1) {
-        if (kjit_row_index + gridDim.x < rows) {
+    for (long long kjit_row_index = kjit_start; kjit_row_index < rows;
+         kjit_row_index += kjit_step, kjit_turn ^= 1) {
+        if (kjit_row_index + kjit_step < rows) {
             vec* kjit_next_row = kjit_rows + (kjit_turn ^ 1) * kjit_row_vectors;
-            kjit_copy_row(kjit_next_row, logits, kjit_row_index + gridDim.x, cols, threadIdx.x);
+            kjit_copy_row(kjit_next_row, logits, kjit_row_index + kjit_step, cols, kjit_first);
             kjit_wait_for_copies<1>();  // this row's copies; the next row's may go on
         } else {
             kjit_wait_for_copies<0>();
         }
         const vec* kjit_row = kjit_rows + kjit_turn * kjit_row_vectors;
-        const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
                 kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
     }
