@@ -1,5 +1,7 @@
 // Sweep expansion: the cartesian product of the "sweep" block's axes, less the points its
 // constraints refuse, each point validated.
+#include <numeric>
+
 #include "config/config.hpp"
 #include "config/constraints.hpp"
 #include "util/error.hpp"
@@ -92,7 +94,9 @@ std::vector<sweep_point> expand_sweep(const document& doc, loader load,
             if (index >= block.total)
                 throw config_error(doc.source, "sweep", "has " + std::to_string(block.total) + " points; there is no point " +
                                                             std::to_string(index));
-    const std::vector<std::size_t> chosen_points = indices ? *indices : allowed_sweep_points(doc);
+    // Every point, or those given; the constraints are asked once, below, for each.
+    std::vector<std::size_t> chosen_points = indices ? *indices : std::vector<std::size_t>(block.total);
+    if (!indices) std::iota(chosen_points.begin(), chosen_points.end(), std::size_t{0});
 
     // Validate the base first so that a mistake outside the sweep is reported once, plainly.
     (void)load(base);
