@@ -11,30 +11,13 @@ time over kjit's is the share of the copy's speed. The causal softmax also again
 unmasked softmax at its shape. DIR may hold its records packed in .tgz archives.
 """
 import argparse
-import glob
-import io
 import json
 import os
 import statistics
-import tarfile
+
+from run_files import files_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def read_dir(out):
-    """{relative path: text} of DIR and of the .tgz archives in it (a call packs its records so)."""
-    files = {}
-    for packed in sorted(glob.glob(os.path.join(out, "*.tgz"))):
-        with tarfile.open(packed) as tar:
-            for m in tar.getmembers():
-                if m.isfile():
-                    files[os.path.normpath(m.name)] = tar.extractfile(m).read().decode()
-    for root, _, names in os.walk(out):
-        for name in names:
-            path = os.path.join(root, name)
-            if name.endswith((".json", ".jsonl")):
-                files.setdefault(os.path.relpath(path, out), open(path).read())
-    return files
 
 
 def peers_of(files, name):
@@ -114,7 +97,7 @@ def main():
     parser.add_argument("--plot", help="also draw each case's peer ÷ kjit as a bar chart")
     args = parser.parse_args()
     ratios = []  # (case, peer ÷ kjit) for the plot
-    files = read_dir(args.dir)
+    files = files_of(args.dir)
     cases = json.load(open(os.path.join(HERE, "..", "bench", "defaults", "cases.json")))
     tables = {
         "gemm": gemm_table(files, cases, ratios),

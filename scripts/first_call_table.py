@@ -7,11 +7,11 @@ fresh processes (min..max of the process wall) and of each phase a first call pa
 DIR holds first_call.json, or a .tgz archive with it (a GPU call packs its records so).
 """
 import argparse
-import glob
 import json
 import os
 import statistics
-import tarfile
+
+from run_files import files_of
 
 STATES = [  # (first-call's state, as the table names it)
     ("cold", "cold: empty kjit cache"),
@@ -24,14 +24,9 @@ PHASES = ["driver_init_ms", "context_ms", "nvrtc_ms", "ptx_to_cubin_ms", "module
 
 
 def rows_in(folder):
-    path = os.path.join(folder, "first_call.json")
-    if os.path.exists(path):
-        return json.load(open(path))
-    for packed in sorted(glob.glob(os.path.join(folder, "*.tgz"))):
-        with tarfile.open(packed) as tar:
-            for member in tar.getmembers():
-                if os.path.basename(member.name) == "first_call.json":
-                    return json.load(tar.extractfile(member))
+    for path, text in files_of(folder).items():
+        if os.path.basename(path) == "first_call.json":
+            return json.loads(text)
     raise SystemExit(f"first_call_table: no first_call.json in {folder} or its .tgz archives")
 
 

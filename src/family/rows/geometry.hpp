@@ -36,8 +36,10 @@ inline constexpr long long k_warp_levels = 5;
 /// vectors: the kernels read a row as the array's vectors that hold any of it, and skip (and do
 /// not write) the elements of the rows beside it in its first and last vectors.
 [[nodiscard]] bool rows_misaligned(const config::pipeline& p);
-/// The inputs with one value per column (a norm's weights) that the stages read. Where rows are
-/// misaligned, each element reads its column of them (kjit_column).
+/// True when `name` is an input with one value per column (a norm's weights).
+[[nodiscard]] bool is_per_column_input(const config::pipeline& p, const std::string& name);
+/// The inputs with one value per column that the stages read. Where rows are misaligned, each
+/// element reads its column of them (kjit_column).
 [[nodiscard]] std::size_t per_column_inputs(const config::pipeline& p);
 /// The most vectors one row touches: cols / width, or where rows are misaligned, those of a row
 /// that starts on a vector's last element.

@@ -279,12 +279,16 @@ int row_vector_width(const pipeline& p) {
 
 bool rows_misaligned(const pipeline& p) { return p.shape->cols % p.launch.vector_width != 0; }
 
+bool is_per_column_input(const pipeline& p, const std::string& name) {
+    const config::input_spec* input = config::find_input(p, name);
+    return input && input->per_column;
+}
+
 std::size_t per_column_inputs(const pipeline& p) {
     expr::used_names used;
     for (const auto& s : p.stages) expr::collect_names(s.kernel, used);
     return static_cast<std::size_t>(std::count_if(used.arrays.begin(), used.arrays.end(), [&](const std::string& name) {
-        const config::input_spec* input = config::find_input(p, name);
-        return input && input->per_column;
+        return is_per_column_input(p, name);
     }));
 }
 

@@ -123,18 +123,14 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     std::vector<std::string> value_arrays;
     // A per-column input does not line up with the vectors of rows that start inside one: there
     // each element reads its own column's value (a small array every row reads, from L1).
-    const auto per_column = [&](const std::string& a) {
-        const config::input_spec* input = config::find_input(p, a);
-        return input && input->per_column;
-    };
+    const auto by_element = [&](const std::string& a) { return misaligned && rows::is_per_column_input(p, a); };
     const auto vector_loads = [&](const std::vector<std::string>& arrays) {
         mu::data list{mu::data::type::list};
         for (const auto& a : arrays) {
-            if (misaligned && per_column(a)) continue;
-            const config::input_spec* input = config::find_input(p, a);
+            if (by_element(a)) continue;
             mu::data load;
             load.set("array", a);
-            load.set("at", input && input->per_column ? a : a + " + kjit_base");  // per column: the same for every row
+            load.set("at", rows::is_per_column_input(p, a) ? a : a + " + kjit_base");  // per column: the same for every row
             list.push_back(load);
         }
         return list;
@@ -151,8 +147,8 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         std::vector<std::string> site_arrays = value_arrays;
         for (const auto& a : used.arrays) {
             params.push_back("real " + a);
-            args.push_back(misaligned && per_column(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])"
-                                                       : "load(kjit_v_" + a + ".e[kjit_k])");
+            args.push_back(by_element(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])"
+                                         : "load(kjit_v_" + a + ".e[kjit_k])");
             add_once(site_arrays, a);
         }
         rows::add_names(used, style, misaligned, params, args);
