@@ -7,6 +7,7 @@ rows.
 
     python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl;
                                                           any rows_*.json may be gzipped, as rows_*.json.gz)
+    python3 scripts/rows_table.py DIR --markdown OP       OP's table alone, as docs/reductions.md shows it
 
 --plot draws the softmax table as bars: time per variant and tool, each shape and dtype a group.
 """
@@ -81,7 +82,44 @@ def plot(folder, path):
     print(f"wrote {path}")
 
 
-def main(folder):
+def peer_times(folder):
+    """{(op, tool, dtype, "ROWSxCOLS"): median ms} of the peers run in the same call."""
+    peers = {}
+    peers_path = os.path.join(folder, "row_peers.jsonl")
+    if os.path.exists(peers_path):
+        for line in open(peers_path):
+            p = json.loads(line)
+            peers[(p["op"], p["tool"], p["dtype"], f"{p['rows']}x{p['cols']}")] = p.get("median_ms")
+    return peers
+
+
+def op_cells(folder, op):
+    """One dict per shape and dtype of op: kjit's fastest fused, fast-math and separate points, each
+    in µs with its share of the copy ceiling, and the peers' µs."""
+    rs = op_records(folder, op)
+    peers = peer_times(folder)
+    # Where a sweep also varies the formula (softmax's last step) or the row cache, each
+    # fusion's fastest point; the fused one's choices are listed after the table. "fused" and
+    # "separate" compute exp and the rest accurately; "fast-math" is the fastest fused point
+    # compiled with compile.fast_math (exp as ex2.approx, as Triton's tl.exp).
+    fastest = lambda found: min(found, key=lambda r: r["kernel_cold_median_ms"], default=None)
+    us = lambda r: r["kernel_cold_median_ms"] * 1e3 if r and r.get("kernel_cold_median_ms") else float("nan")
+    for shape, dtype in sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0])):
+        here = [r for r in rs if r["shape"] == shape and r["dtype"] == dtype]
+        by = {fusion: fastest(r for r in here if r["fusion"] == fusion and not r.get("fast_math"))
+              for fusion in ("fused", "separate")}
+        fast = fastest(r for r in here if r["fusion"] == "fused" and r.get("fast_math"))
+        # Time against the ceiling at the bytes a one-pass fused kernel moves: a variant that
+        # reads its row again counts those reads in its bytes, not in this share.
+        least = min((r["bytes_moved"] for r in here if r["fusion"] == "fused"), default=None)
+        pct = lambda r: r["percent_of_ceiling"] * least / r["bytes_moved"] if r and r.get("percent_of_ceiling") else float("nan")
+        yield {"shape": shape, "dtype": dtype, "records": [r for r in (*by.values(), fast) if r],
+               "fused": us(by["fused"]), "fused_pct": pct(by["fused"]), "fused_point": by["fused"],
+               "fast": us(fast), "fast_pct": pct(fast), "fast_point": fast, "separate": us(by["separate"]),
+               "peers": {tool: ms * 1e3 for (o, tool, d, sh), ms in peers.items() if (o, d, sh) == (op, dtype, shape) and ms}}
+
+
+def odd_shapes(folder):
     print("odd shapes (rows 1, 3, 1000 x cols 1, 33, 4097; every dtype; fused and separate):")
     for path in matching(folder, "rows_odd_*.json"):
         rs = records(path)
@@ -89,47 +127,42 @@ def main(folder):
         print(f"  {os.path.basename(path).split('.')[0][9:]:10} {len(rs) - len(bad)} of {len(rs)} pass")
         for r in bad:
             print(f"    {r['status']}: {r['sweep_point']}: {r['first_bad'] or r['error']}")
-    peers = {}
-    peers_path = os.path.join(folder, "row_peers.jsonl")
-    if os.path.exists(peers_path):
-        for line in open(peers_path):
-            p = json.loads(line)
-            peers[(p["op"], p["tool"], p["dtype"], f"{p['rows']}x{p['cols']}")] = p.get("median_ms")
-    tools = ("copy", "torch_eager", "torch_compile", "triton_row", "unfused_eager")
+
+
+TOOLS = ("copy", "torch_eager", "torch_compile", "triton_row", "unfused_eager")
+
+
+def main(folder):
+    odd_shapes(folder)
     for op in ("softmax", "layernorm", "rmsnorm"):
         if not os.path.exists(located(folder, f"rows_{op}.json")):
             continue
-        rs = op_records(folder, op)
         print(f"\n{op}: cold median µs (L2 flushed, CUDA events); kjit's % of its copy ceiling; fused vs each")
         print(f"  {'shape':12} {'dtype':9} {'fused':>8} {'% ceil':>6} {'fast-math':>9} {'% ceil':>6} {'separate':>9} {'sep/fused':>9} "
-              + " ".join(f"{t:>13}" for t in tools) + "  check")
-        # Where a sweep also varies the formula (softmax's last step) or the row cache, each
-        # fusion's fastest point; the fused one's choices are listed after the table. "fused" and
-        # "separate" compute exp and the rest accurately; "fast-math" is the fastest fused point
-        # compiled with compile.fast_math (exp as ex2.approx, as Triton's tl.exp).
-        keys = sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0]))
-        fastest = lambda found: min(found, key=lambda r: r["kernel_cold_median_ms"], default=None)
-        for shape, dtype in keys:
-            here = [r for r in rs if r["shape"] == shape and r["dtype"] == dtype]
-            by = {fusion: fastest(r for r in here if r["fusion"] == fusion and not r.get("fast_math"))
-                  for fusion in ("fused", "separate")}
-            by = {fusion: r for fusion, r in by.items() if r}
-            fused, separate = by.get("fused"), by.get("separate")
-            fast = fastest(r for r in here if r["fusion"] == "fused" and r.get("fast_math"))
-            us = lambda r: r["kernel_cold_median_ms"] * 1e3 if r and r.get("kernel_cold_median_ms") else float("nan")
-            f = us(fused)
-            cells = []
-            for t in tools:
-                ms = peers.get((op, t, dtype, shape))
-                cells.append(f"{ms * 1e3:8.1f} {ms * 1e3 / f:4.2f}x" if ms else f"{'-':>13}")
-            # Time against the ceiling at the bytes a one-pass fused kernel moves: a variant that
-            # reads its row again counts those reads in its bytes, not in this share.
-            least = min((r["bytes_moved"] for r in here if r["fusion"] == "fused"), default=None)
-            pct = lambda r: r["percent_of_ceiling"] * least / r["bytes_moved"] if r and r.get("percent_of_ceiling") else float("nan")
-            checks = "/".join(r["status"] for r in [*by.values(), *([fast] if fast else [])])
-            print(f"  {shape:12} {dtype:9} {f:8.1f} {pct(fused):6.1f} {us(fast):9.1f} {pct(fast):6.1f} {us(separate):9.1f} {us(separate) / f:9.2f} "
-                  + " ".join(cells) + f"  {checks}  {fused['sweep_point'] if fused else ''}"
+              + " ".join(f"{t:>13}" for t in TOOLS) + "  check")
+        for c in op_cells(folder, op):
+            f = c["fused"]
+            cells = [f"{c['peers'][t]:8.1f} {c['peers'][t] / f:4.2f}x" if t in c["peers"] else f"{'-':>13}" for t in TOOLS]
+            fused, fast = c["fused_point"], c["fast_point"]
+            print(f"  {c['shape']:12} {c['dtype']:9} {f:8.1f} {c['fused_pct']:6.1f} {c['fast']:9.1f} {c['fast_pct']:6.1f} "
+                  f"{c['separate']:9.1f} {c['separate'] / f:9.2f} " + " ".join(cells)
+                  + f"  {'/'.join(r['status'] for r in c['records'])}  {fused['sweep_point'] if fused else ''}"
                   + (f"; fast-math: {fast['sweep_point']}" if fast else ""))
+
+
+def markdown(folder, op):
+    """op's table as docs/reductions.md shows it: the copy, kjit fused (its share of the ceiling) and
+    separate, and the peers, cold medians in µs."""
+    titles = {"torch_eager": "torch.softmax", "torch_compile": "torch.compile", "triton_row": "Triton, a block per row",
+              "unfused_eager": "eager, 4 kernels"}
+    print(f"| {op} | copy | **kjit fused** | % of ceiling | kjit separate | " + " | ".join(titles[t] for t in TOOLS[1:]) + " |")
+    print("|---" * (5 + len(TOOLS) - 1) + "|")
+    shown = lambda us: f"{us:.1f}" if us == us else "–"
+    for c in op_cells(folder, op):
+        rows, cols = c["shape"].split("x")
+        print(f"| {c['dtype']} {rows} × {cols} | {shown(c['peers'].get('copy', float('nan')))} | **{shown(c['fused'])}** | "
+              f"{shown(c['fused_pct'])} | {shown(c['separate'])} | "
+              + " | ".join(shown(c["peers"].get(t, float("nan"))) for t in TOOLS[1:]) + " |")
 
 
 def point_values(r):
@@ -199,6 +232,9 @@ def clusters(folder):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[2] == "--markdown":
+        markdown(sys.argv[1], sys.argv[3])
+        sys.exit()
     main(sys.argv[1])
     passes(sys.argv[1])
     streaming(sys.argv[1])
