@@ -57,141 +57,120 @@ std::vector<argument> arguments_of(const pipeline& p, const chain_kernel& k) {
     return args;
 }
 
-/// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
-/// where its first stage ignores the row it loads (rows::unread_where).
-mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
-    const expr::cuda_style style = codegen::style_of(p);
-    const bool row_value_out = k.output == result_kind::row_value;
-    const std::vector<std::string> kernel_params = declarations(planned);
-    std::vector<std::string> kernel_args;
-    for (const auto& a : planned.args) kernel_args.push_back(a.cuda_name);
-    const bool in_shared = planned.shared_bytes > 0;
-    // A block that loops over rows loads the next row into registers while it works on this one.
-    const bool loads_each_pass = !rows::row_in_registers(p);
-    const bool prefetched = rows::rows_loop(p) && !loads_each_pass && !k.first_value.empty();
-    // The row function takes the row, the thread's first vector, the row where it waits (in shared
-    // memory, or loaded), then the kernel's own parameters; each kernel calls it with its own
-    // variables of those names.
-    std::vector<std::string> row_params{"const long long kjit_row_index", "const long long kjit_first"},
-        row_args{"kjit_row_index", "kjit_first"};
+/// The row function's parameters and its calls' arguments: the row, the thread's first vector, the
+/// row where it waits (in shared memory, or loaded ahead), then the kernel's own parameters; each
+/// kernel calls it with its own variables of those names.
+struct row_signature {
+    std::vector<std::string> params{"const long long kjit_row_index", "const long long kjit_first"}, args{"kjit_row_index", "kjit_first"};
+};
+row_signature row_signature_of(const kernel& planned, bool in_shared, bool prefetched) {
+    row_signature s;
     if (in_shared) {
-        row_params.emplace_back("const vec* kjit_row");
-        row_args.emplace_back("kjit_row");
+        s.params.emplace_back("const vec* kjit_row");
+        s.args.emplace_back("kjit_row");
     }
     if (prefetched) {
-        row_params.emplace_back("const vec (&kjit_loaded)[kjit_vectors_per_thread]");
-        row_args.emplace_back("kjit_loaded");
+        s.params.emplace_back("const vec (&kjit_loaded)[kjit_vectors_per_thread]");
+        s.args.emplace_back("kjit_loaded");
     }
-    row_params.insert(row_params.end(), kernel_params.begin(), kernel_params.end());
-    row_args.insert(row_args.end(), kernel_args.begin(), kernel_args.end());
-    mu::data item;
-    item.set("kernel", k.name);
-    item.set("heading", codegen::heading(k.name, k.what));
-    item.set("kernel_params", codegen::parameter_list(kernel_params));
-    item.set("row_params", codegen::parameter_list(row_params));
-    // The row function is called on a line indented by 4, or by 8 in a loop over rows.
-    item.set("row_args", codegen::parameter_list(row_args, 12));
-    item.set("loop_row_args", codegen::parameter_list(row_args, 16));
-    if (!k.first_value.empty()) item.set("first", k.first_value);
-    // Where the row is loaded into registers here, once: the one load that can be skipped.
-    const bool misaligned = rows::rows_misaligned(p);
-    item.set("unread", rows::unread_test(unread, k.stages.front(), style, misaligned));
-    // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),
-    // or each one only where the first stage needs it.
-    item.set("loaded", codegen::flag(prefetched || unread));
-    mu::data row_inputs{mu::data::type::list};
-    for (const auto& r : k.row_reads) row_inputs.push_back(mu::data("row_value", r));
-    item.set("row_inputs", row_inputs);
-    // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
-    // "inputs", the row as loaded (half the space for 16-bit storage); with "none" there is no
-    // x[], and each pass loads the row again. In those, each use of x applies the maps before
-    // it again. With "shared", the passes load the row from shared memory instead, as "none"
-    // does from global memory.
-    const bool keep_inputs = rows::policy_of(p).cache == cache::inputs && !k.first_value.empty();
-    item.set("in_shared", codegen::flag(in_shared));
-    item.set("prefetched", codegen::flag(prefetched));
-    // The row's vector loaded in each pass over it, where the row is not kept in registers.
-    item.set("first_in_pass", codegen::flag(loads_each_pass && !k.first_value.empty()));
-    const bool maps_at_use = loads_each_pass || keep_inputs;
-    codegen::code value{!loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])" : "x[kjit_j * kjit_width + kjit_k]")
-                        : k.first_value.empty() ? "(real)0"
-                                                : "load(kjit_in.e[kjit_k])"};
-    item.set("keeps_inputs", codegen::flag(keep_inputs));
-    item.set("loads_each_pass", codegen::flag(loads_each_pass));
-    // Other arrays are read a vector at a time where a loop over x uses them: those of the
-    // stage, and in "inputs" mode those of the maps its value goes through again.
-    std::vector<std::string> value_arrays;
-    // A per-column input does not line up with the vectors of rows that start inside one: there
-    // each element reads its own column's value (a small array every row reads, from L1).
-    const auto by_element = [&](const std::string& a) { return misaligned && rows::is_per_column_input(p, a); };
-    const auto vector_loads = [&](const std::vector<std::string>& arrays) {
+    for (const auto& param : declarations(planned)) s.params.push_back(param);
+    for (const auto& a : planned.args) s.args.push_back(a.cuda_name);
+    return s;
+}
+
+/// How a kernel's stages reach their values: the CUDA style, whether rows start inside a vector
+/// (geometry.hpp), and whether maps are applied where x is used next (the row is not kept in
+/// registers as computed) rather than in place.
+struct step_context {
+    const pipeline& p;
+    const chain_kernel& k;
+    expr::cuda_style style;
+    bool misaligned = false, maps_at_use = false;
+
+    /// A per-column input does not line up with the vectors of rows that start inside one: there
+    /// each element reads its own column's value (a small array every row reads, from L1).
+    [[nodiscard]] bool by_element(const std::string& a) const { return misaligned && rows::is_per_column_input(p, a); }
+
+    /// The template's vector loads of `arrays` where a loop over x uses them (per column: the same
+    /// for every row).
+    [[nodiscard]] mu::data vector_loads(const std::vector<std::string>& arrays) const {
         mu::data list{mu::data::type::list};
         for (const auto& a : arrays) {
             if (by_element(a)) continue;
             mu::data load;
             load.set("array", a);
-            load.set("at", rows::is_per_column_input(p, a) ? a : a + " + kjit_base");  // per column: the same for every row
+            load.set("at", rows::is_per_column_input(p, a) ? a : a + " + kjit_base");
             list.push_back(load);
         }
         return list;
-    };
-    mu::data steps{mu::data::type::list};
-    for (std::size_t i : k.stages) {
-        const config::stage& st = p.stages[i];
-        if (st.online_with) continue;  // computed with its max
-        expr::used_names used;
-        expr::collect_names(st.kernel, used);
-        // The element function takes x, each array's element, the row values, the scalars, then the
-        // positions it uses.
-        std::vector<std::string> params{"real x"}, args;
-        std::vector<std::string> site_arrays = value_arrays;
-        for (const auto& a : used.arrays) {
-            params.push_back("real " + a);
-            args.push_back(by_element(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])"
-                                         : "load(kjit_v_" + a + ".e[kjit_k])");
-            add_once(site_arrays, a);
-        }
-        rows::add_names(used, style, misaligned, params, args);
-        // Each stage's function is in one kernel's code only: its index names it. A call is on a
-        // line indented by k_element_indent, or nested in a later stage's call.
-        codegen::code call{"kjit_s" + std::to_string(i), {value}, true};
-        for (const auto& a : args) call.args.push_back({a});
-        mu::data step;
-        step.set("index", std::to_string(i));
-        step.set("what", config::describe(st));
-        step.set("code", expr::to_cuda(st.kernel, style));
-        step.set("params", codegen::parameter_list(params));
-        step.set("value", codegen::print(call, k_element_indent));
-        step.set("arrays", vector_loads(site_arrays));
-        if (st.reduce == config::reduction::none) {
-            if (maps_at_use) {  // applied where x is used next
-                value = call;
-                value_arrays = site_arrays;
-            } else {
-                step.set("map", codegen::flag(true));
-            }
-        } else {
-            // The online sum computed with this max, if any.
-            const auto online = std::find_if(k.stages.begin(), k.stages.end(),
-                                             [&](std::size_t later) { return p.stages[later].online_with == i; });
-            const bool with_sum = online != k.stages.end();
-            step.set("reduce", codegen::flag(true));
-            step.set("online", codegen::flag(with_sum));
-            // A mean is a sum divided by cols.
-            const config::reduction how = st.reduce == config::reduction::mean ? config::reduction::sum : st.reduce;
-            step.set("op", with_sum ? "online" : std::string(config::to_string(how)));
-            step.set("mean", codegen::flag(st.reduce == config::reduction::mean));
-            step.set("row_value", row_value_name(st));
-            if (with_sum) {
-                step.set("sum_index", std::to_string(*online));
-                step.set("sum_value", row_value_name(p.stages[*online]));
-            }
-        }
-        steps.push_back(step);
     }
-    item.set("stored_value", codegen::print(value, k_element_indent));
-    item.set("store_arrays", vector_loads(value_arrays));
-    item.set("steps", steps);
+};
+
+/// The value flowing through the stages at an element, and the arrays it reads: where maps are
+/// applied at use, each map's call wraps the value before it.
+struct flowing_value {
+    codegen::code value;
+    std::vector<std::string> arrays;
+};
+
+/// Step `i` as a reduce: its op and row value, and the online sum computed with it, if any.
+void set_reduce(const step_context& c, std::size_t i, mu::data& step) {
+    const config::stage& st = c.p.stages[i];
+    const auto online = std::find_if(c.k.stages.begin(), c.k.stages.end(),
+                                     [&](std::size_t later) { return c.p.stages[later].online_with == i; });
+    const bool with_sum = online != c.k.stages.end();
+    step.set("reduce", codegen::flag(true));
+    step.set("online", codegen::flag(with_sum));
+    // A mean is a sum divided by cols.
+    const config::reduction how = st.reduce == config::reduction::mean ? config::reduction::sum : st.reduce;
+    step.set("op", with_sum ? "online" : std::string(config::to_string(how)));
+    step.set("mean", codegen::flag(st.reduce == config::reduction::mean));
+    step.set("row_value", row_value_name(st));
+    if (with_sum) {
+        step.set("sum_index", std::to_string(*online));
+        step.set("sum_value", row_value_name(c.p.stages[*online]));
+    }
+}
+
+/// The template data of stage `i`: its element function and its call on the flowing value, which
+/// a map applied at use then becomes.
+mu::data stage_step(const step_context& c, std::size_t i, flowing_value& flow) {
+    const config::stage& st = c.p.stages[i];
+    expr::used_names used;
+    expr::collect_names(st.kernel, used);
+    // The element function takes x, each array's element, the row values, the scalars, then the
+    // positions it uses.
+    std::vector<std::string> params{"real x"}, args;
+    std::vector<std::string> site_arrays = flow.arrays;
+    for (const auto& a : used.arrays) {
+        params.push_back("real " + a);
+        args.push_back(c.by_element(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])" : "load(kjit_v_" + a + ".e[kjit_k])");
+        add_once(site_arrays, a);
+    }
+    rows::add_names(used, c.style, c.misaligned, params, args);
+    // Each stage's function is in one kernel's code only: its index names it. A call is on a
+    // line indented by k_element_indent, or nested in a later stage's call.
+    codegen::code call{"kjit_s" + std::to_string(i), {flow.value}, true};
+    for (const auto& a : args) call.args.push_back({a});
+    mu::data step;
+    step.set("index", std::to_string(i));
+    step.set("what", config::describe(st));
+    step.set("code", expr::to_cuda(st.kernel, c.style));
+    step.set("params", codegen::parameter_list(params));
+    step.set("value", codegen::print(call, k_element_indent));
+    step.set("arrays", c.vector_loads(site_arrays));
+    if (st.reduce != config::reduction::none)
+        set_reduce(c, i, step);
+    else if (c.maps_at_use)
+        flow = {call, site_arrays};
+    else
+        step.set("map", codegen::flag(true));
+    return step;
+}
+
+/// What the kernel stores: its elements, or row values (for later kernels, the first stage's, a
+/// max maybe with its online sum; the output, the last stage's).
+void set_stores(const pipeline& p, const chain_kernel& k, mu::data& item) {
     mu::data row_stores{mu::data::type::list};
     const auto store_row = [&](const std::string& writes, const std::string& stored) {
         mu::data row_store;
@@ -199,17 +178,69 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
         row_store.set("stored", stored);
         row_stores.push_back(row_store);
     };
+    const bool row_value_out = k.output == result_kind::row_value;
     if (k.output == result_kind::elements) {
         item.set("store_elements", codegen::flag(true));
         item.set("writes", k.writes);
     } else {
-        // A row value for later kernels is the first stage's (a max, maybe with its online
-        // sum after it); the output is the last stage's.
         const std::string held = row_value_name(p.stages[row_value_out ? k.stages.front() : k.stages.back()]);
         store_row(row_value_out ? "kjit_row_" + k.writes : k.writes, row_value_out ? held : "store(" + held + ")");
     }
     for (const auto& r : k.also_writes) store_row("kjit_row_" + r, r);
     item.set("row_stores", row_stores);
+}
+
+/// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
+/// where its first stage ignores the row it loads (rows::unread_where).
+mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
+    const bool in_shared = planned.shared_bytes > 0;
+    // A block that loops over rows loads the next row into registers while it works on this one.
+    const bool loads_each_pass = !rows::row_in_registers(p);
+    const bool prefetched = rows::rows_loop(p) && !loads_each_pass && !k.first_value.empty();
+    const row_signature row = row_signature_of(planned, in_shared, prefetched);
+    mu::data item;
+    item.set("kernel", k.name);
+    item.set("heading", codegen::heading(k.name, k.what));
+    item.set("kernel_params", codegen::parameter_list(declarations(planned)));
+    item.set("row_params", codegen::parameter_list(row.params));
+    // The row function is called on a line indented by 4, or by 8 in a loop over rows.
+    item.set("row_args", codegen::parameter_list(row.args, 12));
+    item.set("loop_row_args", codegen::parameter_list(row.args, 16));
+    if (!k.first_value.empty()) item.set("first", k.first_value);
+    // x[] holds the flowing values, each map applied in place; or, with launch.row_cache
+    // "inputs", the row as loaded (half the space for 16-bit storage); with "none" there is no
+    // x[], and each pass loads the row again. In those, each use of x applies the maps before
+    // it again. With "shared", the passes load the row from shared memory instead, as "none"
+    // does from global memory.
+    const bool keep_inputs = rows::policy_of(p).cache == cache::inputs && !k.first_value.empty();
+    const step_context c{p, k, codegen::style_of(p), rows::rows_misaligned(p), loads_each_pass || keep_inputs};
+    // Where the row is loaded into registers here, once: the one load that can be skipped.
+    item.set("unread", rows::unread_test(unread, k.stages.front(), c.style, c.misaligned));
+    // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),
+    // or each one only where the first stage needs it.
+    item.set("loaded", codegen::flag(prefetched || unread));
+    mu::data row_inputs{mu::data::type::list};
+    for (const auto& r : k.row_reads) row_inputs.push_back(mu::data("row_value", r));
+    item.set("row_inputs", row_inputs);
+    item.set("in_shared", codegen::flag(in_shared));
+    item.set("prefetched", codegen::flag(prefetched));
+    // The row's vector loaded in each pass over it, where the row is not kept in registers.
+    item.set("first_in_pass", codegen::flag(loads_each_pass && !k.first_value.empty()));
+    item.set("keeps_inputs", codegen::flag(keep_inputs));
+    item.set("loads_each_pass", codegen::flag(loads_each_pass));
+    // Other arrays are read a vector at a time where a loop over x uses them: those of the
+    // stage, and in "inputs" mode those of the maps its value goes through again.
+    flowing_value flow{{!loads_each_pass ? (keep_inputs ? "load(x[kjit_j].e[kjit_k])" : "x[kjit_j * kjit_width + kjit_k]")
+                        : k.first_value.empty() ? "(real)0"
+                                                : "load(kjit_in.e[kjit_k])"},
+                       {}};
+    mu::data steps{mu::data::type::list};
+    for (std::size_t i : k.stages)
+        if (!p.stages[i].online_with) steps.push_back(stage_step(c, i, flow));  // an online sum is computed with its max
+    item.set("stored_value", codegen::print(flow.value, k_element_indent));
+    item.set("store_arrays", c.vector_loads(flow.arrays));
+    item.set("steps", steps);
+    set_stores(p, k, item);
     return item;
 }
 
