@@ -124,11 +124,14 @@ void add_shared_options(cxxopts::Options& parser, const subcommand& sub) {
         parser.add_options()("metrics",
                              "after the timed loops, read each kernel's hardware counters through CUPTI: "
                              "--metrics=SET, SET one of memory, compute, stalls, all (the default)" +
-                                 std::string(name == "tune" ? "; every point is measured again (the tuning database keeps no counters)" : ""),
+                                 std::string(name == "tune" ? "; every point is measured again (the tuning database keeps "
+                                                              "no counters)"
+                                                            : ""),
                              cxxopts::value<std::string>()->implicit_value("all"), "SET");
     if (name == "run" || name == "sweep")
         parser.add_options()("save", "write each checked output as DIR/<name>.<variant>.npy (NumPy loads it)",
-                             cxxopts::value<std::string>(), "DIR")("save-reference", "with --save: the float64 reference too, as <…>.reference.npy");
+                             cxxopts::value<std::string>(), "DIR")(
+            "save-reference", "with --save: the float64 reference too, as <…>.reference.npy");
 }
 
 void add_sweep_options(cxxopts::Options& parser) {
@@ -156,8 +159,9 @@ void add_sass_options(cxxopts::Options& parser) {
     parser.add_options()("kernel", "only the kernels with TEXT in their name", cxxopts::value<std::string>(), "TEXT")(
         "mix", "each kernel's instruction mix alone, not its code")(
         "diff", "compare with the variant of CONFIG2: the instruction mixes side by side and the opcodes that changed",
-        cxxopts::value<std::string>(), "CONFIG2")("diff-set", "compare with this config under one more override (repeatable), e.g. launch.block=512",
-                                                   cxxopts::value<std::vector<std::string>>(), "KEY=VALUE");
+        cxxopts::value<std::string>(), "CONFIG2")(
+        "diff-set", "compare with this config under one more override (repeatable), e.g. launch.block=512",
+        cxxopts::value<std::vector<std::string>>(), "KEY=VALUE");
 }
 
 void add_run_options(cxxopts::Options& parser) {
@@ -195,7 +199,8 @@ void add_merge_options(cxxopts::Options& parser) {
 }
 
 void add_cache_options(cxxopts::Options& parser) {
-    parser.add_options()("action", "list | stats | verify | prune | clear | path | export FILE | import FILE", cxxopts::value<std::string>())(
+    parser.add_options()("action", "list | stats | verify | prune | clear | path | export FILE | import FILE",
+                         cxxopts::value<std::string>())(
         "bundle", "export | import: the bundle's file (compiled entries and tuning records)", cxxopts::value<std::string>())(
         "cache-dir", "cache directory", cxxopts::value<std::string>(), "DIR")(
         "cache-limit", "prune: the size to fit (default $KJIT_CACHE_LIMIT or 1GiB; 0: no limit)", cxxopts::value<std::string>(), "SIZE");

@@ -144,7 +144,8 @@ mu::data stage_step(const step_context& c, std::size_t i, flowing_value& flow) {
     std::vector<std::string> site_arrays = flow.arrays;
     for (const auto& a : used.arrays) {
         params.push_back("real " + a);
-        args.push_back(c.by_element(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])" : "load(kjit_v_" + a + ".e[kjit_k])");
+        args.push_back(c.by_element(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])"
+                                       : "load(kjit_v_" + a + ".e[kjit_k])");
         add_once(site_arrays, a);
     }
     rows::add_names(used, c.style, c.misaligned, params, args);
