@@ -3,7 +3,7 @@
 
     python3 scripts/gemm_table.py DIR [--ladder] [--plot PNG]
 
-DIR holds the parts' output, or (as committed) gemm-data.tgz with their folders packed.
+DIR holds the parts' output, loose or (as committed) packed in .tgz archives (scripts/run_files.py reads both).
 
 Odd shapes: how many points passed (DIR/gemm_odd/*.json). The ladder: each kjit variant's median
 cold time over the rounds (DIR/gemm/SHAPE.VARIANT.ROUND.json), its TFLOP/s and its ratio to the
@@ -15,32 +15,14 @@ import fnmatch
 import json
 import os
 import statistics
-import tarfile
 from collections import defaultdict
 
+from run_files import files_of
 
-class results:
-    """The JSON files of DIR, or of DIR/gemm-data.tgz."""
 
-    def __init__(self, out):
-        self.out = out
-        packed = os.path.join(out, "gemm-data.tgz")
-        self.files = {}
-        if os.path.exists(packed):
-            with tarfile.open(packed) as tar:
-                for member in tar.getmembers():
-                    if member.isfile() and member.name.endswith(".json"):
-                        self.files[member.name] = json.load(tar.extractfile(member))
-        else:
-            for root, _, names in os.walk(out):
-                for name in names:
-                    if name.endswith(".json"):
-                        path = os.path.join(root, name)
-                        with open(path) as f:
-                            self.files[os.path.relpath(path, out)] = json.load(f)
-
-    def glob(self, pattern):
-        return sorted((name, data) for name, data in self.files.items() if fnmatch.fnmatch(name, pattern))
+def records(files, pattern):
+    """(path, records) of the JSON files whose path matches pattern, in order."""
+    return sorted((name, json.loads(text)) for name, text in files.items() if fnmatch.fnmatch(name, pattern))
 
 
 def plot(rows, path):
@@ -104,8 +86,8 @@ def main():
     parser.add_argument("--ladder", action="store_true", help="print the ladder alone, as docs/gemm.md shows it")
     args = parser.parse_args()
     out = args.dir
-    data = results(out)
-    odd = [r for _, records in data.glob("gemm_odd/*.json") for r in records]
+    files = files_of(out)
+    odd = [r for _, found in records(files, "gemm_odd/*.json") for r in found]
     if odd and not args.ladder:
         passed = [r for r in odd if r["status"] == "PASS"]
         print(f"odd shapes: {len(passed)} of {len(odd)} PASS")
@@ -115,20 +97,18 @@ def main():
         print()
 
     kjit = defaultdict(list)  # (shape, variant) → [(median ms, record)]
-    for path, records in data.glob("gemm/*.json"):
+    for path, found in records(files, "gemm/*.json"):
         shape, variant, _round, _ = os.path.basename(path).split(".")
-        for r in records:
+        for r in found:
             if r["status"] == "PASS":
                 kjit[(shape, variant)].append(r)
             else:
                 print(f"{shape} {variant}: {r['status']} {r.get('first_bad') or r.get('error')}")
     peers = {}
-    peers_path = os.path.join(out, "gemm_peers.jsonl")
-    if os.path.exists(peers_path):
-        for line in open(peers_path):
-            p = json.loads(line)
-            if "median_ms" in p:
-                peers[(f"{p['m']}x{p['n']}x{p['k']}", p["tool"])] = p["median_ms"]
+    for line in files.get("gemm_peers.jsonl", "").splitlines():
+        p = json.loads(line)
+        if "median_ms" in p:
+            peers[(f"{p['m']}x{p['n']}x{p['k']}", p["tool"])] = p["median_ms"]
     shapes = sorted({shape for shape, _ in kjit}, key=lambda s: [int(v) for v in s.split("x")])
     against = {  # the variant, and the peer it is measured against
         "simt_f32": "cublas_fp32",
