@@ -7,7 +7,8 @@ rows.
 
     python3 scripts/rows_table.py DIR [--plot FILE.png]   (DIR holds rows_*.json and row_peers.jsonl;
                                                           any rows_*.json may be gzipped, as rows_*.json.gz)
-    python3 scripts/rows_table.py DIR --markdown OP       OP's table alone, as docs/reductions.md shows it
+    python3 scripts/rows_table.py DIR --markdown OP       OP's table alone, as docs/reductions.md shows it;
+                                                          OP "passes": the fused softmax by row cache and sum
 
 --plot draws the softmax table as bars: time per variant and tool, each shape and dtype a group.
 """
@@ -170,28 +171,53 @@ def point_values(r):
     return dict(token.split("=", 1) for token in r["sweep_point"].split() if "=" in token)
 
 
-def passes(folder):
-    """Fused softmax by row cache and formula: the time, and the bytes each variant asks for."""
+def fastest_by_pass(folder):
+    """{(shape, dtype): {(row cache, formula): record}}: fused softmax with exp accurate, the
+    fastest point of each combination (where the sweep has more axes, such as call 7's x / s)."""
     path = located(folder, "rows_softmax.json")
     if not os.path.exists(path):
-        return
-    rs = [r for r in records(path) if r["fusion"] == "fused" and not r.get("fast_math")]
-    combos = sorted({(point_values(r).get("launch.row_cache", "values"), point_values(r).get("stages[2].formula", "classic"))
-                     for r in rs})
+        return {}
+    best = {}
+    for r in records(path):
+        if r["fusion"] != "fused" or r.get("fast_math"):
+            continue
+        values = point_values(r)
+        cells = best.setdefault((r["shape"], r["dtype"]), {})
+        combo = (values.get("launch.row_cache", "values"), values.get("stages[2].formula", "classic"))
+        if combo not in cells or r["kernel_cold_median_ms"] < cells[combo]["kernel_cold_median_ms"]:
+            cells[combo] = r
+    return dict(sorted(best.items(), key=lambda k: (k[0][1], k[0][0])))
+
+
+def passes(folder):
+    """Fused softmax by row cache and formula: the time, and the bytes each variant asks for."""
+    best = fastest_by_pass(folder)
+    combos = sorted({combo for cells in best.values() for combo in cells})
     if len(combos) < 2:
         return
     print("\nfused softmax by row cache and formula (exp accurate): cold median µs / MB asked for (a row read again counts again)")
     print(f"  {'shape':12} {'dtype':9} " + " ".join(f"{c + ' ' + f:>22}" for c, f in combos))
-    for shape, dtype in sorted({(r["shape"], r["dtype"]) for r in rs}, key=lambda k: (k[1], k[0])):
-        cells = []
-        for combo in combos:
-            found = [r for r in rs if r["shape"] == shape and r["dtype"] == dtype and
-                     (point_values(r).get("launch.row_cache", "values"), point_values(r).get("stages[2].formula", "classic")) == combo]
-            # Where the sweep has more axes (call 7's x / s), the fastest point.
-            best = min(found, key=lambda r: r["kernel_cold_median_ms"]) if found else None
-            cells.append(f"{best['kernel_cold_median_ms'] * 1e3:10.1f} / {best['bytes_moved'] / 1e6:6.0f} {best['status'][0]}"
-                         if best else f"{'-':>22}")
-        print(f"  {shape:12} {dtype:9} " + " ".join(f"{c:>22}" for c in cells))
+    for (shape, dtype), cells in best.items():
+        shown = [f"{r['kernel_cold_median_ms'] * 1e3:10.1f} / {r['bytes_moved'] / 1e6:6.0f} {r['status'][0]}" if (r := cells.get(combo))
+                 else f"{'-':>22}" for combo in combos]
+        print(f"  {shape:12} {dtype:9} " + " ".join(f"{c:>22}" for c in shown))
+
+
+def markdown_passes(folder):
+    """The fused softmax by where the row waits and by sum, as docs/reductions.md shows it: µs / MB
+    asked for, the fastest of each row in bold."""
+    columns = [("values", "classic", "registers (`values`), classic"), ("values", "online", "registers, online"),
+               ("none", "classic", "streamed (`none`), classic"), ("none", "online", "streamed, online"),
+               ("shared", "classic", "`shared`, classic"), ("shared", "online", "`shared`, online")]
+    print("| fused softmax | " + " | ".join(title for _, _, title in columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for (shape, dtype), cells in fastest_by_pass(folder).items():
+        found = [cells.get((cache, formula)) for cache, formula, _ in columns]
+        fastest = min((r["kernel_cold_median_ms"] for r in found if r), default=None)
+        shown = [("–" if not r else (f"**{r['kernel_cold_median_ms'] * 1e3:.1f}**" if r["kernel_cold_median_ms"] == fastest
+                                     else f"{r['kernel_cold_median_ms'] * 1e3:.1f}") + f" / {r['bytes_moved'] / 1e6:.0f}") for r in found]
+        rows_, cols = shape.split("x")
+        print(f"| {dtype} {rows_} × {cols} | " + " | ".join(shown) + " |")
 
 
 def streaming(folder):
@@ -233,7 +259,7 @@ def clusters(folder):
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[2] == "--markdown":
-        markdown(sys.argv[1], sys.argv[3])
+        markdown_passes(sys.argv[1]) if sys.argv[3] == "passes" else markdown(sys.argv[1], sys.argv[3])
         sys.exit()
     main(sys.argv[1])
     passes(sys.argv[1])
