@@ -39,6 +39,17 @@ reference::typed_array varied_values(config::dtype type, std::size_t count, unsi
     return a;
 }
 
+/// The config with an output gate after the attention, as Qwen3-Next's gated attention has:
+/// O · sigmoid(g), then · alpha (a param the score uses too).
+json with_gate(json j) {
+    j["inputs"]["g"] = {{"fill", "normal"}};
+    j["params"] = {{"alpha", 0.5}};
+    j["stages"][0]["score"] = "alpha > 0 ? x : -inf";
+    j["stages"].push_back({{"op", "map"}, {"expr", "x * sigmoid(g)"}});
+    j["stages"].push_back({{"op", "map"}, {"expr", "x * alpha"}});
+    return j;
+}
+
 std::optional<std::string> tile_test(const std::string& score) {
     expr::scope names;
     names.has_shape = true;
@@ -90,9 +101,53 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     j = attention_config(1, 4, 4, 8, 8, 64);
     j["launch"] = {{"block_m", 96}, {"warps", 4}};
     CHECK(failure(j).find("a.json: launch.block_m: a warp takes 1 to 4 pieces of 16 queries") == 0);
+}
+
+TEST_CASE("attention's epilogue: maps of each output element, of inputs of Q's shape and params; what it refuses") {
+    auto j = with_gate(attention_config(1, 4, 4, 8, 8, 64));
+    const auto p = parsed(j);
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    REQUIRE(prog.kernels.size() == 1);
+    const auto& k = prog.kernels.front();
+    CHECK(k.stages == std::vector<std::size_t>{0, 1, 2});
+    std::vector<std::string> args;
+    for (const auto& a : k.args) args.push_back(a.name);
+    // the gate beside Q, K and V; alpha once, though the score and the epilogue both use it
+    CHECK(args == std::vector<std::string>{"q", "k", "v", "out", "s0_scale", "g", "alpha", "rows", "cols"});
+    CHECK(k.bytes_read == doctest::Approx(2.0 * 4 * 8 * 64 * 2 + 2.0 * 4 * 8 * 64 * 2));  // Q and the gate; K and V
+    CHECK(prog.source.find("real kjit_epilogue(real x, real g, real alpha)") != std::string::npos);
+    CHECK(prog.source.find("return kjit_epilogue(x, load(g[kjit_element]), alpha);") != std::string::npos);
+
+    j = with_gate(attention_config(1, 4, 4, 8, 8, 64));
+    j["stages"][1] = {{"op", "map"}, {"expr", "x * row"}};
+    CHECK(failure(j).find("a.json: stages[1]: uses 'row': positions are not offered in attention's epilogue") == 0);
+    j["stages"][1] = {{"op", "map"}, {"expr", "x + k"}};
+    CHECK(failure(j).find("a.json: stages[1]: uses \"k\": an epilogue reads inputs of Q's shape") == 0);
+    j["stages"][1] = {{"op", "max"}};
+    CHECK(failure(j).find("a.json: stages[1]: after the attention come maps of each output element") == 0);
     j = attention_config(1, 4, 4, 8, 8, 64);
-    j["stages"].push_back({{"op", "tanh"}});
-    CHECK(failure(j).find("a.json: stages[1]: attention ends the pipeline") == 0);
+    j["stages"][0].erase("input");
+    j["stages"].insert(j["stages"].begin(), json::object({{"op", "map"}, {"input", "q"}, {"expr", "x * 2"}}));
+    CHECK(failure(j).find("a.json: stages[0]: attention starts the pipeline") == 0);
+}
+
+TEST_CASE("attention's reference applies the epilogue to each output element, the gate read at the element's place") {
+    const auto plain = parsed(attention_config(2, 2, 1, 5, 7, 16));
+    const auto gated = parsed(with_gate(attention_config(2, 2, 1, 5, 7, 16)));
+    reference::input_arrays inputs;
+    inputs.emplace("q", varied_values(plain.type, 2 * 2 * 5 * 16, 1));
+    inputs.emplace("k", varied_values(plain.type, 2 * 7 * 16, 2));
+    inputs.emplace("v", varied_values(plain.type, 2 * 7 * 16, 3));
+    inputs.emplace("g", varied_values(plain.type, 2 * 2 * 5 * 16, 4));
+    const auto before = family::attention::reference(plain, inputs);
+    const auto after = family::attention::reference(gated, inputs);
+    REQUIRE(after.values.size() == before.values.size());
+    for (std::size_t e = 0; e < after.values.size(); ++e) {
+        CAPTURE(e);
+        const double gate = inputs.at("g").get(e);
+        CHECK(after.values[e] == doctest::Approx(before.values[e] / (1 + std::exp(-gate)) * 0.5).epsilon(1e-12));
+        CHECK(after.scales[e] > 0);
+    }
 }
 
 TEST_CASE("attention: auto takes 4 warps of 2 pieces and 64 keys up to head dim 128, 8 warps of one and 32 past it") {

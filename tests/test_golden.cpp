@@ -104,6 +104,8 @@ const std::vector<golden_case>& cases() {
         // from their corners.
         {"attention_causal_f16", "attention_causal.json",
          {{"dtype", "float16"}, {"launch", {{"block_m", 128}, {"warps", 8}}}}},
+        // An output gate as the attention's epilogue: applied to each element as it is stored.
+        {"attention_gated", "attention_gated.json", {}},
     };
     return all;
 }

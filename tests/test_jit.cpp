@@ -834,6 +834,17 @@ TEST_CASE("kjit tune on the command line: usage and config mistakes exit 2 with 
           std::string::npos);
 }
 
+TEST_CASE("attention compiles with an epilogue: an output gate of Q's shape and a param") {
+    const json patch = {{"params", {{"alpha", 0.5}}},
+                        {"inputs", {{"g", {{"fill", "normal"}}}}},
+                        {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"heads", 16},
+                                                 {"score", "col > row ? -inf : x"}},
+                                                {{"op", "map"}, {"expr", "x * sigmoid(g) * alpha"}}})}};
+    const auto result = compile_patched("attention.json", patch);
+    REQUIRE(result.ok);
+    CHECK(!result.cubin.empty());
+}
+
 TEST_CASE("attention compiles in bfloat16 and float16, masked and not, at head dims 64 to 256, one and two pieces a warp") {
     for (const char* dtype : {"bfloat16", "float16"})
         for (const char* score : {"x", "col > row ? -inf : x"})

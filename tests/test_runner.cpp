@@ -530,6 +530,13 @@ TEST_CASE("the fake runs any family's program as its plan says: each shipped kin
           {"inputs", {{"k", {{"shape", {2 * 2 * 23, 32}}}}, {"v", {{"shape", {2 * 2 * 23, 32}}}}}},
           {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
                                    {"heads", 4}, {"kv_heads", 2}, {"score", "col > row + 5 ? -inf : x"}}})}}},
+        // and with an output gate as its epilogue
+        {"attention_gated.json",
+         {{"shape", {2 * 4 * 17, 32}},
+          {"inputs", {{"k", {{"shape", {2 * 2 * 23, 32}}}}, {"v", {{"shape", {2 * 2 * 23, 32}}}}}},
+          {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
+                                   {"heads", 4}, {"kv_heads", 2}},
+                                  {{"op", "map"}, {"expr", "x * sigmoid(gate)"}}})}}},
     };
     for (const auto& v : variants) {
         CAPTURE(v.config);

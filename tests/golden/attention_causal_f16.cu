@@ -153,6 +153,13 @@ __device__ __forceinline__ real kjit_score(
     return col > row ? -__int_as_float(0x7f800000) : x;
 }
 
+// The epilogue: the stages after the attention, on one element of the output (x).
+__device__ __forceinline__ real kjit_epilogue(real x)
+{
+    // None here: the pipeline is the attention alone.
+    return x;
+}
+
 // True where every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is −inf:
 // the condition under which the score is −inf holds at the tile's four corners, so everywhere in
 // it (its comparisons are of affine functions of row and col). Such a tile is skipped: not
@@ -356,8 +363,12 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         kjit_t = kjit_next;
     }
     // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
-    // its softmax is), stored two columns at a time.
-    store_t* const kjit_o = out + (kjit_head * rows + kjit_q0) * kjit_head_dim;
+    // its softmax is), through the epilogue, stored two columns at a time.
+    const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
+    // Output element kjit_element's value x, through the epilogue.
+    const auto kjit_finish = [&](float x, long long kjit_element) {
+        return kjit_epilogue(x);
+    };
 #pragma unroll
     for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
         float kjit_total = kjit_sum[kjit_h];
@@ -369,11 +380,11 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
 #pragma unroll
         for (int kjit_d = 0; kjit_d < kjit_head_dim / 8; ++kjit_d) {
             const float* kjit_piece = kjit_out[kjit_h / 2][kjit_d] + kjit_h % 2 * 2;
-            const unsigned kjit_pair =
-                    kjit_pack(kjit_piece[0] * kjit_scale_out, kjit_piece[1] * kjit_scale_out);
             const long long kjit_column = kjit_d * 8 + kjit_lane % 4 * 2;
-            store_t* const kjit_at = kjit_o + (long long)kjit_r * kjit_head_dim + kjit_column;
-            *reinterpret_cast<unsigned*>(kjit_at) = kjit_pair;
+            const long long kjit_at = kjit_o + (long long)kjit_r * kjit_head_dim + kjit_column;
+            const float kjit_left = kjit_finish(kjit_piece[0] * kjit_scale_out, kjit_at);
+            const float kjit_right = kjit_finish(kjit_piece[1] * kjit_scale_out, kjit_at + 1);
+            *reinterpret_cast<unsigned*>(out + kjit_at) = kjit_pack(kjit_left, kjit_right);
         }
     }
 }

@@ -60,6 +60,31 @@ score_call score_call_of(const pipeline& p) {
     return call;
 }
 
+/// The epilogue's element function (the stages after the attention, on one output element): its
+/// parameters, its call's arguments at output element kjit_element, and the arrays and scalars it
+/// adds to the kernel's arguments (a scalar the score takes too is passed once).
+struct epilogue_call {
+    std::vector<std::string> params{"real x"}, args{"x"};
+    std::vector<argument> arrays, scalars;
+};
+epilogue_call epilogue_call_of(const pipeline& p, const score_call& score) {
+    epilogue_call call;
+    expr::used_names used;
+    for (std::size_t i = 1; i < p.stages.size(); ++i) expr::collect_names(p.stages[i].kernel, used);
+    for (const auto& a : used.arrays) {
+        call.params.push_back("real " + a);
+        call.args.push_back("load(" + a + "[kjit_element])");
+        call.arrays.push_back(array_argument(a, false));
+    }
+    for (const auto& s : used.scalars) {
+        call.params.push_back("real " + s);
+        call.args.push_back(s);
+        const bool passed = std::any_of(score.scalars.begin(), score.scalars.end(), [&](const argument& a) { return a.name == s; });
+        if (!passed) call.scalars.push_back(scalar_argument(s));
+    }
+    return call;
+}
+
 /// Heads on which kept_share evaluates a score that uses its head or batch, at most.
 constexpr long long k_mask_heads = 8;
 
@@ -156,7 +181,7 @@ host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix,
     const std::vector<double> v = host_values(p.type, *launch.buffers.at(pr.v));
     const double scale = launch.scalars.at(at::k_scale_scalar);
     host_matrix out{pr.batch * pr.heads * queries, dim, std::vector<double>(static_cast<std::size_t>(pr.batch * pr.heads * queries * dim))};
-    std::vector<double> scores(static_cast<std::size_t>(keys)), weights(scores.size()), exact(scores.size(), 0.0);
+    std::vector<double> scores(static_cast<std::size_t>(keys)), weights(scores.size()), exact(scores.size());  // (zeros: the scores are exact)
     for (long long row = 0; row < out.rows; ++row) {
         const long long head = row / queries, kv_head = head / pr.heads * pr.kv_heads + head % pr.heads / pr.group();
         const double* query = q.data() + row * dim;
@@ -196,21 +221,27 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
 
     const score_call call = score_call_of(p);
+    const epilogue_call epilogue = epilogue_call_of(p, call);
     kernel k;
     k.name = p.name + "_attention";
-    k.what = "attention, softmax(" + expr::to_text(p.stages.front().kernel) + ") · V, fused into one kernel";
-    k.stages = {0};
+    k.what = "attention, softmax(" + expr::to_text(p.stages.front().kernel) + ") · V, fused into one kernel" +
+             (p.stages.size() > 1 ? " with the stages after it" : "");
+    for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
     k.reads_x = pr.q;
     k.block = {t.threads(), 1, 1};
     k.grid = {(pr.queries + t.block_m - 1) / t.block_m, pr.heads, pr.batch};
     k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
     k.args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false),
               array_argument(k_output_buffer, true), scalar_argument(at::k_scale_scalar)};
+    k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     k.args.insert(k.args.end(), call.scalars.begin(), call.scalars.end());
+    k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     k.args.push_back(size_argument("rows", pr.queries));
     k.args.push_back(size_argument("cols", pr.keys));
     const double kv_bytes = 2.0 * static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim * static_cast<long long>(element));
-    k.bytes_read = static_cast<double>(p.n) * static_cast<double>(element) + kv_bytes;
+    // Q, K and V, and each array of the output's shape the epilogue reads.
+    const auto q_shaped = static_cast<double>(1 + epilogue.arrays.size());
+    k.bytes_read = q_shaped * static_cast<double>(p.n) * static_cast<double>(element) + kv_bytes;
     k.bytes_written = static_cast<double>(p.n) * static_cast<double>(element);
     k.flops = flops_of(p, pr, t.skips_tiles);
     k.flops_on = math_unit::tensor;
@@ -233,6 +264,9 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     data.set("output", k_output_buffer);
     data.set("scale", at::k_scale_scalar);
     set_score_data(p, call, data);
+    data.set("epilogue", codegen::stage_steps(p, {k.stages.begin() + 1, k.stages.end()}));
+    data.set("epilogue_params", codegen::parameter_list(epilogue.params));
+    data.set("epilogue_args", codegen::parameter_list(epilogue.args, 24));  // (called on lines indented by 8)
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
     data.set("kernel_params", codegen::parameter_list(declarations(k)));

@@ -82,11 +82,33 @@ expr::tree read_score(const pipeline& p, const std::string& source) {
     return score;
 }
 
-/// The stage and the pipeline around it: one attention stage over 16-bit matrices.
+/// The stages after the attention, its epilogue: maps of each output element, of the inputs of
+/// Q's shape (read at the element's place: a gate, a residual) and the params.
+void check_epilogue(const pipeline& p, const std::string& source) {
+    for (std::size_t i = 1; i < p.stages.size(); ++i) {
+        const config::stage& s = p.stages[i];
+        const std::string at = "stages[" + std::to_string(i) + "]";
+        if (s.family_op || s.reduce != config::reduction::none)
+            throw config_error(source, at, "after the attention come maps of each output element (an epilogue), got \"" + s.op + "\"");
+        expr::used_names used;
+        expr::collect_names(s.kernel, used);
+        expr::collect_names(s.exact, used);
+        if (!used.positions.empty())
+            throw config_error(source, at, "uses '" + used.positions.front() + "': positions are not offered in attention's epilogue");
+        for (const auto& name : used.arrays)
+            if (!config::find_input(p, name)->dims.empty())
+                throw config_error(source, at, "uses \"" + name + "\": an epilogue reads inputs of Q's shape (the output's), one value "
+                                                                   "per element; \"" + name + "\" has a shape of its own");
+    }
+}
+
+/// The stage and the pipeline around it: an attention stage over 16-bit matrices, then its
+/// epilogue.
 void check_pipeline(const pipeline& p, const std::string& source) {
     if (!p.shape) throw config_error(source, "shape", "attention needs Q as a matrix: give \"shape\": [batch · heads · queries, head_dim]");
-    if (p.stages.size() > 1)
-        throw config_error(source, "stages[1]", "attention ends the pipeline: an epilogue after it is not offered yet");
+    if (!p.stages.front().family_op || p.stages.front().op != "attention")
+        throw config_error(source, "stages[0]", "attention starts the pipeline: expected {\"op\": \"attention\", …} first, got \"" +
+                                                    p.stages.front().op + "\"");
     if (p.type != config::dtype::bfloat16 && p.type != config::dtype::float16)
         throw config_error(source, "dtype", "attention runs on tensor cores: expected \"bfloat16\" or \"float16\", got \"" +
                                                 std::string(config::to_string(p.type)) + "\"");
@@ -96,6 +118,7 @@ void check_pipeline(const pipeline& p, const std::string& source) {
     if (p.fuse == config::fusion::separate)
         throw config_error(source, "fusion", "attention is fused: \"separate\" (the scores in memory) is not offered yet");
     refuse_per_column_inputs(p, source);
+    check_epilogue(p, source);
 }
 
 /// "auto": 128 queries a block. Up to head dim 128, 4 warps of 2 pieces each and tiles of 64 keys:

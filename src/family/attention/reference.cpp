@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "family/attention/problem.hpp"
 #include "util/hash.hpp"
@@ -33,6 +34,37 @@ std::vector<long long> rows_of(const problem& pr) {
     return rows;
 }
 
+/// The epilogue (the stages after the attention) on one query's output row, in place: its
+/// values and their error scales, with the arrays of Q's shape read at the row's elements.
+struct epilogue_rows {
+    const config::pipeline& p;
+    const reference::input_arrays& inputs;
+    const std::map<std::string, double>& scalars;
+    bool float_compute;
+    expr::approximations approximated;
+
+    void apply(long long row, double* values, double* scales) const {
+        if (p.stages.size() < 2) return;
+        const auto count = static_cast<std::size_t>(p.shape->cols), first = static_cast<std::size_t>(row) * count;
+        std::map<std::string, std::vector<double>> read;
+        std::map<std::string, const double*> arrays;
+        expr::used_names used;
+        for (std::size_t st = 1; st < p.stages.size(); ++st) expr::collect_names(p.stages[st].kernel, used);
+        for (const auto& name : used.arrays) {
+            auto& row_values = read[name];
+            for (std::size_t e = 0; e < count; ++e) row_values.push_back(inputs.at(name).get(first + e));
+            arrays[name] = row_values.data();
+        }
+        std::vector<double> next(count), next_scale(count);
+        for (std::size_t st = 1; st < p.stages.size(); ++st) {
+            const expr::chunk in{count, values, scales, &arrays, &scalars, float_compute, nullptr, nullptr, approximated};
+            reference::evaluate_stage(p.stages[st], in, next.data(), next_scale.data());
+            std::copy(next.begin(), next.end(), values);
+            std::copy(next_scale.begin(), next_scale.end(), scales);
+        }
+    }
+};
+
 /// One head's keys and values (of its kv head), widened to double.
 struct head_inputs {
     long long kv_head = -1;
@@ -53,6 +85,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     const expr::approximations approximated = config::approximations_of(p);
     // P is rounded to the storage type before it multiplies V; each sum runs over every key.
     const double p_rounding = reference::storage_rounding(p.type);
+    const epilogue_rows epilogue{p, inputs, scalars, float_compute, approximated};
 
     reference::expected_values out;
     out.values.resize(rows.size() * d_count);
@@ -112,6 +145,8 @@ reference::expected_values reference(const config::pipeline& p, const reference:
                 out.values[i * d_count + d] = value;
                 out.scales[i * d_count + d] = std::isfinite(scale / total) ? scale / total : 0;
             }
+            // (the whole row first: the epilogue evaluates it as one chunk)
+            epilogue.apply(row, out.values.data() + i * d_count, out.scales.data() + i * d_count);
         }
     }, 1);
     return out;
