@@ -175,6 +175,10 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     const auto window = tile_test("col > row || row - col >= w ? -inf : x");
     REQUIRE(window);
     CHECK(window->find(" || ") != std::string::npos);  // either side masking the whole tile will do
+    // … so a side the corners cannot tell leaves the other; both sides are needed under &&
+    CHECK(tile_test("col > row || col * row > w ? -inf : x") == tile_test("col > row ? -inf : x"));
+    CHECK_FALSE(tile_test("col > row && col * row > w ? -inf : x"));
+    CHECK(tile_test("col <= row && col * row <= w ? x : -inf") == kept_when_true);
     CHECK_FALSE(tile_test("30 * tanh(x / 30)"));          // no −inf
     CHECK_FALSE(tile_test("col % 2 == 0 ? -inf : x"));    // not affine, and == is not decided by corners
     CHECK_FALSE(tile_test("col * row > 5 ? -inf : x"));   // a product of positions is not affine
@@ -240,4 +244,70 @@ TEST_CASE("attention: a large problem's reference samples whole rows: every head
         for (std::size_t query : {0, 2048, 4095}) CHECK(rows.count(head * 4096 + query) == 1);
     CHECK(ref.sampled.size() == rows.size() * 64);  // whole rows
     CHECK(std::is_sorted(ref.sampled.begin(), ref.sampled.end()));
+}
+
+TEST_CASE("attention: a document mask reads an input of one value per token, [batch, tokens], at the query's and the key's") {
+    auto j = attention_config(2, 4, 2, 5, 7, 16, "doc[row] != doc[col] ? -inf : x");
+    j["inputs"]["doc"] = {{"fill", "uniform"}, {"low", 0}, {"high", 3}, {"round", "floor"}, {"sorted", true}, {"shape", {2, 7}}};
+    CHECK(failure(j).find("a.json: inputs.doc.shape: the score reads doc[row]: one value per query of each batch, expected 2 × 5, got 2 × 7") == 0);
+    // Cross-attention: 5 queries and 7 keys, each with its own document ids.
+    j["stages"][0]["score"] = "qdoc[row] != doc[col] ? -inf : x";
+    j["inputs"]["qdoc"] = {{"fill", "uniform"}, {"low", 0}, {"high", 3}, {"round", "floor"}, {"shape", {2, 5}}};
+    const auto p = parsed(j);
+    const auto pr = family::attention::problem_of(p);
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    std::vector<std::string> args;
+    for (const auto& a : prog.kernels.front().args) args.push_back(a.name);
+    CHECK(args == std::vector<std::string>{"q", "k", "v", "out", "s0_scale", "qdoc", "doc", "rows", "cols"});
+    CHECK(prog.source.find("load(doc[(long long)blockIdx.z * cols + min(kjit_col, cols - 1)])") != std::string::npos);
+    CHECK(prog.kernels.front().flops == doctest::Approx(4.0 * 2 * 4 * 5 * 7 * 16));  // not known when planning: every pair
+
+    reference::input_arrays inputs;
+    inputs.emplace("q", varied_values(p.type, 2 * 4 * 5 * 16, 1));
+    inputs.emplace("k", varied_values(p.type, 2 * 2 * 7 * 16, 2));
+    inputs.emplace("v", varied_values(p.type, 2 * 2 * 7 * 16, 3));
+    reference::typed_array qdoc(p.type, 2 * 5), doc(p.type, 2 * 7);
+    for (std::size_t i = 0; i < 10; ++i) qdoc.set(i, static_cast<double>(i % 5 / 2));  // 0 0 1 1 2 in each batch
+    for (std::size_t i = 0; i < 14; ++i) doc.set(i, static_cast<double>(i / 7 + i % 7 / 3));  // by batch: 0 0 0 1 1 1 2, 1 1 1 2 2 2 3
+    inputs.emplace("qdoc", qdoc);
+    inputs.emplace("doc", doc);
+    const auto ref = family::attention::reference(p, inputs);
+    for (long long b = 0; b < 2; ++b)
+        for (long long h = 0; h < 4; ++h)
+            for (long long r = 0; r < 5; ++r) {
+                const long long row = (b * 4 + h) * 5 + r, kv = b * 2 + h / 2;
+                std::vector<double> weights;
+                double total = 0;
+                for (long long c = 0; c < 7; ++c) {
+                    double dot = 0;
+                    for (long long d = 0; d < 16; ++d) dot += inputs.at("q").get(row * 16 + d) * inputs.at("k").get((kv * 7 + c) * 16 + d);
+                    const bool same = qdoc.get(b * 5 + r) == doc.get(b * 7 + c);
+                    weights.push_back(same ? std::exp(dot * pr.scale) : 0.0);
+                    total += weights.back();
+                }
+                for (long long d = 0; d < 16; ++d) {
+                    double expected = 0;
+                    for (long long c = 0; c < 7; ++c) expected += weights[c] * inputs.at("v").get((kv * 7 + c) * 16 + d);
+                    CAPTURE(b); CAPTURE(h); CAPTURE(r); CAPTURE(d);
+                    if (total == 0) CHECK(std::isnan(ref.values[row * 16 + d]));  // a query whose document has no key
+                    else CHECK(ref.values[row * 16 + d] == doctest::Approx(expected / total).epsilon(1e-12));
+                }
+            }
+}
+
+TEST_CASE("attention: a causal mask around a document mask skips tiles by its positions and counts the pairs they keep") {
+    auto j = attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : doc[row] != doc[col] ? -inf : x");
+    j["inputs"]["doc"] = {{"fill", "uniform"}, {"low", 0}, {"high", 4}, {"round", "floor"}, {"sorted", true}, {"shape", {1, 256}}};
+    const auto p = parsed(j);
+    CHECK(family::attention::policy_of(p).skips_tiles);
+    const auto causal = parsed(attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : x"));
+    const auto flops = [](const config::pipeline& q) { return family::plan(q, codegen::template_set::embedded()).kernels.front().flops; };
+    // The documents are not known when planning: counted as one, the causal pairs.
+    CHECK(flops(p) == doctest::Approx(flops(causal)));
+    CHECK(flops(p) < 0.6 * 4.0 * 2 * 256 * 256 * 64);
+    // where the mask is the documents' alone, every tile is computed and counted
+    auto alone = attention_config(1, 2, 2, 256, 256, 64, "doc[row] != doc[col] ? -inf : x");
+    alone["inputs"]["doc"] = j["inputs"]["doc"];
+    CHECK_FALSE(family::attention::policy_of(parsed(alone)).skips_tiles);
+    CHECK(flops(parsed(alone)) == doctest::Approx(4.0 * 2 * 256 * 256 * 64));
 }

@@ -160,6 +160,8 @@ TEST_CASE("input fill rules") {
               .find("inputs.greyscales.mean: only applies to fill") != std::string::npos);
     CHECK(config_error_after([](json& j) { j["inputs"]["weights"]["fill"] = "gaussian"; })
               .find("inputs.weights.fill: expected one of \"uniform\", \"normal\", \"constant\"") != std::string::npos);
+    CHECK(config_error_after([](json& j) { j["inputs"]["weights"]["sorted"] = "yes"; })
+              .find("inputs.weights.sorted: expected true or false") != std::string::npos);
 }
 
 TEST_CASE("input names must be usable as kernel parameters") {

@@ -369,3 +369,32 @@ TEST_CASE("fuzz: 30,000 random and mutated expressions never crash and always an
     CHECK(parsed > 1000);
     CHECK(rejected > 1000);
 }
+
+TEST_CASE("token reads: an attention score's input of one value per token, at the query's or the key's token") {
+    expr::scope score;
+    score.has_shape = true;
+    score.has_heads = true;
+    score.arrays = {"g"};
+    score.tokens = {"doc"};
+    const expr::tree t = expr::parse("doc[row] != doc[ col ] ? -inf : x", score);
+    CHECK(expr::to_text(t) == "doc[row] != doc[col] ? -inf : x");
+    CHECK(expr::to_cuda(t, {}) == "kjit_doc_of_row != kjit_doc_of_col ? -__int_as_float(0x7f800000) : x");
+    expr::used_names used;
+    expr::collect_names(t, used);
+    CHECK(used.tokens == std::vector<std::string>{"doc[row]", "doc[col]"});
+    CHECK(used.arrays.empty());
+    // Evaluated from the values at each element, given under the reads' text.
+    const double x[3] = {1, 2, 3}, zero[3] = {}, query[3] = {7, 7, 7}, key[3] = {7, 8, 7};
+    const std::map<std::string, const double*> reads{{"doc[row]", query}, {"doc[col]", key}};
+    double out[3];
+    expr::evaluate(t, {3, x, zero, &reads, nullptr, true}, out, nullptr);
+    CHECK(out[0] == 1);
+    CHECK(std::isinf(out[1]));
+    CHECK(out[2] == 3);
+
+    CHECK(parse_failure("doc + x", score).second == "'doc' has one value per token: read it as doc[row] (the query's) or doc[col] (the key's)");
+    CHECK(parse_failure("doc[i] + x", score) == std::pair<std::size_t, std::string>{5, "a token input is read at row (the query's token) or col (the key's), got 'i'"});
+    CHECK(parse_failure("doc[row + x", score).second.find("expected ']'") != std::string::npos);
+    CHECK(parse_failure("g[row] + x", score).second == "'g' is not an input of one value per token; those are doc");
+    CHECK(parse_failure("w[row] + x").second == "'w[…]': only an attention score reads inputs by token (name[row], name[col])");
+}

@@ -106,6 +106,8 @@ const std::vector<golden_case>& cases() {
          {{"dtype", "float16"}, {"launch", {{"block_m", 128}, {"warps", 8}}}}},
         // An output gate as the attention's epilogue: applied to each element as it is stored.
         {"attention_gated", "attention_gated.json", {}},
+        // Documents: an input read at the query's and the key's token, inside a causal mask.
+        {"attention_documents", "attention_documents.json", {}},
     };
     return all;
 }

@@ -68,6 +68,28 @@ TEST_CASE("inputs follow the fill rules and are deterministic") {
     CHECK(other.at("weights").get(7) != a.at("weights").get(7));
 }
 
+TEST_CASE("a sorted input ascends along each row of its shape, the same values as unsorted") {
+    const auto with = [](bool sorted) {
+        return run::make_inputs(kjit::testing::pipeline_with([&](json& j) {
+            j["shape"] = {3, 1000};
+            j.erase("n");
+            j["inputs"]["greyscales"]["sorted"] = sorted;
+        })).at("greyscales");
+    };
+    const auto sorted = with(true), drawn = with(false);
+    for (std::size_t r = 0; r < 3; ++r) {
+        std::vector<double> row, expected;
+        for (std::size_t c = 0; c < 1000; ++c) {
+            row.push_back(sorted.get(r * 1000 + c));
+            expected.push_back(drawn.get(r * 1000 + c));
+        }
+        CHECK(std::is_sorted(row.begin(), row.end()));
+        std::sort(expected.begin(), expected.end());
+        CHECK(row == expected);
+    }
+    CHECK(sorted.get(999) > sorted.get(1000));  // rows are sorted each on its own
+}
+
 TEST_CASE("compare: exact output passes, with zero errors") {
     const std::vector<double> ref{0.0, 0.25, -0.5};
     const auto result = reference::compare(as_float32(ref), exact(ref), {1e-6, 0, 0});

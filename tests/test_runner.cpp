@@ -530,6 +530,15 @@ TEST_CASE("the fake runs any family's program as its plan says: each shipped kin
           {"inputs", {{"k", {{"shape", {2 * 2 * 23, 32}}}}, {"v", {{"shape", {2 * 2 * 23, 32}}}}}},
           {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
                                    {"heads", 4}, {"kv_heads", 2}, {"score", "col > row + 5 ? -inf : x"}}})}}},
+        // with documents: the causal mask of each document, ids sorted in each batch
+        {"attention_causal.json",
+         {{"shape", {2 * 4 * 23, 32}},
+          {"inputs",
+           {{"k", {{"shape", {2 * 2 * 23, 32}}}},
+            {"v", {{"shape", {2 * 2 * 23, 32}}}},
+            {"doc", {{"fill", "uniform"}, {"low", 0}, {"high", 3}, {"round", "floor"}, {"sorted", true}, {"shape", {2, 23}}}}}},
+          {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
+                                   {"heads", 4}, {"kv_heads", 2}, {"score", "col > row || doc[row] != doc[col] ? -inf : x"}}})}}},
         // and with an output gate as its epilogue
         {"attention_gated.json",
          {{"shape", {2 * 4 * 17, 32}},

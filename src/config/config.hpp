@@ -60,6 +60,10 @@ struct input_spec {
     double mean = 0, std = 1;    ///< normal
     double value = 0;            ///< constant
     rounding round = rounding::none;
+    /// "sorted": each row of the input (of its own shape's columns, else the pipeline's; the
+    /// whole array without a shape) in ascending order: ids that run in segments, as a document
+    /// mask's document of each token.
+    bool sorted = false;
     /// "per": "column": one value per column (cols elements, the same for every row), such as a
     /// norm's weight and bias; otherwise one per element.
     bool per_column = false;

@@ -52,7 +52,7 @@ namespace {
 /// the file that was read), and its header (or raw layout) checked now, so that emit and compile
 /// report a bad file too.
 void read_file_input(const object_reader& r, const std::filesystem::path& folder, input_spec& in) {
-    for (const char* key : {"low", "high", "mean", "std", "value", "round"})
+    for (const char* key : {"low", "high", "mean", "std", "value", "round", "sorted"})
         if (r.find(key)) r.fail(key, "does not apply to fill \"file\": the file holds the values");
     const std::filesystem::path given = r.string("path", std::nullopt);
     if (given.empty()) r.fail("path", "expected the path of an .npy or raw file, got \"\"");
@@ -76,7 +76,7 @@ void read_file_input(const object_reader& r, const std::filesystem::path& folder
 input_spec read_input(const std::string& name, const json& value, const std::string& path,
                       const std::string& source, const std::filesystem::path& folder) {
     object_reader r(value, path, source,
-                    {"fill", "low", "high", "round", "mean", "std", "value", "per", "shape", "path", "format"});
+                    {"fill", "low", "high", "round", "sorted", "mean", "std", "value", "per", "shape", "path", "format"});
     input_spec in;
     in.name = name;
     in.fill = r.choice<fill_kind>("fill", {{"uniform", fill_kind::uniform},
@@ -113,6 +113,7 @@ input_spec read_input(const std::string& name, const json& value, const std::str
     in.round = r.choice<rounding>(
         "round", {{"none", rounding::none}, {"floor", rounding::floor}, {"nearest", rounding::nearest}},
         rounding::none);
+    in.sorted = r.boolean("sorted", false);
     in.per_column = r.choice<bool>("per", {{"element", false}, {"column", true}}, false);
     if (const json* shape = r.find("shape")) {
         const auto positive = [](const json& v) { return v.is_number_integer() && v.get<long long>() >= 1; };

@@ -33,7 +33,8 @@ struct chunk {
     std::size_t count = 0;
     const double* flowing = nullptr;        ///< x
     const double* flowing_scale = nullptr;  ///< x's error scale
-    const std::map<std::string, const double*>* arrays = nullptr;  ///< input name → its elements
+    /// input name → its elements; a token read's text ("doc[col]") → its value at each element
+    const std::map<std::string, const double*>* arrays = nullptr;
     const std::map<std::string, double>* scalars = nullptr;
     bool float_compute = true;  ///< literals and scalars not exact in float add a rounding
     const std::map<std::string, row_value>* rows = nullptr;  ///< the row's values from reduce stages

@@ -22,9 +22,11 @@ enum class node_kind { number, name, negate, logical_not, binary, call, conditio
 /// divisor's sign, and 0 for a divisor of 0.
 enum class binary_op { add, sub, mul, div, floor_div, mod, lt, le, gt, ge, eq, ne, logical_and, logical_or };
 /// What a name stands for: the value flowing in (`x`), an element of an array, a scalar, a
-/// row's value that a reduce stage made (one per row, the same for every element of the row), or
-/// the element's position (k_position_names: integers, exact in the kernel and the reference).
-enum class name_kind { flowing, array, scalar, row, position };
+/// row's value that a reduce stage made (one per row, the same for every element of the row),
+/// the element's position (k_position_names: integers, exact in the kernel and the reference), or
+/// an input of one value per token read at the query's or the key's token (an attention score's
+/// `doc[row]` and `doc[col]`).
+enum class name_kind { flowing, array, scalar, row, position, token };
 
 /// The position names: the element's index in the array, its row and column, and the sizes; in
 /// an attention score also the head and the batch (scope::has_heads). The kernels pass them from
@@ -47,6 +49,7 @@ struct node {
     double number = 0;                        ///< number
     std::string name;                         ///< name
     name_kind binding = name_kind::flowing;   ///< name
+    std::string index;                        ///< token: the position its input is read at, "row" or "col"
     binary_op op = binary_op::add;            ///< binary
     const function_info* function = nullptr;  ///< call
     std::vector<tree> args;  ///< operands: 1 (negate, not), 2 (binary), 3 (conditional), arity (call)
@@ -61,6 +64,9 @@ struct scope {
     std::string scalars_called = "params";  ///< … and the scalars
     bool has_shape = false;                 ///< row, col, rows and cols exist
     bool has_heads = false;                 ///< head and batch exist (an attention score)
+    /// Inputs of one value per token, read as name[row] (the query's token) or name[col] (the
+    /// key's): an attention score's.
+    std::vector<std::string> tokens{};
 };
 
 /// A problem in an expression, at a 1-based column. The config layer adds file, key and caret.
@@ -127,6 +133,11 @@ struct binding {
     name_kind kind;
     std::string name;
 };
+/// How a token read (name_kind::token) is written, "doc[row]", and spelled in CUDA: the element
+/// function's parameter that holds it, "kjit_doc_of_row".
+[[nodiscard]] std::string token_text(const node& n);
+[[nodiscard]] std::string token_parameter(const std::string& name, const std::string& index);
+
 /// The tree with its names (other than `x`) replaced as `names` says; names not listed stay.
 [[nodiscard]] tree rebind(const tree& t, const std::map<std::string, binding>& names);
 
@@ -147,6 +158,7 @@ struct used_names {
     std::vector<std::string> scalars;
     std::vector<std::string> rows;
     std::vector<std::string> positions;
+    std::vector<std::string> tokens;  ///< token reads as written: "doc[row]"
     bool flowing = false;
 };
 void collect_names(const tree& t, used_names& into);

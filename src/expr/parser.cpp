@@ -274,6 +274,7 @@ private:
         const std::string name(m_text.substr(start, m_pos - start));
         skip_space();
         if (!at_end() && m_text[m_pos] == '(') return call(name, at);
+        if (!at_end() && m_text[m_pos] == '[') return token(name, at);
         node n;
         n.kind = node_kind::name;
         n.column = at;
@@ -300,9 +301,41 @@ private:
             n.binding = name_kind::scalar;
         else if (std::find(m_scope.rows.begin(), m_scope.rows.end(), name) != m_scope.rows.end())
             n.binding = name_kind::row;
+        else if (is_token_input(name))
+            throw parse_error(at, "'" + name + "' has one value per token: read it as " + name + "[row] (the query's) or " + name +
+                                      "[col] (the key's)");
         else if (find_function(name))
             throw parse_error(at, "'" + name + "' is a function: call it as " + name + "(…)");
         else throw parse_error(at, "unknown name '" + name + "'; " + known_names());
+        return make(std::move(n));
+    }
+
+    [[nodiscard]] bool is_token_input(const std::string& name) const {
+        return std::find(m_scope.tokens.begin(), m_scope.tokens.end(), name) != m_scope.tokens.end();
+    }
+
+    /// name[row] or name[col]: an input of one value per token at the query's or the key's.
+    tree token(const std::string& name, std::size_t at) {
+        if (!is_token_input(name))
+            throw parse_error(at, m_scope.tokens.empty()
+                                      ? "'" + name + "[…]': only an attention score reads inputs by token (name[row], name[col])"
+                                      : "'" + name + "' is not an input of one value per token; those are " + join(m_scope.tokens, ", "));
+        ++m_pos;
+        skip_space();
+        const std::size_t index_at = column(), start = m_pos;
+        while (!at_end() && is_name_char(m_text[m_pos])) ++m_pos;
+        const std::string index(m_text.substr(start, m_pos - start));
+        if (index != "row" && index != "col")
+            throw parse_error(index_at, "a token input is read at row (the query's token) or col (the key's), got '" + index + "'");
+        skip_space();
+        if (at_end() || m_text[m_pos] != ']') fail_here("expected ']'");
+        ++m_pos;
+        node n;
+        n.kind = node_kind::name;
+        n.column = at;
+        n.name = name;
+        n.index = index;
+        n.binding = name_kind::token;
         return make(std::move(n));
     }
 

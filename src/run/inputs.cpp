@@ -1,5 +1,6 @@
 #include "run/inputs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -65,6 +66,20 @@ bool converts_exactly(const npy::element_type& from, config::dtype to) {
     return !from.is_float || from.min_exponent >= target.min_exponent;
 }
 
+/// "sorted": each row of the array in ascending order (the dtype's rounding keeps the order).
+void sort_rows(const config::pipeline& p, const config::input_spec& in, reference::typed_array& array) {
+    const auto n = static_cast<std::size_t>(config::elements_of(p, in));
+    const auto cols = static_cast<std::size_t>(!in.dims.empty() ? in.dims[1] : p.shape && !in.per_column ? p.shape->cols : config::elements_of(p, in));
+    parallel_ranges(n / cols, [&](std::size_t first, std::size_t last) {
+        std::vector<double> row(cols);
+        for (std::size_t r = first; r < last; ++r) {
+            for (std::size_t c = 0; c < cols; ++c) row[c] = array.get(r * cols + c);
+            std::sort(row.begin(), row.end());
+            for (std::size_t c = 0; c < cols; ++c) array.set(r * cols + c, row[c]);
+        }
+    }, 1);
+}
+
 }  // namespace
 
 reference::input_arrays make_inputs(const config::pipeline& p) {
@@ -87,6 +102,7 @@ reference::input_arrays make_inputs(const config::pipeline& p) {
                     array.set(i, draw(in, rng));
             }
         }, 1);
+        if (in.sorted) sort_rows(p, in, array);
         arrays.emplace(in.name, std::move(array));
     }
     return arrays;
@@ -97,7 +113,7 @@ std::string inputs_key(const config::pipeline& p) {
     if (p.shape) key["shape"] = {p.shape->rows, p.shape->cols};
     for (const auto& in : p.inputs)
         key["inputs"].push_back({in.name, static_cast<int>(in.fill), in.low, in.high, in.mean, in.std, in.value,
-                                 static_cast<int>(in.round), in.per_column, in.dims,
+                                 static_cast<int>(in.round), in.sorted, in.per_column, in.dims,
                                  in.fill == config::fill_kind::file ? file_fingerprint(in) : std::string()});
     return key.dump();
 }

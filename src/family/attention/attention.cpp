@@ -33,12 +33,14 @@ bool uses_heads(const expr::used_names& used) {
 
 /// The score function's parameters and the arguments of its calls: x, the positions (int: resolve
 /// checked that they fit), the head and batch where the expression uses them (the grid's y and z),
-/// then the params it uses. `extra_*`: those after row and col, which the tile test takes too.
+/// the params it uses, then its inputs' values by token. `extra_*`: those after row and col and
+/// before the token values, which the tile test takes too.
 struct score_call {
     std::vector<std::string> params{"real x", "int row", "int col", "int rows", "int cols"};
     std::vector<std::string> args{"x", "(int)kjit_row", "(int)kjit_col", "(int)rows", "(int)cols"};
     std::string extra_params, extra_args;
     std::vector<argument> scalars;
+    std::vector<argument> tokens;  ///< the inputs it reads by token
 };
 score_call score_call_of(const pipeline& p) {
     score_call call;
@@ -56,6 +58,17 @@ score_call score_call_of(const pipeline& p) {
     for (const auto& s : used.scalars) {
         add("real " + s, s);
         call.scalars.push_back(scalar_argument(s));
+    }
+    // An input read by token: its value at the query's or the key's token of the block's batch (a
+    // position past the last, whose score is not used, reads the last).
+    for (const auto& read : used.tokens) {
+        const auto open = read.find('[');
+        const std::string name = read.substr(0, open), index = read.substr(open + 1, read.size() - open - 2);
+        const std::string size = index == "row" ? "rows" : "cols";
+        call.params.push_back("real " + expr::token_parameter(name, index));
+        call.args.push_back("load(" + name + "[(long long)blockIdx.z * " + size + " + min(kjit_" + index + ", " + size + " - 1)])");
+        if (std::none_of(call.tokens.begin(), call.tokens.end(), [&](const argument& a) { return a.name == name; }))
+            call.tokens.push_back(array_argument(name, false));
     }
     return call;
 }
@@ -102,13 +115,17 @@ double kept_share(const pipeline& p, const at::problem& pr) {
     const std::map<std::string, double> scalars = config::scalar_values(p);
     const auto count = static_cast<std::size_t>(side_k);
     std::vector<double> zeros(count, 0.0), ones(count, 1.0), at_zero(count), at_one(count);
+    // Inputs read by token are not known when planning: counted as if every token were in one
+    // document (all 0), so only the positions mask.
+    std::map<std::string, const double*> tokens;
+    for (const auto& read : score_names(p).tokens) tokens[read] = zeros.data();
     long long kept = 0;
     for (long long h = 0; h < heads; ++h) {
         for (long long i = 0; i < side_q; ++i) {
             const long long row = h * all_heads / heads * pr.queries + i * pr.queries / side_q;
             const expr::positions where = at::score_positions(pr, row, step);
             const auto score = [&](const std::vector<double>& x, std::vector<double>& into) {
-                const expr::chunk in{count, x.data(), zeros.data(), nullptr, &scalars, true, nullptr, &where};
+                const expr::chunk in{count, x.data(), zeros.data(), &tokens, &scalars, true, nullptr, &where};
                 expr::evaluate(p.stages.front().kernel, in, into.data(), nullptr);
             };
             score(zeros, at_zero);
@@ -182,6 +199,13 @@ host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix,
     const double scale = launch.scalars.at(at::k_scale_scalar);
     host_matrix out{pr.batch * pr.heads * queries, dim, std::vector<double>(static_cast<std::size_t>(pr.batch * pr.heads * queries * dim))};
     std::vector<double> scores(static_cast<std::size_t>(keys)), weights(scores.size()), exact(scores.size());  // (zeros: the scores are exact)
+    at::token_reads tokens(p, pr);
+    std::map<std::string, std::vector<double>> by_token;  // the inputs the score reads by token
+    const auto token_value = [&](const std::string& name, long long i) {
+        auto found = by_token.find(name);
+        if (found == by_token.end()) found = by_token.emplace(name, host_values(p.type, *launch.buffers.at(name))).first;
+        return found->second.at(static_cast<std::size_t>(i));
+    };
     for (long long row = 0; row < out.rows; ++row) {
         const long long head = row / queries, kv_head = head / pr.heads * pr.kv_heads + head % pr.heads / pr.group();
         const double* query = q.data() + row * dim;
@@ -190,7 +214,8 @@ host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix,
             scores[c] = scale * std::inner_product(query, query + dim, key, 0.0);
         }
         const expr::positions where = at::score_positions(pr, row);
-        const expr::chunk in{scores.size(), scores.data(), exact.data(), nullptr, &launch.scalars, true, nullptr, &where};
+        tokens.read(row, token_value);
+        const expr::chunk in{scores.size(), scores.data(), exact.data(), &tokens.arrays(), &launch.scalars, true, nullptr, &where};
         expr::evaluate(p.stages.front().kernel, in, weights.data(), nullptr);
         const double max = *std::max_element(weights.begin(), weights.end());
         for (double& w : weights) w = std::exp(w - max);
@@ -233,6 +258,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
     k.args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false),
               array_argument(k_output_buffer, true), scalar_argument(at::k_scale_scalar)};
+    k.args.insert(k.args.end(), call.tokens.begin(), call.tokens.end());
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     k.args.insert(k.args.end(), call.scalars.begin(), call.scalars.end());
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());

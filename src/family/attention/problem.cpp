@@ -63,15 +63,32 @@ problem read_problem(const pipeline& p, const std::string& source) {
     return pr;
 }
 
+/// Each input the score reads by token has one value per token of the sequence it is read at:
+/// [batch, queries] for name[row], [batch, keys] for name[col].
+void check_token_inputs(const pipeline& p, const problem& pr, const expr::used_names& used, const std::string& source) {
+    for (const auto& read : used.tokens) {
+        const std::string name = read.substr(0, read.find('['));
+        const bool at_query = read.ends_with("[row]");
+        const std::vector<long long> expected{pr.batch, at_query ? pr.queries : pr.keys};
+        const config::input_spec& in = *config::find_input(p, name);
+        if (in.dims != expected)
+            throw config_error(source, "inputs." + name + ".shape",
+                               "the score reads " + read + ": one value per " + (at_query ? "query" : "key") + " of each batch, expected " +
+                                   npy::shape_text(expected) + ", got " + npy::shape_text(in.dims));
+    }
+}
+
 /// The score expression: of x (the scaled score), the query (row) and key (col) positions, the
 /// sequence lengths (rows, cols), the query's head and batch, and the params; "x" when none is
 /// given.
-expr::tree read_score(const pipeline& p, const std::string& source) {
+expr::tree read_score(const pipeline& p, const problem& pr, const std::string& source) {
     const object_reader r(p.stages.front().options, k_stage, source, k_stage_keys);
     expr::scope names;
     for (const auto& s : p.scalars) names.scalars.push_back(s.name);
     names.has_shape = true;
     names.has_heads = true;
+    for (const auto& in : p.inputs)  // inputs of one value per token: [batch, tokens]
+        if (in.dims.size() == 2 && in.name != pr.k && in.name != pr.v) names.tokens.push_back(in.name);
     const expr::tree score = r.find("score") ? config::detail::parse_expression(r, "score", names) : expr::parse("x", names);
     expr::used_names used;
     expr::collect_names(score, used);
@@ -79,6 +96,7 @@ expr::tree read_score(const pipeline& p, const std::string& source) {
         if (position == "i" || position == "n")
             r.fail("score", "uses '" + position +
                                     "': a score has the positions row (its query), col (its key), rows, cols, head and batch");
+    check_token_inputs(p, pr, used, source);
     return score;
 }
 
@@ -160,7 +178,7 @@ void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);
     const problem pr = read_problem(p, source);
     config::stage& s = p.stages.front();
-    s.kernel = s.exact = read_score(p, source);
+    s.kernel = s.exact = read_score(p, pr, source);
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
@@ -190,6 +208,27 @@ void resolve(pipeline& p, const std::string& source) {
 
 const policy& policy_of(const pipeline& p) {
     return config::policy_as<policy>(p, "attention");
+}
+
+token_reads::token_reads(const pipeline& p, const problem& pr) : m_problem(pr) {
+    expr::used_names used;
+    expr::collect_names(p.stages.front().kernel, used);
+    m_reads = used.tokens;
+    for (const auto& read : m_reads) m_values[read].resize(static_cast<std::size_t>(pr.keys));
+}
+
+void token_reads::read(long long row, const std::function<double(const std::string&, long long)>& value) {
+    const problem& pr = m_problem;
+    const long long batch = row / pr.queries / pr.heads, query = row % pr.queries;
+    for (const auto& read : m_reads) {
+        const std::string name = read.substr(0, read.find('['));
+        std::vector<double>& values = m_values.at(read);
+        if (read.ends_with("[row]"))
+            std::fill(values.begin(), values.end(), value(name, batch * pr.queries + query));
+        else
+            for (long long key = 0; key < pr.keys; ++key) values[static_cast<std::size_t>(key)] = value(name, batch * pr.keys + key);
+        m_arrays[read] = values.data();
+    }
 }
 
 expr::positions score_positions(const problem& pr, long long row, long long stride) {

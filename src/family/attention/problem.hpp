@@ -4,7 +4,10 @@
 // V's have a "shape" of their own, batch · kv_heads · keys rows. The problem is read from the
 // stage (resolve checks it once); the policy is the launch resolved for the target.
 #pragma once
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "expr/evaluate.hpp"
@@ -29,6 +32,23 @@ struct problem {
 /// batch · heads · queries rows): row and col are the query and the key within their head, head
 /// and batch the query's; every `stride`-th key.
 [[nodiscard]] expr::positions score_positions(const problem& pr, long long row, long long stride = 1);
+
+/// The values of the score's reads by token over the keys of query row `row` (of all
+/// batch · heads · queries rows), as expr::chunk's arrays take them: "doc[row]" the query's
+/// token's value at every key, "doc[col]" each key's. `value(name, i)` is element i of input name.
+class token_reads {
+public:
+    token_reads(const config::pipeline& p, const problem& pr);
+    /// Reads row `row`'s values; arrays() then points at them.
+    void read(long long row, const std::function<double(const std::string&, long long)>& value);
+    [[nodiscard]] const std::map<std::string, const double*>& arrays() const { return m_arrays; }
+
+private:
+    problem m_problem;
+    std::vector<std::string> m_reads;
+    std::map<std::string, std::vector<double>> m_values;
+    std::map<std::string, const double*> m_arrays;
+};
 
 /// The scalar kernel argument that holds the scale: the stage's, named as op stages' numbers are.
 inline constexpr const char* k_scale_scalar = "s0_scale";

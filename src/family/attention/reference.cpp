@@ -97,6 +97,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     }
     parallel_ranges(rows.size(), [&](std::size_t first, std::size_t last) {
         head_inputs head;
+        token_reads tokens(p, pr);
         std::vector<double> query(d_count), score(keys), score_scale(keys), modified(keys), modified_scale(keys), weight(keys);
         for (std::size_t i = first; i < last; ++i) {
             const long long row = rows[i], h = row / pr.queries;
@@ -123,7 +124,8 @@ reference::expected_values reference(const config::pipeline& p, const reference:
             }
             // The score expression over this query's row of scores: row is the query, col the key.
             const expr::positions where = score_positions(pr, row);
-            const expr::chunk in{keys, score.data(), score_scale.data(), nullptr, &scalars, float_compute, nullptr, &where,
+            tokens.read(row, [&](const std::string& name, long long e) { return inputs.at(name).get(static_cast<std::size_t>(e)); });
+            const expr::chunk in{keys, score.data(), score_scale.data(), &tokens.arrays(), &scalars, float_compute, nullptr, &where,
                                  approximated};
             expr::evaluate(p.stages.front().kernel, in, modified.data(), modified_scale.data());
             const double max = *std::max_element(modified.begin(), modified.end());

@@ -58,10 +58,11 @@ public:
         if (n.kind != node_kind::binary) return std::nullopt;
         if (n.op == binary_op::logical_and || n.op == binary_op::logical_or) {
             const auto a = all(n.args[0], wanted), b = all(n.args[1], wanted);
-            if (!a || !b) return std::nullopt;
-            // all of (A && B) true: both; all of (A || B) true: either suffices. False: the dual.
+            // all of (A && B) true: both; all of (A || B) true: either suffices, so a side the
+            // corners cannot tell (a document mask's) leaves the other. False: the dual.
             const bool both = (n.op == binary_op::logical_and) == wanted;
-            return "(" + *a + (both ? " && " : " || ") + *b + ")";
+            if (a && b) return "(" + *a + (both ? " && " : " || ") + *b + ")";
+            return both ? std::nullopt : a ? a : b;
         }
         if (!is_order(n.op) || !is_affine(*n.args[0]) || !is_affine(*n.args[1])) return std::nullopt;
         std::vector<std::string> corners;

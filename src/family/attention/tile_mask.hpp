@@ -3,7 +3,8 @@
 // comparisons of affine functions of the query and key positions (row, col) with &&, || and !,
 // such a comparison holds over a whole tile when it holds at the tile's four corners (an affine
 // function's extremes over a rectangle are at its corners). Causal masks, sliding windows and
-// prefixes are of this form; any other score computes every tile (and stays exact).
+// prefixes are of this form. Where C is `A || B` and only A is (B reads documents by token, say),
+// A alone masking a tile suffices. Any other score computes every tile (and stays exact).
 #pragma once
 #include <optional>
 #include <string>
