@@ -86,9 +86,8 @@ void print_counters(std::ostream& out, const record& r) {
     }
 }
 
-}  // namespace
-
-void print_record(std::ostream& out, const record& r) {
+/// What ran: the variant, target, inputs, device, compile and kernels.
+void print_heading(std::ostream& out, const record& r) {
     out << "kjit " << r.command << " · " << r.name << " (" << r.config_source << ")\n";
     out << "  variant  " << r.variant << "\n";
     if (const std::string target = r.config.value("target", ""); !target.empty()) out << "  target   " << target << "\n";
@@ -103,7 +102,10 @@ void print_record(std::ostream& out, const record& r) {
         << (r.module_image.empty() ? "" : ", loaded the " + r.module_image) << "\n";
     if (!r.cache_problem.empty()) out << "  warning  " << r.cache_problem << "\n";
     for (const auto& k : r.kernels) out << "  kernel   " << kernel_note(k) << "\n";
+}
 
+/// Each phase's time and share; returns their total.
+double print_phases(std::ostream& out, const record& r) {
     double total = 0;
     for (const auto& ms : r.phases) total += ms.value_or(0);
     out << "\n  " << padded("phase", 34) << padded("time", 12) << "share\n";
@@ -121,69 +123,87 @@ void print_record(std::ostream& out, const record& r) {
         out << "  " << padded("  less overlap with CUDA start-up", 34) << padded(units::duration_ms(*r.overlapped_ms), 12)
             << "compile and host data ran on another thread meanwhile\n"
             << "  " << padded("  time they took", 34) << units::duration_ms(total - *r.overlapped_ms) << "\n";
+    return total;
+}
 
+/// The kernel's times, cold, batched and in a graph, and a call with its copies.
+void print_times(std::ostream& out, const record& r) {
+    out << "\n  " << padded("kernel time (CUDA events)", 34) << padded("median", 11) << padded("min", 11) << padded("max", 11)
+        << padded("stdev", 11) << "samples\n";
+    auto line = [&](const char* title, const std::optional<sample_stats>& s) {
+        if (!s) return;
+        out << "  " << padded(title, 34) << padded(units::duration_ms(s->median), 11) << padded(units::duration_ms(s->min), 11)
+            << padded(units::duration_ms(s->max), 11) << padded(units::duration_ms(s->stdev), 11) << s->count << "\n";
+    };
+    line("cold: L2 flushed, one chain", r.kernel_cold);
+    line("batch: back-to-back, per chain", r.kernel_batch);
+    line("graph: one CUDA graph, per chain", r.kernel_graph);
+    if (r.per_call) {
+        out << "  " << padded("per call, copies included", 34) << "(measure.transfers \"per_call\": host clock; "
+            << r.per_call->copies << " copies, " << units::bytes(r.per_call->bytes) << ")\n";
+        line("  copies in (pageable)", r.per_call->h2d);
+        line("  kernels, to completion", r.per_call->kernels);
+        line("  copies out", r.per_call->d2h);
+        line("  the whole call", r.per_call->total);
+    }
+    if (r.kernel_cold_noise)
+        out << "  cold median ± " << fixed(100 * *r.kernel_cold_noise, 2)
+            << " % (its relative standard error, from the spread of " << r.kernel_cold->count << " samples)\n";
+    if (r.kernel_batch && r.kernel_graph && r.kernel_batch->median > r.kernel_graph->median)
+        out << "  launch overhead ≈ batch − graph = " << units::duration_ms(r.kernel_batch->median - r.kernel_graph->median)
+            << " per chain\n";
+}
+
+/// What the times mean: bytes and FLOPs per second, the place on the roofline, and the kernel's
+/// share of all the phases (`total`).
+void print_rates(std::ostream& out, const record& r, double total) {
+    if (const auto rate = r.effective_bytes_per_s()) {
+        out << "  throughput: " << units::bytes(r.bytes_moved) << " moved per pass → " << units::byte_rate(*rate)
+            << " effective (cold median)";
+        if (r.copy_ceiling_bytes_per_s)
+            out << ", " << fixed(100.0 * *rate / *r.copy_ceiling_bytes_per_s, 0) << " % of the measured copy ceiling ("
+                << units::byte_rate(*r.copy_ceiling_bytes_per_s) << ")";
+        out << "; " << units::count(r.config.value("n", 0.0) / (r.kernel_cold->median * 1e-3)) << " elements/s\n";
+    }
+    if (const auto rate = r.flops_per_s())
+        out << "  compute: " << units::count(r.flops) << " floating-point operations per pass → " << fixed(*rate / 1e12, 1)
+            << " TFLOP/s (cold median)\n";
+    if (const auto place = r.roofline(); place && r.flops > 0)
+        out << "  roofline: " << fixed(place->intensity, 2) << " flops per byte, under the "
+            << (place->memory_bound ? "memory roof (" + fixed(place->roof_flops_per_s / 1e12, 1) + " TFLOP/s at this intensity)"
+                                    : std::string(r.flops_unit == "tensor" ? "tensor-core" : "FMA") + " ceiling (" +
+                                          fixed(place->roof_flops_per_s / 1e12, 1) + " TFLOP/s)")
+            << ": " << fixed(100 * place->fraction, 0) << " % of it\n";
+    if (total > 0 && r.kernel_cold)
+        out << "  the kernel itself is " << sci(100.0 * r.kernel_cold->median / total)
+            << " % of the time above: the rest is start-up, compilation, copies and checking\n";
+}
+
+/// The check against the reference.
+void print_check(std::ostream& out, const check_row& c) {
+    out << "\n  check    " << (c.pass ? "PASS" : "FAIL") << "  max abs " << sci(c.max_abs_error) << ", max rel "
+        << sci(c.max_rel_error) << ", max " << sci(c.max_ulp_error) << " ulp, NaN " << c.nan_count << ", Inf "
+        << c.inf_count << (c.nonfinite_as_reference ? ", NaN/Inf as the reference " + std::to_string(c.nonfinite_as_reference) : "")
+        << ", outside tolerance " << c.mismatches << "  (|out − ref| ≤ atol " << sci(c.atol)
+        << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
+    if (c.compared < c.elements)
+        out << "           compared with the reference: a sample of " << c.compared << " elements covering every row and "
+            << "column; every other element was checked for having been written (and, where the sample has no "
+            << "NaN or Inf, for being finite)\n";
+    if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
+}
+
+}  // namespace
+
+void print_record(std::ostream& out, const record& r) {
+    print_heading(out, r);
+    const double total = print_phases(out, r);
     if (r.kernel_cold || r.kernel_batch) {
-        out << "\n  " << padded("kernel time (CUDA events)", 34) << padded("median", 11) << padded("min", 11) << padded("max", 11)
-            << padded("stdev", 11) << "samples\n";
-        auto line = [&](const char* title, const std::optional<sample_stats>& s) {
-            if (!s) return;
-            out << "  " << padded(title, 34) << padded(units::duration_ms(s->median), 11) << padded(units::duration_ms(s->min), 11)
-                << padded(units::duration_ms(s->max), 11) << padded(units::duration_ms(s->stdev), 11) << s->count << "\n";
-        };
-        line("cold: L2 flushed, one chain", r.kernel_cold);
-        line("batch: back-to-back, per chain", r.kernel_batch);
-        line("graph: one CUDA graph, per chain", r.kernel_graph);
-        if (r.per_call) {
-            out << "  " << padded("per call, copies included", 34) << "(measure.transfers \"per_call\": host clock; "
-                << r.per_call->copies << " copies, " << units::bytes(r.per_call->bytes) << ")\n";
-            line("  copies in (pageable)", r.per_call->h2d);
-            line("  kernels, to completion", r.per_call->kernels);
-            line("  copies out", r.per_call->d2h);
-            line("  the whole call", r.per_call->total);
-        }
-        if (r.kernel_cold_noise)
-            out << "  cold median ± " << fixed(100 * *r.kernel_cold_noise, 2)
-                << " % (its relative standard error, from the spread of " << r.kernel_cold->count << " samples)\n";
-        if (r.kernel_batch && r.kernel_graph && r.kernel_batch->median > r.kernel_graph->median)
-            out << "  launch overhead ≈ batch − graph = " << units::duration_ms(r.kernel_batch->median - r.kernel_graph->median)
-                << " per chain\n";
-        if (const auto rate = r.effective_bytes_per_s()) {
-            out << "  throughput: " << units::bytes(r.bytes_moved) << " moved per pass → " << units::byte_rate(*rate)
-                << " effective (cold median)";
-            if (r.copy_ceiling_bytes_per_s)
-                out << ", " << fixed(100.0 * *rate / *r.copy_ceiling_bytes_per_s, 0) << " % of the measured copy ceiling ("
-                    << units::byte_rate(*r.copy_ceiling_bytes_per_s) << ")";
-            out << "; " << units::count(r.config.value("n", 0.0) / (r.kernel_cold->median * 1e-3)) << " elements/s\n";
-        }
-        if (const auto rate = r.flops_per_s())
-            out << "  compute: " << units::count(r.flops) << " floating-point operations per pass → " << fixed(*rate / 1e12, 1)
-                << " TFLOP/s (cold median)\n";
-        if (const auto place = r.roofline(); place && r.flops > 0)
-            out << "  roofline: " << fixed(place->intensity, 2) << " flops per byte, under the "
-                << (place->memory_bound ? "memory roof (" + fixed(place->roof_flops_per_s / 1e12, 1) + " TFLOP/s at this intensity)"
-                                        : std::string(r.flops_unit == "tensor" ? "tensor-core" : "FMA") + " ceiling (" +
-                                              fixed(place->roof_flops_per_s / 1e12, 1) + " TFLOP/s)")
-                << ": " << fixed(100 * place->fraction, 0) << " % of it\n";
-        if (total > 0 && r.kernel_cold)
-            out << "  the kernel itself is " << sci(100.0 * r.kernel_cold->median / total)
-                << " % of the time above: the rest is start-up, compilation, copies and checking\n";
+        print_times(out, r);
+        print_rates(out, r, total);
     }
-
     if (!r.counters.empty()) print_counters(out, r);
-
-    if (r.check) {
-        const auto& c = *r.check;
-        out << "\n  check    " << (c.pass ? "PASS" : "FAIL") << "  max abs " << sci(c.max_abs_error) << ", max rel "
-            << sci(c.max_rel_error) << ", max " << sci(c.max_ulp_error) << " ulp, NaN " << c.nan_count << ", Inf "
-            << c.inf_count << (c.nonfinite_as_reference ? ", NaN/Inf as the reference " + std::to_string(c.nonfinite_as_reference) : "")
-            << ", outside tolerance " << c.mismatches << "  (|out − ref| ≤ atol " << sci(c.atol)
-            << " + rtol " << sci(c.rtol) << "·|ref| + " << sci(c.rounding) << "·error scale)\n";
-        if (c.compared < c.elements)
-            out << "           compared with the reference: a sample of " << c.compared << " elements covering every row and "
-                << "column; every other element was checked for having been written (and, where the sample has no "
-                << "NaN or Inf, for being finite)\n";
-        if (!c.first_bad.empty()) out << "  first bad " << c.first_bad << "\n";
-    }
+    if (r.check) print_check(out, *r.check);
     for (const auto& file : r.saved) out << "  saved    " << file << "\n";
     if (!r.state_before.empty() || !r.state_after.empty()) out << "\n  device   " << describe_states(r.state_before, r.state_after) << "\n";
     for (const auto& warning : r.warnings) out << "  warning  " << warning << "\n";
