@@ -101,8 +101,13 @@ std::optional<record::roofline_place> record::roofline() const {
     return roofline_place{intensity, roof, memory_roof < *flops_ceiling_per_s, *flops_per_s() / roof};
 }
 
-std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
-    std::vector<std::pair<std::string, nlohmann::json>> columns{
+namespace {
+
+using column_list = std::vector<std::pair<std::string, nlohmann::json>>;
+
+/// What ran: the config, its variant and sweep point, its choices.
+void add_what(const record& r, column_list& columns) {
+    columns.insert(columns.end(), {
         {"schema_version", k_schema_version},
         {"command", r.command},
         {"config_source", r.config_source},
@@ -110,7 +115,7 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         {"variant", r.variant},
         {"sweep_index", r.sweep_index ? nlohmann::json(*r.sweep_index) : nlohmann::json()},
         {"sweep_point", r.sweep_point},
-    };
+    });
     for (const char* key : {"n", "dtype", "fusion", "stages", "block", "vector_width", "grid", "fast_math", "seed", "family",
                             "target", "input_files"})
         columns.emplace_back(key, r.config.contains(key) ? r.config[key] : nlohmann::json());
@@ -119,6 +124,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     for (const auto& [path, value] : r.sweep_values.items()) columns.emplace_back("sweep_" + path, nlohmann::json(value));
     const nlohmann::json shape = r.config.value("shape", nlohmann::json());  // "4096x1024": one CSV cell
     columns.emplace_back("shape", shape.is_array() ? nlohmann::json(shape[0].dump() + "x" + shape[1].dump()) : nlohmann::json());
+}
+
+/// Where and how it was built and started: versions, device, cache, phases.
+void add_build(const record& r, column_list& columns) {
     columns.insert(columns.end(), {{"kjit_version", r.kjit_version},
                            {"nvrtc_version", r.nvrtc_version},
                            {"arch", r.arch},
@@ -145,6 +154,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         columns.emplace_back(std::string(k_names[i].column) + "_ms", optional_number(r.phases[i]));
     columns.emplace_back("overlapped_ms", optional_number(r.overlapped_ms));
 
+}
+
+/// The kernels: names, registers, spills, and the first one's launch.
+void add_kernels(const record& r, column_list& columns) {
     std::string names, registers, spills;
     std::optional<int> most_registers;  // null where no kernel's count is known (not compiled)
     // The launch's shape and residency are known once it ran (a run's blocks_per_sm is at least 1).
@@ -163,6 +176,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"blocks_per_sm", launched ? nlohmann::json(r.kernels.front().blocks_per_sm) : nlohmann::json()},
                            {"occupancy", launched ? nlohmann::json(r.kernels.front().occupancy) : nlohmann::json()}});
 
+}
+
+/// The timed loops' statistics, and a call with its copies.
+void add_times(const record& r, column_list& columns) {
     auto stats = [&](const std::string& mode, const std::optional<sample_stats>& s) {
         const auto value = [&](double sample_stats::*field) { return s ? nlohmann::json((*s).*field) : nlohmann::json(); };
         columns.emplace_back("kernel_" + mode + "_median_ms", value(&sample_stats::median));
@@ -182,6 +199,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
     for (const auto& [part, field] : {std::pair{"h2d", &report::per_call_times::h2d}, {"kernels", &report::per_call_times::kernels},
                                       {"d2h", &report::per_call_times::d2h}, {"total", &report::per_call_times::total}})
         columns.emplace_back(std::string("per_call_") + part + "_median_ms", call ? nlohmann::json(((*call).*field).median) : nlohmann::json());
+}
+
+/// The device's clocks, temperature and power before and after the timed loops.
+void add_states(const record& r, column_list& columns) {
     for (const auto& [when, state] : {std::pair{"before", &r.state_before}, std::pair{"after", &r.state_after}}) {
         const auto whole = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
         const std::string suffix = std::string("_") + when;
@@ -192,6 +213,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
         columns.emplace_back("clock_limits" + suffix,
                              state->clock_limits ? nlohmann::json(*state->clock_limits) : nlohmann::json());
     }
+}
+
+/// Bytes and FLOPs per second, the ceilings and the roofline, and the counters.
+void add_rates(const record& r, column_list& columns) {
     const auto rate = r.effective_bytes_per_s();
     columns.insert(columns.end(),
                {{"bytes_moved", r.bytes_moved},
@@ -215,6 +240,10 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                     {"roof_bound", place ? nlohmann::json(place->memory_bound ? "memory" : "compute") : nlohmann::json()},
                     {"percent_of_roof", place ? nlohmann::json(100 * place->fraction) : nlohmann::json()}});
     for (const auto& [column, value] : r.counters) columns.emplace_back("metric_" + column, value);
+}
+
+/// The check against the reference, the outcome and what was said.
+void add_check(const record& r, column_list& columns) {
     const bool checked = r.check.has_value();
     const check_row c = r.check.value_or(check_row{});
     auto when_checked = [&](nlohmann::json v) { return checked ? v : nlohmann::json(); };
@@ -235,7 +264,14 @@ std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
                            {"warnings", join(r.warnings, "; ")},
                            {"saved", join(r.saved, "; ")},
                            {"error", r.error}});
-    return columns;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, nlohmann::json>> flatten(const record& r) {
+    column_list all;
+    for (const auto add : {add_what, add_build, add_kernels, add_times, add_states, add_rates, add_check}) add(r, all);
+    return all;
 }
 
 }  // namespace kjit::report
