@@ -81,38 +81,19 @@ std::vector<std::string> driver_library_names() {
     return {"libcuda.so.1", "libcuda.so"};
 }
 
-probe_result probe_driver() {
-    trace::span span("driver_init");
-    probe_result out;
-    auto api = std::make_shared<driver_api>();
-    std::string tried;
-    for (const auto& name : driver_library_names()) {
-        api->handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (api->handle) {
-            api->library = name;
-            break;
-        }
-        const char* why = ::dlerror();
-        tried += (tried.empty() ? "" : "; ") + (why ? std::string(why) : name);
-    }
-    if (!api->handle) {
-        out.detail = "no CUDA driver: could not load libcuda (" + tried + ")";
-        return out;
-    }
-    auto get_proc = reinterpret_cast<get_proc_fn>(::dlsym(api->handle, "cuGetProcAddress_v2"));
-    if (!get_proc) {
-        out.state = availability::insufficient_driver;
-        out.detail = api->library + " has no cuGetProcAddress_v2: the driver is older than CUDA 12";
-        return out;
-    }
-    struct entry {
-        const char* name;
-        int version;
-        void** slot;
-    };
-    driver_api& a = *api;
-    // Base names with the ABI version of each one's PFN typedef in cudaTypedefs.h.
-    const std::vector<entry> table{
+namespace {
+
+/// A driver entry point kjit resolves: its base name, the ABI version of its PFN typedef in
+/// cudaTypedefs.h, and where its address goes.
+struct entry_point {
+    const char* name;
+    int version;
+    void** slot;
+};
+
+/// Every entry point kjit calls, each into its slot of `a`.
+std::vector<entry_point> entry_points(driver_api& a) {
+    return {
         {"cuInit", 2000, reinterpret_cast<void**>(&a.cuInit)},
         {"cuDriverGetVersion", 2020, reinterpret_cast<void**>(&a.cuDriverGetVersion)},
         {"cuGetErrorName", 6000, reinterpret_cast<void**>(&a.cuGetErrorName)},
@@ -159,6 +140,36 @@ probe_result probe_driver() {
         {"cuGraphExecDestroy", 10000, reinterpret_cast<void**>(&a.cuGraphExecDestroy)},
         {"cuGraphDestroy", 10000, reinterpret_cast<void**>(&a.cuGraphDestroy)},
     };
+}
+
+}  // namespace
+
+probe_result probe_driver() {
+    trace::span span("driver_init");
+    probe_result out;
+    auto api = std::make_shared<driver_api>();
+    std::string tried;
+    for (const auto& name : driver_library_names()) {
+        api->handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (api->handle) {
+            api->library = name;
+            break;
+        }
+        const char* why = ::dlerror();
+        tried += (tried.empty() ? "" : "; ") + (why ? std::string(why) : name);
+    }
+    if (!api->handle) {
+        out.detail = "no CUDA driver: could not load libcuda (" + tried + ")";
+        return out;
+    }
+    auto get_proc = reinterpret_cast<get_proc_fn>(::dlsym(api->handle, "cuGetProcAddress_v2"));
+    if (!get_proc) {
+        out.state = availability::insufficient_driver;
+        out.detail = api->library + " has no cuGetProcAddress_v2: the driver is older than CUDA 12";
+        return out;
+    }
+    driver_api& a = *api;
+    const std::vector<entry_point> table = entry_points(a);
     for (const auto& e : table) {
         const CUresult result = resolve(get_proc, e.name, e.version, *e.slot);
         if (result == CUDA_ERROR_STUB_LIBRARY) {
