@@ -98,6 +98,27 @@ TEST_CASE("one wrong element fails, named with its inputs") {
     CHECK(rec.check->first_bad.find("weights=") != std::string::npos);
 }
 
+TEST_CASE("a wrong attention output is named by its batch, head, query and column") {
+    auto doc = config::load_document(kjit::testing::config_path("attention_causal.json"));
+    doc.json["shape"] = {2 * 4 * 17, 32};
+    doc.json["inputs"]["k"]["shape"] = {2 * 2 * 23, 32};
+    doc.json["inputs"]["v"]["shape"] = {2 * 2 * 23, 32};
+    doc.json["stages"][0]["batch"] = 2;
+    doc.json["stages"][0]["heads"] = 4;
+    doc.json["stages"][0]["kv_heads"] = 2;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    fixture f;
+    // batch 1, head 2, query 5, column 7: row (1 · 4 + 2) · 17 + 5 = 107 of 32 columns
+    f.gpu.after_launch = [](const std::string&, const std::vector<std::vector<unsigned char>*>& buffers, const run::kernel_launch&) {
+        std::vector<unsigned char>& out = *buffers.at(3);  // q, k, v, out
+        const std::size_t at = (107 * 32 + 7) * 2;
+        out[at + 1] ^= 0x40;  // a bfloat16's high byte: its exponent changes
+    };
+    const auto rec = f.run(family::load(doc));
+    CHECK(rec.status == report::outcome::fail);
+    CHECK(rec.check->first_bad.find("element 3431 (batch 1, head 2, query 5, column 7): → out=") == 0);
+}
+
 namespace {
 /// tanh(x · w + b) at 600 × 500 (a result large enough to be checked by a sample), depth 3.
 config::pipeline small_gemm(const std::string& fusion) {

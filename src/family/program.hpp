@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kjit::family {
@@ -102,6 +103,11 @@ struct program {
     /// it has one value per row of the input (a final reduce).
     long long output_rows = 0, output_cols = 0;
     bool result_per_row = false;
+    /// What an output row and column are, where they are more than a row and a column: the
+    /// row's index over these sizes, outermost first, and the column's name (attention's batch,
+    /// head and query, and "column" of head_dim), so a bad element is named by them.
+    std::vector<std::pair<std::string, long long>> output_row_parts;
+    std::string output_col_name = "col";
     /// Input element i is where output element i came from (not so through a transpose): a bad
     /// element's message can show its inputs.
     bool inputs_align_with_output = true;

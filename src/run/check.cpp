@@ -11,12 +11,25 @@ namespace {
 
 using detail::number;
 
+/// Output row `row` as the program names its parts: "row 9", or "batch 0, head 2, query 1".
+std::string describe_row(const family::program& prog, std::size_t row) {
+    if (prog.output_row_parts.empty()) return "row " + std::to_string(row);
+    std::string text;
+    std::size_t inner = 1;
+    for (const auto& part : prog.output_row_parts) inner *= static_cast<std::size_t>(part.second);
+    for (const auto& [name, size] : prog.output_row_parts) {
+        inner /= static_cast<std::size_t>(size);
+        text += (text.empty() ? "" : ", ") + name + " " + std::to_string(row / inner % static_cast<std::size_t>(size));
+    }
+    return text;
+}
+
 /// "element 7", for a matrix "element 7 (row 0, col 7)", or "row 3" where the result is one per row.
 std::string describe_position(const family::program& prog, std::size_t i) {
     std::string text = (prog.result_per_row ? "row " : "element ") + std::to_string(i);
     if (prog.output_cols > 0 && !prog.result_per_row) {
         const auto cols = static_cast<std::size_t>(prog.output_cols);
-        text += " (row " + std::to_string(i / cols) + ", col " + std::to_string(i % cols) + ")";
+        text += " (" + describe_row(prog, i / cols) + ", " + prog.output_col_name + " " + std::to_string(i % cols) + ")";
     }
     return text;
 }

@@ -240,6 +240,8 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     prog.output_rows = p.shape->rows;
     prog.output_cols = p.shape->cols;
     prog.inputs_align_with_output = false;
+    prog.output_row_parts = {{"batch", pr.batch}, {"head", pr.heads}, {"query", pr.queries}};
+    prog.output_col_name = "column";
     prog.array_alignment = 16;  // cp.async copies 16 bytes
     for (const auto& in : p.inputs)
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
