@@ -8,7 +8,7 @@ FlashAttention papers count). FlexAttention's first call (its compile) is report
 
     python3 bench/peers/attention_peers.py [--repeat K] [--grid 1024:128,2048:128,...] [--tokens 16384]
         [--width 2048] [--causal both|yes|no] [--tools cudnn,flash,efficient,flex,eager]
-        [--modifier none|alibi]
+        [--modifier none|alibi] [--documents N]
 
 A grid point S:D has sequence S, head dim D, batch tokens / S and heads width / D (the
 FlashAttention-3 paper's grid: 16,384 tokens, heads × head dim = 2,048).
@@ -16,6 +16,10 @@ Tools: cudnn, flash, efficient (scaled_dot_product_attention with that backend a
 (torch.compile'd flex_attention), eager (Q · Kᵀ, softmax, · V: three kernels, the scores in memory).
 --modifier alibi adds ALiBi's bias, slope(h) · (key − query) with slope(h) = 2^(−8 (h + 1) / heads),
 to every score: FlexAttention alone takes it (as a score_mod); the row's "modifier" names it.
+--documents N packs N documents of random lengths into each sequence (ids drawn in [0, N) and
+sorted, as configs/attention_documents.json draws them) and masks the pairs of different ones:
+FlexAttention as a block mask, eager and the SDPA backends that take one as a boolean attn_mask;
+the row's "documents" says N. TFLOP/s are counted as without the documents (kjit counts so).
 """
 import argparse
 import json
@@ -35,12 +39,20 @@ BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTEN
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
 
 
-def eager(q, k, v, causal):
+def eager(q, k, v, causal, kept=None):
     scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
-    if causal:
+    if kept is not None:
+        scores = scores.masked_fill(~kept, float("-inf"))
+    elif causal:
         s = q.shape[-2]
         scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
+
+
+def document_ids(batch, seq, documents):
+    """[batch, seq] document ids: drawn in [0, documents), sorted along each sequence."""
+    ids = torch.randint(0, documents, (batch, seq), device="cuda")
+    return ids.sort(dim=-1).values
 
 
 def alibi(heads):
@@ -59,6 +71,7 @@ def main():
     parser.add_argument("--causal", default="both", choices=["both", "yes", "no"])
     parser.add_argument("--tools", default="cudnn,flash,efficient,flex,eager")
     parser.add_argument("--modifier", default="none", choices=["none", "alibi"])
+    parser.add_argument("--documents", type=int, default=0, help="documents packed in each sequence (0: none)")
     args = parser.parse_args()
     tools = args.tools.split(",")
     flex = torch.compile(flex_attention) if flex_attention is not None else None
@@ -69,8 +82,16 @@ def main():
         for causal in {"both": [False, True], "yes": [True], "no": [False]}[args.causal]:
             flops = 4 * batch * heads * seq * seq * dim / (2 if causal else 1)
             row = {"op": "attention", "dtype": "bfloat16", "batch": batch, "heads": heads, "kv_heads": heads, "seq": seq,
-                   "head_dim": dim, "causal": causal, "modifier": args.modifier}
+                   "head_dim": dim, "causal": causal, "modifier": args.modifier, "documents": args.documents}
             score_mod = alibi(heads) if args.modifier == "alibi" else None
+            doc = document_ids(batch, seq, args.documents) if args.documents else None
+            def keep(b, h, qi, ki, causal=causal, doc=doc):
+                kept = doc[b, qi] == doc[b, ki] if doc is not None else qi >= 0
+                return kept & (qi >= ki) if causal else kept
+            # as a boolean mask where documents need one: [batch, 1, seq, seq], True where kept
+            positions = torch.arange(seq, device="cuda")
+            dense = (keep(torch.arange(batch, device="cuda")[:, None, None, None], 0, positions[:, None], positions[None, :])
+                     if doc is not None else None)
             for tool in tools:
                 extra = {}
                 if score_mod is not None and tool != "flex":
@@ -78,12 +99,15 @@ def main():
                 if tool in BACKENDS:
                     def call(_, backend=BACKENDS[tool]):
                         with sdpa_kernel(backend):
+                            if dense is not None:
+                                return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=dense)
                             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
                 elif tool == "flex":
                     if flex is None:
                         print(json.dumps({**row, "tool": tool, "error": "this PyTorch has no flex_attention"}), flush=True)
                         continue
-                    mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, seq, seq) if causal else None
+                    mask = (create_block_mask(keep, batch if doc is not None else None, None, seq, seq)
+                            if causal or doc is not None else None)
                     def call(_, mask=mask):
                         return flex(q, k, v, score_mod=score_mod, block_mask=mask)
                     start = time.perf_counter()
@@ -94,7 +118,7 @@ def main():
                     if batch * heads * seq * seq * 2 > 8 << 30:  # scores past 8 GiB: not run
                         continue
                     def call(_):
-                        return eager(q, k, v, causal)
+                        return eager(q, k, v, causal, dense)
                 else:
                     raise SystemExit(f"unknown tool {tool!r}")
                 try:
