@@ -381,7 +381,7 @@ TEST_CASE("token reads: an attention score's input of one value per token, at th
     CHECK(expr::to_cuda(t, {}) == "kjit_doc_of_row != kjit_doc_of_col ? -__int_as_float(0x7f800000) : x");
     expr::used_names used;
     expr::collect_names(t, used);
-    CHECK(used.tokens == std::vector<std::string>{"doc[row]", "doc[col]"});
+    CHECK(used.tokens == std::vector<expr::token_read>{{"doc", "row"}, {"doc", "col"}});
     CHECK(used.arrays.empty());
     // Evaluated from the values at each element, given under the reads' text.
     const double x[3] = {1, 2, 3}, zero[3] = {}, query[3] = {7, 7, 7}, key[3] = {7, 8, 7};

@@ -88,7 +88,7 @@ column eval(const node& n, const chunk& in, bool with_scale) {
                 std::copy_n(in.flowing_scale, count, out.scale.begin());
             } else if (n.binding == name_kind::array || n.binding == name_kind::token) {
                 // (a token read is given as an array of its own, under its text: "doc[col]")
-                std::copy_n(in.arrays->at(n.binding == name_kind::token ? token_text(n) : n.name), count, out.value.begin());
+                std::copy_n(in.arrays->at(n.binding == name_kind::token ? token_read{n.name, n.index}.text() : n.name), count, out.value.begin());
                 std::fill_n(out.scale.begin(), count, 0.0);  // inputs are exact: stored values are the data
             } else if (n.binding == name_kind::position) {
                 // Exact integers; one rounding where the kernel converts one to float.

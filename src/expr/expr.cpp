@@ -107,7 +107,7 @@ public:
             case node_kind::number: return integers && m_style ? integer_literal(n.number) : literal(n.number);
             case node_kind::name:
                 if (n.binding != name_kind::token) return n.name;
-                return m_style ? token_parameter(n.name, n.index) : token_text(n);
+                return m_style ? token_read{n.name, n.index}.parameter() : token_read{n.name, n.index}.text();
             case node_kind::negate:
             case node_kind::logical_not: {
                 const node& operand = *n.args[0];
@@ -339,10 +339,6 @@ tree substitute_flowing(const tree& t, const tree& value) {
     return std::make_shared<const node>(std::move(copy));
 }
 
-std::string token_text(const node& n) { return n.name + "[" + n.index + "]"; }
-
-std::string token_parameter(const std::string& name, const std::string& index) { return "kjit_" + name + "_of_" + index; }
-
 tree flowing_ignored_where(const tree& t) {
     const ignored found = ignored_where(t);
     return found.extent == ignored::where ? found.when : nullptr;
@@ -360,7 +356,7 @@ void collect_names(const tree& t, used_names& into) {
             case name_kind::row: add(into.rows); break;
             case name_kind::position: add(into.positions); break;
             case name_kind::token:
-                if (const std::string read = token_text(*t); std::find(into.tokens.begin(), into.tokens.end(), read) == into.tokens.end())
+                if (const token_read read{t->name, t->index}; std::find(into.tokens.begin(), into.tokens.end(), read) == into.tokens.end())
                     into.tokens.push_back(read);
                 break;
         }

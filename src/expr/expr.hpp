@@ -133,10 +133,16 @@ struct binding {
     name_kind kind;
     std::string name;
 };
-/// How a token read (name_kind::token) is written, "doc[row]", and spelled in CUDA: the element
-/// function's parameter that holds it, "kjit_doc_of_row".
-[[nodiscard]] std::string token_text(const node& n);
-[[nodiscard]] std::string token_parameter(const std::string& name, const std::string& index);
+/// A read by token (name_kind::token): the input, and where it is read ("row": the query's token,
+/// "col": the key's).
+struct token_read {
+    std::string name, index;
+    /// As written, "doc[row]": the name expr::chunk's arrays give its values under.
+    [[nodiscard]] std::string text() const { return name + "[" + index + "]"; }
+    /// As spelled in CUDA: the element function's parameter that holds it, "kjit_doc_of_row".
+    [[nodiscard]] std::string parameter() const { return "kjit_" + name + "_of_" + index; }
+    bool operator==(const token_read&) const = default;
+};
 
 /// The tree with its names (other than `x`) replaced as `names` says; names not listed stay.
 [[nodiscard]] tree rebind(const tree& t, const std::map<std::string, binding>& names);
@@ -158,7 +164,7 @@ struct used_names {
     std::vector<std::string> scalars;
     std::vector<std::string> rows;
     std::vector<std::string> positions;
-    std::vector<std::string> tokens;  ///< token reads as written: "doc[row]"
+    std::vector<token_read> tokens;
     bool flowing = false;
 };
 void collect_names(const tree& t, used_names& into);

@@ -62,13 +62,12 @@ score_call score_call_of(const pipeline& p) {
     // An input read by token: its value at the query's or the key's token of the block's batch (a
     // position past the last, whose score is not used, reads the last).
     for (const auto& read : used.tokens) {
-        const auto open = read.find('[');
-        const std::string name = read.substr(0, open), index = read.substr(open + 1, read.size() - open - 2);
-        const std::string size = index == "row" ? "rows" : "cols";
-        call.params.push_back("real " + expr::token_parameter(name, index));
-        call.args.push_back("load(" + name + "[(long long)blockIdx.z * " + size + " + min(kjit_" + index + ", " + size + " - 1)])");
-        if (std::none_of(call.tokens.begin(), call.tokens.end(), [&](const argument& a) { return a.name == name; }))
-            call.tokens.push_back(array_argument(name, false));
+        const std::string size = read.index == "row" ? "rows" : "cols";
+        call.params.push_back("real " + read.parameter());
+        call.args.push_back("load(" + read.name + "[(long long)blockIdx.z * " + size + " + min(kjit_" + read.index + ", " + size +
+                            " - 1)])");
+        if (std::none_of(call.tokens.begin(), call.tokens.end(), [&](const argument& a) { return a.name == read.name; }))
+            call.tokens.push_back(array_argument(read.name, false));
     }
     return call;
 }
@@ -118,7 +117,7 @@ double kept_share(const pipeline& p, const at::problem& pr) {
     // Inputs read by token are not known when planning: counted as if every token were in one
     // document (all 0), so only the positions mask.
     std::map<std::string, const double*> tokens;
-    for (const auto& read : score_names(p).tokens) tokens[read] = zeros.data();
+    for (const auto& read : score_names(p).tokens) tokens[read.text()] = zeros.data();
     long long kept = 0;
     for (long long h = 0; h < heads; ++h) {
         for (long long i = 0; i < side_q; ++i) {

@@ -67,14 +67,13 @@ problem read_problem(const pipeline& p, const std::string& source) {
 /// [batch, queries] for name[row], [batch, keys] for name[col].
 void check_token_inputs(const pipeline& p, const problem& pr, const expr::used_names& used, const std::string& source) {
     for (const auto& read : used.tokens) {
-        const std::string name = read.substr(0, read.find('['));
-        const bool at_query = read.ends_with("[row]");
+        const bool at_query = read.index == "row";
         const std::vector<long long> expected{pr.batch, at_query ? pr.queries : pr.keys};
-        const config::input_spec& in = *config::find_input(p, name);
+        const config::input_spec& in = *config::find_input(p, read.name);
         if (in.dims != expected)
-            throw config_error(source, "inputs." + name + ".shape",
-                               "the score reads " + read + ": one value per " + (at_query ? "query" : "key") + " of each batch, expected " +
-                                   npy::shape_text(expected) + ", got " + npy::shape_text(in.dims));
+            throw config_error(source, "inputs." + read.name + ".shape",
+                               "the score reads " + read.text() + ": one value per " + (at_query ? "query" : "key") +
+                                   " of each batch, expected " + npy::shape_text(expected) + ", got " + npy::shape_text(in.dims));
     }
 }
 
@@ -214,20 +213,19 @@ token_reads::token_reads(const pipeline& p, const problem& pr) : m_problem(pr) {
     expr::used_names used;
     expr::collect_names(p.stages.front().kernel, used);
     m_reads = used.tokens;
-    for (const auto& read : m_reads) m_values[read].resize(static_cast<std::size_t>(pr.keys));
+    for (const auto& read : m_reads) m_values[read.text()].resize(static_cast<std::size_t>(pr.keys));
 }
 
 void token_reads::read(long long row, const std::function<double(const std::string&, long long)>& value) {
     const problem& pr = m_problem;
     const long long batch = row / pr.queries / pr.heads, query = row % pr.queries;
     for (const auto& read : m_reads) {
-        const std::string name = read.substr(0, read.find('['));
-        std::vector<double>& values = m_values.at(read);
-        if (read.ends_with("[row]"))
-            std::fill(values.begin(), values.end(), value(name, batch * pr.queries + query));
+        std::vector<double>& values = m_values.at(read.text());
+        if (read.index == "row")
+            std::fill(values.begin(), values.end(), value(read.name, batch * pr.queries + query));
         else
-            for (long long key = 0; key < pr.keys; ++key) values[static_cast<std::size_t>(key)] = value(name, batch * pr.keys + key);
-        m_arrays[read] = values.data();
+            for (long long key = 0; key < pr.keys; ++key) values[static_cast<std::size_t>(key)] = value(read.name, batch * pr.keys + key);
+        m_arrays[read.text()] = values.data();
     }
 }
 

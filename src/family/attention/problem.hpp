@@ -45,7 +45,7 @@ public:
 
 private:
     problem m_problem;
-    std::vector<std::string> m_reads;
+    std::vector<expr::token_read> m_reads;
     std::map<std::string, std::vector<double>> m_values;
     std::map<std::string, const double*> m_arrays;
 };

@@ -36,33 +36,43 @@ std::vector<long long> rows_of(const problem& pr) {
 
 /// The epilogue (the stages after the attention) on one query's output row, in place: its
 /// values and their error scales, with the arrays of Q's shape read at the row's elements.
-struct epilogue_rows {
-    const config::pipeline& p;
-    const reference::input_arrays& inputs;
-    const std::map<std::string, double>& scalars;
-    bool float_compute;
-    expr::approximations approximated;
+class epilogue_rows {
+public:
+    epilogue_rows(const config::pipeline& p, const reference::input_arrays& inputs, const std::map<std::string, double>& scalars)
+        : m_pipeline(p), m_inputs(inputs), m_scalars(scalars), m_float_compute(!config::computes_in_double(p.type)),
+          m_approximated(config::approximations_of(p)) {
+        expr::used_names used;
+        for (std::size_t st = 1; st < p.stages.size(); ++st) expr::collect_names(p.stages[st].kernel, used);
+        m_arrays = used.arrays;
+    }
 
     void apply(long long row, double* values, double* scales) const {
+        const config::pipeline& p = m_pipeline;
         if (p.stages.size() < 2) return;
         const auto count = static_cast<std::size_t>(p.shape->cols), first = static_cast<std::size_t>(row) * count;
         std::map<std::string, std::vector<double>> read;
         std::map<std::string, const double*> arrays;
-        expr::used_names used;
-        for (std::size_t st = 1; st < p.stages.size(); ++st) expr::collect_names(p.stages[st].kernel, used);
-        for (const auto& name : used.arrays) {
+        for (const auto& name : m_arrays) {
             auto& row_values = read[name];
-            for (std::size_t e = 0; e < count; ++e) row_values.push_back(inputs.at(name).get(first + e));
+            for (std::size_t e = 0; e < count; ++e) row_values.push_back(m_inputs.at(name).get(first + e));
             arrays[name] = row_values.data();
         }
         std::vector<double> next(count), next_scale(count);
         for (std::size_t st = 1; st < p.stages.size(); ++st) {
-            const expr::chunk in{count, values, scales, &arrays, &scalars, float_compute, nullptr, nullptr, approximated};
+            const expr::chunk in{count, values, scales, &arrays, &m_scalars, m_float_compute, nullptr, nullptr, m_approximated};
             reference::evaluate_stage(p.stages[st], in, next.data(), next_scale.data());
             std::copy(next.begin(), next.end(), values);
             std::copy(next_scale.begin(), next_scale.end(), scales);
         }
     }
+
+private:
+    const config::pipeline& m_pipeline;
+    const reference::input_arrays& m_inputs;
+    const std::map<std::string, double>& m_scalars;
+    bool m_float_compute;
+    expr::approximations m_approximated;
+    std::vector<std::string> m_arrays;  ///< the inputs the epilogue reads
 };
 
 /// One head's keys and values (of its kv head), widened to double.
@@ -85,7 +95,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     const expr::approximations approximated = config::approximations_of(p);
     // P is rounded to the storage type before it multiplies V; each sum runs over every key.
     const double p_rounding = reference::storage_rounding(p.type);
-    const epilogue_rows epilogue{p, inputs, scalars, float_compute, approximated};
+    const epilogue_rows epilogue(p, inputs, scalars);
 
     reference::expected_values out;
     out.values.resize(rows.size() * d_count);
