@@ -1,7 +1,7 @@
 // Stage expressions: kjit's small language (numbers, names, + - * /, // and % of integers,
-// comparisons, && || !, ?:,
-// calls from a fixed table, the constants inf, nan and pi, and the element's position: i, row,
-// col, rows, cols, n), parsed once into a typed tree. The tree is the only way config text
+// comparisons, && || !, ?:, calls from a fixed table, the constants inf, nan and pi, the element's
+// position: i, row, col, rows, cols, n, and in an attention score an input read by token,
+// doc[row] or doc[col]), parsed once into a typed tree. The tree is the only way config text
 // reaches the generated CUDA (to_cuda) and the float64 reference (evaluate.hpp), so nothing a
 // config says is pasted into source. Depends on the standard library only.
 #pragma once

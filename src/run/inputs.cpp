@@ -69,7 +69,10 @@ bool converts_exactly(const npy::element_type& from, config::dtype to) {
 /// "sorted": each row of the array in ascending order (the dtype's rounding keeps the order).
 void sort_rows(const config::pipeline& p, const config::input_spec& in, reference::typed_array& array) {
     const auto n = static_cast<std::size_t>(config::elements_of(p, in));
-    const auto cols = static_cast<std::size_t>(!in.dims.empty() ? in.dims[1] : p.shape && !in.per_column ? p.shape->cols : config::elements_of(p, in));
+    const long long row_length = !in.dims.empty()              ? in.dims[1]
+                                 : p.shape && !in.per_column ? p.shape->cols
+                                                             : config::elements_of(p, in);
+    const auto cols = static_cast<std::size_t>(row_length);
     parallel_ranges(n / cols, [&](std::size_t first, std::size_t last) {
         std::vector<double> row(cols);
         for (std::size_t r = first; r < last; ++r) {
