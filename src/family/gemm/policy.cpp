@@ -114,20 +114,16 @@ std::vector<std::string> launch_keys() {
     return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "buffers", "group_m", "schedule", "cluster_m", "split_k"};
 }
 
-void resolve(pipeline& p, const std::string& source) {
-    check_stages(p, source);
-    object_reader l(p.launch.given, "launch", source, launch_keys());
+namespace {
+
+/// "128 × 256 × 64": a tile's rows, columns and depth, for messages.
+std::string tile_text(const policy& t) {
+    return std::to_string(t.tile_m) + " × " + std::to_string(t.tile_n) + " × " + std::to_string(t.tile_k);
+}
+
+/// The launch keys the config gives, each checked against the rung, into `chosen`.
+void read_given(const object_reader& l, rung kind, policy& chosen) {
     const auto given = [&](const char* key) { return !l.leaves_auto(key); };
-    const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
-                                                     std::nullopt)
-                                    : auto_rung(p);
-    if (kind != rung::simt && !tensor_core_type(p.type))
-        l.fail("rung", "\"" + std::string(to_string(kind)) + "\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
-                             std::string(config::to_string(p.type)) + ": use \"simt\"");
-    // The shape rule chooses a whole tile (its size, schedule or warps, and depth) or none of it:
-    // a launch that gives any of these starts from the large-shape policy, as it always did.
-    const bool tile_given = std::any_of(std::begin(k_tile_keys), std::end(k_tile_keys), given);
-    policy chosen = tile_given ? large_shape_policy(kind) : auto_policy(kind, sizes_of(p), p.target, p.type);
     const auto read = [&](const char* key, int& field, std::vector<int> allowed) {
         if (!given(key)) return;
         const long long value = l.integer(key, 1, 1 << 20, std::nullopt);  // then one of `allowed`
@@ -157,25 +153,28 @@ void resolve(pipeline& p, const std::string& source) {
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, {1, 2, 4, 8});
     read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+}
 
-    fit_to(chosen, sizes_of(p), p.type);
-    const std::string tile = std::to_string(chosen.tile_m) + " × " + std::to_string(chosen.tile_n) + " × " + std::to_string(chosen.tile_k);
-    if (mma) {
+/// What each rung's kernel needs of its tile: warps of whole mma tiles, consumers of 64 rows and
+/// accumulators that fit, loads that divide among the threads.
+void check_tile(const object_reader& l, rung kind, const policy& chosen, const sizes& s) {
+    const std::string tile = tile_text(chosen);
+    if (kind == rung::mma) {
         const int warp_m = chosen.tile_m / chosen.warps_m, warp_n = chosen.tile_n / chosen.warps_n;
         if (warp_m < 16 || warp_m % 16 != 0 || warp_n < 16 || warp_n % 16 != 0)
             l.fail("warps_n", "each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece, of 16 × 16 mma tiles at least: " +
                                   std::to_string(chosen.warps_m) + " × " + std::to_string(chosen.warps_n) + " warps cannot share " + tile);
         if (chosen.threads() > 512) l.fail("warps_n", "expected at most 16 warps a block, got " + std::to_string(chosen.threads() / 32));
-    } else if (wgmma) {
+    } else if (kind == rung::wgmma) {
         if (consumer_rows(chosen) < 64)
             l.fail("tile_m", "each of the two consumer warp groups takes half the rows of a cooperative tile, 64 at least: "
                              "use 128 or 256, or \"schedule\": \"pingpong\"");
         if (chosen.cluster_m > 1 && chosen.split_k > 1)
             l.fail("split_k", "a cluster either shares B's tiles (cluster_m) or splits the depth (split_k): give one of them");
-        const long long depth_tiles = (sizes_of(p).k + chosen.tile_k - 1) / chosen.tile_k;
+        const long long depth_tiles = (s.k + chosen.tile_k - 1) / chosen.tile_k;
         if (chosen.split_k > depth_tiles)
             l.fail("split_k", "each of the " + std::to_string(chosen.split_k) + " parts of the depth takes 64 of it at least; this product is " +
-                                  std::to_string(sizes_of(p).k) + " deep");
+                                  std::to_string(s.k) + " deep");
         if (accumulators(chosen) > 128)
             l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
                                  " accumulators a thread, more than the 128 that fit beside its other registers");
@@ -187,16 +186,42 @@ void resolve(pipeline& p, const std::string& source) {
                                  std::to_string(a_vectors) + " vectors of A and " + std::to_string(b_vectors) +
                                  " of B a step, which must be multiples of them: use a deeper tile_k");
     }
-    // Buffers not given are kjit's: as many of the rule's as fit beside what the launch gave (a
-    // split's partial tiles, a wider tile).
-    if (kind != rung::simt && !given("buffers"))
+}
+
+/// The tile's shared memory on the target: buffers not given are kjit's, as many of the rule's as
+/// fit beside what the launch gave (a split's partial tiles, a wider tile); then it must fit.
+void fit_shared_memory(const object_reader& l, rung kind, const pipeline& p, policy& chosen) {
+    const bool buffered = kind != rung::simt;
+    if (buffered && l.leaves_auto("buffers"))
         while (chosen.stages > 2 && chosen.shared_bytes(p.type) > p.target.shared_per_block) --chosen.stages;
-    if (chosen.shared_bytes(p.type) > p.target.shared_per_block)
-        l.fail(mma || wgmma ? "buffers" : "tile_k", "a block of " + tile + (mma || wgmma ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
-                                              " needs " + std::to_string(chosen.shared_bytes(p.type)) +
-                                              " bytes of shared memory, more than the " +
-                                              std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
-                                              p.target.describe());
+    if (chosen.shared_bytes(p.type) <= p.target.shared_per_block) return;
+    const std::string tile = tile_text(chosen);
+    l.fail(buffered ? "buffers" : "tile_k", "a block of " + tile + (buffered ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
+                                                " needs " + std::to_string(chosen.shared_bytes(p.type)) + " bytes of shared memory, more than the " +
+                                                std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
+                                                p.target.describe());
+}
+
+}  // namespace
+
+void resolve(pipeline& p, const std::string& source) {
+    check_stages(p, source);
+    object_reader l(p.launch.given, "launch", source, launch_keys());
+    const auto given = [&](const char* key) { return !l.leaves_auto(key); };
+    const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
+                                                     std::nullopt)
+                                    : auto_rung(p);
+    if (kind != rung::simt && !tensor_core_type(p.type))
+        l.fail("rung", "\"" + std::string(to_string(kind)) + "\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
+                             std::string(config::to_string(p.type)) + ": use \"simt\"");
+    // The shape rule chooses a whole tile (its size, schedule or warps, and depth) or none of it:
+    // a launch that gives any of these starts from the large-shape policy, as it always did.
+    const bool tile_given = std::any_of(std::begin(k_tile_keys), std::end(k_tile_keys), given);
+    policy chosen = tile_given ? large_shape_policy(kind) : auto_policy(kind, sizes_of(p), p.target, p.type);
+    read_given(l, kind, chosen);
+    fit_to(chosen, sizes_of(p), p.type);
+    check_tile(l, kind, chosen, sizes_of(p));
+    fit_shared_memory(l, kind, p, chosen);
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
     p.launch.vector_width = chosen.width_c;
