@@ -322,10 +322,10 @@ void read_tune_options(const cxxopts::ParseResult& args, options& o) {
 /// Output paths are checked before any work: a long sweep must not end in "cannot write". Each
 /// result is a file of its own, and never one kjit reads.
 void check_outputs(const subcommand& sub, const options& o) {
-    const std::pair<const char*, const std::string*> outputs[] = {
-        {"--json", &o.json_path}, {"--csv", &o.csv_path}, {"--trace", &o.trace_path}, {"--write-best", &o.write_best_path}};
+    const std::vector<std::pair<std::string, std::string>> outputs{
+        {"--json", o.json_path}, {"--csv", o.csv_path}, {"--trace", o.trace_path}, {"--write-best", o.write_best_path}};
     for (const auto& [option, path] : outputs)
-        if (!path->empty()) fs::check_output_path(*path, option);
+        if (!path.empty()) fs::check_output_path(path, option);
     std::vector<std::filesystem::path> reads(o.files.begin(), o.files.end());
     if (!o.config_path.empty()) reads.emplace_back(o.config_path);
     if (!o.diff_config.empty()) reads.emplace_back(o.diff_config);
@@ -341,8 +341,7 @@ void check_outputs(const subcommand& sub, const options& o) {
         std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(o.templates_dir, ec)) reads.push_back(entry.path());
     }
-    fs::check_distinct_outputs(
-        {{"--json", o.json_path}, {"--csv", o.csv_path}, {"--trace", o.trace_path}, {"--write-best", o.write_best_path}}, reads);
+    fs::check_distinct_outputs(outputs, reads);
 }
 
 /// The command, its timeline written to o.trace_path however it ends: a failed run's timeline is

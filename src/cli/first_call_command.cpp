@@ -32,8 +32,8 @@ std::vector<std::string> common_arguments(const options& o, bool have_gpu) {
 /// result and its rows, or an error with its output where it failed.
 class child_runner {
 public:
-    child_runner(std::filesystem::path root, std::string self, std::vector<std::string> common)
-        : m_root(std::move(root)), m_self(std::move(self)), m_common(std::move(common)) {}
+    child_runner(std::filesystem::path root, std::string self, std::string log, std::vector<std::string> common)
+        : m_root(std::move(root)), m_self(std::move(self)), m_log(std::move(log)), m_common(std::move(common)) {}
 
     [[nodiscard]] std::pair<run::child_result, std::vector<report::row>> operator()(
             const run::start_state& state, const std::filesystem::path& cache, const std::vector<std::pair<std::string, std::string>>& env) {
@@ -66,8 +66,8 @@ public:
 private:
     std::filesystem::path m_root;
     std::string m_self;  ///< kjit itself
+    std::string m_log;   ///< where the children's output goes
     std::vector<std::string> m_common;
-    std::string m_log = (m_root / "child.log").string();
     int m_count = 0;
 };
 
@@ -126,8 +126,9 @@ exit_status cmd_first_call(const options& o, std::ostream& out, std::ostream& er
     // CUDA initialized, another's cuInit takes 12 ms instead of 100 to 190 (H200, 2026-12-04), so
     // this process must not initialize CUDA before its children start as fresh processes would.
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    const bool have_gpu = run::run_child(self, {"devices"}, {}, (root / "child.log").string()).exit_code == 0;
-    child_runner child(root, self, common_arguments(o, have_gpu));
+    const std::string log = (root / "child.log").string();
+    const bool have_gpu = run::run_child(self, {"devices"}, {}, log).exit_code == 0;
+    child_runner child(root, self, log, common_arguments(o, have_gpu));
 
     const auto warm_cache = root / "warm-cache";
     const auto driver_cache = root / "driver-cache";

@@ -207,6 +207,23 @@ argument scalar_argument(const std::string& name) {
     return a;
 }
 
+element_call element_call_of(const config::pipeline& p, std::size_t first, std::size_t last, const std::string& index) {
+    element_call call;
+    expr::used_names used;
+    for (std::size_t i = first; i < last; ++i) expr::collect_names(p.stages[i].kernel, used);
+    for (const auto& a : used.arrays) {
+        call.params.push_back("real " + a);
+        call.args.push_back("load(" + a + "[" + index + "])");
+        call.arrays.push_back(array_argument(a, false));
+    }
+    for (const auto& s : used.scalars) {
+        call.params.push_back("real " + s);
+        call.args.push_back(s);
+        call.scalars.push_back(scalar_argument(s));
+    }
+    return call;
+}
+
 std::vector<std::string> declarations(const kernel& k) {
     std::vector<std::string> params;
     for (const auto& a : k.args) params.push_back(a.cuda);

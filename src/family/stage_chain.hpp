@@ -76,6 +76,16 @@ void count_work(const config::pipeline& p, const chain_kernel& chained, int pass
 [[nodiscard]] argument scalar_argument(const std::string& name);
 /// A size known when planning ("n", "rows", "cols").
 [[nodiscard]] argument size_argument(const std::string& name, long long value);
+/// The element function of stages [first, last) of `p`, as a kernel calls it on one element: its
+/// parameters (x, then each array's element, then the scalars), its call's arguments with each
+/// array read at `index` ("load(w[kjit_c])"), and the kernel arguments it needs (the arrays, then
+/// the scalars). A matmul's and an attention's epilogue.
+struct element_call {
+    std::vector<std::string> params{"real x"}, args{"x"};
+    std::vector<argument> arrays, scalars;
+};
+[[nodiscard]] element_call element_call_of(const config::pipeline& p, std::size_t first, std::size_t last, const std::string& index);
+
 /// Each of k's arguments declared as its kernel's parameter, in order (argument::cuda).
 [[nodiscard]] std::vector<std::string> declarations(const kernel& k);
 

@@ -72,28 +72,13 @@ score_call score_call_of(const pipeline& p) {
     return call;
 }
 
-/// The epilogue's element function (the stages after the attention, on one output element): its
-/// parameters, its call's arguments at output element kjit_element, and the arrays and scalars it
-/// adds to the kernel's arguments (a scalar the score takes too is passed once).
-struct epilogue_call {
-    std::vector<std::string> params{"real x"}, args{"x"};
-    std::vector<argument> arrays, scalars;
-};
-epilogue_call epilogue_call_of(const pipeline& p, const score_call& score) {
-    epilogue_call call;
-    expr::used_names used;
-    for (std::size_t i = 1; i < p.stages.size(); ++i) expr::collect_names(p.stages[i].kernel, used);
-    for (const auto& a : used.arrays) {
-        call.params.push_back("real " + a);
-        call.args.push_back("load(" + a + "[kjit_element])");
-        call.arrays.push_back(array_argument(a, false));
-    }
-    for (const auto& s : used.scalars) {
-        call.params.push_back("real " + s);
-        call.args.push_back(s);
-        const bool passed = std::any_of(score.scalars.begin(), score.scalars.end(), [&](const argument& a) { return a.name == s; });
-        if (!passed) call.scalars.push_back(scalar_argument(s));
-    }
+/// The epilogue's element function (the stages after the attention, on one output element), its
+/// arrays read at output element kjit_element; a scalar the score takes too is passed once.
+element_call epilogue_call_of(const pipeline& p, const score_call& score) {
+    element_call call = element_call_of(p, 1, p.stages.size(), "kjit_element");
+    std::erase_if(call.scalars, [&](const argument& s) {
+        return std::any_of(score.scalars.begin(), score.scalars.end(), [&](const argument& a) { return a.name == s.name; });
+    });
     return call;
 }
 
@@ -247,7 +232,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
 
     const score_call call = score_call_of(p);
-    const epilogue_call epilogue = epilogue_call_of(p, call);
+    const element_call epilogue = epilogue_call_of(p, call);
     kernel k;
     k.name = p.name + "_attention";
     k.what = "attention, softmax(" + expr::to_text(p.stages.front().kernel) + ") · V, fused into one kernel" +

@@ -17,31 +17,13 @@ using gemm::rung;
 /// Threads per block of a separate epilogue stage's kernel.
 constexpr int k_stage_block = 256;
 
-/// An element function's parameters and its call's arguments for the stages in [first, last):
-/// x, then each array's value at column kjit_c, then the scalars; the same call in a tensor-core
-/// piece (piece_args), where each array's values at the piece's two columns were read once
-/// (kjit_NAME_at); and the kernel arguments (arrays, then scalars) the call needs.
-struct element_call {
-    std::vector<std::string> params{"real x"}, args{"x"}, piece_args{"x"};
-    std::vector<argument> arrays, scalars;
-};
-element_call element_call_of(const pipeline& p, std::size_t first, std::size_t last) {
-    element_call call;
-    expr::used_names used;
-    for (std::size_t i = first; i < last; ++i) expr::collect_names(p.stages[i].kernel, used);
-    for (const auto& a : used.arrays) {
-        call.params.push_back("real " + a);
-        call.args.push_back("load(" + a + "[kjit_c])");
-        call.piece_args.push_back("kjit_" + a + "_at[(kjit_h + kjit_e) % 2]");
-        call.arrays.push_back(array_argument(a, false));
-    }
-    for (const auto& s : used.scalars) {
-        call.params.push_back("real " + s);
-        call.args.push_back(s);
-        call.piece_args.push_back(s);
-        call.scalars.push_back(scalar_argument(s));
-    }
-    return call;
+/// The epilogue's call in a tensor-core piece: each array's values at the piece's two columns
+/// were read once (kjit_NAME_at), then the scalars.
+std::vector<std::string> piece_args_of(const element_call& call) {
+    std::vector<std::string> args{"x"};
+    for (const auto& a : call.arrays) args.push_back("kjit_" + a.name + "_at[(kjit_h + kjit_e) % 2]");
+    for (const auto& s : call.scalars) args.push_back(s.name);
+    return args;
 }
 
 /// A matrix the TMA unit copies (wgmma): the kernel gets a tensor map of it, called name_map.
@@ -275,7 +257,7 @@ void set_matmul(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     data.set("no_epilogue", separate ? "each stage after the matmul is a kernel of its own" : "the pipeline is the matmul alone");
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
     data.set("epilogue_args", codegen::parameter_list(epilogue.args, 24));  // (on lines indented by 16 in the simt kernel)
-    data.set("piece_args", codegen::parameter_list(epilogue.piece_args, 20));  // (by 12 in kjit_store_piece)
+    data.set("piece_args", codegen::parameter_list(piece_args_of(epilogue), 20));  // (by 12 in kjit_store_piece)
     std::vector<std::string> columns;
     for (const auto& array : epilogue.arrays) columns.push_back(array.name);
     data.set("column_inputs", lines(columns));
@@ -299,7 +281,7 @@ std::pair<kernel, mu::data> stage_kernel(const pipeline& p, std::size_t i, const
                                          const std::vector<std::string>& arrays) {
     const auto element = config::element_size(p.type);
     const auto product_bytes = static_cast<double>(static_cast<std::size_t>(s.m * s.n) * element);
-    element_call call = element_call_of(p, i, i + 1);
+    element_call call = element_call_of(p, i, i + 1, "kjit_c");
     call.args.front() = "load(kjit_in.e[kjit_e])";
     kernel stage;
     stage.name = p.name + "_stage" + std::to_string(i);
@@ -347,7 +329,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     // The matmul's kernel, with the epilogue fused unless separate; then, separate, a kernel per
     // stage after it.
     const std::size_t fused_end = separate ? 1 : p.stages.size();
-    const element_call epilogue = element_call_of(p, 1, fused_end);
+    const element_call epilogue = element_call_of(p, 1, fused_end, "kjit_c");
     matmul_kernel matmul = matmul_kernel_of(p, t, s, separate, fused_end, arrays.front(), epilogue);
     set_matmul(data, p, t, matmul, separate, fused_end, epilogue);
     std::vector<std::string> names{matmul.k.name};
