@@ -73,10 +73,15 @@ TEST_CASE("attention: its stage reads Q, K and V as matrices; the result is Q's 
     REQUIRE(prog.kernels.size() == 1);
     const auto& k = prog.kernels.front();
     CHECK(k.grid == family::dims{1, 8, 2});  // query tiles of 128, heads, batch
-    CHECK(k.block == family::dims{128, 1, 1});
+    CHECK(k.block == family::dims{384, 1, 1});  // sm_90: the wgmma rung's three warp groups
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 8 * 17 * 33 * 64));  // no mask: every pair
     CHECK(prog.source.find("kjit_group = 4,") != std::string::npos);
-    CHECK(prog.min_arch == 80);
+    CHECK(prog.only_arch == 90);
+    // Q, K and V as tensor maps: one matrix per head, boxes of a tile's rows and 64 columns
+    REQUIRE(k.args.at(1).map);
+    CHECK(*k.args.at(1).map == family::tensor_map{family::tensor_map::element::bfloat16, 33, 64, 128, 64, 2 * 2});
+    CHECK(k.args.at(0).map->planes == 2 * 8);
+    CHECK(k.args.at(0).map->box_rows == 128);
 }
 
 TEST_CASE("attention: what it refuses, each in one line naming the key") {
@@ -101,6 +106,18 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     j = attention_config(1, 4, 4, 8, 8, 64);
     j["launch"] = {{"block_m", 96}, {"warps", 4}};
     CHECK(failure(j).find("a.json: launch.block_m: a warp takes 1 to 4 pieces of 16 queries") == 0);
+    j["launch"] = {{"rung", "wgmma"}, {"warps", 4}};
+    CHECK(failure(j).find("a.json: launch.warps: a key of the \"mma\" rung; this one is \"wgmma\"") == 0);
+    j["launch"] = {{"rung", "mma"}, {"buffers", 3}};
+    CHECK(failure(j).find("a.json: launch.buffers: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
+    j["launch"] = {{"rung", "wgmma"}, {"block_m", 64}};
+    CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's two consumer warp groups take 64 queries each") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 32);
+    j["launch"] = {{"rung", "wgmma"}};
+    CHECK(failure(j).find("a.json: launch.rung: the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got 32") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 256);
+    j["launch"] = {{"block_n", 128}};
+    CHECK(failure(j).find("a.json: launch.block_n: a consumer's thread holds block_n / 2 scores and head_dim / 2 output floats") == 0);
 }
 
 TEST_CASE("attention's epilogue: maps of each output element, of inputs of Q's shape and params; what it refuses") {
@@ -150,17 +167,43 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
     }
 }
 
-TEST_CASE("attention: auto takes 4 warps of 2 pieces and 64 keys up to head dim 128, 8 warps of one and 32 past it") {
+TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"buffers", 2}, {"skips_tiles", false}});
+    CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 192))).block_n == 64);
+    CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 256))).block_n == 64);
+    // below head dim 64 the mma rung (the wgmma rung copies slabs of 64 columns)
+    CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 32))).kind == family::attention::rung::mma);
+    // a key of the mma rung asks for it
+    auto j = attention_config(1, 2, 2, 64, 64, 64);
+    j["launch"] = {{"warps", 2}};
+    CHECK(policy_of(parsed(j)).kind == family::attention::rung::mma);
+    // 96 columns are tiles of two slabs, the second half zeros
+    j = attention_config(1, 2, 2, 64, 64, 96);
+    const auto prog = family::plan(parsed(j), codegen::template_set::embedded());
+    CHECK(prog.kernels.front().shared_bytes == 1024 + 2 * 128 * (128 + 2 * 2 * 128) + 8 * 7);
+    CHECK(prog.source.find("m64n128k16") != std::string::npos);  // O's 128 columns, 96 of them stored
+}
+
+TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 64 keys up to head dim 128, 8 warps of one and 32 past it") {
+    using family::attention::policy_of;
+    const auto on_sm80 = [](json j) {
+        j["compile"] = {{"arch", 80}};
+        return parsed(j);
+    };
+    const auto small = on_sm80(attention_config(1, 2, 2, 64, 64, 128));
     CHECK(policy_of(small).columns() == json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"skips_tiles", false}});
-    const auto wide = parsed(attention_config(1, 2, 2, 64, 64, 256));
+    const auto wide = on_sm80(attention_config(1, 2, 2, 64, 64, 256));
     CHECK(policy_of(wide).warps == 8);
     CHECK(policy_of(wide).block_n == 32);
     auto j = attention_config(1, 2, 2, 64, 64, 64);
     j["launch"] = {{"block_m", 64}};
-    CHECK(policy_of(parsed(j)).warps == 4);  // one piece each
-    CHECK(family::plan(parsed(j), codegen::template_set::embedded()).kernels.front().block.x == 128);
+    const auto p = on_sm80(j);
+    CHECK(policy_of(p).warps == 4);  // one piece each
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    CHECK(prog.kernels.front().block.x == 128);
+    CHECK(prog.min_arch == 80);
 }
 
 TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners; others compute every tile") {

@@ -98,10 +98,11 @@ const std::vector<golden_case>& cases() {
          {{"shape", {1000, 17}},
           {"inputs.W.shape", {17, 1001}},
           {"launch", {{"rung", "wgmma"}, {"tile_n", 64}, {"schedule", "pingpong"}}}}},
-        // Fused attention at the defaults: 4 warps of 2 pieces of 16 queries.
+        // Fused attention at the defaults on sm_90: the wgmma rung, a producer warp group and two
+        // consumers.
         {"attention", "attention.json", {}},
-        // Causal with grouped heads, float16, a warp per piece: masked tiles are skipped, found
-        // from their corners.
+        // Causal with grouped heads, float16, on the mma rung with a warp per piece: masked tiles
+        // are skipped, found from their corners.
         {"attention_causal_f16", "attention_causal.json",
          {{"dtype", "float16"}, {"launch", {{"block_m", 128}, {"warps", 8}}}}},
         // An output gate as the attention's epilogue: applied to each element as it is stored.

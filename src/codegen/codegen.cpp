@@ -227,7 +227,7 @@ double tensor_probe_block_flops(int arch) {
     return k_tensor_probe_threads / 32 * k_probe_mma_chains * 2.0 * 16 * 8 * 16;
 }
 
-void set_wgmma_operands(mu::data& data, int tile_n) {
+mu::data wgmma_operands(int tile_n, int a_registers) {
     const int count = tile_n / 2;  // accumulators a thread: 4 for each of its tile_n / 8 pieces
     mu::data outputs{mu::data::type::list}, constraints{mu::data::type::list};
     for (int first = 0; first < count; first += 8) {  // "{%0, …, %k}," in lines of 8
@@ -241,11 +241,24 @@ void set_wgmma_operands(mu::data& data, int tile_n) {
             line += "\"+f\"(d[" + std::to_string(piece) + "][" + std::to_string(h) + "])" + (h < 3 ? ", " : piece + 1 < tile_n / 8 ? "," : "");
         constraints.push_back(mu::data(line));
     }
-    data.set("wgmma_outputs", outputs);
-    data.set("wgmma_operands", constraints);
-    data.set("wgmma_a", std::to_string(count));  // the operands after the accumulators
-    data.set("wgmma_b", std::to_string(count + 1));
-    data.set("wgmma_first", std::to_string(count + 2));
+    std::string a = "%" + std::to_string(count);
+    if (a_registers > 0) {
+        a = "{";
+        for (int r = 0; r < a_registers; ++r) a += "%" + std::to_string(count + r) + (r + 1 < a_registers ? ", " : "}");
+    }
+    const int after_a = count + std::max(a_registers, 1);
+    mu::data operands;
+    operands.set("outputs", outputs);
+    operands.set("operands", constraints);
+    operands.set("a", a);
+    operands.set("b", "%" + std::to_string(after_a));
+    operands.set("first", "%" + std::to_string(after_a + 1));
+    return operands;
+}
+
+void set_wgmma_operands(mu::data& data, int tile_n) {
+    const mu::data operands = wgmma_operands(tile_n);
+    for (const char* key : {"outputs", "operands", "a", "b", "first"}) data.set(std::string("wgmma_") + key, *operands.get(key));
 }
 
 }  // namespace kjit::codegen

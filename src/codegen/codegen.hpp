@@ -105,9 +105,12 @@ inline constexpr int k_tensor_probe_threads = 256;
 /// True where it runs wgmma, which only sm_90a has: compile it for the architecture alone.
 [[nodiscard]] inline bool tensor_probe_uses_wgmma(int arch) { return arch == 90; }
 
-/// The wgmma partial's asm operands for a 64 × tile_n piece of C: the accumulators' output list
-/// (wgmma_outputs), their constraints (wgmma_operands), and the numbers of the operands after
-/// them (wgmma_a, wgmma_b, wgmma_first).
+/// A wgmma's asm operands for a 64 × tile_n piece of C held in `float d[tile_n / 8][4]`: the
+/// accumulators' output list (outputs), their constraints (operands), then A's operand (a: its
+/// descriptor's number, or where A is in registers, the list of a_registers numbers), B's (b) and
+/// the one that says whether to start the sum (first).
+[[nodiscard]] mu::data wgmma_operands(int tile_n, int a_registers = 0);
+/// The wgmma_ops partial's: wgmma_operands(tile_n) as wgmma_outputs, wgmma_operands, wgmma_a, …
 void set_wgmma_operands(mu::data& data, int tile_n);
 
 }  // namespace kjit::codegen

@@ -28,12 +28,15 @@ struct buffer {
 };
 
 /// How the TMA unit (sm_90) copies a buffer: as a rows × cols matrix of 16-bit elements, in boxes
-/// of box_rows × box_cols with 128-byte swizzling. The kernel gets a tensor map of the buffer (made
-/// by cuTensorMapEncodeTiled on the host) instead of its address.
+/// of box_rows × box_cols with 128-byte swizzling; or, where `planes` is not 0, as that many such
+/// matrices one after another (a 3-D map, a box from one matrix at a time: elements past a
+/// matrix's last row arrive as zeros, not as the next one's). The kernel gets a tensor map of the
+/// buffer (made by cuTensorMapEncodeTiled on the host) instead of its address.
 struct tensor_map {
     enum class element { bfloat16, float16 } type = element::bfloat16;
     long long rows = 0, cols = 0;
     int box_rows = 0, box_cols = 0;
+    long long planes = 0;
     bool operator==(const tensor_map&) const = default;
 };
 

@@ -199,6 +199,13 @@ argument array_argument(const std::string& name, bool written, const std::string
     return a;
 }
 
+argument map_argument(const std::string& name, const tensor_map& map, bool written) {
+    argument a = array_argument(name, written, name + "_map");
+    a.cuda = "const __grid_constant__ kjit_tensor_map " + a.cuda_name;
+    a.map = map;
+    return a;
+}
+
 argument scalar_argument(const std::string& name) {
     argument a;
     a.what = argument::kind::scalar;

@@ -72,6 +72,9 @@ void count_work(const config::pipeline& p, const chain_kernel& chained, int pass
 /// An array argument (read, or written when `written`) in the storage type, called `cuda_name`
 /// in the kernel (by default its buffer's name).
 [[nodiscard]] argument array_argument(const std::string& name, bool written, const std::string& cuda_name = "");
+/// A matrix the TMA unit copies (wgmma rungs): the kernel gets a tensor map of buffer `name`, called
+/// name_map.
+[[nodiscard]] argument map_argument(const std::string& name, const tensor_map& map, bool written = false);
 /// A scalar of the pipeline, in the compute type.
 [[nodiscard]] argument scalar_argument(const std::string& name);
 /// A size known when planning ("n", "rows", "cols").

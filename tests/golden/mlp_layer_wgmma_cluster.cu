@@ -369,6 +369,32 @@ __device__ __forceinline__ unsigned long long kjit_descriptor(unsigned address, 
            (unsigned long long)(leading >> 4) << 16 | stride >> 4 << 32 | 1ull << 62;
 }
 
+__device__ __forceinline__ void kjit_wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n"
+                 :
+                 :
+                 : "memory");
+}
+
+__device__ __forceinline__ void kjit_wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n"
+                 :
+                 :
+                 : "memory");
+}
+
+// Waits until at most `pending` groups of this warp group's wgmmas are in flight.
+template <int pending>
+__device__ __forceinline__ void kjit_wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n"
+                 :
+                 : "n"(pending)
+                 : "memory");
+}
+
 // d (+)= A · B for a 64 × kjit_tile_n piece of C over depth 16, accumulating unless `first`;
 // A's rows are stored depth-first (K-major), B's columns-first (N-major: trans-b is 1), as x
 // and the weights are. Asynchronous: the registers of d hold the result only after
@@ -432,32 +458,6 @@ __device__ __forceinline__ void kjit_wgmma(float (&d)[kjit_mma_n][4], unsigned l
               "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]),
               "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
             : "l"(a), "l"(b), "r"((unsigned)first));
-}
-
-__device__ __forceinline__ void kjit_wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;\n"
-                 :
-                 :
-                 : "memory");
-}
-
-__device__ __forceinline__ void kjit_wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n"
-                 :
-                 :
-                 : "memory");
-}
-
-// Waits until at most `pending` groups of this warp group's wgmmas are in flight.
-template <int pending>
-__device__ __forceinline__ void kjit_wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n"
-                 :
-                 : "n"(pending)
-                 : "memory");
 }
 
 // A consumer warp group is done with a buffer: in the buffer of every block of the cluster,

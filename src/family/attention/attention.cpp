@@ -213,20 +213,81 @@ host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix,
     return out;
 }
 
+/// The kernel's arguments: Q, K and V (as tensor maps where the TMA unit copies them: a stack of
+/// one matrix per head, boxes of a tile's rows and 64 columns), the output, the scale, the
+/// score's inputs by token, the epilogue's arrays, the scalars, and the sequence lengths.
+std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr, const at::policy& t, const score_call& call,
+                                       const element_call& epilogue) {
+    std::vector<argument> args;
+    if (t.kind == at::rung::wgmma) {
+        const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
+        const tensor_map keys{type, pr.keys, pr.head_dim, t.block_n, 64, pr.batch * pr.kv_heads};
+        args = {map_argument(pr.q, {type, pr.queries, pr.head_dim, t.block_m, 64, pr.batch * pr.heads}), map_argument(pr.k, keys),
+                map_argument(pr.v, keys)};
+    } else {
+        args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false)};
+    }
+    args.push_back(array_argument(k_output_buffer, true));
+    args.push_back(scalar_argument(at::k_scale_scalar));
+    args.insert(args.end(), call.tokens.begin(), call.tokens.end());
+    args.insert(args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
+    args.insert(args.end(), call.scalars.begin(), call.scalars.end());
+    args.insert(args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
+    args.push_back(size_argument("rows", pr.queries));
+    args.push_back(size_argument("cols", pr.keys));
+    return args;
+}
+
+/// What the kernel's work is: Q, K, V and each array of the output's shape the epilogue reads,
+/// read once; the output written once; the tensor cores' FLOPs.
+void count_work(const pipeline& p, const at::problem& pr, const at::policy& t, std::size_t epilogue_arrays, kernel& k) {
+    const auto element = static_cast<double>(config::element_size(p.type));
+    const double kv_bytes = 2.0 * static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim) * element;
+    k.bytes_read = static_cast<double>(1 + epilogue_arrays) * static_cast<double>(p.n) * element + kv_bytes;
+    k.bytes_written = static_cast<double>(p.n) * element;
+    k.flops = flops_of(p, pr, t.skips_tiles);
+    k.flops_on = math_unit::tensor;
+}
+
+/// The template's numbers and names for the rung: its constants, its types, its wgmma operands.
+void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy& t, const kernel& k, mu::data& data) {
+    const bool wgmma = t.kind == at::rung::wgmma;
+    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
+             {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
+             {"stages", t.stages}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
+             {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
+        data.set(key, std::to_string(value));
+    data.set("mma", codegen::flag(!wgmma));
+    data.set("wgmma", codegen::flag(wgmma));
+    if (wgmma) {
+        data.set("scores_wgmma", codegen::wgmma_operands(t.block_n));
+        data.set("values_wgmma", codegen::wgmma_operands(static_cast<int>(at::padded_head_dim(pr.head_dim)), 4));
+    }
+    const bool bf16 = p.type == config::dtype::bfloat16;
+    data.set("mma_type", bf16 ? "bf16" : "f16");
+    data.set("pair_type", bf16 ? "__nv_bfloat162" : "__half2");
+    data.set("pair_make", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn");
+}
+
 program attention_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
     const at::policy& t = at::policy_of(p);
     const at::problem pr = at::problem_of(p);
-    const std::size_t element = config::element_size(p.type);
     program prog;
     prog.family = std::string(name());
-    prog.min_arch = 80;
-    prog.min_arch_why = "the mma rung: mma.sync on 16-bit types, and cp.async";
+    if (t.kind == at::rung::wgmma) {
+        prog.only_arch = 90;
+        prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
+    } else {
+        prog.min_arch = 80;
+        prog.min_arch_why = "the mma rung: mma.sync on 16-bit types, and cp.async";
+    }
     prog.output_rows = p.shape->rows;
     prog.output_cols = p.shape->cols;
     prog.inputs_align_with_output = false;
     prog.output_row_parts = {{"batch", pr.batch}, {"head", pr.heads}, {"query", pr.queries}};
     prog.output_col_name = "column";
-    prog.array_alignment = 16;  // cp.async copies 16 bytes
+    prog.array_alignment = 16;  // cp.async and the TMA unit copy 16 bytes
+    const std::size_t element = config::element_size(p.type);
     for (const auto& in : p.inputs)
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
     prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
@@ -242,34 +303,13 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     k.block = {t.threads(), 1, 1};
     k.grid = {(pr.queries + t.block_m - 1) / t.block_m, pr.heads, pr.batch};
     k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
-    k.args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false),
-              array_argument(k_output_buffer, true), scalar_argument(at::k_scale_scalar)};
-    k.args.insert(k.args.end(), call.tokens.begin(), call.tokens.end());
-    k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
-    k.args.insert(k.args.end(), call.scalars.begin(), call.scalars.end());
-    k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
-    k.args.push_back(size_argument("rows", pr.queries));
-    k.args.push_back(size_argument("cols", pr.keys));
-    const double kv_bytes = 2.0 * static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim * static_cast<long long>(element));
-    // Q, K and V, and each array of the output's shape the epilogue reads.
-    const auto q_shaped = static_cast<double>(1 + epilogue.arrays.size());
-    k.bytes_read = q_shaped * static_cast<double>(p.n) * static_cast<double>(element) + kv_bytes;
-    k.bytes_written = static_cast<double>(p.n) * static_cast<double>(element);
-    k.flops = flops_of(p, pr, t.skips_tiles);
-    k.flops_on = math_unit::tensor;
+    k.args = kernel_arguments(p, pr, t, call, epilogue);
+    count_work(p, pr, t, epilogue.arrays.size(), k);
 
-    const std::string dtype(config::to_string(p.type));
-    mu::data data = codegen::prologue_data(p, dtype + ", mma, " + std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) +
-                                                  " keys, head_dim " + std::to_string(pr.head_dim),
-                                           1, prog.headers);
-    for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
-             {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
-             {"threads", t.threads()}, {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
-        data.set(key, std::to_string(value));
-    const bool bf16 = p.type == config::dtype::bfloat16;
-    data.set("mma_type", bf16 ? "bf16" : "f16");
-    data.set("pair_type", bf16 ? "__nv_bfloat162" : "__half2");
-    data.set("pair_make", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn");
+    const std::string what = std::string(config::to_string(p.type)) + ", " + std::string(at::to_string(t.kind)) + ", tiles of " +
+                             std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) + " keys";
+    mu::data data = codegen::prologue_data(p, what, 1, prog.headers);
+    set_launch_data(p, pr, t, k, data);
     data.set("queries", pr.q);
     data.set("keys", pr.k);
     data.set("values", pr.v);

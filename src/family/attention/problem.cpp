@@ -138,17 +138,79 @@ void check_pipeline(const pipeline& p, const std::string& source) {
     check_epilogue(p, source);
 }
 
-/// "auto": 128 queries a block. Up to head dim 128, 4 warps of 2 pieces each and tiles of 64 keys:
-/// the fastest at 8k × 128 on the H200 (309 TFLOP/s against 284 with tiles of 32 keys and 231
-/// with 8 warps of one piece; bench/results/2026-12-04-attention/second), and at 2k and 8k × 64.
-/// Past 128 the output rows of 2 pieces would not fit in registers: 8 warps of one piece and tiles
-/// of 32 keys (not measured yet).
-policy auto_policy(long long head_dim) {
+/// "auto": on sm_90 from head_dim 64 the wgmma rung, else the mma rung.
+rung auto_rung(const pipeline& p, long long head_dim) {
+    return config::compiled_arch(p) == 90 && head_dim >= 64 ? rung::wgmma : rung::mma;
+}
+
+/// A rung's "auto" launch, 128 queries a block.
+/// - wgmma: two consumers of 64 queries, tiles of 128 keys, two buffers. Past head_dim 128 (in
+///   slabs of 64), tiles of 64 keys: 128 would not fit in shared memory at 192, nor their
+///   scores with the output rows in a consumer's registers at 256.
+/// - mma: up to head dim 128, 4 warps of 2 pieces each and tiles of 64 keys: the fastest at 8k ×
+///   128 on the H200 (309 TFLOP/s against 284 with tiles of 32 keys and 231 with 8 warps of one
+///   piece; bench/results/2026-12-04-attention/second), and at 2k and 8k × 64. Past 128 the
+///   output rows of 2 pieces would not fit in registers: 8 warps of one piece and tiles of 32 keys.
+policy auto_policy(rung kind, long long head_dim) {
     policy t;
+    t.kind = kind;
     t.block_m = 128;
+    if (kind == rung::wgmma) {
+        t.block_n = padded_head_dim(head_dim) > 128 ? 64 : 128;
+        return t;
+    }
     t.warps = head_dim > 128 ? 8 : 4;
     t.block_n = head_dim > 128 ? 32 : 64;
     return t;
+}
+
+/// The most floats a wgmma consumer's thread may hold in its scores and output rows: block_n / 2
+/// and padded head_dim / 2 (with P's registers and the rest, within setmaxnreg's 240).
+constexpr int k_wgmma_accumulators = 168;
+
+/// The wgmma rung's keys over its "auto": 128 queries, the buffers, a tile the registers hold.
+void read_wgmma_launch(const object_reader& l, const problem& pr, policy& chosen) {
+    if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != 2 * policy::k_wgmma_consumer_rows)
+        l.fail("block_m", "the wgmma rung's two consumer warp groups take 64 queries each: expected 128");
+    if (!l.leaves_auto("buffers")) chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
+    if (pr.head_dim < 64)
+        l.fail("rung", "the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got " + std::to_string(pr.head_dim));
+    const long long held = (chosen.block_n + padded_head_dim(pr.head_dim)) / 2;
+    if (held > k_wgmma_accumulators)
+        l.fail("block_n", "a consumer's thread holds block_n / 2 scores and head_dim / 2 output floats (head_dim in slabs of 64): at most " +
+                              std::to_string(k_wgmma_accumulators) + " together, got " + std::to_string(held));
+}
+
+/// The mma rung's keys over its "auto": queries in whole pieces of 16 a warp.
+void read_mma_launch(const object_reader& l, policy& chosen) {
+    if (!l.leaves_auto("block_m")) chosen.block_m = static_cast<int>(l.integer("block_m", 16, 256, std::nullopt));
+    if (!l.leaves_auto("warps")) chosen.warps = static_cast<int>(l.integer("warps", 1, 16, std::nullopt));
+    else chosen.warps = std::min(chosen.warps, std::max(1, chosen.block_m / 16));
+    const int pieces = chosen.block_m / (16 * chosen.warps);
+    if (pieces < 1 || pieces > 4 || pieces * 16 * chosen.warps != chosen.block_m)
+        l.fail("block_m", "a warp takes 1 to 4 pieces of 16 queries: expected 16, 32, 48 or 64 times warps (" +
+                              std::to_string(chosen.warps) + "), got " + std::to_string(chosen.block_m));
+}
+
+/// The launch keys given, over the rung's "auto" policy, each checked for the rung. Where the rung is
+/// "auto" and a key of one rung is given (warps, buffers), that rung.
+policy read_launch(const object_reader& l, const pipeline& p, const problem& pr) {
+    rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
+                                      : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
+    if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
+    if (l.leaves_auto("rung") && !l.leaves_auto("buffers")) kind = rung::wgmma;
+    policy chosen = auto_policy(kind, pr.head_dim);
+    const char* other_key = kind == rung::wgmma ? "warps" : "buffers";
+    if (!l.leaves_auto(other_key))
+        l.fail(other_key, "a key of the \"" + std::string(kind == rung::wgmma ? "mma" : "wgmma") + "\" rung; this one is \"" +
+                              std::string(to_string(kind)) + "\"");
+    if (!l.leaves_auto("block_n")) {
+        chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
+        if (chosen.block_n % 16 != 0) l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
+    }
+    if (kind == rung::wgmma) read_wgmma_launch(l, pr, chosen);
+    else read_mma_launch(l, chosen);
+    return chosen;
 }
 
 }  // namespace
@@ -157,21 +219,35 @@ problem problem_of(const pipeline& p) {
     return read_problem(p, "<resolved>");
 }
 
+std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : "mma"; }
+
 std::size_t policy::shared_bytes(long long head_dim, config::dtype type) const {
     const std::size_t element = config::element_size(type);
+    if (kind == rung::wgmma) {
+        const auto slab_row = static_cast<std::size_t>(padded_head_dim(head_dim)) * element;  // a row's slabs
+        const auto tiles = slab_row * static_cast<std::size_t>(block_m + 2 * stages * block_n);
+        return 1024 + tiles + 8 * static_cast<std::size_t>(1 + 3 * stages);  // and q_full; k_full, v_full, free a buffer
+    }
     const auto row = static_cast<std::size_t>(head_dim) * element + 16;
     return row * static_cast<std::size_t>(block_m + 4 * block_n);
 }
 
 config::json_value policy::columns() const {
-    return {{"rung", "mma"}, {"block_m", block_m}, {"warps", warps}, {"block_n", block_n}, {"skips_tiles", skips_tiles}};
+    config::json_value chosen = {{"rung", to_string(kind)}, {"block_m", block_m}};
+    if (kind == rung::mma) chosen["warps"] = warps;
+    chosen["block_n"] = block_n;
+    if (kind == rung::wgmma) chosen["buffers"] = stages;
+    chosen["skips_tiles"] = skips_tiles;
+    return chosen;
 }
 
 std::string policy::label() const {
-    return " rung=mma block_m=" + std::to_string(block_m) + " warps=" + std::to_string(warps) + " block_n=" + std::to_string(block_n);
+    const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
+    const std::string ring = kind == rung::wgmma ? " buffers=" + std::to_string(stages) : "";
+    return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
 }
 
-std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n"}; }
+std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n", "buffers"}; }
 
 void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);
@@ -181,20 +257,7 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    policy chosen = auto_policy(pr.head_dim);
-    if (!l.leaves_auto("rung")) (void)l.choice<rung>("rung", {{"mma", rung::mma}}, std::nullopt);
-    if (!l.leaves_auto("block_m")) chosen.block_m = static_cast<int>(l.integer("block_m", 16, 256, std::nullopt));
-    if (!l.leaves_auto("warps")) chosen.warps = static_cast<int>(l.integer("warps", 1, 16, std::nullopt));
-    else chosen.warps = std::min(chosen.warps, std::max(1, chosen.block_m / 16));
-    const int pieces = chosen.block_m / (16 * chosen.warps);
-    if (pieces < 1 || pieces > 4 || pieces * 16 * chosen.warps != chosen.block_m)
-        l.fail("block_m", "a warp takes 1 to 4 pieces of 16 queries: expected 16, 32, 48 or 64 times warps (" +
-                              std::to_string(chosen.warps) + "), got " + std::to_string(chosen.block_m));
-    if (!l.leaves_auto("block_n")) {
-        chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
-        if (chosen.block_n % 16 != 0)
-            l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
-    }
+    policy chosen = read_launch(l, p, pr);
     chosen.skips_tiles = tile_masked_code(s.kernel, expr::cuda_style{}).has_value();
     if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
         throw config_error(source, "launch", "block_m " + std::to_string(chosen.block_m) + " and block_n " + std::to_string(chosen.block_n) +
@@ -202,6 +265,8 @@ void resolve(pipeline& p, const std::string& source) {
                                                  " bytes of shared memory at head_dim " + std::to_string(pr.head_dim) + ", more than the " +
                                                  std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
                                                  p.target.describe());
+    p.launch.block = chosen.threads();
+    p.launch.block_auto = false;
     p.policy = std::make_shared<const policy>(chosen);
 }
 

@@ -53,25 +53,37 @@ private:
 /// The scalar kernel argument that holds the scale: the stage's, named as op stages' numbers are.
 inline constexpr const char* k_scale_scalar = "s0_scale";
 
-/// The rungs: warp-level tensor cores (mma.sync, ldmatrix, cp.async; sm_80 and newer).
-enum class rung { mma };
+/// The rungs: warp-level tensor cores (mma.sync, ldmatrix, cp.async; sm_80 and newer), and
+/// Hopper's warp-group ones (wgmma, the TMA unit, mbarriers, a producer and two consumer warp
+/// groups; sm_90 alone).
+enum class rung { mma, wgmma };
+[[nodiscard]] std::string_view to_string(rung r);
 
 /// The launch: which rung, and the tiles of queries and keys a block takes.
 struct policy final : config::launch_policy {
     rung kind = rung::mma;
-    int block_m = 128;  ///< queries per block: whole pieces of 16 per warp
-    int warps = 4;      ///< the block's warps, each on block_m / warps queries
+    int block_m = 128;  ///< queries per block: whole pieces of 16 per warp (wgmma: 64 per consumer)
+    int warps = 4;      ///< mma: the block's warps, each on block_m / warps queries
     int block_n = 64;   ///< keys per tile held in shared memory
+    int stages = 2;     ///< wgmma: the tiles of keys and values in shared memory at once
     /// The score expression's mask is one whose whole tiles the kernel can find from their corners
     /// (tile_mask.hpp): it skips them.
     bool skips_tiles = false;
-    [[nodiscard]] int threads() const { return 32 * warps; }
-    /// Dynamic shared memory per block for `head_dim`: the queries, and two tiles of keys and of
-    /// values, rows padded by 16 bytes.
+    [[nodiscard]] int threads() const { return kind == rung::wgmma ? k_wgmma_threads : 32 * warps; }
+    /// Dynamic shared memory per block for `head_dim`. mma: the queries, and two tiles of keys and
+    /// of values, rows padded by 16 bytes. wgmma: from a 1024-byte boundary, the queries and the
+    /// ring's tiles in slabs of 64 columns, and the barriers.
     [[nodiscard]] std::size_t shared_bytes(long long head_dim, config::dtype type) const;
     [[nodiscard]] config::json_value columns() const override;
     [[nodiscard]] std::string label() const override;
+
+    static constexpr int k_wgmma_threads = 3 * 128;  ///< a producer warp group and two consumers
+    static constexpr int k_wgmma_consumer_rows = 64;  ///< a consumer's queries: one wgmma's rows
 };
+
+/// wgmma: the head dimension as the tiles hold it, in slabs of 64 columns (128 bytes, the swizzle's
+/// width); the TMA unit fills the columns past head_dim with zeros.
+[[nodiscard]] inline long long padded_head_dim(long long head_dim) { return (head_dim + 63) / 64 * 64; }
 
 [[nodiscard]] std::vector<std::string> launch_keys();
 /// Checks the stage, its inputs and the rest of the pipeline, turns the stage's score expression

@@ -26,14 +26,6 @@ std::vector<std::string> piece_args_of(const element_call& call) {
     return args;
 }
 
-/// A matrix the TMA unit copies (wgmma): the kernel gets a tensor map of it, called name_map.
-argument map_argument(const std::string& name, const tensor_map& map, bool written = false) {
-    argument a = array_argument(name, written, name + "_map");
-    a.cuda = "const __grid_constant__ kjit_tensor_map " + a.cuda_name;
-    a.map = map;
-    return a;
-}
-
 mu::data lines(const std::vector<std::string>& texts) {
     mu::data list{mu::data::type::list};
     for (const auto& text : texts) list.push_back(mu::data(text));
