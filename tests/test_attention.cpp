@@ -110,6 +110,8 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     CHECK(failure(j).find("a.json: launch.warps: a key of the \"mma\" rung; this one is \"wgmma\"") == 0);
     j["launch"] = {{"rung", "mma"}, {"buffers", 3}};
     CHECK(failure(j).find("a.json: launch.buffers: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
+    j["launch"] = {{"rung", "mma"}, {"schedule", "free"}};
+    CHECK(failure(j).find("a.json: launch.schedule: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"block_m", 64}};
     CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's two consumer warp groups take 64 queries each") == 0);
     j = attention_config(1, 4, 4, 8, 8, 32);
@@ -170,7 +172,7 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"buffers", 2}, {"skips_tiles", false}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"buffers", 2}, {"schedule", "pingpong"}, {"skips_tiles", false}});
     CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 192))).block_n == 64);
     CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 256))).block_n == 64);
     // below head dim 64 the mma rung (the wgmma rung copies slabs of 64 columns)

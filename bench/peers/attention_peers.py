@@ -8,14 +8,16 @@ FlashAttention papers count). FlexAttention's first call (its compile) is report
 
     python3 bench/peers/attention_peers.py [--repeat K] [--grid 1024:128,2048:128,...] [--tokens 16384]
         [--width 2048] [--causal both|yes|no] [--tools cudnn,flash,efficient,flex,eager]
-        [--modifier none|alibi] [--documents N]
+        [--modifier none|alibi|softcap|window] [--documents N]
 
 A grid point S:D has sequence S, head dim D, batch tokens / S and heads width / D (the
 FlashAttention-3 paper's grid: 16,384 tokens, heads × head dim = 2,048).
 Tools: cudnn, flash, efficient (scaled_dot_product_attention with that backend alone), flex
 (torch.compile'd flex_attention), eager (Q · Kᵀ, softmax, · V: three kernels, the scores in memory).
 --modifier alibi adds ALiBi's bias, slope(h) · (key − query) with slope(h) = 2^(−8 (h + 1) / heads),
-to every score: FlexAttention alone takes it (as a score_mod); the row's "modifier" names it.
+to every score; softcap caps it, 30 · tanh(score / 30); window keeps the 1,024 keys up to each query
+(with --causal yes), its TFLOP/s counted on the pairs kept. FlexAttention alone takes them (as a
+score_mod or a block mask); the row's "modifier" names it.
 --documents N packs N documents of random lengths into each sequence (ids drawn in [0, N) and
 sorted, as configs/attention_documents.json draws them) and masks the pairs of different ones:
 FlexAttention as a block mask, eager and the SDPA backends that take one as a boolean attn_mask;
@@ -62,6 +64,23 @@ def alibi(heads):
     return score_mod
 
 
+def softcap(cap):
+    """Soft-capping as a FlexAttention score_mod: cap · tanh(score / cap)."""
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+    return score_mod
+
+
+WINDOW = 1024  # keys up to each query that --modifier window keeps
+
+
+def kept_pairs(seq, causal, window):
+    """The (query, key) pairs of one head a mask keeps: all, the causal half, or a causal window."""
+    if window is not None:
+        return window * (window + 1) // 2 + (seq - window) * window if seq > window else seq * (seq + 1) // 2
+    return seq * seq / (2 if causal else 1)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
@@ -70,7 +89,7 @@ def main():
     parser.add_argument("--width", type=int, default=2048)
     parser.add_argument("--causal", default="both", choices=["both", "yes", "no"])
     parser.add_argument("--tools", default="cudnn,flash,efficient,flex,eager")
-    parser.add_argument("--modifier", default="none", choices=["none", "alibi"])
+    parser.add_argument("--modifier", default="none", choices=["none", "alibi", "softcap", "window"])
     parser.add_argument("--documents", type=int, default=0, help="documents packed in each sequence (0: none)")
     args = parser.parse_args()
     tools = args.tools.split(",")
@@ -80,13 +99,16 @@ def main():
         batch, heads = max(1, args.tokens // seq), args.width // dim
         q, k, v = (torch.randn(batch, heads, seq, dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         for causal in {"both": [False, True], "yes": [True], "no": [False]}[args.causal]:
-            flops = 4 * batch * heads * seq * seq * dim / (2 if causal else 1)
+            window = WINDOW if args.modifier == "window" else None
+            flops = 4 * batch * heads * dim * kept_pairs(seq, causal, window)
             row = {"op": "attention", "dtype": "bfloat16", "batch": batch, "heads": heads, "kv_heads": heads, "seq": seq,
                    "head_dim": dim, "causal": causal, "modifier": args.modifier, "documents": args.documents}
-            score_mod = alibi(heads) if args.modifier == "alibi" else None
+            score_mod = {"alibi": alibi(heads), "softcap": softcap(30.0)}.get(args.modifier)
             doc = document_ids(batch, seq, args.documents) if args.documents else None
-            def keep(b, h, qi, ki, causal=causal, doc=doc):
+            def keep(b, h, qi, ki, causal=causal, doc=doc, window=window):
                 kept = doc[b, qi] == doc[b, ki] if doc is not None else qi >= 0
+                if window is not None:
+                    kept = kept & (qi - ki < window)
                 return kept & (qi >= ki) if causal else kept
             # as a boolean mask where documents need one: [batch, 1, seq, seq], True where kept
             positions = torch.arange(seq, device="cuda")
@@ -94,8 +116,8 @@ def main():
                      if doc is not None else None)
             for tool in tools:
                 extra = {}
-                if score_mod is not None and tool != "flex":
-                    continue  # only FlexAttention takes a score modifier
+                if args.modifier != "none" and tool != "flex":
+                    continue  # only FlexAttention takes a score modifier or a window
                 if tool in BACKENDS:
                     def call(_, backend=BACKENDS[tool]):
                         with sdpa_kernel(backend):
@@ -107,7 +129,7 @@ def main():
                         print(json.dumps({**row, "tool": tool, "error": "this PyTorch has no flex_attention"}), flush=True)
                         continue
                     mask = (create_block_mask(keep, batch if doc is not None else None, None, seq, seq)
-                            if causal or doc is not None else None)
+                            if causal or doc is not None or window is not None else None)
                     def call(_, mask=mask):
                         return flex(q, k, v, score_mod=score_mod, block_mask=mask)
                     start = time.perf_counter()

@@ -77,12 +77,16 @@ __device__ __forceinline__ real kjit_epilogue(real x)
 // for each tile, a consumer's scores S = Q · Kᵀ with wgmma (both operands in shared memory), the
 // online softmax in its registers, then O += P · V with wgmma again, P straight from the
 // registers the scores were in. Barriers in shared memory (mbarrier) say when a buffer holds its
-// keys, when its values, and when both consumers are done with it.
+// keys, when its values, and when both consumers are done with it; named barriers, whose turn it
+// is at the tensor cores.
 enum : int {
     kjit_consumers = 2,
     kjit_threads = 128 * (1 + kjit_consumers),
     kjit_pieces = 1,  // a warp's pieces of 16 queries: a wgmma gives each warp 16 of its 64 rows
     kjit_stages = 2,
+    // 1, ping-pong: the consumers take turns at the tensor cores (kjit_take_turn), so that one's
+    // softmax overlaps the other's products; 0: each issues its products when it is ready.
+    kjit_pingpong = 1,
     // Tiles are copied as slabs 64 elements wide (128 bytes: the 128-byte swizzle's width, which
     // stores the 16-byte chunk c of row r at chunk c ^ (r % 8), so that wgmma reads 8 rows without
     // bank conflicts). Their depth is head_dim rounded up to whole slabs: the TMA unit fills the
@@ -224,6 +228,24 @@ __device__ __forceinline__ void kjit_wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n"
                  :
                  : "n"(pending)
+                 : "memory");
+}
+
+// Ping-pong: consumer c waits for its turn (named barrier 1 + c of both consumers' 256 threads;
+// 0 is the block's), which the other gives once it has issued its own wgmmas.
+__device__ __forceinline__ void kjit_take_turn(int c)
+{
+    asm volatile("bar.sync %0, 256;\n"
+                 :
+                 : "r"(1 + c)
+                 : "memory");
+}
+
+__device__ __forceinline__ void kjit_give_turn(int c)
+{
+    asm volatile("bar.arrive %0, 256;\n"
+                 :
+                 : "r"(1 + c)
                  : "memory");
 }
 
@@ -411,33 +433,63 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_attention(
     float kjit_out[kjit_pieces][kjit_out_cols / 8][4] = {};
     const unsigned kjit_q_at = kjit_address(kjit_smem.q) + kjit_consumer * 64 * 128;  // its rows
     kjit_wait(kjit_q_full, 0);
-    int kjit_n = 0;
-    for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
-         kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
-        const int kjit_buffer = kjit_n % kjit_stages;
-        const unsigned kjit_round = kjit_n / kjit_stages % 2;
-        const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
-        // S = Q · Kᵀ once the keys have landed: per slab, 4 steps of depth 16, 32 bytes apart
-        // in each row; 8 rows of 128 bytes are 1024 bytes apart.
-        float kjit_s[kjit_pieces][kjit_block_n / 8][4];
-        const unsigned kjit_k_at = kjit_address(kjit_smem.k[kjit_buffer]);
-        kjit_wait(kjit_k_full + 8 * kjit_buffer, kjit_round);
+    // Turn n: O += P · V for the weights of the (n − 1)-th tile the block takes, and S = Q · Kᵀ
+    // for the n-th; then, once both are done, S through the online softmax into the weights of
+    // the next turn. Where the consumers take turns (ping-pong), each issues its turn's wgmmas
+    // only after the other has issued its own, so that one's softmax runs while the tensor
+    // cores work on the other's products. Consumer 0 goes first.
+    float kjit_s[kjit_pieces][kjit_block_n / 8][4];
+    unsigned kjit_weights[kjit_block_n / 16][4];
+    int kjit_t = kjit_needed_from(0);
+    if (kjit_pingpong && kjit_consumer == 1 && kjit_t < kjit_tiles) kjit_give_turn(0);
+    for (int kjit_n = 0;; ++kjit_n) {
+        const bool kjit_scoring = kjit_t < kjit_tiles;  // a tile to score in this turn
+        if (kjit_n == 0 && !kjit_scoring) break;  // every tile is masked
+        if (kjit_pingpong) kjit_take_turn(kjit_consumer);
         kjit_wgmma_fence();
+        // The last tile's values, V: 16 keys (rows of 128 bytes) a step, slabs of 64 columns
+        // apart.
+        const int kjit_last = (kjit_n + kjit_stages - 1) % kjit_stages;
+        if (kjit_n > 0) {
+            kjit_wait(kjit_v_full + 8 * kjit_last, (kjit_n - 1) / kjit_stages % 2);
+            const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_last]);
 #pragma unroll
-        for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+            for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
+                const unsigned kjit_v_piece = kjit_v_at + kjit_j * 16 * 128;
+                const bool kjit_first = kjit_n == 1 && kjit_j == 0;
+                kjit_wgmma_values(kjit_out[0], kjit_weights[kjit_j],
+                                  kjit_descriptor(kjit_v_piece, kjit_kv_slab_bytes), kjit_first);
+            }
+        }
+        // This tile's keys: per slab, 4 steps of depth 16, 32 bytes apart in each row; 8 rows of
+        // 128 bytes are 1024 bytes apart.
+        const int kjit_buffer = kjit_n % kjit_stages;
+        if (kjit_scoring) {
+            kjit_wait(kjit_k_full + 8 * kjit_buffer, kjit_n / kjit_stages % 2);
+            const unsigned kjit_k_at = kjit_address(kjit_smem.k[kjit_buffer]);
 #pragma unroll
-            for (int kjit_d = 0; kjit_d < 64; kjit_d += 16) {
-                const unsigned kjit_step = kjit_d * sizeof(store_t);
-                const unsigned kjit_q_piece = kjit_q_at + kjit_slab * kjit_q_slab_bytes;
-                const unsigned kjit_k_piece = kjit_k_at + kjit_slab * kjit_kv_slab_bytes;
-                const bool kjit_first = kjit_slab == 0 && kjit_d == 0;
-                kjit_wgmma_scores(kjit_s[0], kjit_descriptor(kjit_q_piece + kjit_step, 16),
-                                  kjit_descriptor(kjit_k_piece + kjit_step, 16),
-                                  kjit_first);  // (16: unused)
+            for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+#pragma unroll
+                for (int kjit_d = 0; kjit_d < 64; kjit_d += 16) {
+                    const unsigned kjit_step = kjit_d * sizeof(store_t);
+                    const unsigned kjit_q_piece = kjit_q_at + kjit_slab * kjit_q_slab_bytes;
+                    const unsigned kjit_k_piece = kjit_k_at + kjit_slab * kjit_kv_slab_bytes;
+                    const bool kjit_first = kjit_slab == 0 && kjit_d == 0;
+                    kjit_wgmma_scores(kjit_s[0], kjit_descriptor(kjit_q_piece + kjit_step, 16),
+                                      kjit_descriptor(kjit_k_piece + kjit_step, 16),
+                                      kjit_first);  // (16: unused)
+                }
             }
         }
         kjit_wgmma_commit();
+        // (consumer 1 gives no turn after its last: consumer 0 takes no more)
+        const bool kjit_gives = kjit_consumer == 0 || kjit_scoring;
+        if (kjit_pingpong && kjit_gives) kjit_give_turn(1 - kjit_consumer);
         kjit_wgmma_wait<0>();
+        // its wgmmas are done with the last tile's buffer
+        if (kjit_n > 0 && kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
+        if (!kjit_scoring) break;
+        const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
         // Each score scaled and modified, in powers of 2; keys past the last are −inf.
         float kjit_tile_max[2 * kjit_pieces];
 #pragma unroll
@@ -496,10 +548,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_attention(
                 }
             }
         }
-        // O += P · V once the values have landed: P's 64 × 16 pieces are in registers already,
-        // as a wgmma's A operand holds them (two 16 × 8 pieces of S side by side), rounded to
-        // __nv_bfloat16. V: 16 keys (rows of 128 bytes) a step, slabs of 64 columns apart.
-        unsigned kjit_weights[kjit_block_n / 16][4];
+        // The weights P for the next turn, in the registers of a wgmma's A operand: as S's, two
+        // 16 × 8 pieces side by side make a 16 × 16 piece, rounded to __nv_bfloat16.
 #pragma unroll
         for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
             const float* kjit_left = kjit_s[0][2 * kjit_j];
@@ -509,19 +559,7 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_attention(
             kjit_weights[kjit_j][2] = kjit_pack(kjit_right[0], kjit_right[1]);
             kjit_weights[kjit_j][3] = kjit_pack(kjit_right[2], kjit_right[3]);
         }
-        const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_buffer]);
-        kjit_wait(kjit_v_full + 8 * kjit_buffer, kjit_round);
-        kjit_wgmma_fence();
-#pragma unroll
-        for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
-            const auto kjit_v = kjit_descriptor(kjit_v_at + kjit_j * 16 * 128, kjit_kv_slab_bytes);
-            const bool kjit_first = kjit_n == 0 && kjit_j == 0;
-            kjit_wgmma_values(kjit_out[0], kjit_weights[kjit_j], kjit_v, kjit_first);
-        }
-        kjit_wgmma_commit();
-        kjit_wgmma_wait<0>();
-        // its wgmmas are done with the buffer
-        if (kjit_leader) kjit_arrive(kjit_free + 8 * kjit_buffer);
+        kjit_t = kjit_needed_from(kjit_t + 1);
     }
     // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
     // its softmax is), through the epilogue, stored two columns at a time.

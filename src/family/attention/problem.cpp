@@ -173,6 +173,7 @@ void read_wgmma_launch(const object_reader& l, const problem& pr, policy& chosen
     if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != 2 * policy::k_wgmma_consumer_rows)
         l.fail("block_m", "the wgmma rung's two consumer warp groups take 64 queries each: expected 128");
     if (!l.leaves_auto("buffers")) chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
+    if (!l.leaves_auto("schedule")) chosen.pingpong = l.choice<bool>("schedule", {{"pingpong", true}, {"free", false}}, std::nullopt);
     if (pr.head_dim < 64)
         l.fail("rung", "the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got " + std::to_string(pr.head_dim));
     const long long held = (chosen.block_n + padded_head_dim(pr.head_dim)) / 2;
@@ -193,17 +194,17 @@ void read_mma_launch(const object_reader& l, policy& chosen) {
 }
 
 /// The launch keys given, over the rung's "auto" policy, each checked for the rung. Where the rung is
-/// "auto" and a key of one rung is given (warps, buffers), that rung.
+/// "auto" and a key of one rung is given (warps; buffers, schedule), that rung.
 policy read_launch(const object_reader& l, const pipeline& p, const problem& pr) {
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
-    if (l.leaves_auto("rung") && !l.leaves_auto("buffers")) kind = rung::wgmma;
+    if (l.leaves_auto("rung") && (!l.leaves_auto("buffers") || !l.leaves_auto("schedule"))) kind = rung::wgmma;
     policy chosen = auto_policy(kind, pr.head_dim);
-    const char* other_key = kind == rung::wgmma ? "warps" : "buffers";
-    if (!l.leaves_auto(other_key))
-        l.fail(other_key, "a key of the \"" + std::string(kind == rung::wgmma ? "mma" : "wgmma") + "\" rung; this one is \"" +
-                              std::string(to_string(kind)) + "\"");
+    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps"} : std::vector<const char*>{"buffers", "schedule"})
+        if (!l.leaves_auto(key))
+            l.fail(key, "a key of the \"" + std::string(kind == rung::wgmma ? "mma" : "wgmma") + "\" rung; this one is \"" +
+                            std::string(to_string(kind)) + "\"");
     if (!l.leaves_auto("block_n")) {
         chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
         if (chosen.block_n % 16 != 0) l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
@@ -236,18 +237,21 @@ config::json_value policy::columns() const {
     config::json_value chosen = {{"rung", to_string(kind)}, {"block_m", block_m}};
     if (kind == rung::mma) chosen["warps"] = warps;
     chosen["block_n"] = block_n;
-    if (kind == rung::wgmma) chosen["buffers"] = stages;
+    if (kind == rung::wgmma) {
+        chosen["buffers"] = stages;
+        chosen["schedule"] = pingpong ? "pingpong" : "free";
+    }
     chosen["skips_tiles"] = skips_tiles;
     return chosen;
 }
 
 std::string policy::label() const {
     const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
-    const std::string ring = kind == rung::wgmma ? " buffers=" + std::to_string(stages) : "";
+    const std::string ring = kind == rung::wgmma ? " buffers=" + std::to_string(stages) + " schedule=" + (pingpong ? "pingpong" : "free") : "";
     return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
 }
 
-std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n", "buffers"}; }
+std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n", "buffers", "schedule"}; }
 
 void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);

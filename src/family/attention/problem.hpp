@@ -66,6 +66,7 @@ struct policy final : config::launch_policy {
     int warps = 4;      ///< mma: the block's warps, each on block_m / warps queries
     int block_n = 64;   ///< keys per tile held in shared memory
     int stages = 2;     ///< wgmma: the tiles of keys and values in shared memory at once
+    bool pingpong = true;  ///< wgmma: the consumers take turns at the tensor cores (launch.schedule)
     /// The score expression's mask is one whose whole tiles the kernel can find from their corners
     /// (tile_mask.hpp): it skips them.
     bool skips_tiles = false;
