@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "family/attention/attention.hpp"
 #include "family/attention/problem.hpp"
 #include "family/attention/reference.hpp"
 #include "family/attention/tile_mask.hpp"
@@ -173,6 +174,9 @@ TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
     CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"buffers", 2}, {"schedule", "pingpong"}, {"skips_tiles", false}});
+    // the tuner sweeps the rung's own keys (a key of the other would change the rung)
+    CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
+    CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
     CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 192))).block_n == 64);
     CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 256))).block_n == 64);
     // below head dim 64 the mma rung (the wgmma rung copies slabs of 64 columns)
@@ -196,6 +200,7 @@ TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 64 keys 
     };
     const auto small = on_sm80(attention_config(1, 2, 2, 64, 64, 128));
     CHECK(policy_of(small).columns() == json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"skips_tiles", false}});
+    CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
     const auto wide = on_sm80(attention_config(1, 2, 2, 64, 64, 256));
     CHECK(policy_of(wide).warps == 8);
     CHECK(policy_of(wide).block_n == 32);
