@@ -309,7 +309,7 @@ TEST_CASE("attention: a document mask reads an input of one value per token, [ba
     std::vector<std::string> args;
     for (const auto& a : prog.kernels.front().args) args.push_back(a.name);
     CHECK(args == std::vector<std::string>{"q", "k", "v", "out", "s0_scale", "qdoc", "doc", "rows", "cols"});
-    CHECK(prog.source.find("load(doc[(long long)blockIdx.z * cols + min(kjit_col, cols - 1)])") != std::string::npos);
+    CHECK(prog.source.find("load(doc[(long long)blockIdx.z * cols + min(kjit_col, (int)cols - 1)])") != std::string::npos);
     CHECK(prog.kernels.front().flops == doctest::Approx(4.0 * 2 * 4 * 5 * 7 * 16));  // not known when planning: every pair
 
     reference::input_arrays inputs;

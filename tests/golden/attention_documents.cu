@@ -442,8 +442,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
     const int kjit_lane = threadIdx.x % 32, kjit_warp = threadIdx.x / 32 % 4;
     const bool kjit_leader = threadIdx.x % 128 == 0;  // arrives for the group
     // This thread's queries: rows lane / 4 and lane / 4 + 8 of its warp's 16 of the consumer's
-    // 64 (as a wgmma's accumulators hold them). Per query, the running max of the scores (in
-    // powers of 2), this thread's part of the sum of 2^(score − max), and its part of the output
+    // 64 (as a wgmma's accumulators hold them). Per query, the running max of the scores,
+    // this thread's part of the sum of 2^(score − max), and its part of the output
     // row: columns 8 · d + 2 · (lane % 4) and the next, for each d.
     const int kjit_row_in = kjit_consumer * 64 + kjit_warp * 16 + kjit_lane / 4;
     float kjit_max[2 * kjit_pieces], kjit_sum[2 * kjit_pieces];
@@ -512,7 +512,9 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
         if (kjit_n > 0 && kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
         if (!kjit_scoring) break;
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
-        // Each score scaled and modified, in powers of 2; keys past the last are −inf.
+        // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
+        // Positions are ints: a head's queries and keys fit one.
+        const bool kjit_edge = kjit_key0 + kjit_block_n > cols;
         float kjit_tile_max[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
@@ -524,24 +526,25 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
             for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
                 for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
-                    const long long kjit_row = kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_e / 2 * 8;
-                    const long long kjit_col =
-                            kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2 + kjit_e % 2;
+                    const int kjit_row = (int)kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_e / 2 * 8;
+                    const int kjit_col =
+                            (int)kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2 + kjit_e % 2;
                     float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
                     const real x = kjit_value * s0_scale;
-                    const float kjit_score2 = (float)kjit_score(
-                            x, (int)kjit_row, (int)kjit_col, (int)rows, (int)cols,
-                            load(doc[(long long)blockIdx.z * rows + min(kjit_row, rows - 1)]),
-                            load(doc[(long long)blockIdx.z * cols + min(kjit_col, cols - 1)]));
-                    kjit_value = kjit_col < cols ? kjit_score2 * kjit_log2e : KJIT_MINUS_INF;
+                    const float kjit_scored = (float)kjit_score(
+                            x, kjit_row, kjit_col, (int)rows, (int)cols,
+                            load(doc[(long long)blockIdx.z * rows + min(kjit_row, (int)rows - 1)]),
+                            load(doc[(long long)blockIdx.z * cols + min(kjit_col, (int)cols - 1)]));
+                    kjit_value = kjit_edge && kjit_col >= cols ? KJIT_MINUS_INF : kjit_scored;
                     float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
                     kjit_m = fmaxf(kjit_m, kjit_value);
                 }
             }
         }
         // The online softmax: the new max of each query (its row is spread over 4 lanes), what
-        // was summed so far rescaled to it, and this tile's 2^(score − max) added.
-        float kjit_base[2 * kjit_pieces];
+        // was summed so far rescaled to it, and this tile's e^(score − max) added, each as
+        // 2^(score · log2 e − max · log2 e): one fused multiply-add and one exp2.
+        float kjit_base2[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             float kjit_m = kjit_tile_max[kjit_h];
@@ -549,8 +552,10 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
             kjit_m = fmaxf(kjit_m, __shfl_xor_sync(0xffffffffu, kjit_m, 2));
             const float kjit_new_max = fmaxf(kjit_max[kjit_h], kjit_m);
             // (a query with no key yet, max −inf, subtracts 0: 2^(−inf − (−inf)) would be NaN)
-            kjit_base[kjit_h] = kjit_new_max == KJIT_MINUS_INF ? 0.0f : kjit_new_max;
-            const float kjit_rescale = kjit_exp2(kjit_max[kjit_h] - kjit_base[kjit_h]);
+            const float kjit_base = kjit_new_max == KJIT_MINUS_INF ? 0.0f : kjit_new_max;
+            kjit_base2[kjit_h] = kjit_base * kjit_log2e;
+            const float kjit_rescale =
+                    kjit_exp2(fmaf(kjit_max[kjit_h], kjit_log2e, -kjit_base2[kjit_h]));
             kjit_max[kjit_h] = kjit_new_max;
             kjit_sum[kjit_h] *= kjit_rescale;
 #pragma unroll
@@ -567,7 +572,7 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
                 for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
                     const int kjit_h = 2 * kjit_p + kjit_e / 2;
                     float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
-                    kjit_value = kjit_exp2(kjit_value - kjit_base[kjit_h]);
+                    kjit_value = kjit_exp2(fmaf(kjit_value, kjit_log2e, -kjit_base2[kjit_h]));
                     kjit_sum[kjit_h] += kjit_value;
                 }
             }

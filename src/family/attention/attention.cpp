@@ -37,7 +37,7 @@ bool uses_heads(const expr::used_names& used) {
 /// before the token values, which the tile test takes too.
 struct score_call {
     std::vector<std::string> params{"real x", "int row", "int col", "int rows", "int cols"};
-    std::vector<std::string> args{"x", "(int)kjit_row", "(int)kjit_col", "(int)rows", "(int)cols"};
+    std::vector<std::string> args{"x", "kjit_row", "kjit_col", "(int)rows", "(int)cols"};
     std::string extra_params, extra_args;
     std::vector<argument> scalars;
     std::vector<argument> tokens;  ///< the inputs it reads by token
@@ -64,7 +64,7 @@ score_call score_call_of(const pipeline& p) {
     for (const auto& read : used.tokens) {
         const std::string size = read.index == "row" ? "rows" : "cols";
         call.params.push_back("real " + read.parameter());
-        call.args.push_back("load(" + read.name + "[(long long)blockIdx.z * " + size + " + min(kjit_" + read.index + ", " + size +
+        call.args.push_back("load(" + read.name + "[(long long)blockIdx.z * " + size + " + min(kjit_" + read.index + ", (int)" + size +
                             " - 1)])");
         if (std::none_of(call.tokens.begin(), call.tokens.end(), [&](const argument& a) { return a.name == read.name; }))
             call.tokens.push_back(array_argument(read.name, false));
