@@ -55,6 +55,22 @@ __device__ __forceinline__ float kjit_exp2(float x)
     return y;
 }
 
+// Multiplies each of a thread's output rows by its factor: query h's, in piece h / 2, 8 · (h % 2)
+// rows down, as an mma's or a wgmma's accumulators hold them.
+template <int kjit_pieces, int kjit_cols>
+__device__ __forceinline__ void kjit_rescale_rows(float (&out)[kjit_pieces][kjit_cols / 8][4],
+                                                  const float (&by)[2 * kjit_pieces])
+{
+#pragma unroll
+    for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+#pragma unroll
+        for (int kjit_d = 0; kjit_d < kjit_cols / 8; ++kjit_d) {
+            out[kjit_h / 2][kjit_d][kjit_h % 2 * 2] *= by[kjit_h];
+            out[kjit_h / 2][kjit_d][kjit_h % 2 * 2 + 1] *= by[kjit_h];
+        }
+    }
+}
+
 // ---- attention_causal_attention: attention, softmax(col > row ? -inf : x) · V, fused into one
 // kernel
 // The score of query `row` and key `col` of a head (rows queries, cols keys), from x, the
@@ -305,9 +321,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
             }
         }
         // The online softmax: the new max of each query (its row is spread over 4 lanes), what
-        // was summed so far rescaled to it, and this tile's e^(score − max) added, each as
-        // 2^(score · log2 e − max · log2 e): one fused multiply-add and one exp2.
-        float kjit_base2[2 * kjit_pieces];
+        // was summed so far rescaled to it (the output row too: kjit_rescale, which the includer
+        // applies), and this tile's e^(score − max) added, each as 2^(score · log2 e − max ·
+        // log2 e): one fused multiply-add and one exp2.
+        float kjit_base2[2 * kjit_pieces], kjit_rescale[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             float kjit_m = kjit_tile_max[kjit_h];
@@ -317,15 +334,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
             // (a query with no key yet, max −inf, subtracts 0: 2^(−inf − (−inf)) would be NaN)
             const float kjit_base = kjit_new_max == KJIT_MINUS_INF ? 0.0f : kjit_new_max;
             kjit_base2[kjit_h] = kjit_base * kjit_log2e;
-            const float kjit_rescale =
-                    kjit_exp2(fmaf(kjit_max[kjit_h], kjit_log2e, -kjit_base2[kjit_h]));
+            const float kjit_from = fmaf(kjit_max[kjit_h], kjit_log2e, -kjit_base2[kjit_h]);
+            kjit_rescale[kjit_h] = kjit_exp2(kjit_from);
             kjit_max[kjit_h] = kjit_new_max;
-            kjit_sum[kjit_h] *= kjit_rescale;
-#pragma unroll
-            for (int kjit_d = 0; kjit_d < kjit_out_cols / 8; ++kjit_d) {
-                kjit_out[kjit_h / 2][kjit_d][kjit_h % 2 * 2] *= kjit_rescale;
-                kjit_out[kjit_h / 2][kjit_d][kjit_h % 2 * 2 + 1] *= kjit_rescale;
-            }
+            kjit_sum[kjit_h] *= kjit_rescale[kjit_h];
         }
 #pragma unroll
         for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
@@ -340,6 +352,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
                 }
             }
         }
+        kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
         // O += P · V: P's 16 × 16 pieces are in registers already, as an mma's A operand holds
         // them (two 16 × 8 pieces of S side by side), rounded to __half.
 #pragma unroll

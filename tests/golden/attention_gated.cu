@@ -55,6 +55,22 @@ __device__ __forceinline__ float kjit_exp2(float x)
     return y;
 }
 
+// Multiplies each of a thread's output rows by its factor: query h's, in piece h / 2, 8 · (h % 2)
+// rows down, as an mma's or a wgmma's accumulators hold them.
+template <int kjit_pieces, int kjit_cols>
+__device__ __forceinline__ void kjit_rescale_rows(float (&out)[kjit_pieces][kjit_cols / 8][4],
+                                                  const float (&by)[2 * kjit_pieces])
+{
+#pragma unroll
+    for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+#pragma unroll
+        for (int kjit_d = 0; kjit_d < kjit_cols / 8; ++kjit_d) {
+            out[kjit_h / 2][kjit_d][kjit_h % 2 * 2] *= by[kjit_h];
+            out[kjit_h / 2][kjit_d][kjit_h % 2 * 2 + 1] *= by[kjit_h];
+        }
+    }
+}
+
 // ---- attention_gated_attention: attention, softmax(col > row ? -inf : x) · V, fused into one
 // kernel with the stages after it
 // The score of query `row` and key `col` of a head (rows queries, cols keys), from x, the
@@ -456,11 +472,12 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_gated_attention(
     float kjit_out[kjit_pieces][kjit_out_cols / 8][4] = {};
     const unsigned kjit_q_at = kjit_address(kjit_smem.q) + kjit_consumer * 64 * 128;  // its rows
     kjit_wait(kjit_q_full, 0);
-    // Turn n: O += P · V for the weights of the (n − 1)-th tile the block takes, and S = Q · Kᵀ
-    // for the n-th; then, once both are done, S through the online softmax into the weights of
-    // the next turn. Where the consumers take turns (ping-pong), each issues its turn's wgmmas
-    // only after the other has issued its own, so that one's softmax runs while the tensor
-    // cores work on the other's products. Consumer 0 goes first.
+    // Turn n: S = Q · Kᵀ for the n-th tile the block takes, and O += P · V for the weights of
+    // the (n − 1)-th; then, once S is done, S through the online softmax (while P · V runs on),
+    // and once P · V is done too, the output rows rescaled and the weights of the next turn
+    // made. Where the consumers take turns (ping-pong), each issues its turn's wgmmas only after
+    // the other has issued its own, so that one's softmax runs while the tensor cores work on
+    // the other's products. Consumer 0 goes first.
     float kjit_s[kjit_pieces][kjit_block_n / 8][4];
     unsigned kjit_weights[kjit_block_n / 16][4];
     int kjit_t = kjit_needed_from(0);
@@ -470,20 +487,6 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_gated_attention(
         if (kjit_n == 0 && !kjit_scoring) break;  // every tile is masked
         if (kjit_pingpong) kjit_take_turn(kjit_consumer);
         kjit_wgmma_fence();
-        // The last tile's values, V: 16 keys (rows of 128 bytes) a step, slabs of 64 columns
-        // apart.
-        const int kjit_last = (kjit_n + kjit_stages - 1) % kjit_stages;
-        if (kjit_n > 0) {
-            kjit_wait(kjit_v_full + 8 * kjit_last, (kjit_n - 1) / kjit_stages % 2);
-            const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_last]);
-#pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
-                const unsigned kjit_v_piece = kjit_v_at + kjit_j * 16 * 128;
-                const bool kjit_first = kjit_n == 1 && kjit_j == 0;
-                kjit_wgmma_values(kjit_out[0], kjit_weights[kjit_j],
-                                  kjit_descriptor(kjit_v_piece, kjit_kv_slab_bytes), kjit_first);
-            }
-        }
         // This tile's keys: per slab, 4 steps of depth 16, 32 bytes apart in each row; 8 rows of
         // 128 bytes are 1024 bytes apart.
         const int kjit_buffer = kjit_n % kjit_stages;
@@ -505,13 +508,30 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_gated_attention(
             }
         }
         kjit_wgmma_commit();
+        // The last tile's values, V: 16 keys (rows of 128 bytes) a step, slabs of 64 columns
+        // apart.
+        const int kjit_last = (kjit_n + kjit_stages - 1) % kjit_stages;
+        if (kjit_n > 0) {
+            kjit_wait(kjit_v_full + 8 * kjit_last, (kjit_n - 1) / kjit_stages % 2);
+            const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_last]);
+#pragma unroll
+            for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
+                const unsigned kjit_v_piece = kjit_v_at + kjit_j * 16 * 128;
+                const bool kjit_first = kjit_n == 1 && kjit_j == 0;
+                kjit_wgmma_values(kjit_out[0], kjit_weights[kjit_j],
+                                  kjit_descriptor(kjit_v_piece, kjit_kv_slab_bytes), kjit_first);
+            }
+        }
+        kjit_wgmma_commit();
         // (consumer 1 gives no turn after its last: consumer 0 takes no more)
         const bool kjit_gives = kjit_consumer == 0 || kjit_scoring;
         if (kjit_pingpong && kjit_gives) kjit_give_turn(1 - kjit_consumer);
-        kjit_wgmma_wait<0>();
-        // its wgmmas are done with the last tile's buffer
-        if (kjit_n > 0 && kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
-        if (!kjit_scoring) break;
+        kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
+        if (!kjit_scoring) {
+            kjit_wgmma_wait<0>();
+            if (kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
+            break;
+        }
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
         // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
         // Positions are ints: a head's queries and keys fit one.
@@ -541,9 +561,10 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_gated_attention(
             }
         }
         // The online softmax: the new max of each query (its row is spread over 4 lanes), what
-        // was summed so far rescaled to it, and this tile's e^(score − max) added, each as
-        // 2^(score · log2 e − max · log2 e): one fused multiply-add and one exp2.
-        float kjit_base2[2 * kjit_pieces];
+        // was summed so far rescaled to it (the output row too: kjit_rescale, which the includer
+        // applies), and this tile's e^(score − max) added, each as 2^(score · log2 e − max ·
+        // log2 e): one fused multiply-add and one exp2.
+        float kjit_base2[2 * kjit_pieces], kjit_rescale[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             float kjit_m = kjit_tile_max[kjit_h];
@@ -553,15 +574,10 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_gated_attention(
             // (a query with no key yet, max −inf, subtracts 0: 2^(−inf − (−inf)) would be NaN)
             const float kjit_base = kjit_new_max == KJIT_MINUS_INF ? 0.0f : kjit_new_max;
             kjit_base2[kjit_h] = kjit_base * kjit_log2e;
-            const float kjit_rescale =
-                    kjit_exp2(fmaf(kjit_max[kjit_h], kjit_log2e, -kjit_base2[kjit_h]));
+            const float kjit_from = fmaf(kjit_max[kjit_h], kjit_log2e, -kjit_base2[kjit_h]);
+            kjit_rescale[kjit_h] = kjit_exp2(kjit_from);
             kjit_max[kjit_h] = kjit_new_max;
-            kjit_sum[kjit_h] *= kjit_rescale;
-#pragma unroll
-            for (int kjit_d = 0; kjit_d < kjit_out_cols / 8; ++kjit_d) {
-                kjit_out[kjit_h / 2][kjit_d][kjit_h % 2 * 2] *= kjit_rescale;
-                kjit_out[kjit_h / 2][kjit_d][kjit_h % 2 * 2 + 1] *= kjit_rescale;
-            }
+            kjit_sum[kjit_h] *= kjit_rescale[kjit_h];
         }
 #pragma unroll
         for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
@@ -576,6 +592,9 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_gated_attention(
                 }
             }
         }
+        kjit_wgmma_wait<0>();  // P · V is done: its weights and the last tile's buffer are free
+        if (kjit_n > 0 && kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
+        kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
         // The weights P for the next turn, in the registers of a wgmma's A operand: as S's, two
         // 16 × 8 pieces side by side make a 16 × 16 piece, rounded to __nv_bfloat16.
 #pragma unroll
