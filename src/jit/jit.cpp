@@ -71,40 +71,31 @@ std::string annotate_log(const std::string& log, const std::string& source, cons
     return out.str();
 }
 
-build_output build(const compile_request& request, disk_cache* cache, cache_mode mode, const std::string& label) {
-    build_output out;
-    out.key = cache_key(request);
-    out.method = request.method;
-    out.cache_status = mode == cache_mode::off ? "off" : mode == cache_mode::refresh ? "refresh" : "miss";
-    const bool use_cache = cache != nullptr && mode != cache_mode::off;
+namespace {
 
-    bool replace = mode == cache_mode::refresh;
-    if (use_cache && mode == cache_mode::use) {
-        trace::span span("cache_lookup");
-        lookup_result found = cache->lookup(out.key);
-        out.lookup_ms = span.end();
-        if (found.status == lookup_status::hit) {
-            try {  // hashes can match while a field has the wrong type: then it is corrupt too
-                out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
-                out.nvrtc_log = found.entry.meta.value("nvrtc_log", "");
-                out.link_log = found.entry.meta.value("link_log", "");
-                out.nvrtc_version = found.entry.meta.value("nvrtc_version", built_nvrtc_version());
-                out.cache_status = "hit";
-                out.ptx = std::move(found.entry.ptx);
-                out.cubin = std::move(found.entry.cubin);
-                return out;
-            } catch (const nlohmann::json::exception& e) {
-                found.status = lookup_status::corrupt;
-                found.problem = std::string("meta.json: ") + e.what();
-                out.kernels.clear();
-            }
-        }
-        if (found.status == lookup_status::corrupt) {
-            out.cache_problem = "cache entry " + out.key + " is corrupt (" + found.problem + "); recompiled and replaced";
-            replace = true;
-        }
+/// Fills `out` from the cache entry found for its key; false where the entry is corrupt (a field of
+/// the wrong type though the hashes match), with out.cache_problem saying so.
+bool take_cached(lookup_result& found, build_output& out) {
+    try {
+        out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
+        out.nvrtc_log = found.entry.meta.value("nvrtc_log", "");
+        out.link_log = found.entry.meta.value("link_log", "");
+        out.nvrtc_version = found.entry.meta.value("nvrtc_version", built_nvrtc_version());
+        out.cache_status = "hit";
+        out.ptx = std::move(found.entry.ptx);
+        out.cubin = std::move(found.entry.cubin);
+        return true;
+    } catch (const nlohmann::json::exception& e) {
+        out.kernels.clear();
+        out.cache_problem = "cache entry " + out.key + " is corrupt (meta.json: " + e.what() + "); recompiled and replaced";
+        return false;
     }
+}
 
+/// Compiles the request into `out`; a failed compile throws (a config error where NVRTC rejected
+/// an option, a compile error with the annotated log otherwise) and leaves nothing to cache.
+/// Returns whether -minimal stayed on, which the cache entry records.
+bool compile_into(const compile_request& request, const std::string& label, build_output& out) {
     compile_result compiled = compile(request);
     out.compiled = true;
     out.load_ms = compiled.load_ms;
@@ -121,41 +112,64 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
         const bool in_nvrtc = compiled.ptx.empty();
         throw error(error_kind::compile,
                     (in_nvrtc ? "NVRTC failed to compile " : "PTX → cubin failed for ") + label + ":\n" +
-                        (in_nvrtc ? annotate_log(compiled.nvrtc_log, request.source, request.program_name)
-                                  : compiled.link_log));
+                        (in_nvrtc ? annotate_log(compiled.nvrtc_log, request.source, request.program_name) : compiled.link_log));
     }
     out.ptx = std::move(compiled.ptx);
     out.cubin = std::move(compiled.cubin);
     out.kernels = std::move(compiled.kernels);
+    return compiled.minimal;
+}
 
-    if (use_cache) {
-        trace::span span("cache_store");
-        cache_entry entry{out.ptx, out.cubin, nlohmann::json::object()};
-        entry.meta = {{"label", label},
-                      {"created", utc_now()},
-                      {"arch", request.real_arch()},
-                      {"nvrtc_version", out.nvrtc_version},
-                      {"nvrtc_options", request.nvrtc_options()},
-                      {"link_options", request.link_options()},
-                      {"method", to_string(request.method)},
-                      {"minimal", compiled.minimal},
-                      {"nvrtc_ms", out.nvrtc_ms},
-                      {"ptx_to_cubin_ms", out.ptx_to_cubin_ms},
-                      {"nvrtc_log", out.nvrtc_log},
-                      {"link_log", out.link_log},
-                      {"kernels", kernels_to_json(out.kernels)}};
-        // A cache that cannot be written (read-only, full, not a directory) must not fail a
-        // compile that worked: say so once, and carry on without it.
-        if (!cache->unwritable()) {
-            try {
-                cache->store(out.key, entry, replace);
-            } catch (const error& e) {
-                cache->mark_unwritable();
-                out.cache_problem = std::string(e.what()) + "; carrying on without the cache";
-            }
+/// Stores what was compiled under its key. A cache that cannot be written (read-only, full, not a
+/// directory) must not fail a compile that worked: say so once, and carry on without it.
+void store_built(const compile_request& request, const std::string& label, bool minimal, bool replace, disk_cache& cache,
+                 build_output& out) {
+    trace::span span("cache_store");
+    cache_entry entry{out.ptx, out.cubin, nlohmann::json::object()};
+    entry.meta = {{"label", label},
+                  {"created", utc_now()},
+                  {"arch", request.real_arch()},
+                  {"nvrtc_version", out.nvrtc_version},
+                  {"nvrtc_options", request.nvrtc_options()},
+                  {"link_options", request.link_options()},
+                  {"method", to_string(request.method)},
+                  {"minimal", minimal},
+                  {"nvrtc_ms", out.nvrtc_ms},
+                  {"ptx_to_cubin_ms", out.ptx_to_cubin_ms},
+                  {"nvrtc_log", out.nvrtc_log},
+                  {"link_log", out.link_log},
+                  {"kernels", kernels_to_json(out.kernels)}};
+    if (!cache.unwritable()) {
+        try {
+            cache.store(out.key, entry, replace);
+        } catch (const error& e) {
+            cache.mark_unwritable();
+            out.cache_problem = std::string(e.what()) + "; carrying on without the cache";
         }
-        out.store_ms = span.end();
     }
+    out.store_ms = span.end();
+}
+
+}  // namespace
+
+build_output build(const compile_request& request, disk_cache* cache, cache_mode mode, const std::string& label) {
+    build_output out;
+    out.key = cache_key(request);
+    out.method = request.method;
+    out.cache_status = mode == cache_mode::off ? "off" : mode == cache_mode::refresh ? "refresh" : "miss";
+    const bool use_cache = cache != nullptr && mode != cache_mode::off;
+    bool replace = mode == cache_mode::refresh;
+    if (use_cache && mode == cache_mode::use) {
+        trace::span span("cache_lookup");
+        lookup_result found = cache->lookup(out.key);
+        out.lookup_ms = span.end();
+        if (found.status == lookup_status::hit && take_cached(found, out)) return out;
+        if (found.status == lookup_status::corrupt)
+            out.cache_problem = "cache entry " + out.key + " is corrupt (" + found.problem + "); recompiled and replaced";
+        replace = replace || !out.cache_problem.empty();
+    }
+    const bool minimal = compile_into(request, label, out);
+    if (use_cache) store_built(request, label, minimal, replace, *cache, out);
     return out;
 }
 
