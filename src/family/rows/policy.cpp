@@ -172,32 +172,29 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
     if (is_auto(p, "streaming")) chosen.streaming = true;
 }
 
+/// row_mapping "warp": each row on one warp, a block of 32 and no cluster; the row must fit the
+/// warp's registers where it is held there.
+void launch_warp_per_row(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
+    const bool in_registers = row_in_registers(p);
+    if (!p.launch.block_auto && p.launch.block != 32)
+        fail("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
+                                      std::to_string(p.launch.block));
+    if (!cluster_auto && chosen.cluster != 1)
+        fail("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
+                                        std::to_string(chosen.cluster));
+    p.launch.block = 32;
+    chosen.cluster = 1;
+    if (in_registers && row_items_per_thread(p) > k_max_row_items)
+        fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
+                            std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
+}
+
 /// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
 /// row before clusters, smaller blocks first. Many small blocks per SM overlap one row's loads
 /// with another's reductions and stores, and each thread's loads are all in flight at once: on
 /// the H200 this beat larger blocks at every shape tried (bench/results/2026-12-01-h200-rows).
-void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
-    using cache = row_cache;
+void fit_block_and_cluster(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
     const bool in_registers = row_in_registers(p);
-    if (chosen.cache == cache::shared) {
-        if (p.compile.arch && *p.compile.arch < 80)
-            fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
-                                  std::to_string(*p.compile.arch));
-    }
-    if (chosen.warp_per_row) {
-        if (!p.launch.block_auto && p.launch.block != 32)
-            fail("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
-                                          std::to_string(p.launch.block));
-        if (!cluster_auto && chosen.cluster != 1)
-            fail("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
-                                            std::to_string(chosen.cluster));
-        p.launch.block = 32;
-        chosen.cluster = 1;
-        if (in_registers && row_items_per_thread(p) > k_max_row_items)
-            fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
-                                std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
-        return;
-    }
     const std::vector<int> blocks = p.launch.block_auto ? std::vector<int>{64, 128, 256, 512, 1024}
                                                         : std::vector<int>{p.launch.block};
     // A row not in registers needs no cluster to hold it.
@@ -223,6 +220,13 @@ void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const fai
                             " blocks × " + std::to_string(k_max_row_items) +
                             " elements each; raise launch.block (at most 1024) or launch.cluster (at most 8), or read it "
                             "from memory in each pass with launch.row_cache \"none\"");
+}
+
+/// What the block and cluster chosen must meet: the shared memory a row (or a block's share of
+/// two) takes, the rows a grid of clusters can count, clusters that loop over rows, the threads
+/// an SM holds, and the architecture clusters and cp.async need.
+void check_row_launch(const pipeline& p, const policy& chosen, const failer& fail) {
+    using cache = row_cache;
     if (chosen.cache == cache::shared) {
         // A block that loops over rows holds two: the next is copied while this one is worked on.
         const long long share = row_bytes_per_block(p);
@@ -258,6 +262,20 @@ void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const fai
         fail("compile", "launch.cluster " + std::to_string(chosen.cluster) +
                               " needs thread-block clusters: sm_90 or newer, and compile.arch is sm_" +
                               std::to_string(*p.compile.arch));
+}
+
+/// A row kernel's block and cluster (row_mapping "warp": one warp a row; else fit_block_and_cluster)
+/// and what they must meet.
+void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
+    if (chosen.cache == row_cache::shared && p.compile.arch && *p.compile.arch < 80)
+        fail("compile", "launch.row_cache \"shared\" copies the row with cp.async: sm_80 or newer, and compile.arch is sm_" +
+                              std::to_string(*p.compile.arch));
+    if (chosen.warp_per_row) {
+        launch_warp_per_row(p, chosen, cluster_auto, fail);
+        return;
+    }
+    fit_block_and_cluster(p, chosen, cluster_auto, fail);
+    check_row_launch(p, chosen, fail);
 }
 
 /// The configured width, or 16 bytes' worth for auto. A row whose length it does not divide is
