@@ -114,13 +114,19 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     j["launch"] = {{"rung", "mma"}, {"schedule", "free"}};
     CHECK(failure(j).find("a.json: launch.schedule: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"block_m", 64}};
-    CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's two consumer warp groups take 64 queries each") == 0);
+    CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's consumer warp groups take 64 queries each: expected 128") == 0);
     j = attention_config(1, 4, 4, 8, 8, 32);
     j["launch"] = {{"rung", "wgmma"}};
     CHECK(failure(j).find("a.json: launch.rung: the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got 32") == 0);
     j = attention_config(1, 4, 4, 8, 8, 256);
     j["launch"] = {{"block_n", 128}};
     CHECK(failure(j).find("a.json: launch.block_n: a consumer's thread holds block_n / 2 scores and head_dim / 2 output floats") == 0);
+    j = attention_config(1, 4, 4, 8, 8, 128);
+    j["launch"] = {{"consumers", 3}};
+    CHECK(failure(j).find("a.json: launch.block_n: a consumer's thread holds block_n / 2 scores and head_dim / 2 output floats "
+                          "(head_dim in slabs of 64): at most 96 together with 3 consumers, got 128") == 0);
+    j["launch"] = {{"consumers", 3}, {"block_m", 128}, {"block_n", 64}};
+    CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's consumer warp groups take 64 queries each: expected 192 for 3") == 0);
 }
 
 TEST_CASE("attention's epilogue: maps of each output element, of inputs of Q's shape and params; what it refuses") {
@@ -173,7 +179,7 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"buffers", 2}, {"schedule", "pingpong"}, {"skips_tiles", false}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 2}, {"schedule", "pingpong"}, {"skips_tiles", false}});
     // the tuner sweeps the rung's own keys (a key of the other would change the rung)
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
     CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
@@ -185,6 +191,14 @@ TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 
     auto j = attention_config(1, 2, 2, 64, 64, 64);
     j["launch"] = {{"warps", 2}};
     CHECK(policy_of(parsed(j)).kind == family::attention::rung::mma);
+    // three consumers: 192 queries, 512 threads, 160 registers each, a round of three turns
+    j = attention_config(1, 2, 2, 64, 64, 64);
+    j["launch"] = {{"consumers", 3}};
+    const auto three = family::plan(parsed(j), codegen::template_set::embedded());
+    CHECK(three.kernels.front().block.x == 512);
+    CHECK(three.kernels.front().grid.x == 1);  // 64 queries in one block of 192
+    CHECK(three.source.find("kjit_consumer_registers = 160,") != std::string::npos);
+    CHECK(three.source.find("kjit_block_m = 192,") != std::string::npos);
     // 96 columns are tiles of two slabs, the second half zeros
     j = attention_config(1, 2, 2, 64, 64, 96);
     const auto prog = family::plan(parsed(j), codegen::template_set::embedded());

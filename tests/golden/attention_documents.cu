@@ -100,17 +100,19 @@ __device__ __forceinline__ bool kjit_tile_masked(int kjit_r0, int kjit_r1, int k
             (kjit_c1 > kjit_r1));
 }
 
-// The wgmma rung, Hopper's (FlashAttention-3's shape): a block of three warp groups. Group 0, the
+// The wgmma rung, Hopper's (FlashAttention-3's shape): a block of warp groups. Group 0, the
 // producer, has the TMA unit copy the block's queries once, then tile after tile of keys and
-// values into a ring of kjit_stages buffers. Groups 1 and 2, the consumers, take 64 queries each:
+// values into a ring of kjit_stages buffers. The others, the consumers, take 64 queries each:
 // for each tile, a consumer's scores S = Q · Kᵀ with wgmma (both operands in shared memory), the
 // online softmax in its registers, then O += P · V with wgmma again, P straight from the
 // registers the scores were in. Barriers in shared memory (mbarrier) say when a buffer holds its
-// keys, when its values, and when both consumers are done with it; named barriers, whose turn it
+// keys, when its values, and when every consumer is done with it; named barriers, whose turn it
 // is at the tensor cores.
 enum : int {
     kjit_consumers = 2,
     kjit_threads = 128 * (1 + kjit_consumers),
+    // The registers a consumer's thread takes (setmaxnreg), from the producer's, which keep 24.
+    kjit_consumer_registers = 240,
     kjit_pieces = 1,  // a warp's pieces of 16 queries: a wgmma gives each warp 16 of its 64 rows
     kjit_stages = 2,
     // 1, ping-pong: the consumers take turns at the tensor cores (kjit_take_turn), so that one's
@@ -131,7 +133,7 @@ enum : int {
 // The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
 // 1024 bytes more than the layout, for the alignment): the queries, the ring's tiles of keys and
 // of values, each slab after slab; then the barriers: q_full, the queries have landed; k_full[s]
-// and v_full[s], buffer s holds its keys, its values; free[s], both consumers are done with it.
+// and v_full[s], buffer s holds its keys, its values; free[s], every consumer is done with it.
 struct kjit_layout {
     unsigned char q[kjit_slabs][kjit_q_slab_bytes];
     unsigned char k[kjit_stages][kjit_tile_bytes];
@@ -142,6 +144,8 @@ static_assert(kjit_threads == kjit_plan_threads, "the plan launches another numb
 static_assert(sizeof(kjit_layout) + 1024 <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the tiles and the barriers take");
 static_assert(kjit_block_m == 64 * kjit_consumers, "a consumer takes one wgmma's 64 queries");
+static_assert(128 * 24 + 128 * kjit_consumers * kjit_consumer_registers <= 65536,
+              "the warp groups' registers fit an SM's 65,536");
 static_assert(kjit_block_n <= 256 && kjit_out_cols <= 256, "a wgmma is at most 256 wide");
 static_assert(kjit_kv_slab_bytes % 1024 == 0, "slabs start on the swizzle's 1024-byte period");
 
@@ -260,8 +264,8 @@ __device__ __forceinline__ void kjit_wgmma_wait()
                  : "memory");
 }
 
-// Ping-pong: consumer c waits for its turn (named barrier 1 + c of both consumers' 256 threads;
-// 0 is the block's), which the other gives once it has issued its own wgmmas.
+// Ping-pong: consumer c waits for its turn (named barrier 1 + c of two consumers' 256 threads; 0
+// is the block's), which the consumer before it gives once it has issued its own wgmmas.
 __device__ __forceinline__ void kjit_take_turn(int c)
 {
     asm volatile("bar.sync %0, 256;\n"
@@ -360,8 +364,8 @@ __device__ __forceinline__ void kjit_wgmma_values(float (&d)[kjit_out_cols / 8][
             : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(v), "r"((unsigned)first));
 }
 
-// 384 threads (kjit_threads), one block an SM.
-extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attention(
+// kjit_threads threads, one block an SM.
+extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_documents_attention(
         const __grid_constant__ kjit_tensor_map q_map,
         const __grid_constant__ kjit_tensor_map k_map,
         const __grid_constant__ kjit_tensor_map v_map, store_t* __restrict__ out, real s0_scale,
@@ -452,8 +456,10 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
         }
         return;
     }
-    // A consumer: 240 registers a thread, its scores and output rows among them.
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    // A consumer: kjit_consumer_registers a thread, its scores and output rows among them.
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n"
+                 :
+                 : "n"((int)kjit_consumer_registers));
     const int kjit_consumer = threadIdx.x / 128 - 1;
     const int kjit_lane = threadIdx.x % 32, kjit_warp = threadIdx.x / 32 % 4;
     const bool kjit_leader = threadIdx.x % 128 == 0;  // arrives for the group
@@ -480,7 +486,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
     float kjit_s[kjit_pieces][kjit_block_n / 8][4];
     unsigned kjit_weights[kjit_block_n / 16][4];
     int kjit_t = kjit_needed_from(0);
-    if (kjit_pingpong && kjit_consumer == 1 && kjit_t < kjit_tiles) kjit_give_turn(0);
+    const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
+    if (kjit_pingpong && kjit_last_consumer && kjit_t < kjit_tiles) kjit_give_turn(0);
     for (int kjit_n = 0;; ++kjit_n) {
         const bool kjit_scoring = kjit_t < kjit_tiles;  // a tile to score in this turn
         if (kjit_n == 0 && !kjit_scoring) break;  // every tile is masked
@@ -522,9 +529,9 @@ extern "C" __global__ __launch_bounds__(384, 1) void attention_documents_attenti
             }
         }
         kjit_wgmma_commit();
-        // (consumer 1 gives no turn after its last: consumer 0 takes no more)
-        const bool kjit_gives = kjit_consumer == 0 || kjit_scoring;
-        if (kjit_pingpong && kjit_gives) kjit_give_turn(1 - kjit_consumer);
+        // (the last consumer gives no turn after its last: consumer 0 takes no more)
+        const bool kjit_gives = !kjit_last_consumer || kjit_scoring;
+        if (kjit_pingpong && kjit_gives) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
         kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
         if (!kjit_scoring) {
             kjit_wgmma_wait<0>();

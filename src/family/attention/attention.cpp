@@ -257,7 +257,8 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
     const bool wgmma = t.kind == at::rung::wgmma;
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
-             {"stages", t.stages}, {"pingpong", t.pingpong ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
+             {"consumers", t.consumers}, {"consumer_registers", t.consumer_registers()}, {"stages", t.stages},
+             {"pingpong", t.pingpong ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
              {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
         data.set(key, std::to_string(value));
     data.set("mma", codegen::flag(!wgmma));

@@ -164,22 +164,28 @@ policy auto_policy(rung kind, long long head_dim) {
     return t;
 }
 
-/// The most floats a wgmma consumer's thread may hold in its scores and output rows: block_n / 2
-/// and padded head_dim / 2 (with P's registers and the rest, within setmaxnreg's 240).
-constexpr int k_wgmma_accumulators = 168;
+/// The most floats a wgmma consumer's thread may hold in its scores and output rows, block_n / 2
+/// and padded head_dim / 2, with P's registers (block_n / 4) and the rest: within 240 registers
+/// (two consumers), 168; within 160 (three), 96.
+int wgmma_accumulators(const policy& t) { return t.consumers == 2 ? 168 : 96; }
 
-/// The wgmma rung's keys over its "auto": 128 queries, the buffers, a tile the registers hold.
+/// The wgmma rung's keys over its "auto": the consumers and their 64 queries each, the buffers, the
+/// schedule, a tile the registers hold.
 void read_wgmma_launch(const object_reader& l, const problem& pr, policy& chosen) {
-    if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != 2 * policy::k_wgmma_consumer_rows)
-        l.fail("block_m", "the wgmma rung's two consumer warp groups take 64 queries each: expected 128");
+    if (!l.leaves_auto("consumers")) chosen.consumers = static_cast<int>(l.integer("consumers", 2, 3, std::nullopt));
+    chosen.block_m = policy::k_wgmma_consumer_rows * chosen.consumers;
+    if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
+        l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
+                              " for " + std::to_string(chosen.consumers) + " consumers");
     if (!l.leaves_auto("buffers")) chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
     if (!l.leaves_auto("schedule")) chosen.pingpong = l.choice<bool>("schedule", {{"pingpong", true}, {"free", false}}, std::nullopt);
     if (pr.head_dim < 64)
         l.fail("rung", "the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got " + std::to_string(pr.head_dim));
     const long long held = (chosen.block_n + padded_head_dim(pr.head_dim)) / 2;
-    if (held > k_wgmma_accumulators)
+    if (held > wgmma_accumulators(chosen))
         l.fail("block_n", "a consumer's thread holds block_n / 2 scores and head_dim / 2 output floats (head_dim in slabs of 64): at most " +
-                              std::to_string(k_wgmma_accumulators) + " together, got " + std::to_string(held));
+                              std::to_string(wgmma_accumulators(chosen)) + " together with " + std::to_string(chosen.consumers) +
+                              " consumers, got " + std::to_string(held));
 }
 
 /// The mma rung's keys over its "auto": queries in whole pieces of 16 a warp.
@@ -194,14 +200,15 @@ void read_mma_launch(const object_reader& l, policy& chosen) {
 }
 
 /// The launch keys given, over the rung's "auto" policy, each checked for the rung. Where the rung is
-/// "auto" and a key of one rung is given (warps; buffers, schedule), that rung.
+/// "auto" and a key of one rung is given (warps; consumers, buffers, schedule), that rung.
 policy read_launch(const object_reader& l, const pipeline& p, const problem& pr) {
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
-    if (l.leaves_auto("rung") && (!l.leaves_auto("buffers") || !l.leaves_auto("schedule"))) kind = rung::wgmma;
+    for (const char* key : {"consumers", "buffers", "schedule"})
+        if (l.leaves_auto("rung") && !l.leaves_auto(key)) kind = rung::wgmma;
     policy chosen = auto_policy(kind, pr.head_dim);
-    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps"} : std::vector<const char*>{"buffers", "schedule"})
+    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps"} : std::vector<const char*>{"consumers", "buffers", "schedule"})
         if (!l.leaves_auto(key))
             l.fail(key, "a key of the \"" + std::string(kind == rung::wgmma ? "mma" : "wgmma") + "\" rung; this one is \"" +
                             std::string(to_string(kind)) + "\"");
@@ -238,6 +245,7 @@ config::json_value policy::columns() const {
     if (kind == rung::mma) chosen["warps"] = warps;
     chosen["block_n"] = block_n;
     if (kind == rung::wgmma) {
+        chosen["consumers"] = consumers;
         chosen["buffers"] = stages;
         chosen["schedule"] = pingpong ? "pingpong" : "free";
     }
@@ -247,11 +255,13 @@ config::json_value policy::columns() const {
 
 std::string policy::label() const {
     const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
-    const std::string ring = kind == rung::wgmma ? " buffers=" + std::to_string(stages) + " schedule=" + (pingpong ? "pingpong" : "free") : "";
+    const std::string ring = kind == rung::wgmma ? " consumers=" + std::to_string(consumers) + " buffers=" + std::to_string(stages) +
+                                                       " schedule=" + (pingpong ? "pingpong" : "free")
+                                                 : "";
     return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
 }
 
-std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n", "buffers", "schedule"}; }
+std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n", "consumers", "buffers", "schedule"}; }
 
 void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);

@@ -65,12 +65,16 @@ struct policy final : config::launch_policy {
     int block_m = 128;  ///< queries per block: whole pieces of 16 per warp (wgmma: 64 per consumer)
     int warps = 4;      ///< mma: the block's warps, each on block_m / warps queries
     int block_n = 64;   ///< keys per tile held in shared memory
+    int consumers = 2;  ///< wgmma: consumer warp groups, 64 queries each (block_m = 64 · consumers)
     int stages = 2;     ///< wgmma: the tiles of keys and values in shared memory at once
     bool pingpong = true;  ///< wgmma: the consumers take turns at the tensor cores (launch.schedule)
     /// The score expression's mask is one whose whole tiles the kernel can find from their corners
     /// (tile_mask.hpp): it skips them.
     bool skips_tiles = false;
-    [[nodiscard]] int threads() const { return kind == rung::wgmma ? k_wgmma_threads : 32 * warps; }
+    [[nodiscard]] int threads() const { return kind == rung::wgmma ? 128 * (1 + consumers) : 32 * warps; }
+    /// wgmma: the registers a consumer's thread takes (setmaxnreg) from what the producer's give
+    /// up (it keeps 24): 240 for two consumers, 160 for three.
+    [[nodiscard]] int consumer_registers() const { return consumers == 2 ? 240 : 160; }
     /// Dynamic shared memory per block for `head_dim`. mma: the queries, and two tiles of keys and
     /// of values, rows padded by 16 bytes. wgmma: from a 1024-byte boundary, the queries and the
     /// ring's tiles in slabs of 64 columns, and the barriers.
@@ -78,7 +82,6 @@ struct policy final : config::launch_policy {
     [[nodiscard]] config::json_value columns() const override;
     [[nodiscard]] std::string label() const override;
 
-    static constexpr int k_wgmma_threads = 3 * 128;  ///< a producer warp group and two consumers
     static constexpr int k_wgmma_consumer_rows = 64;  ///< a consumer's queries: one wgmma's rows
 };
 

@@ -2,7 +2,7 @@
 # Issue 43, the attention family's wgmma rung, second call: the consumers take turns at the tensor
 # cores (ping-pong, now the default), the softmax overlapping its own P · V, cheaper per score. Verification at the 96 odd shapes (and 32 in float16), the
 # FlashAttention-3 grid at the defaults beside cuDNN, FlashAttention-2 and FlexAttention in the
-# same run, the schedule, tiles and buffers at three points, and the score modifiers beside
+# same run, the schedule, tiles, buffers and three consumers at a few points, and the score modifiers beside
 # FlexAttention with the same modifier.
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
@@ -60,6 +60,13 @@ point buffers3_s8192_d128_full 8192 128 2 16 16 x --set launch.buffers=3
 point buffers3_s8192_d128_causal 8192 128 2 16 16 "col > row ? -inf : x" --set launch.buffers=3
 for bn in 192 256; do point "tile${bn}_s4096_d64_full" 4096 64 4 32 32 x --set launch.block_n=$bn; done
 point buffers4_s4096_d64_full 4096 64 4 32 32 x --set launch.buffers=4
+for p in 1024:64 4096:64 16384:64; do
+  seq=${p%:*}; batch=$((16384 / seq))
+  point "three_s${seq}_d64_full" $seq 64 $batch 32 32 x --set launch.consumers=3
+  point "three_s${seq}_d64_causal" $seq 64 $batch 32 32 "col > row ? -inf : x" --set launch.consumers=3
+done
+point three_odd_s1000_d64_kv1_causal 1000 64 2 8 1 "col > row ? -inf : x" --set launch.consumers=3
+point three_odd_s17_d64_kv8_full 17 64 2 8 8 x --set launch.consumers=3
 } 2>&1 | tee "$OUT/launches.txt"
 echo "== score modifiers at 8192:128"
 {
