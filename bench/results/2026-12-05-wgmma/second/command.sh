@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 43, the attention family's wgmma rung, second call: the consumers take turns at the tensor
-# cores (ping-pong, now the default), the softmax overlapping its own P · V, cheaper per score. Verification at the 96 odd shapes (and 32 in float16), the
+# cores (ping-pong, now the default), the softmax overlapping its own P · V, cheaper per score. Verification at the 96 odd shapes (and 32 in float16, 16 on the mma rung), the
 # FlashAttention-3 grid at the defaults beside cuDNN, FlashAttention-2 and FlexAttention in the
 # same run, the schedule, tiles, buffers and three consumers at a few points, and the score modifiers beside
 # FlexAttention with the same modifier.
@@ -42,6 +42,11 @@ for seq in 17 4097; do for dim in 64 96 128 256; do for kv in 8 1; do
     tag=$([ "$score" = x ] && echo full || echo causal)
     LIMIT=30 point "odd_f16_s${seq}_d${dim}_kv${kv}_${tag}" $seq $dim 2 8 $kv "$score" --set 'dtype="float16"' --set measure.repeat=3 --set measure.warmup=1
   done; done; done; done >> "$OUT/odd.txt" 2>&1
+for seq in 17 4097; do for dim in 64 96 128 256; do
+  for score in x "col > row ? -inf : x"; do
+    tag=$([ "$score" = x ] && echo full || echo causal)
+    LIMIT=30 point "odd_mma_s${seq}_d${dim}_kv2_${tag}" $seq $dim 2 8 2 "$score" --set 'launch.rung="mma"' --set measure.repeat=3 --set measure.warmup=1
+  done; done; done >> "$OUT/odd.txt" 2>&1
 echo "odd shapes failing: $(grep -vc 'exit 0' "$OUT/odd.txt") of $(wc -l < "$OUT/odd.txt")"; grep -v "exit 0" "$OUT/odd.txt" | head -20
 echo "== the grid, at the defaults"
 for p in 1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64; do
