@@ -85,6 +85,11 @@ for c in attention attention_causal attention_gated attention_documents; do
   timeout 120 "$kjit" run configs/$c.json --skip-ceiling --json "$OUT/logs/config_$c.json" > "$OUT/logs/config_$c.txt" 2>&1
   echo "$c: exit $? $(grep -E 'TFLOP' "$OUT/logs/config_$c.txt" | head -2 | tr '\n' ' ')"
 done
+echo "== compile cold, then a cache hit"
+rm -rf /tmp/kjit-cold && KJIT_CACHE_DIR=/tmp/kjit-cold "$kjit" compile configs/attention_causal.json > "$OUT/logs/compile_cold.txt" 2>&1
+grep -E "compile |NVRTC|ptxas|total" "$OUT/logs/compile_cold.txt"
+KJIT_CACHE_DIR=/tmp/kjit-cold "$kjit" run configs/attention_causal.json --skip-ceiling > "$OUT/logs/cache_hit.txt" 2>&1
+grep -E "compile |cache|module|first launch" "$OUT/logs/cache_hit.txt"
 echo "== peers"
 cd bench/peers
 timeout 300 python3 attention_peers.py --repeat 10 --tools cudnn,flash,flex > "$OUT/peers.jsonl" 2> "$OUT/logs/peers.err"; echo "peers: exit $?"
