@@ -7,7 +7,7 @@
 #include "cuda/handles.hpp"
 #include "cuda/cupti.hpp"
 #include "cuda/nvml.hpp"
-#include "cuda/tensor_map.hpp"
+#include "cuda/launch_arguments.hpp"
 #include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
@@ -261,42 +261,14 @@ public:
 private:
     /// cuLaunchKernel on `stream`.
     void enqueue(run::kernel_id kernel, const run::kernel_launch& launch, CUstream stream) {
-        // cuLaunchKernel takes a pointer to each argument, in parameter order: each value is
-        // converted to its parameter's type in a slot of its own, which stays put while it runs.
-        union slot {
-            CUdeviceptr pointer;
-            float f32;
-            double f64;
-            long long i64;
-            CUtensorMap map;
-        };
-        // Kept per thread: a launch allocates nothing (a Python kernel call is timed per call).
-        const std::size_t count = launch.args.size();
-        thread_local std::vector<slot> slots;
-        thread_local std::vector<void*> args;
-        slots.resize(count);
-        args.resize(count);
-        for (std::size_t i = 0; i < count; ++i) {
-            const run::argument_value& a = launch.args[i];
-            using type = run::argument_value::type;
-            switch (a.what) {
-                case type::buffer: slots[i].pointer = pointer(a.buffer); break;
-                case type::address: slots[i].pointer = static_cast<CUdeviceptr>(a.address); break;
-                case type::f32: slots[i].f32 = static_cast<float>(a.number); break;
-                case type::f64: slots[i].f64 = a.number; break;
-                case type::i64: slots[i].i64 = a.integer; break;
-            }
-            // (encoded at each launch: host-side work, and a caller's arrays move between calls)
-            if (a.map) slots[i].map = encode_tensor_map(*m_api, slots[i].pointer, *a.map);
-            args[i] = &slots[i];
-        }
+        void** const args = launch_arguments(*m_api, launch, [this](run::buffer_id b) { return pointer(b); });
         auto& k = m_kernels.at(kernel);
         allow_shared_memory(k, launch.shared_bytes);
         const family::dims &grid = launch.grid, &block = launch.block;
         const auto u = [](long long v) { return static_cast<unsigned>(v); };
         const CUresult launched =
             m_api->cuLaunchKernel(k.function, u(grid.x), u(grid.y), u(grid.z), u(block.x), u(block.y), u(block.z),
-                                  static_cast<unsigned>(launch.shared_bytes), stream, args.data(), nullptr);
+                                  static_cast<unsigned>(launch.shared_bytes), stream, args, nullptr);
         if (launched != CUDA_SUCCESS) {  // the message is built only now
             const auto shown = [](const family::dims& d) {
                 return std::to_string(d.x) + (d.y > 1 || d.z > 1 ? " × " + std::to_string(d.y) : "") +
