@@ -351,6 +351,39 @@ __device__ __forceinline__ void kjit_wgmma_values(float (&d)[kjit_out_cols / 8][
             : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(v), "r"((unsigned)first));
 }
 
+// S = Q · Kᵀ for a consumer's queries (rows of 128 bytes from q_at, slab after slab) and a tile's
+// keys (from k_at): per slab, 4 steps of depth 16, 32 bytes apart in each row; 8 rows of 128
+// bytes are 1024 bytes apart.
+__device__ __forceinline__ void kjit_score_tile(float (&s)[kjit_block_n / 8][4], unsigned q_at,
+                                                unsigned k_at)
+{
+#pragma unroll
+    for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+#pragma unroll
+        for (int kjit_d = 0; kjit_d < 64; kjit_d += 16) {
+            const unsigned kjit_step = kjit_d * sizeof(store_t);
+            const unsigned kjit_q = q_at + kjit_slab * kjit_q_slab_bytes + kjit_step;
+            const unsigned kjit_k = k_at + kjit_slab * kjit_kv_slab_bytes + kjit_step;
+            const bool kjit_first = kjit_slab == 0 && kjit_d == 0;
+            kjit_wgmma_scores(s, kjit_descriptor(kjit_q, 16), kjit_descriptor(kjit_k, 16),
+                              kjit_first);  // (16: unused)
+        }
+    }
+}
+
+// O (+)= P · V for a tile's weights and values (from v_at): 16 keys (rows of 128 bytes) a step,
+// slabs of 64 columns apart; the sum starts anew where `first`.
+__device__ __forceinline__ void kjit_weigh_values(float (&out)[kjit_out_cols / 8][4],
+                                                  const unsigned (&weights)[kjit_block_n / 16][4],
+                                                  unsigned v_at, bool first)
+{
+#pragma unroll
+    for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
+        const auto kjit_v = kjit_descriptor(v_at + kjit_j * 16 * 128, kjit_kv_slab_bytes);
+        kjit_wgmma_values(out, weights[kjit_j], kjit_v, first && kjit_j == 0);
+    }
+}
+
 // kjit_threads threads, one block an SM.
 extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attention(
         const __grid_constant__ kjit_tensor_map q_map,
@@ -455,67 +488,19 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
     float kjit_out[kjit_pieces][kjit_out_cols / 8][4] = {};
     const unsigned kjit_q_at = kjit_address(kjit_smem.q) + kjit_consumer * 64 * 128;  // its rows
     kjit_wait(kjit_q_full, 0);
-    // Turn n: S = Q · Kᵀ for the n-th tile the block takes, and O += P · V for the weights of
-    // the (n − 1)-th; then, once S is done, S through the online softmax (while P · V runs on),
-    // and once P · V is done too, the output rows rescaled and the weights of the next turn
-    // made. Where the consumers take turns (ping-pong), each issues its turn's wgmmas only after
-    // the other has issued its own, so that one's softmax runs while the tensor cores work on
-    // the other's products. Consumer 0 goes first.
-    float kjit_s[kjit_pieces][kjit_block_n / 8][4];
+    // Turns at the tensor cores. Turn 0 issues the first tile's S = Q · Kᵀ; turn n, S for the
+    // n-th tile the block takes and O += P · V for the (n − 1)-th, whose weights P the softmax
+    // made in between. S is committed first: once it is done, the softmax runs while P · V still
+    // does. The last turn issues the last tile's P · V alone. (A wgmma in a branch that some turns
+    // take and others not would make the compiler serialize every wgmma: the first and the last
+    // turns are written out on their own.) Where the consumers take turns (ping-pong), each
+    // issues its turn's wgmmas only after the consumer before it has issued its own, so that one's
+    // softmax runs while the tensor cores work on the others' products. Consumer 0 goes first.
     unsigned kjit_weights[kjit_block_n / 16][4];
-    int kjit_t = kjit_needed_from(0);
-    const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
-    if (kjit_pingpong && kjit_last_consumer && kjit_t < kjit_tiles) kjit_give_turn(0);
-    for (int kjit_n = 0;; ++kjit_n) {
-        const bool kjit_scoring = kjit_t < kjit_tiles;  // a tile to score in this turn
-        if (kjit_n == 0 && !kjit_scoring) break;  // every tile is masked
-        if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-        kjit_wgmma_fence();
-        // This tile's keys: per slab, 4 steps of depth 16, 32 bytes apart in each row; 8 rows of
-        // 128 bytes are 1024 bytes apart.
-        const int kjit_buffer = kjit_n % kjit_stages;
-        if (kjit_scoring) {
-            kjit_wait(kjit_k_full + 8 * kjit_buffer, kjit_n / kjit_stages % 2);
-            const unsigned kjit_k_at = kjit_address(kjit_smem.k[kjit_buffer]);
-#pragma unroll
-            for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
-#pragma unroll
-                for (int kjit_d = 0; kjit_d < 64; kjit_d += 16) {
-                    const unsigned kjit_step = kjit_d * sizeof(store_t);
-                    const unsigned kjit_q_piece = kjit_q_at + kjit_slab * kjit_q_slab_bytes;
-                    const unsigned kjit_k_piece = kjit_k_at + kjit_slab * kjit_kv_slab_bytes;
-                    const bool kjit_first = kjit_slab == 0 && kjit_d == 0;
-                    kjit_wgmma_scores(kjit_s[0], kjit_descriptor(kjit_q_piece + kjit_step, 16),
-                                      kjit_descriptor(kjit_k_piece + kjit_step, 16),
-                                      kjit_first);  // (16: unused)
-                }
-            }
-        }
-        kjit_wgmma_commit();
-        // The last tile's values, V: 16 keys (rows of 128 bytes) a step, slabs of 64 columns
-        // apart.
-        const int kjit_last = (kjit_n + kjit_stages - 1) % kjit_stages;
-        if (kjit_n > 0) {
-            kjit_wait(kjit_v_full + 8 * kjit_last, (kjit_n - 1) / kjit_stages % 2);
-            const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_last]);
-#pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
-                const unsigned kjit_v_piece = kjit_v_at + kjit_j * 16 * 128;
-                const bool kjit_first = kjit_n == 1 && kjit_j == 0;
-                kjit_wgmma_values(kjit_out[0], kjit_weights[kjit_j],
-                                  kjit_descriptor(kjit_v_piece, kjit_kv_slab_bytes), kjit_first);
-            }
-        }
-        kjit_wgmma_commit();
-        // (the last consumer gives no turn after its last: consumer 0 takes no more)
-        const bool kjit_gives = !kjit_last_consumer || kjit_scoring;
-        if (kjit_pingpong && kjit_gives) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
-        kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
-        if (!kjit_scoring) {
-            kjit_wgmma_wait<0>();
-            if (kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
-            break;
-        }
+    float kjit_rescale[2 * kjit_pieces];
+    // The online softmax of tile t's scores s: s then holds the weights, kjit_rescale what the
+    // output rows are to be multiplied by.
+    const auto kjit_take_scores = [&](float (&kjit_s)[kjit_pieces][kjit_block_n / 8][4], int kjit_t) {
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
         // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
         // Positions are ints: a head's queries and keys fit one.
@@ -548,7 +533,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
         // was summed so far rescaled to it (the output row too: kjit_rescale, which the includer
         // applies), and this tile's e^(score − max) added, each as 2^(score · log2 e − max ·
         // log2 e): one fused multiply-add and one exp2.
-        float kjit_base2[2 * kjit_pieces], kjit_rescale[2 * kjit_pieces];
+        float kjit_base2[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             float kjit_m = kjit_tile_max[kjit_h];
@@ -576,11 +561,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
                 }
             }
         }
-        kjit_wgmma_wait<0>();  // P · V is done: its weights and the last tile's buffer are free
-        if (kjit_n > 0 && kjit_leader) kjit_arrive(kjit_free + 8 * kjit_last);
-        kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
-        // The weights P for the next turn, in the registers of a wgmma's A operand: as S's, two
-        // 16 × 8 pieces side by side make a 16 × 16 piece, rounded to __nv_bfloat16.
+    };
+    // The weights P for the next turn, in the registers of a wgmma's A operand: as S's, two 16 × 8
+    // pieces side by side make a 16 × 16 piece, rounded to __nv_bfloat16.
+    const auto kjit_make_weights = [&](const float (&kjit_s)[kjit_pieces][kjit_block_n / 8][4]) {
 #pragma unroll
         for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
             const float* kjit_left = kjit_s[0][2 * kjit_j];
@@ -590,7 +574,61 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
             kjit_weights[kjit_j][2] = kjit_pack(kjit_right[0], kjit_right[1]);
             kjit_weights[kjit_j][3] = kjit_pack(kjit_right[2], kjit_right[3]);
         }
-        kjit_t = kjit_needed_from(kjit_t + 1);
+    };
+    const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
+    const auto kjit_keys_at = [&](int kjit_n) {  // buffer n % kjit_stages's keys, once landed
+        kjit_wait(kjit_k_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
+        return kjit_address(kjit_smem.k[kjit_n % kjit_stages]);
+    };
+    const auto kjit_values_at = [&](int kjit_n) {
+        kjit_wait(kjit_v_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
+        return kjit_address(kjit_smem.v[kjit_n % kjit_stages]);
+    };
+    int kjit_t = kjit_needed_from(0);
+    if (kjit_t < kjit_tiles) {  // (else every tile is masked: no turn)
+        if (kjit_pingpong && kjit_last_consumer) kjit_give_turn(0);
+        int kjit_next = kjit_needed_from(kjit_t + 1);
+        {  // turn 0
+            float kjit_s[kjit_pieces][kjit_block_n / 8][4];
+            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+            const unsigned kjit_k_at = kjit_keys_at(0);
+            kjit_wgmma_fence();
+            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+            kjit_wgmma_commit();
+            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
+            kjit_wgmma_wait<0>();
+            kjit_take_scores(kjit_s, kjit_t);
+            kjit_make_weights(kjit_s);
+        }
+        int kjit_n = 1;
+        for (; kjit_next < kjit_tiles; ++kjit_n) {  // turn n
+            kjit_t = kjit_next;
+            kjit_next = kjit_needed_from(kjit_t + 1);
+            float kjit_s[kjit_pieces][kjit_block_n / 8][4];
+            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+            const unsigned kjit_k_at = kjit_keys_at(kjit_n), kjit_v_at = kjit_values_at(kjit_n - 1);
+            kjit_wgmma_fence();
+            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+            kjit_wgmma_commit();
+            kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
+            kjit_wgmma_commit();
+            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
+            kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
+            kjit_take_scores(kjit_s, kjit_t);
+            kjit_wgmma_wait<0>();  // P · V is done: its weights and the last tile's buffer are free
+            if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
+            kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
+            kjit_make_weights(kjit_s);
+        }
+        // The last turn. (The last consumer gives no turn after it: consumer 0 takes no more.)
+        if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+        const unsigned kjit_v_at = kjit_values_at(kjit_n - 1);
+        kjit_wgmma_fence();
+        kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
+        kjit_wgmma_commit();
+        if (kjit_pingpong && !kjit_last_consumer) kjit_give_turn(kjit_consumer + 1);
+        kjit_wgmma_wait<0>();
+        if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
     }
     // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
     // its softmax is), through the epilogue, stored two columns at a time.

@@ -293,6 +293,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
                 }
             }
         }
+        float kjit_rescale[2 * kjit_pieces];
         // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
         // Positions are ints: a head's queries and keys fit one.
         const bool kjit_edge = kjit_key0 + kjit_block_n > cols;
@@ -324,7 +325,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         // was summed so far rescaled to it (the output row too: kjit_rescale, which the includer
         // applies), and this tile's e^(score − max) added, each as 2^(score · log2 e − max ·
         // log2 e): one fused multiply-add and one exp2.
-        float kjit_base2[2 * kjit_pieces], kjit_rescale[2 * kjit_pieces];
+        float kjit_base2[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             float kjit_m = kjit_tile_max[kjit_h];
