@@ -522,7 +522,8 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
     float kjit_rescale[2 * kjit_pieces];
     // The online softmax of tile t's scores s: s then holds the weights, kjit_rescale what the
     // output rows are to be multiplied by.
-    const auto kjit_take_scores = [&](float (&kjit_s)[kjit_pieces][kjit_block_n / 8][4], int kjit_t) {
+    using kjit_scores = float[kjit_pieces][kjit_block_n / 8][4];
+    const auto kjit_take_scores = [&](kjit_scores& kjit_s, int kjit_t) {
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
         // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
         // Positions are ints: a head's queries and keys fit one.
@@ -588,7 +589,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
     };
     // The weights P for the next turn, in the registers of a wgmma's A operand: as S's, two 16 × 8
     // pieces side by side make a 16 × 16 piece, rounded to __nv_bfloat16.
-    const auto kjit_make_weights = [&](const float (&kjit_s)[kjit_pieces][kjit_block_n / 8][4]) {
+    const auto kjit_make_weights = [&](const kjit_scores& kjit_s) {
 #pragma unroll
         for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
             const float* kjit_left = kjit_s[0][2 * kjit_j];
@@ -613,7 +614,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
         if (kjit_pingpong && kjit_last_consumer) kjit_give_turn(0);
         int kjit_next = kjit_needed_from(kjit_t + 1);
         {  // turn 0
-            float kjit_s[kjit_pieces][kjit_block_n / 8][4];
+            kjit_scores kjit_s;
             if (kjit_pingpong) kjit_take_turn(kjit_consumer);
             const unsigned kjit_k_at = kjit_keys_at(0);
             kjit_wgmma_fence();
@@ -628,7 +629,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
         for (; kjit_next < kjit_tiles; ++kjit_n) {  // turn n
             kjit_t = kjit_next;
             kjit_next = kjit_needed_from(kjit_t + 1);
-            float kjit_s[kjit_pieces][kjit_block_n / 8][4];
+            kjit_scores kjit_s;
             if (kjit_pingpong) kjit_take_turn(kjit_consumer);
             const unsigned kjit_k_at = kjit_keys_at(kjit_n), kjit_v_at = kjit_values_at(kjit_n - 1);
             kjit_wgmma_fence();
