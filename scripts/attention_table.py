@@ -2,10 +2,11 @@
 """docs/attention.md's table: kjit's attention at each point of the FlashAttention-3 grid beside
 the peers measured in the same GPU call, in TFLOP/s of the cold median.
 
-    python3 scripts/attention_table.py DIR [--plot PNG]
+    python3 scripts/attention_table.py DIR [--prefix NAME] [--plot PNG]
 
 DIR holds peers.jsonl (bench/peers/attention_peers.py) and kjit's records grid_s<S>_d<D>_<full|causal>.json,
-loose or in a .tgz archive (a GPU call packs its records so). A point kjit did not verify is shown
+loose or in a .tgz archive (a GPU call packs its records so); --prefix reads another launch's
+records of the same call (free_s…, three_s…) instead of grid_s…. A point kjit did not verify is shown
 as "fail"; a peer that did not run there as "–". The kjit column names the rung its records ran
 ("kjit wgmma"); --plot draws the same figures as bars, one group a point.
 """
@@ -17,14 +18,12 @@ import re
 from run_files import files_of
 
 PEERS = [("flash", "FlashAttention-2"), ("cudnn", "cuDNN"), ("flex", "FlexAttention"), ("eager", "eager")]
-POINT = re.compile(r"grid_s(\d+)_d(\d+)_(full|causal)\.json$")
-
-
-def kjit_points(files):
-    """{(S, head dim, causal): record} of kjit's grid records."""
+def kjit_points(files, prefix):
+    """{(S, head dim, causal): record} of kjit's records prefix_s<S>_d<D>_<full|causal>.json."""
+    point = re.compile(prefix + r"_s(\d+)_d(\d+)_(full|causal)\.json$")
     points = {}
     for path, text in files.items():
-        if match := POINT.match(os.path.basename(path)):
+        if match := point.match(os.path.basename(path)):
             record = json.loads(text)
             record = record[0] if isinstance(record, list) else record
             points[(int(match[1]), int(match[2]), match[3] == "causal")] = record
@@ -71,12 +70,13 @@ def plot(rows, tools, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir")
+    parser.add_argument("--prefix", default="grid")
     parser.add_argument("--plot")
     args = parser.parse_args()
     files = files_of(args.dir)
-    points, peers = kjit_points(files), peer_tflops(files)
+    points, peers = kjit_points(files, args.prefix), peer_tflops(files)
     if not points:
-        raise SystemExit(f"attention_table: no grid_s*_d*_*.json records in {args.dir}")
+        raise SystemExit(f"attention_table: no {args.prefix}_s*_d*_*.json records in {args.dir}")
     mine_title = f"kjit {rung_of(points)}"
     print(f"| S, head dim | {mine_title} | " + " | ".join(title for _, title in PEERS) +
           " | kjit ÷ FlashAttention-2 | kjit ÷ cuDNN |")
