@@ -31,9 +31,10 @@ def kjit_points(files, prefix):
 
 
 def peer_tflops(files):
-    """{(S, head dim, causal, tool): TFLOP/s} of the peers' lines."""
+    """{(S, head dim, causal, tool): TFLOP/s} of the peers' lines without a modifier or documents."""
     lines = [json.loads(line) for line in files.get("peers.jsonl", "").splitlines() if line.strip()]
-    return {(p["seq"], p["head_dim"], p["causal"], p["tool"]): p["tflops"] for p in lines if "tflops" in p}
+    plain = [p for p in lines if "tflops" in p and p.get("modifier", "none") == "none" and not p.get("documents")]
+    return {(p["seq"], p["head_dim"], p["causal"], p["tool"]): p["tflops"] for p in plain}
 
 
 def rung_of(points):
