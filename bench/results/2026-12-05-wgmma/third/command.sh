@@ -31,6 +31,22 @@ for dim in 128 64 256; do
   LIMIT=30 point "smoke_d${dim}_causal" 1000 $dim 2 8 2 "col > row ? -inf : x" --set measure.repeat=3 --set measure.warmup=1 || ok=0
 done
 [ $ok = 1 ] || exit 1
+echo "== the grid, at the defaults (ping-pong); each consumer free and three consumers at a few points"
+for p in 1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64; do
+  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+  point "grid_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x
+  point "grid_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "col > row ? -inf : x"
+  if [ $seq = 8192 ] || [ $seq = 4096 -a $dim = 64 ]; then
+    point "free_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set 'launch.schedule="free"'
+    point "free_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "col > row ? -inf : x" --set 'launch.schedule="free"'
+  fi
+  if [ $dim = 64 ]; then
+    point "three_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set launch.consumers=3
+    point "three_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "col > row ? -inf : x" --set launch.consumers=3
+  fi
+done 2>&1 | tee "$OUT/grid.txt"
+point grid_s4096_d256_full 4096 256 4 8 8 x | tee -a "$OUT/grid.txt"
+(cd "$OUT/logs" && tar czf ../data.tgz .)
 echo "== odd shapes (verification)"
 for seq in 1 17 1000 4097; do for dim in 64 96 128 256; do for kv in 8 2 1; do
   for score in x "col > row ? -inf : x"; do
@@ -48,21 +64,6 @@ for seq in 1 1000 4097; do for score in x "col > row ? -inf : x"; do
   LIMIT=30 point "odd_three_s${seq}_d64_kv1_${tag}" $seq 64 2 8 1 "$score" --set launch.consumers=3 --set measure.repeat=3 --set measure.warmup=1
 done; done >> "$OUT/odd.txt" 2>&1
 echo "odd shapes failing: $(grep -vc 'exit 0' "$OUT/odd.txt") of $(wc -l < "$OUT/odd.txt")"; grep -v "exit 0" "$OUT/odd.txt" | head -20
-echo "== the grid, at the defaults (ping-pong); each consumer free and three consumers at a few points"
-for p in 1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64; do
-  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
-  point "grid_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x
-  point "grid_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "col > row ? -inf : x"
-  if [ $seq = 8192 ] || [ $seq = 4096 -a $dim = 64 ]; then
-    point "free_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set 'launch.schedule="free"'
-    point "free_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "col > row ? -inf : x" --set 'launch.schedule="free"'
-  fi
-  if [ $dim = 64 ]; then
-    point "three_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set launch.consumers=3
-    point "three_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "col > row ? -inf : x" --set launch.consumers=3
-  fi
-done 2>&1 | tee "$OUT/grid.txt"
-point grid_s4096_d256_full 4096 256 4 8 8 x | tee -a "$OUT/grid.txt"
 echo "== score modifiers at 8192:128"
 {
 point mod_window 8192 128 2 16 16 "col > row || row - col >= 1024 ? -inf : x"
