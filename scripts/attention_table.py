@@ -2,11 +2,12 @@
 """docs/attention.md's table: kjit's attention at each point of the FlashAttention-3 grid beside
 the peers measured in the same GPU call, in TFLOP/s of the cold median.
 
-    python3 scripts/attention_table.py DIR [--prefix NAME] [--plot PNG]
+    python3 scripts/attention_table.py DIR [--prefix NAME] [--peers DIR] [--plot PNG]
 
 DIR holds peers.jsonl (bench/peers/attention_peers.py) and kjit's records grid_s<S>_d<D>_<full|causal>.json,
 loose or in a .tgz archive (a GPU call packs its records so); --prefix reads another launch's
-records of the same call (free_s…, three_s…) instead of grid_s…. A point kjit did not verify is shown
+records of the same call (free_s…, three_s…) instead of grid_s…; --peers takes the peers from
+another call's peers.jsonl (the page must then say that they ran apart). A point kjit did not verify is shown
 as "fail"; a peer that did not run there as "–". The kjit column names the rung its records ran
 ("kjit wgmma"); --plot draws the same figures as bars, one group a point.
 """
@@ -72,10 +73,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir")
     parser.add_argument("--prefix", default="grid")
+    parser.add_argument("--peers")
     parser.add_argument("--plot")
     args = parser.parse_args()
     files = files_of(args.dir)
-    points, peers = kjit_points(files, args.prefix), peer_tflops(files)
+    points, peers = kjit_points(files, args.prefix), peer_tflops(files_of(args.peers) if args.peers else files)
     if not points:
         raise SystemExit(f"attention_table: no {args.prefix}_s*_d*_*.json records in {args.dir}")
     mine_title = f"kjit {rung_of(points)}"
