@@ -54,16 +54,17 @@ def plot(rows, tools, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    shown = [t for t in range(len(tools)) if any(cells[t] for _, cells in rows)]  # tools that ran
     fig, ax = plt.subplots(figsize=(13, 4.5))
-    width = 0.8 / len(tools)
-    for t, tool in enumerate(tools):
+    width = 0.8 / len(shown)
+    for n, t in enumerate(shown):
         values = [cells[t] or 0 for _, cells in rows]
-        bars = ax.bar([i + t * width for i in range(len(rows))], values, width, label=tool)
-        ax.bar_label(bars, fmt="%.0f", fontsize=6)
+        bars = ax.bar([i + n * width for i in range(len(rows))], values, width, label=tools[t])
+        ax.bar_label(bars, labels=[f"{v:.0f}" if v else "" for v in values], fontsize=6)
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))], [title for title, _ in rows], rotation=30, fontsize=8)
     ax.set_ylabel("TFLOP/s (cold median)")
     ax.set_title("Attention forward on an H200, bfloat16, 16,384 tokens, heads × head dim = 2,048 (S, head dim)")
-    ax.legend(ncol=len(tools), fontsize=8, loc="upper center")
+    ax.legend(ncol=len(shown), fontsize=8, loc="upper center")
     ax.set_ylim(0, 850)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
