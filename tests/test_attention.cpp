@@ -111,7 +111,7 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     CHECK(failure(j).find("a.json: launch.warps: a key of the \"mma\" rung; this one is \"wgmma\"") == 0);
     j["launch"] = {{"rung", "mma"}, {"buffers", 3}};
     CHECK(failure(j).find("a.json: launch.buffers: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
-    j["launch"] = {{"rung", "mma"}, {"schedule", "free"}};
+    j["launch"] = {{"rung", "mma"}, {"schedule", "overlap"}};
     CHECK(failure(j).find("a.json: launch.schedule: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"block_m", 64}};
     CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's consumer warp groups take 64 queries each: expected 128") == 0);
@@ -179,7 +179,7 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 2}, {"schedule", "pingpong"}, {"skips_tiles", false}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 2}, {"schedule", "serial"}, {"skips_tiles", false}});
     // the tuner sweeps the rung's own keys (a key of the other would change the rung)
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
     CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));

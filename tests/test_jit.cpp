@@ -858,20 +858,25 @@ TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and 
     struct rung {
         const char* name;
         int consumers;  // wgmma's consumer warp groups
+        const char* schedule = "serial";
     };
-    for (const rung r : {rung{"mma", 0}, rung{"wgmma", 2}, rung{"wgmma", 3}})
+    for (const rung r : {rung{"mma", 0}, rung{"wgmma", 2}, rung{"wgmma", 2, "pingpong"}, rung{"wgmma", 3, "overlap"}})
         for (const char* dtype : {"bfloat16", "float16"})
             for (const char* score : {"x", "col > row ? -inf : x"})
                 for (int dim : {64, 96, 256}) {
                     if (r.consumers == 3 && dim != 64) continue;  // three consumers' registers hold head dim 64 alone
                     CAPTURE(r.name);
                     CAPTURE(r.consumers);
+                    CAPTURE(r.schedule);
                     CAPTURE(dtype);
                     CAPTURE(score);
                     CAPTURE(dim);
                     const json shape = {1024, dim};
                     json launch = {{"rung", r.name}};
-                    if (r.consumers) launch["consumers"] = r.consumers;
+                    if (r.consumers) {
+                        launch["consumers"] = r.consumers;
+                        launch["schedule"] = r.schedule;
+                    }
                     const json patch = {{"dtype", dtype},
                                         {"shape", shape},
                                         {"inputs", {{"k", {{"shape", shape}}}, {"v", {{"shape", shape}}}}},

@@ -117,8 +117,8 @@ enum : int {
     kjit_pieces = 1,  // a warp's pieces of 16 queries: a wgmma gives each warp 16 of its 64 rows
     kjit_stages = 2,
     // 1, ping-pong: the consumers take turns at the tensor cores (kjit_take_turn), so that one's
-    // softmax overlaps the other's products; 0: each issues its products when it is ready.
-    kjit_pingpong = 1,
+    // softmax overlaps the others' products; 0: each issues its products when it is ready.
+    kjit_pingpong = 0,
     // Tiles are copied as slabs 64 elements wide (128 bytes: the 128-byte swizzle's width, which
     // stores the 16-byte chunk c of row r at chunk c ^ (r % 8), so that wgmma reads 8 rows without
     // bank conflicts). Their depth is head_dim rounded up to whole slabs: the TMA unit fills the
@@ -265,24 +265,6 @@ __device__ __forceinline__ void kjit_wgmma_wait()
                  : "memory");
 }
 
-// Ping-pong: consumer c waits for its turn (named barrier 1 + c of two consumers' 256 threads; 0
-// is the block's), which the consumer before it gives once it has issued its own wgmmas.
-__device__ __forceinline__ void kjit_take_turn(int c)
-{
-    asm volatile("bar.sync %0, 256;\n"
-                 :
-                 : "r"(1 + c)
-                 : "memory");
-}
-
-__device__ __forceinline__ void kjit_give_turn(int c)
-{
-    asm volatile("bar.arrive %0, 256;\n"
-                 :
-                 : "r"(1 + c)
-                 : "memory");
-}
-
 // S (+)= Q · Kᵀ for a consumer's 64 queries and the tile's kjit_block_n keys, over depth 16,
 // accumulating unless `first`: both stored depth-first (K-major: neither transposed). A thread
 // holds kjit_block_n / 2 scores. Asynchronous, as every wgmma: kjit_wgmma_wait before reading s.
@@ -364,7 +346,6 @@ __device__ __forceinline__ void kjit_wgmma_values(float (&d)[kjit_out_cols / 8][
               "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
             : "r"(p[0]), "r"(p[1]), "r"(p[2]), "r"(p[3]), "l"(v), "r"((unsigned)first));
 }
-
 // S = Q · Kᵀ for a consumer's queries (rows of 128 bytes from q_at, slab after slab) and a tile's
 // keys (from k_at): per slab, 4 steps of depth 16, 32 bytes apart in each row; 8 rows of 128
 // bytes are 1024 bytes apart.
@@ -511,14 +492,6 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
     float kjit_out[kjit_pieces][kjit_out_cols / 8][4] = {};
     const unsigned kjit_q_at = kjit_address(kjit_smem.q) + kjit_consumer * 64 * 128;  // its rows
     kjit_wait(kjit_q_full, 0);
-    // Turns at the tensor cores. Turn 0 issues the first tile's S = Q · Kᵀ; turn n, S for the
-    // n-th tile the block takes and O += P · V for the (n − 1)-th, whose weights P the softmax
-    // made in between. S is committed first: once it is done, the softmax runs while P · V still
-    // does. The last turn issues the last tile's P · V alone. (A wgmma in a branch that some turns
-    // take and others not would make the compiler serialize every wgmma: the first and the last
-    // turns are written out on their own.) Where the consumers take turns (ping-pong), each
-    // issues its turn's wgmmas only after the consumer before it has issued its own, so that one's
-    // softmax runs while the tensor cores work on the others' products. Consumer 0 goes first.
     unsigned kjit_weights[kjit_block_n / 16][4];
     float kjit_rescale[2 * kjit_pieces];
     // The online softmax of tile t's scores s: s then holds the weights, kjit_rescale what the
@@ -599,60 +572,30 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
             kjit_weights[kjit_j][3] = kjit_pack(kjit_right[2], kjit_right[3]);
         }
     };
-    const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
-    const auto kjit_keys_at = [&](int kjit_n) {  // buffer n % kjit_stages's keys, once landed
-        kjit_wait(kjit_k_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
-        return kjit_address(kjit_smem.k[kjit_n % kjit_stages]);
-    };
-    const auto kjit_values_at = [&](int kjit_n) {
-        kjit_wait(kjit_v_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
-        return kjit_address(kjit_smem.v[kjit_n % kjit_stages]);
-    };
-    int kjit_t = kjit_needed_from(0);
-    if (kjit_t < kjit_tiles) {  // (else every tile is masked: no turn)
-        if (kjit_pingpong && kjit_last_consumer) kjit_give_turn(0);
-        int kjit_next = kjit_needed_from(kjit_t + 1);
-        {  // turn 0
-            kjit_scores kjit_s;
-            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-            const unsigned kjit_k_at = kjit_keys_at(0);
-            kjit_wgmma_fence();
-            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
-            kjit_wgmma_commit();
-            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
-            kjit_wgmma_wait<0>();
-            kjit_take_scores(kjit_s, kjit_t);
-            kjit_make_weights(kjit_s);
-        }
-        int kjit_n = 1;
-        for (; kjit_next < kjit_tiles; ++kjit_n) {  // turn n
-            kjit_t = kjit_next;
-            kjit_next = kjit_needed_from(kjit_t + 1);
-            kjit_scores kjit_s;
-            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-            const unsigned kjit_k_at = kjit_keys_at(kjit_n), kjit_v_at = kjit_values_at(kjit_n - 1);
-            kjit_wgmma_fence();
-            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
-            kjit_wgmma_commit();
-            kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
-            kjit_wgmma_commit();
-            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
-            kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
-            kjit_take_scores(kjit_s, kjit_t);
-            kjit_wgmma_wait<0>();  // P · V is done: its weights and the last tile's buffer are free
-            if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
-            kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
-            kjit_make_weights(kjit_s);
-        }
-        // The last turn. (The last consumer gives no turn after it: consumer 0 takes no more.)
-        if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-        const unsigned kjit_v_at = kjit_values_at(kjit_n - 1);
+    // Serial: for each tile the block takes, S = Q · Kᵀ once its keys have landed, S through the
+    // online softmax, then O += P · V once its values have; the consumers interleave on their own.
+    int kjit_n = 0;
+    for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
+         kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
+        const int kjit_buffer = kjit_n % kjit_stages;
+        const unsigned kjit_round = kjit_n / kjit_stages % 2;
+        kjit_scores kjit_s;
+        kjit_wait(kjit_k_full + 8 * kjit_buffer, kjit_round);
         kjit_wgmma_fence();
-        kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
+        kjit_score_tile(kjit_s[0], kjit_q_at, kjit_address(kjit_smem.k[kjit_buffer]));
         kjit_wgmma_commit();
-        if (kjit_pingpong && !kjit_last_consumer) kjit_give_turn(kjit_consumer + 1);
         kjit_wgmma_wait<0>();
-        if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
+        kjit_take_scores(kjit_s, kjit_t);
+        kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
+        kjit_make_weights(kjit_s);
+        kjit_wait(kjit_v_full + 8 * kjit_buffer, kjit_round);
+        kjit_wgmma_fence();
+        const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_buffer]);
+        kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 0);
+        kjit_wgmma_commit();
+        kjit_wgmma_wait<0>();
+        // its wgmmas are done with the buffer
+        if (kjit_leader) kjit_arrive(kjit_free + 8 * kjit_buffer);
     }
     // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
     // its softmax is), through the epilogue, stored two columns at a time.

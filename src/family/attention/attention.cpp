@@ -164,7 +164,7 @@ public:
     /// and whether the consumers take turns.
     config::json_value tune_space(const pipeline& p) const override {
         if (at::policy_of(p).kind == at::rung::wgmma)
-            return {{"axes", {{"launch.block_n", {64, 128, 176}}, {"launch.buffers", {2, 3}}, {"launch.schedule", {"pingpong", "free"}}}}};
+            return {{"axes", {{"launch.block_n", {64, 128, 176}}, {"launch.buffers", {2, 3}}, {"launch.schedule", {"serial", "overlap", "pingpong"}}}}};
         return {{"axes", {{"launch.block_m", {64, 128}}, {"launch.warps", {4, 8}}, {"launch.block_n", {32, 64, 128}}}}};
     }
     config::json_value policy(const pipeline& p) const override { return at::policy_of(p).columns(); }
@@ -258,11 +258,12 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
              {"consumers", t.consumers}, {"consumer_registers", t.consumer_registers()}, {"stages", t.stages},
-             {"pingpong", t.pingpong ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
+             {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
              {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
         data.set(key, std::to_string(value));
     data.set("mma", codegen::flag(!wgmma));
     data.set("wgmma", codegen::flag(wgmma));
+    data.set("serial", codegen::flag(t.order == at::policy::schedule::serial));
     if (wgmma) {
         data.set("scores_wgmma", codegen::wgmma_operands(t.block_n));
         data.set("values_wgmma", codegen::wgmma_operands(static_cast<int>(at::padded_head_dim(pr.head_dim)), 4));

@@ -178,7 +178,10 @@ void read_wgmma_launch(const object_reader& l, const problem& pr, policy& chosen
         l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
                               " for " + std::to_string(chosen.consumers) + " consumers");
     if (!l.leaves_auto("buffers")) chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
-    if (!l.leaves_auto("schedule")) chosen.pingpong = l.choice<bool>("schedule", {{"pingpong", true}, {"free", false}}, std::nullopt);
+    using order = policy::schedule;
+    if (!l.leaves_auto("schedule"))
+        chosen.order = l.choice<order>("schedule", {{"serial", order::serial}, {"overlap", order::overlap}, {"pingpong", order::pingpong}},
+                                       std::nullopt);
     if (pr.head_dim < 64)
         l.fail("rung", "the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got " + std::to_string(pr.head_dim));
     const long long held = (chosen.block_n + padded_head_dim(pr.head_dim)) / 2;
@@ -229,6 +232,10 @@ problem problem_of(const pipeline& p) {
 
 std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : "mma"; }
 
+std::string_view to_string(policy::schedule s) {
+    return s == policy::schedule::pingpong ? "pingpong" : s == policy::schedule::overlap ? "overlap" : "serial";
+}
+
 std::size_t policy::shared_bytes(long long head_dim, config::dtype type) const {
     const std::size_t element = config::element_size(type);
     if (kind == rung::wgmma) {
@@ -247,7 +254,7 @@ config::json_value policy::columns() const {
     if (kind == rung::wgmma) {
         chosen["consumers"] = consumers;
         chosen["buffers"] = stages;
-        chosen["schedule"] = pingpong ? "pingpong" : "free";
+        chosen["schedule"] = to_string(order);
     }
     chosen["skips_tiles"] = skips_tiles;
     return chosen;
@@ -256,7 +263,7 @@ config::json_value policy::columns() const {
 std::string policy::label() const {
     const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
     const std::string ring = kind == rung::wgmma ? " consumers=" + std::to_string(consumers) + " buffers=" + std::to_string(stages) +
-                                                       " schedule=" + (pingpong ? "pingpong" : "free")
+                                                       " schedule=" + std::string(to_string(order))
                                                  : "";
     return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
 }

@@ -67,7 +67,10 @@ struct policy final : config::launch_policy {
     int block_n = 64;   ///< keys per tile held in shared memory
     int consumers = 2;  ///< wgmma: consumer warp groups, 64 queries each (block_m = 64 · consumers)
     int stages = 2;     ///< wgmma: the tiles of keys and values in shared memory at once
-    bool pingpong = true;  ///< wgmma: the consumers take turns at the tensor cores (launch.schedule)
+    /// wgmma (launch.schedule): serial, each consumer's tile multiplied, softmaxed and multiplied
+    /// again in turn; overlap, a tile's softmax while the consumer's P · V of the one before runs;
+    /// pingpong, overlap with the consumers taking turns at the tensor cores.
+    enum class schedule { serial, overlap, pingpong } order = schedule::serial;
     /// The score expression's mask is one whose whole tiles the kernel can find from their corners
     /// (tile_mask.hpp): it skips them.
     bool skips_tiles = false;
@@ -84,6 +87,8 @@ struct policy final : config::launch_policy {
 
     static constexpr int k_wgmma_consumer_rows = 64;  ///< a consumer's queries: one wgmma's rows
 };
+
+[[nodiscard]] std::string_view to_string(policy::schedule s);
 
 /// wgmma: the head dimension as the tiles hold it, in slabs of 64 columns (128 bytes, the swizzle's
 /// width); the TMA unit fills the columns past head_dim with zeros.
