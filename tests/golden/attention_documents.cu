@@ -560,7 +560,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
             }
         }
     };
-    // The weights P for the next turn, in the registers of a wgmma's A operand: as S's, two 16 × 8
+    // The weights P that multiply V, in the registers of a wgmma's A operand: as S's, two 16 × 8
     // pieces side by side make a 16 × 16 piece, rounded to __nv_bfloat16.
     const auto kjit_make_weights = [&](const kjit_scores& kjit_s) {
 #pragma unroll
