@@ -73,8 +73,8 @@ std::string annotate_log(const std::string& log, const std::string& source, cons
 
 namespace {
 
-/// Fills `out` from the cache entry found for its key; false where the entry is corrupt (a field of
-/// the wrong type though the hashes match), with out.cache_problem saying so.
+/// Fills `out` from the cache entry found for its key; false where the entry is corrupt (hashes can
+/// match while a field has the wrong type), which `found` then says, as a lookup does.
 bool take_cached(lookup_result& found, build_output& out) {
     try {
         out.kernels = kernels_from_json(found.entry.meta.value("kernels", nlohmann::json::array()));
@@ -87,7 +87,8 @@ bool take_cached(lookup_result& found, build_output& out) {
         return true;
     } catch (const nlohmann::json::exception& e) {
         out.kernels.clear();
-        out.cache_problem = "cache entry " + out.key + " is corrupt (meta.json: " + e.what() + "); recompiled and replaced";
+        found.status = lookup_status::corrupt;
+        found.problem = std::string("meta.json: ") + e.what();
         return false;
     }
 }
@@ -164,9 +165,10 @@ build_output build(const compile_request& request, disk_cache* cache, cache_mode
         lookup_result found = cache->lookup(out.key);
         out.lookup_ms = span.end();
         if (found.status == lookup_status::hit && take_cached(found, out)) return out;
-        if (found.status == lookup_status::corrupt)
+        if (found.status == lookup_status::corrupt) {
             out.cache_problem = "cache entry " + out.key + " is corrupt (" + found.problem + "); recompiled and replaced";
-        replace = replace || !out.cache_problem.empty();
+            replace = true;
+        }
     }
     const bool minimal = compile_into(request, label, out);
     if (use_cache) store_built(request, label, minimal, replace, *cache, out);
