@@ -199,6 +199,10 @@ argument array_argument(const std::string& name, bool written, const std::string
     return a;
 }
 
+tensor_map::element map_element(config::dtype type) {
+    return type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
+}
+
 argument map_argument(const std::string& name, const tensor_map& map, bool written) {
     argument a = array_argument(name, written, name + "_map");
     a.cuda = "const __grid_constant__ kjit_tensor_map " + a.cuda_name;

@@ -72,6 +72,8 @@ void count_work(const config::pipeline& p, const chain_kernel& chained, int pass
 /// An array argument (read, or written when `written`) in the storage type, called `cuda_name`
 /// in the kernel (by default its buffer's name).
 [[nodiscard]] argument array_argument(const std::string& name, bool written, const std::string& cuda_name = "");
+/// The element type a tensor map of a 16-bit pipeline's matrices holds.
+[[nodiscard]] tensor_map::element map_element(config::dtype type);
 /// A matrix the TMA unit copies (wgmma rungs): the kernel gets a tensor map of buffer `name`, called
 /// name_map.
 [[nodiscard]] argument map_argument(const std::string& name, const tensor_map& map, bool written = false);

@@ -223,7 +223,7 @@ std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr,
                                        const element_call& epilogue) {
     std::vector<argument> args;
     if (t.kind == at::rung::wgmma) {
-        const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
+        const auto type = map_element(p.type);
         const tensor_map keys{type, pr.keys, pr.head_dim, t.block_n, 64, pr.batch * pr.kv_heads};
         args = {map_argument(pr.q, {type, pr.queries, pr.head_dim, t.block_m, 64, pr.batch * pr.heads}), map_argument(pr.k, keys),
                 map_argument(pr.v, keys)};

@@ -213,7 +213,7 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     k.shared_bytes = t.shared_bytes(p.type);
     // wgmma with TMA: A in boxes of a tile's rows (those it copies) by 64 deep, B in boxes 64 deep
     // by 64 columns, and C stored in boxes of a consumer's rows by 64 columns.
-    const auto type = p.type == config::dtype::bfloat16 ? tensor_map::element::bfloat16 : tensor_map::element::float16;
+    const auto type = map_element(p.type);
     if (tma_copies(t))
         k.args = {map_argument(a, {type, s.m, s.k, t.a_rows_copied, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
     else
