@@ -573,30 +573,35 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
             kjit_weights[kjit_j][3] = kjit_pack(kjit_right[2], kjit_right[3]);
         }
     };
+    const auto kjit_keys_at = [&](int kjit_n) {  // buffer n % kjit_stages's keys, once landed
+        kjit_wait(kjit_k_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
+        return kjit_address(kjit_smem.k[kjit_n % kjit_stages]);
+    };
+    const auto kjit_values_at = [&](int kjit_n) {
+        kjit_wait(kjit_v_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
+        return kjit_address(kjit_smem.v[kjit_n % kjit_stages]);
+    };
     // Serial: for each tile the block takes, S = Q · Kᵀ once its keys have landed, S through the
     // online softmax, then O += P · V once its values have; the consumers interleave on their own.
     int kjit_n = 0;
     for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
          kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
-        const int kjit_buffer = kjit_n % kjit_stages;
-        const unsigned kjit_round = kjit_n / kjit_stages % 2;
         kjit_scores kjit_s;
-        kjit_wait(kjit_k_full + 8 * kjit_buffer, kjit_round);
+        const unsigned kjit_k_at = kjit_keys_at(kjit_n);
         kjit_wgmma_fence();
-        kjit_score_tile(kjit_s[0], kjit_q_at, kjit_address(kjit_smem.k[kjit_buffer]));
+        kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
         kjit_wgmma_commit();
         kjit_wgmma_wait<0>();
         kjit_take_scores(kjit_s, kjit_t);
         kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
         kjit_make_weights(kjit_s);
-        kjit_wait(kjit_v_full + 8 * kjit_buffer, kjit_round);
+        const unsigned kjit_v_at = kjit_values_at(kjit_n);
         kjit_wgmma_fence();
-        const unsigned kjit_v_at = kjit_address(kjit_smem.v[kjit_buffer]);
         kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 0);
         kjit_wgmma_commit();
         kjit_wgmma_wait<0>();
         // its wgmmas are done with the buffer
-        if (kjit_leader) kjit_arrive(kjit_free + 8 * kjit_buffer);
+        if (kjit_leader) kjit_arrive(kjit_free + 8 * (kjit_n % kjit_stages));
     }
     // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
     // its softmax is), through the epilogue, stored two columns at a time.
