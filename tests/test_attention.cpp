@@ -73,8 +73,8 @@ TEST_CASE("attention: its stage reads Q, K and V as matrices; the result is Q's 
     const auto prog = family::plan(p, codegen::template_set::embedded());
     REQUIRE(prog.kernels.size() == 1);
     const auto& k = prog.kernels.front();
-    CHECK(k.grid == family::dims{1, 8, 2});  // query tiles of 128, heads, batch
-    CHECK(k.block == family::dims{384, 1, 1});  // sm_90: the wgmma rung's three warp groups
+    CHECK(k.grid == family::dims{1, 8, 2});  // query tiles of 192, heads, batch
+    CHECK(k.block == family::dims{512, 1, 1});  // sm_90 at head dim 64: a producer and three consumers
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 8 * 17 * 33 * 64));  // no mask: every pair
     CHECK(prog.source.find("kjit_group = 4,") != std::string::npos);
     CHECK(prog.only_arch == 90);
@@ -82,7 +82,7 @@ TEST_CASE("attention: its stage reads Q, K and V as matrices; the result is Q's 
     REQUIRE(k.args.at(1).map);
     CHECK(*k.args.at(1).map == family::tensor_map{family::tensor_map::element::bfloat16, 33, 64, 128, 64, 2 * 2});
     CHECK(k.args.at(0).map->planes == 2 * 8);
-    CHECK(k.args.at(0).map->box_rows == 128);
+    CHECK(k.args.at(0).map->box_rows == 192);
 }
 
 TEST_CASE("attention: what it refuses, each in one line naming the key") {
@@ -114,7 +114,7 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     j["launch"] = {{"rung", "mma"}, {"schedule", "overlap"}};
     CHECK(failure(j).find("a.json: launch.schedule: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"block_m", 64}};
-    CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's consumer warp groups take 64 queries each: expected 128") == 0);
+    CHECK(failure(j).find("a.json: launch.block_m: the wgmma rung's consumer warp groups take 64 queries each: expected 192") == 0);
     j = attention_config(1, 4, 4, 8, 8, 32);
     j["launch"] = {{"rung", "wgmma"}};
     CHECK(failure(j).find("a.json: launch.rung: the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got 32") == 0);
@@ -179,7 +179,7 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 2}, {"schedule", "serial"}, {"skips_tiles", false}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"skips_tiles", false}});
     // the tuner sweeps the rung's own keys (a key of the other would change the rung)
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
     CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
@@ -191,19 +191,47 @@ TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 
     auto j = attention_config(1, 2, 2, 64, 64, 64);
     j["launch"] = {{"warps", 2}};
     CHECK(policy_of(parsed(j)).kind == family::attention::rung::mma);
-    // three consumers: 192 queries, 512 threads, 160 registers each, a round of three turns
-    j = attention_config(1, 2, 2, 64, 64, 64);
-    j["launch"] = {{"consumers", 3}};
-    const auto three = family::plan(parsed(j), codegen::template_set::embedded());
+    // 96 columns are tiles of two slabs, the second half zeros
+    j = attention_config(1, 2, 2, 64, 64, 96);
+    const auto prog = family::plan(parsed(j), codegen::template_set::embedded());
+    CHECK(prog.kernels.front().shared_bytes == 1024 + 2 * 128 * (128 + 2 * 3 * 128) + 8 * 10);
+    CHECK(prog.source.find("m64n128k16") != std::string::npos);  // O's 128 columns, 96 of them stored
+}
+
+TEST_CASE("attention: the wgmma rung's consumers, buffers and schedule by head dim, mask and shared memory") {
+    using family::attention::policy_of;
+    using order = family::attention::policy::schedule;
+    // head dim 64: three consumers (192 queries, 512 threads, 160 registers each) and four buffers;
+    // overlap alone, but ping-pong where a mask skips tiles
+    const auto plain = parsed(attention_config(1, 2, 2, 64, 64, 64));
+    CHECK(policy_of(plain).consumers == 3);
+    CHECK(policy_of(plain).stages == 4);
+    CHECK(policy_of(plain).order == order::overlap);
+    CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 64, "col > row ? -inf : x"))).order == order::pingpong);
+    const auto three = family::plan(plain, codegen::template_set::embedded());
     CHECK(three.kernels.front().block.x == 512);
     CHECK(three.kernels.front().grid.x == 1);  // 64 queries in one block of 192
     CHECK(three.source.find("kjit_consumer_registers = 160,") != std::string::npos);
     CHECK(three.source.find("kjit_block_m = 192,") != std::string::npos);
-    // 96 columns are tiles of two slabs, the second half zeros
-    j = attention_config(1, 2, 2, 64, 64, 96);
-    const auto prog = family::plan(parsed(j), codegen::template_set::embedded());
-    CHECK(prog.kernels.front().shared_bytes == 1024 + 2 * 128 * (128 + 2 * 2 * 128) + 8 * 7);
-    CHECK(prog.source.find("m64n128k16") != std::string::npos);  // O's 128 columns, 96 of them stored
+    // head dim 160 (three slabs, tiles of 64 keys): three buffers fit, ping-pong
+    const auto wide = parsed(attention_config(1, 2, 2, 64, 64, 160));
+    CHECK(policy_of(wide).stages == 3);
+    CHECK(policy_of(wide).order == order::pingpong);
+    // head dim 256: two buffers are what fit (three take 263,248 bytes), and with two, serial
+    const auto widest = parsed(attention_config(1, 2, 2, 64, 64, 256));
+    CHECK(policy_of(widest).consumers == 2);
+    CHECK(policy_of(widest).stages == 2);
+    CHECK(policy_of(widest).order == order::serial);
+    // the keys given first: 176 keys a tile leave room for two buffers; two buffers given, serial
+    auto j = attention_config(1, 2, 2, 64, 64, 128);
+    j["launch"] = {{"block_n", 176}};
+    CHECK(policy_of(parsed(j)).stages == 2);
+    CHECK(policy_of(parsed(j)).order == order::serial);
+    j["launch"] = {{"buffers", 2}};
+    CHECK(policy_of(parsed(j)).order == order::serial);
+    j["launch"] = {{"schedule", "overlap"}};
+    CHECK(policy_of(parsed(j)).stages == 3);
+    CHECK(policy_of(parsed(j)).order == order::overlap);
 }
 
 TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 64 keys up to head dim 128, 8 warps of one and 32 past it") {

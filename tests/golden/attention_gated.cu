@@ -30,7 +30,7 @@ enum : int {
     kjit_group = 4,  // query heads that share one head of K and V
     // The launch the plan made: its block, and the dynamic shared memory it gives a block.
     kjit_plan_threads = 384,
-    kjit_plan_shared_bytes = 164920,
+    kjit_plan_shared_bytes = 230480,
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
@@ -115,10 +115,10 @@ enum : int {
     // The registers a consumer's thread takes (setmaxnreg), from the producer's, which keep 24.
     kjit_consumer_registers = 240,
     kjit_pieces = 1,  // a warp's pieces of 16 queries: a wgmma gives each warp 16 of its 64 rows
-    kjit_stages = 2,
+    kjit_stages = 3,
     // 1, ping-pong: the consumers take turns at the tensor cores (kjit_take_turn), so that one's
     // softmax overlaps the others' products; 0: each issues its products when it is ready.
-    kjit_pingpong = 0,
+    kjit_pingpong = 1,
     // Tiles are copied as slabs 64 elements wide (128 bytes: the 128-byte swizzle's width, which
     // stores the 16-byte chunk c of row r at chunk c ^ (r % 8), so that wgmma reads 8 rows without
     // bank conflicts). Their depth is head_dim rounded up to whole slabs: the TMA unit fills the
@@ -262,6 +262,24 @@ __device__ __forceinline__ void kjit_wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n"
                  :
                  : "n"(pending)
+                 : "memory");
+}
+
+// Ping-pong: consumer c waits for its turn (named barrier 1 + c of two consumers' 256 threads; 0
+// is the block's), which the consumer before it gives once it has issued its own wgmmas.
+__device__ __forceinline__ void kjit_take_turn(int c)
+{
+    asm volatile("bar.sync %0, 256;\n"
+                 :
+                 : "r"(1 + c)
+                 : "memory");
+}
+
+__device__ __forceinline__ void kjit_give_turn(int c)
+{
+    asm volatile("bar.arrive %0, 256;\n"
+                 :
+                 : "r"(1 + c)
                  : "memory");
 }
 
@@ -580,27 +598,60 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
         kjit_wait(kjit_v_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
         return kjit_address(kjit_smem.v[kjit_n % kjit_stages]);
     };
-    // Serial: for each tile the block takes, S = Q · Kᵀ once its keys have landed, S through the
-    // online softmax, then O += P · V once its values have; the consumers interleave on their own.
-    int kjit_n = 0;
-    for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
-         kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
-        kjit_scores kjit_s;
-        const unsigned kjit_k_at = kjit_keys_at(kjit_n);
+    // Turns at the tensor cores. Turn 0 issues the first tile's S = Q · Kᵀ; turn n, S for the
+    // n-th tile the block takes and O += P · V for the (n − 1)-th, whose weights P the softmax
+    // made in between. S is committed first: once it is done, the softmax runs while P · V still
+    // does. The last turn issues the last tile's P · V alone. (A wgmma in a branch that some turns
+    // take and others not would make the compiler serialize every wgmma: the first and the last
+    // turns are written out on their own.) Where the consumers take turns (ping-pong), each
+    // issues its turn's wgmmas only after the consumer before it has issued its own, so that one's
+    // softmax runs while the tensor cores work on the others' products. Consumer 0 goes first.
+    const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
+    int kjit_t = kjit_needed_from(0);
+    if (kjit_t < kjit_tiles) {  // (else every tile is masked: no turn)
+        if (kjit_pingpong && kjit_last_consumer) kjit_give_turn(0);
+        int kjit_next = kjit_needed_from(kjit_t + 1);
+        {  // turn 0
+            kjit_scores kjit_s;
+            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+            const unsigned kjit_k_at = kjit_keys_at(0);
+            kjit_wgmma_fence();
+            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+            kjit_wgmma_commit();
+            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
+            kjit_wgmma_wait<0>();
+            kjit_take_scores(kjit_s, kjit_t);
+            kjit_make_weights(kjit_s);
+        }
+        int kjit_n = 1;
+        for (; kjit_next < kjit_tiles; ++kjit_n) {  // turn n
+            kjit_t = kjit_next;
+            kjit_next = kjit_needed_from(kjit_t + 1);
+            kjit_scores kjit_s;
+            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+            const unsigned kjit_k_at = kjit_keys_at(kjit_n), kjit_v_at = kjit_values_at(kjit_n - 1);
+            kjit_wgmma_fence();
+            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+            kjit_wgmma_commit();
+            kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
+            kjit_wgmma_commit();
+            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
+            kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
+            kjit_take_scores(kjit_s, kjit_t);
+            kjit_wgmma_wait<0>();  // P · V is done: its weights and the last tile's buffer are free
+            if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
+            kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
+            kjit_make_weights(kjit_s);
+        }
+        // The last turn. (The last consumer gives no turn after it: consumer 0 takes no more.)
+        if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+        const unsigned kjit_v_at = kjit_values_at(kjit_n - 1);
         kjit_wgmma_fence();
-        kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+        kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
         kjit_wgmma_commit();
+        if (kjit_pingpong && !kjit_last_consumer) kjit_give_turn(kjit_consumer + 1);
         kjit_wgmma_wait<0>();
-        kjit_take_scores(kjit_s, kjit_t);
-        kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
-        kjit_make_weights(kjit_s);
-        const unsigned kjit_v_at = kjit_values_at(kjit_n);
-        kjit_wgmma_fence();
-        kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 0);
-        kjit_wgmma_commit();
-        kjit_wgmma_wait<0>();
-        // its wgmmas are done with the buffer
-        if (kjit_leader) kjit_arrive(kjit_free + 8 * (kjit_n % kjit_stages));
+        if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
     }
     // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
     // its softmax is), through the epilogue, stored two columns at a time.

@@ -160,11 +160,14 @@ public:
     void resolve(pipeline& p, const std::string& source) const override { at::resolve(p, source); }
 
     /// The resolved rung's keys (a combination the policy refuses is not measured). mma: queries per
-    /// block, the warps they are shared among, and keys per tile. wgmma: keys per tile, buffers,
-    /// and whether the consumers take turns.
+    /// block, the warps they are shared among, and keys per tile. wgmma: keys per tile, consumers,
+    /// buffers, and the schedule.
     config::json_value tune_space(const pipeline& p) const override {
         if (at::policy_of(p).kind == at::rung::wgmma)
-            return {{"axes", {{"launch.block_n", {64, 128, 176}}, {"launch.buffers", {2, 3}}, {"launch.schedule", {"serial", "overlap", "pingpong"}}}}};
+            return {{"axes", {{"launch.block_n", {64, 128, 176}},
+                               {"launch.consumers", {2, 3}},
+                               {"launch.buffers", {2, 3, 4}},
+                               {"launch.schedule", {"serial", "overlap", "pingpong"}}}}};
         return {{"axes", {{"launch.block_m", {64, 128}}, {"launch.warps", {4, 8}}, {"launch.block_n", {32, 64, 128}}}}};
     }
     config::json_value policy(const pipeline& p) const override { return at::policy_of(p).columns(); }

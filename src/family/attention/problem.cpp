@@ -144,9 +144,9 @@ rung auto_rung(const pipeline& p, long long head_dim) {
 }
 
 /// A rung's "auto" launch, 128 queries a block.
-/// - wgmma: two consumers of 64 queries, tiles of 128 keys, two buffers. Past head_dim 128 (in
-///   slabs of 64), tiles of 64 keys: 128 would not fit in shared memory at 192, nor their
-///   scores with the output rows in a consumer's registers at 256.
+/// - wgmma: tiles of 128 keys (the consumers, buffers and schedule: choose_wgmma_auto). Past
+///   head_dim 128 (in slabs of 64), tiles of 64 keys: 128 would not fit in shared memory at 192,
+///   nor their scores with the output rows in a consumer's registers at 256.
 /// - mma: up to head dim 128, 4 warps of 2 pieces each and tiles of 64 keys: the fastest at 8k ×
 ///   128 on the H200 (309 TFLOP/s against 284 with tiles of 32 keys and 231 with 8 warps of one
 ///   piece; bench/results/2026-12-04-attention/second), and at 2k and 8k × 64. Past 128 the
@@ -169,19 +169,43 @@ policy auto_policy(rung kind, long long head_dim) {
 /// (two consumers), 168; within 160 (three), 96.
 int wgmma_accumulators(const policy& t) { return t.consumers == 2 ? 168 : 96; }
 
+/// The wgmma rung's keys left "auto", each from those chosen before it, measured on an H100
+/// (bench/results/2026-12-05-wgmma/third and fourth, every schedule and buffer count at the
+/// FlashAttention-3 grid):
+/// - consumers: three at head dim 64, whose scores and output rows fit 160 registers (335 against
+///   314 TFLOP/s at 4k × 64), else two;
+/// - buffers: as many as fit the target's shared memory, up to four at head dim 64 and three
+///   above: a consumer that overlaps holds two tiles (S of one, P · V of the one before) while the
+///   producer fills the next;
+/// - schedule: with three buffers or more, the overlapped ones: ping-pong (584 against serial's 467
+///   at 8k × 128), but at head dim 64 without a mask whose tiles are skipped, overlap alone (364
+///   against 322 at 16k × 64: the softmax there is too short for a turn to hide it); with two, as
+///   at head dim 256, serial (606 against ping-pong's 472).
+void choose_wgmma_auto(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
+    const bool narrow = padded_head_dim(pr.head_dim) == 64;
+    if (l.leaves_auto("consumers")) chosen.consumers = narrow ? 3 : 2;
+    chosen.block_m = policy::k_wgmma_consumer_rows * chosen.consumers;
+    if (l.leaves_auto("buffers"))
+        for (chosen.stages = narrow ? 4 : 3; chosen.stages > 2; --chosen.stages)
+            if (chosen.shared_bytes(pr.head_dim, p.type) <= p.target.shared_per_block) break;
+    using order = policy::schedule;
+    if (l.leaves_auto("schedule"))
+        chosen.order = chosen.stages < 3 ? order::serial : narrow && !skips ? order::overlap : order::pingpong;
+}
+
 /// The wgmma rung's keys over its "auto": the consumers and their 64 queries each, the buffers, the
 /// schedule, a tile the registers hold.
-void read_wgmma_launch(const object_reader& l, const problem& pr, policy& chosen) {
+void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
     if (!l.leaves_auto("consumers")) chosen.consumers = static_cast<int>(l.integer("consumers", 2, 3, std::nullopt));
-    chosen.block_m = policy::k_wgmma_consumer_rows * chosen.consumers;
-    if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
-        l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
-                              " for " + std::to_string(chosen.consumers) + " consumers");
     if (!l.leaves_auto("buffers")) chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
     using order = policy::schedule;
     if (!l.leaves_auto("schedule"))
         chosen.order = l.choice<order>("schedule", {{"serial", order::serial}, {"overlap", order::overlap}, {"pingpong", order::pingpong}},
                                        std::nullopt);
+    choose_wgmma_auto(l, p, pr, skips, chosen);
+    if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
+        l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
+                              " for " + std::to_string(chosen.consumers) + " consumers");
     if (pr.head_dim < 64)
         l.fail("rung", "the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got " + std::to_string(pr.head_dim));
     const long long held = (chosen.block_n + padded_head_dim(pr.head_dim)) / 2;
@@ -204,7 +228,7 @@ void read_mma_launch(const object_reader& l, policy& chosen) {
 
 /// The launch keys given, over the rung's "auto" policy, each checked for the rung. Where the rung is
 /// "auto" and a key of one rung is given (warps; consumers, buffers, schedule), that rung.
-policy read_launch(const object_reader& l, const pipeline& p, const problem& pr) {
+policy read_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips) {
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
@@ -219,7 +243,7 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr)
         chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
         if (chosen.block_n % 16 != 0) l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
     }
-    if (kind == rung::wgmma) read_wgmma_launch(l, pr, chosen);
+    if (kind == rung::wgmma) read_wgmma_launch(l, p, pr, skips, chosen);
     else read_mma_launch(l, chosen);
     return chosen;
 }
@@ -278,8 +302,9 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    policy chosen = read_launch(l, p, pr);
-    chosen.skips_tiles = tile_masked_code(s.kernel, expr::cuda_style{}).has_value();
+    const bool skips = tile_masked_code(s.kernel, expr::cuda_style{}).has_value();
+    policy chosen = read_launch(l, p, pr, skips);
+    chosen.skips_tiles = skips;
     if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
         throw config_error(source, "launch", "block_m " + std::to_string(chosen.block_m) + " and block_n " + std::to_string(chosen.block_n) +
                                                  " need " + std::to_string(chosen.shared_bytes(pr.head_dim, p.type)) +
