@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Issue 43, fifth call: the wgmma rung at its new defaults (three buffers and ping-pong; at head
+# dim 64 three consumers, four buffers, overlap without a skipped mask). The grid beside cuDNN,
+# FlashAttention-2 and FlexAttention in the same call; the mma rung beside FlashAttention-2; the
+# score modifiers beside FlexAttention's; the odd shapes verified at the new defaults (four at a
+# time: verification, not timing); compile cold and a cache hit.
+set -uo pipefail
+export OUT=${OUT:-$PWD/gpu-results}
+mkdir -p "$OUT/logs"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$OUT/env.txt"
+{ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DKJIT_PYTHON=OFF &&
+  cmake --build build-gpu --target kjit -j "$(nproc)"; } > "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
+export kjit=$PWD/build-gpu/kjit
+export KJIT_CACHE_DIR=/tmp/kjit-cache
+# point NAME SEQ DIM BATCH HEADS KV_HEADS SCORE [more --set]: kjit at that point, a JSON record
+point() {
+  local name=$1 seq=$2 dim=$3 batch=$4 heads=$5 kv=$6 score=$7; shift 7
+  local rows=$((batch * heads * seq)) kv_rows=$((batch * kv * seq))
+  timeout ${LIMIT:-40} "$kjit" run configs/attention.json --skip-ceiling --set "shape=[$rows,$dim]" \
+    --set "inputs.k.shape=[$kv_rows,$dim]" --set "inputs.v.shape=[$kv_rows,$dim]" \
+    --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$kv" \
+    --set "stages[0].score=\"$score\"" "$@" --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
+  local rc=$?
+  echo "$name: exit $rc $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "of", r.get("compared"), "cold_ms", r.get("kernel_cold_median_ms"), "tflops", round(r.get("tflops") or 0), "regs", r.get("registers"), "first_bad", r.get("first_bad"), r.get("error") or "")' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
+  return $rc
+}
+export -f point
+causal="col > row ? -inf : x"
+echo "== smoke"
+ok=1
+for dim in 128 64 256; do for score in x "$causal"; do
+  LIMIT=20 point "smoke_d${dim}_$([ "$score" = x ] && echo full || echo causal)" 1000 $dim 2 8 2 "$score" --set measure.repeat=3 --set measure.warmup=1 || ok=0
+done; done
+[ $ok = 1 ] || exit 1
+echo "== the grid, at the defaults"
+for p in 1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64; do
+  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+  point "grid_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x
+  point "grid_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "$causal"
+done 2>&1 | tee "$OUT/grid.txt"
+point grid_s4096_d256_full 4096 256 4 8 8 x | tee -a "$OUT/grid.txt"
+echo "== the mma rung"
+{
+for p in 2048:128 8192:128 4096:64; do
+  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+  point "mma_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set 'launch.rung="mma"'
+  point "mma_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "$causal" --set 'launch.rung="mma"'
+done
+} 2>&1 | tee "$OUT/launches.txt"
+echo "== score modifiers at 8192:128"
+{
+point mod_window 8192 128 2 16 16 "col > row || row - col >= 1024 ? -inf : x"
+point mod_softcap 8192 128 2 16 16 "30 * tanh(x / 30)"
+point mod_softcap_approx 8192 128 2 16 16 "30 * tanh(x / 30)" --set 'compile.tanh="approx"'
+point mod_alibi 8192 128 2 16 16 "x + exp2(-8.0 * (head + 1) / 16) * (col - row)"
+} 2>&1 | tee "$OUT/modifiers.txt"
+(cd "$OUT/logs" && tar czf ../data.tgz .)
+echo "== peers"
+cd bench/peers
+timeout 300 python3 attention_peers.py --repeat 10 --tools cudnn,flash,flex > "$OUT/peers.jsonl" 2> "$OUT/logs/peers.err"; echo "peers: exit $?"
+for m in alibi softcap; do
+  timeout 60 python3 attention_peers.py --repeat 10 --tools flex --grid 8192:128 --causal no --modifier $m >> "$OUT/peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "peers $m: exit $?"
+done
+timeout 60 python3 attention_peers.py --repeat 10 --tools flex --grid 8192:128 --causal yes --modifier window >> "$OUT/peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "peers window: exit $?"
+cd - > /dev/null
+python3 - "$OUT/peers.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    p = json.loads(line)
+    print(p["seq"], p["head_dim"], "causal" if p["causal"] else "full", p.get("modifier"), p["tool"], round(p.get("tflops", 0)), p.get("median_ms"), p.get("first_call_s", ""), p.get("error", ""))
+PY
+(cd "$OUT/logs" && tar czf ../data.tgz .)
+echo "== odd shapes (verification), four at a time"
+{
+for seq in 1 17 1000 4097; do for dim in 64 96 128; do for kv in 8 2 1; do for tag in full causal; do
+  echo "wgmma $seq $dim $kv $tag bfloat16"
+done; done; done; done
+for seq in 17 1000 4097; do for dim in 64 128; do for kv in 8 1; do for tag in full causal window; do
+  echo "mma $seq $dim $kv $tag bfloat16"
+done; done; done; done
+for dim in 64 128; do for tag in full causal window; do echo "wgmma 4097 $dim 2 $tag float16"; echo "wgmma 1000 $dim 1 $tag float16"; done; done
+} | xargs -P 4 -L 1 bash -c 'case $4 in full) score=x;; causal) score="col > row ? -inf : x";; window) score="col > row || row - col >= 300 ? -inf : x";; esac
+  LIMIT=30 point "odd_${0}_${5}_s${1}_d${2}_kv${3}_${4}" $1 $2 2 8 $3 "$score" --set "launch.rung=\"$0\"" --set "dtype=\"$5\"" --set measure.repeat=3 --set measure.warmup=1' > "$OUT/odd.txt" 2>&1
+echo "odd shapes failing: $(grep -vc 'exit 0' "$OUT/odd.txt") of $(wc -l < "$OUT/odd.txt")"; grep -v "exit 0" "$OUT/odd.txt" | head -20
+echo "== compile cold, then a cache hit"
+rm -rf /tmp/kjit-cold && KJIT_CACHE_DIR=/tmp/kjit-cold "$kjit" compile configs/attention_causal.json > "$OUT/logs/compile_cold.txt" 2>&1
+grep -E "compile |NVRTC|ptxas|total" "$OUT/logs/compile_cold.txt"
+KJIT_CACHE_DIR=/tmp/kjit-cold "$kjit" run configs/attention_causal.json --skip-ceiling > "$OUT/logs/cache_hit.txt" 2>&1
+grep -E "compile |cache|module|first launch" "$OUT/logs/cache_hit.txt"
+nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
+(cd "$OUT/logs" && tar czf ../data.tgz .) && rm -rf "$OUT/logs"
