@@ -4,27 +4,7 @@
 # FlashAttention-2 and FlexAttention in the same call; the mma rung beside FlashAttention-2; the
 # score modifiers beside FlexAttention's; the odd shapes verified at the new defaults (four at a
 # time: verification, not timing); compile cold and a cache hit.
-set -uo pipefail
-export OUT=${OUT:-$PWD/gpu-results}
-mkdir -p "$OUT/logs"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$OUT/env.txt"
-{ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DKJIT_PYTHON=OFF &&
-  cmake --build build-gpu --target kjit -j "$(nproc)"; } > "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
-export kjit=$PWD/build-gpu/kjit
-export KJIT_CACHE_DIR=/tmp/kjit-cache
-# point NAME SEQ DIM BATCH HEADS KV_HEADS SCORE [more --set]: kjit at that point, a JSON record
-point() {
-  local name=$1 seq=$2 dim=$3 batch=$4 heads=$5 kv=$6 score=$7; shift 7
-  local rows=$((batch * heads * seq)) kv_rows=$((batch * kv * seq))
-  timeout ${LIMIT:-40} "$kjit" run configs/attention.json --skip-ceiling --set "shape=[$rows,$dim]" \
-    --set "inputs.k.shape=[$kv_rows,$dim]" --set "inputs.v.shape=[$kv_rows,$dim]" \
-    --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$kv" \
-    --set "stages[0].score=\"$score\"" "$@" --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
-  local rc=$?
-  echo "$name: exit $rc $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "of", r.get("compared"), "cold_ms", r.get("kernel_cold_median_ms"), "tflops", round(r.get("tflops") or 0), "regs", r.get("registers"), "first_bad", r.get("first_bad"), r.get("error") or "")' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
-  return $rc
-}
-export -f point
+source bench/attention_call.sh
 causal="col > row ? -inf : x"
 echo "== smoke"
 ok=1
@@ -54,7 +34,7 @@ point mod_softcap 8192 128 2 16 16 "30 * tanh(x / 30)"
 point mod_softcap_approx 8192 128 2 16 16 "30 * tanh(x / 30)" --set 'compile.tanh="approx"'
 point mod_alibi 8192 128 2 16 16 "x + exp2(-8.0 * (head + 1) / 16) * (col - row)"
 } 2>&1 | tee "$OUT/modifiers.txt"
-(cd "$OUT/logs" && tar czf ../data.tgz .)
+pack
 echo "== peers"
 cd bench/peers
 timeout 300 python3 attention_peers.py --repeat 10 --tools cudnn,flash,flex > "$OUT/peers.jsonl" 2> "$OUT/logs/peers.err"; echo "peers: exit $?"
@@ -69,7 +49,7 @@ for line in open(sys.argv[1]):
     p = json.loads(line)
     print(p["seq"], p["head_dim"], "causal" if p["causal"] else "full", p.get("modifier"), p["tool"], round(p.get("tflops", 0)), p.get("median_ms"), p.get("first_call_s", ""), p.get("error", ""))
 PY
-(cd "$OUT/logs" && tar czf ../data.tgz .)
+pack
 echo "== odd shapes (verification), four at a time"
 {
 for seq in 1 17 1000 4097; do for dim in 64 96 128; do for kv in 8 2 1; do for tag in full causal; do
@@ -88,4 +68,4 @@ grep -E "compile |NVRTC|ptxas|total" "$OUT/logs/compile_cold.txt"
 KJIT_CACHE_DIR=/tmp/kjit-cold "$kjit" run configs/attention_causal.json --skip-ceiling > "$OUT/logs/cache_hit.txt" 2>&1
 grep -E "compile |cache|module|first launch" "$OUT/logs/cache_hit.txt"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
-(cd "$OUT/logs" && tar czf ../data.tgz .) && rm -rf "$OUT/logs"
+pack && rm -rf "$OUT/logs"

@@ -1,0 +1,27 @@
+# Sourced by a GPU call's command.sh for the attention family (bench/results/*/command.sh): the
+# GPU and its driver into $OUT/env.txt, kjit built in build-gpu, and
+#   point NAME SEQ DIM BATCH HEADS KV_HEADS SCORE [more kjit run options]
+# which runs configs/attention.json at that point into $OUT/logs/NAME.json and prints one line:
+# its status, mismatches, cold median, TFLOP/s and registers. `pack` tars $OUT/logs into
+# $OUT/data.tgz (early and often: a call cut short still brings back what it packed).
+set -uo pipefail
+export OUT=${OUT:-$PWD/gpu-results}
+mkdir -p "$OUT/logs"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$OUT/env.txt"
+{ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DKJIT_PYTHON=OFF &&
+  cmake --build build-gpu --target kjit -j "$(nproc)"; } > "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
+export kjit=$PWD/build-gpu/kjit
+export KJIT_CACHE_DIR=/tmp/kjit-cache
+point() {
+  local name=$1 seq=$2 dim=$3 batch=$4 heads=$5 kv=$6 score=$7; shift 7
+  local rows=$((batch * heads * seq)) kv_rows=$((batch * kv * seq))
+  timeout ${LIMIT:-40} "$kjit" run configs/attention.json --skip-ceiling --set "shape=[$rows,$dim]" \
+    --set "inputs.k.shape=[$kv_rows,$dim]" --set "inputs.v.shape=[$kv_rows,$dim]" \
+    --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$kv" \
+    --set "stages[0].score=\"$score\"" "$@" --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
+  local rc=$?
+  echo "$name: exit $rc $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "of", r.get("compared"), "cold_ms", r.get("kernel_cold_median_ms"), "tflops", round(r.get("tflops") or 0), "regs", r.get("registers"), "first_bad", r.get("first_bad"), r.get("error") or "")' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
+  return $rc
+}
+pack() { (cd "$OUT/logs" && tar czf ../data.tgz .); }
+export -f point
