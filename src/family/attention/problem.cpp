@@ -144,7 +144,7 @@ rung auto_rung(const pipeline& p, long long head_dim) {
 }
 
 /// A rung's "auto" launch, 128 queries a block.
-/// - wgmma: tiles of 128 keys (the consumers, buffers and schedule: choose_wgmma_auto). Past
+/// - wgmma: tiles of 128 keys (the consumers, buffers and schedule: choose_wgmma_ring). Past
 ///   head_dim 128 (in slabs of 64), tiles of 64 keys: 128 would not fit in shared memory at 192,
 ///   nor their scores with the output rows in a consumer's registers at 256.
 /// - mma: up to head dim 128, 4 warps of 2 pieces each and tiles of 64 keys: the fastest at 8k ×
@@ -169,9 +169,9 @@ policy auto_policy(rung kind, long long head_dim) {
 /// (two consumers), 168; within 160 (three), 96.
 int wgmma_accumulators(const policy& t) { return t.consumers == 2 ? 168 : 96; }
 
-/// The wgmma rung's keys left "auto", each from those chosen before it, measured on an H100
-/// (bench/results/2026-12-05-wgmma/third and fourth, every schedule and buffer count at the
-/// FlashAttention-3 grid):
+/// The wgmma rung's consumers, buffers and schedule: each as given, or where left "auto" chosen
+/// from those before it by rules measured on an H100 (bench/results/2026-12-05-wgmma/third and
+/// fourth, every schedule and buffer count at the FlashAttention-3 grid):
 /// - consumers: three at head dim 64, whose scores and output rows fit 160 registers (335 against
 ///   314 TFLOP/s at 4k × 64), else two;
 /// - buffers: as many as fit the target's shared memory, up to four at head dim 64 and three
@@ -181,28 +181,27 @@ int wgmma_accumulators(const policy& t) { return t.consumers == 2 ? 168 : 96; }
 ///   at 8k × 128), but at head dim 64 without a mask whose tiles are skipped, overlap alone (364
 ///   against 322 at 16k × 64: the softmax there is too short for a turn to hide it); with two, as
 ///   at head dim 256, serial (606 against ping-pong's 472).
-void choose_wgmma_auto(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
+void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
     const bool narrow = padded_head_dim(pr.head_dim) == 64;
-    if (l.leaves_auto("consumers")) chosen.consumers = narrow ? 3 : 2;
+    chosen.consumers = l.leaves_auto("consumers") ? (narrow ? 3 : 2) : static_cast<int>(l.integer("consumers", 2, 3, std::nullopt));
     chosen.block_m = policy::k_wgmma_consumer_rows * chosen.consumers;
-    if (l.leaves_auto("buffers"))
+    if (!l.leaves_auto("buffers")) {
+        chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
+    } else {
         for (chosen.stages = narrow ? 4 : 3; chosen.stages > 2; --chosen.stages)
             if (chosen.shared_bytes(pr.head_dim, p.type) <= p.target.shared_per_block) break;
+    }
     using order = policy::schedule;
-    if (l.leaves_auto("schedule"))
-        chosen.order = chosen.stages < 3 ? order::serial : narrow && !skips ? order::overlap : order::pingpong;
+    if (!l.leaves_auto("schedule"))
+        chosen.order = l.choice<order>("schedule", {{"serial", order::serial}, {"overlap", order::overlap}, {"pingpong", order::pingpong}},
+                                       std::nullopt);
+    else chosen.order = chosen.stages < 3 ? order::serial : narrow && !skips ? order::overlap : order::pingpong;
 }
 
 /// The wgmma rung's keys over its "auto": the consumers and their 64 queries each, the buffers, the
 /// schedule, a tile the registers hold.
 void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
-    if (!l.leaves_auto("consumers")) chosen.consumers = static_cast<int>(l.integer("consumers", 2, 3, std::nullopt));
-    if (!l.leaves_auto("buffers")) chosen.stages = static_cast<int>(l.integer("buffers", 2, 8, std::nullopt));
-    using order = policy::schedule;
-    if (!l.leaves_auto("schedule"))
-        chosen.order = l.choice<order>("schedule", {{"serial", order::serial}, {"overlap", order::overlap}, {"pingpong", order::pingpong}},
-                                       std::nullopt);
-    choose_wgmma_auto(l, p, pr, skips, chosen);
+    choose_wgmma_ring(l, p, pr, skips, chosen);
     if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
         l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
                               " for " + std::to_string(chosen.consumers) + " consumers");
