@@ -227,44 +227,35 @@ kernel_launch launch_of(const config::pipeline& p, const family::program& prog, 
     return launch;
 }
 
-void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
-                 const run_options& options) {
-    const device_info& info = device.device();
+namespace {
+
+void record_device(const device_info& info, report::record& rec) {
     rec.device_index = info.index;
     rec.device_name = info.name;
     rec.driver_version = std::to_string(info.driver_version / 1000) + "." + std::to_string(info.driver_version % 1000 / 10);
-    const int arch = p.compile.arch.value_or(info.arch);
-    std::optional<built_variant> own_build;
-    const built_variant& built = options.built ? *options.built : own_build.emplace(build_variant(p, arch, ctx, rec));
-    if (options.built) record_build(built, arch, ctx, rec);
-    const family::program& prog = built.program;
-    host_data local;
-    host_data& host = options.reuse ? *options.reuse : local;
-    const std::string input_key = inputs_key(p);
-    const bool inputs_at_hand = host.inputs && host.inputs->key == input_key;
-    // Kept from the last run on this device (run_options::keep_on_device): the inputs' copies
-    // while the inputs are the same, and the run's own buffers while the program's are.
-    const bool copied_before = inputs_at_hand && options.keep_on_device &&
-                               host.inputs_on_device.device == &device && host.copied == host.inputs;
-    const std::string layout = own_layout(prog);
-    const bool own_kept = options.keep_on_device && host.own_on_device.device == &device && host.own_layout == layout;
-    {
-        trace::span span("check memory");
-        if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
-        check_device_memory(p, prog, device, [&](const family::buffer& b) {
-            return b.role == family::buffer_role::input ? !copied_before : !own_kept;
-        });
-    }
+}
 
-    rec.module_image = options.load_ptx ? "ptx" : "cubin";
-    const scoped_module module(device, timed(rec, phase::module_load, [&] {
-        return device.load_module(options.load_ptx ? built.binary.ptx : built.binary.cubin);
-    }));
-    std::vector<kernel_id> kernels = timed(rec, phase::get_function, [&] {
-        std::vector<kernel_id> ids;
-        for (const auto& k : prog.kernels) ids.push_back(device.get_kernel(module.id(), k.name));
-        return ids;
-    });
+/// What a run finds on its device from the last run (run_options::keep_on_device): the inputs'
+/// copies while the inputs are the same, and its own buffers while the program's are.
+struct kept_buffers {
+    bool inputs = false;
+    bool own = false;
+    std::string layout;  ///< own_layout of this run's program
+};
+
+kept_buffers kept_from(const host_data& host, const gpu& device, const family::program& prog, bool inputs_at_hand,
+                       bool keep_on_device) {
+    kept_buffers kept{.layout = own_layout(prog)};
+    kept.inputs = inputs_at_hand && keep_on_device && host.inputs_on_device.device == &device && host.copied == host.inputs;
+    kept.own = keep_on_device && host.own_on_device.device == &device && host.own_layout == kept.layout;
+    return kept;
+}
+
+/// Each kernel's grid on this device (its resident blocks known only here), and its record row's
+/// launch shape and occupancy.
+std::vector<family::dims> fit_grids(gpu& device, const family::program& prog, const std::vector<kernel_id>& kernels,
+                                    report::record& rec) {
+    const device_info& info = device.device();
     std::vector<family::dims> grids;
     for (std::size_t i = 0; i < prog.kernels.size(); ++i) {
         const family::kernel& k = prog.kernels[i];
@@ -279,92 +270,94 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
         if (info.max_threads_per_sm > 0)
             row.occupancy = static_cast<double>(row.blocks_per_sm * threads) / info.max_threads_per_sm;
     }
+    return grids;
+}
 
-    if (!inputs_at_hand) {
-        host.inputs = nullptr;  // free the old arrays before making new ones
-        host.inputs = make_host_inputs(p, rec);
-    }
-    const reference::input_arrays& inputs = host.inputs->arrays;
-    device_arrays owned(device);  // this run's buffers and input copies, where not kept
-    if (options.keep_on_device && !copied_before) {
+/// A run's buffers on the device, every one by its name: the kept ones live in the host data
+/// (run_options::keep_on_device), the others in `owned`, released with the run.
+struct run_buffers {
+    device_arrays owned;
+    std::map<std::string, buffer_id> ids;
+};
+
+/// Allocates what is not kept, and copies the inputs in where their copies are not.
+run_buffers place_buffers(gpu& device, const family::program& prog, const reference::input_arrays& inputs,
+                          host_data& host, const kept_buffers& kept, bool keep_on_device, report::record& rec) {
+    run_buffers placed{device_arrays(device), {}};
+    if (keep_on_device && !kept.inputs) {
         host.inputs_on_device = device_arrays(device);
         host.copied = host.inputs;
     }
-    if (options.keep_on_device && !own_kept) {
+    if (keep_on_device && !kept.own) {
         host.own_on_device = device_arrays(device);
         host.own_layout.clear();  // set once all are allocated
     }
-    device_arrays& input_copies = options.keep_on_device ? host.inputs_on_device : owned;
-    device_arrays& own = options.keep_on_device ? host.own_on_device : owned;
+    device_arrays& input_copies = keep_on_device ? host.inputs_on_device : placed.owned;
+    device_arrays& own = keep_on_device ? host.own_on_device : placed.owned;
     timed(rec, phase::alloc, [&] {
         for (const auto& b : prog.buffers) {
-            if (b.role != family::buffer_role::input && !own_kept) own.ids[b.name] = device.allocate(b.bytes);
-            if (b.role == family::buffer_role::input && !copied_before)
+            if (b.role != family::buffer_role::input && !kept.own) own.ids[b.name] = device.allocate(b.bytes);
+            if (b.role == family::buffer_role::input && !kept.inputs)
                 input_copies.ids[b.name] = device.allocate(inputs.at(b.name).bytes());
         }
     });
-    if (options.keep_on_device) host.own_layout = layout;
-    if (!copied_before)
+    if (keep_on_device) host.own_layout = kept.layout;
+    if (!kept.inputs)
         timed(rec, phase::h2d, [&] {
-            for (const auto& [name, array] : inputs)
-                device.copy_to_device(input_copies.ids.at(name), array.data(), array.bytes());
+            for (const auto& [name, array] : inputs) device.copy_to_device(input_copies.ids.at(name), array.data(), array.bytes());
             device.synchronize();
         });
-    std::map<std::string, buffer_id> buffers = own.ids;
-    buffers.insert(input_copies.ids.begin(), input_copies.ids.end());
+    placed.ids = own.ids;
+    placed.ids.insert(input_copies.ids.begin(), input_copies.ids.end());
+    return placed;
+}
 
-    // Each kernel's launch, bound once: its shape and its arguments in its parameter order.
-    std::vector<kernel_launch> launches;
-    for (std::size_t i = 0; i < prog.kernels.size(); ++i)
-        launches.push_back(launch_of(p, prog, prog.kernels[i], grids[i], [&](const family::argument& a) {
-            return argument_value{.what = argument_value::type::buffer, .buffer = buffers.at(a.name)};
-        }));
-    auto enqueue_chain = [&] {
-        for (std::size_t i = 0; i < prog.kernels.size(); ++i) device.launch(kernels[i], launches[i]);
-    };
-
-    // All-ones bytes are NaN in float and double: an element no kernel wrote cannot pass the check.
+/// Fills every buffer the kernels write with all-ones bytes, NaN in float and double: an element
+/// no kernel wrote cannot pass the check. Returns the output buffer.
+const family::buffer& poison_outputs(gpu& device, const family::program& prog,
+                                     const std::map<std::string, buffer_id>& buffers) {
+    trace::span span("poison outputs");
     const family::buffer* output = nullptr;
-    {
-        trace::span span("poison outputs");
-        for (const auto& b : prog.buffers) {
-            if (b.role == family::buffer_role::input) continue;
-            device.fill_bytes(buffers.at(b.name), reference::k_poison_byte, b.bytes);
-            if (b.role == family::buffer_role::output) output = &b;
-        }
-        device.synchronize();
+    for (const auto& b : prog.buffers) {
+        if (b.role == family::buffer_role::input) continue;
+        device.fill_bytes(buffers.at(b.name), reference::k_poison_byte, b.bytes);
+        if (b.role == family::buffer_role::output) output = &b;
     }
-    // The first launch is checked: it is the result a user's first call produces, after lazy loading.
-    timed(rec, phase::first_launch, [&] {
-        enqueue_chain();
-        device.synchronize();
-    });
-    // The result's host array is kept with the host data: a fresh one costs a page fault per 4 KiB,
-    // taken here on all cores rather than one at a time inside the copy.
-    const std::size_t output_count = output->bytes / config::element_size(p.type);
+    device.synchronize();
+    return *output;
+}
+
+/// The output, copied back into the host data's result array (made, or kept from the last run).
+reference::typed_array& copy_result(gpu& device, const config::pipeline& p, const family::buffer& output,
+                                    buffer_id on_device, host_data& host, bool keep_on_device, report::record& rec) {
+    // A fresh array costs a page fault per 4 KiB, taken here on all cores rather than one at a
+    // time inside the copy.
+    const std::size_t output_count = output.bytes / config::element_size(p.type);
     if (!host.result || host.result->type() != p.type || host.result->size() != output_count) {
         trace::span span("result array");
         host.result_pinned = nullptr;  // before the memory it pins goes
         host.result.emplace(p.type, output_count);
         auto* first = static_cast<unsigned char*>(host.result->data());
         const auto touch = [&](std::size_t begin, std::size_t end) { std::memset(first + begin, 0, end - begin); };
-        parallel_ranges(output->bytes, touch, 1 << 20);
+        parallel_ranges(output.bytes, touch, 1 << 20);
     }
     reference::typed_array& out = *host.result;
-    if (options.keep_on_device && !host.result_pinned) {  // kept: the next run copies here too
+    if (keep_on_device && !host.result_pinned) {  // kept: the next run copies here too
         trace::span span("pin result");
         host.result_pinned = device.pin(out.data(), out.bytes());
     }
-    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), buffers.at(output->name), output->bytes); });
+    timed(rec, phase::d2h, [&] { device.copy_to_host(out.data(), on_device, output.bytes); });
+    return out;
+}
 
-    if (!host.reference || host.reference->inputs_key != input_key || host.reference->key != reference_key(p)) {
-        host.reference = nullptr;
-        host.reference = make_host_reference(p, *host.inputs, rec);
-    }
-    const reference::expected_values& expected = host.reference->expected;
-    // The check reads only host memory: it runs on other cores while the GPU runs the timed loops,
-    // whose thread mostly waits on events. It takes half the cores (or the caller's limit), so
-    // that no launch waits for a core; its phase is its own time, on its own thread.
+/// The timed loops, with the check of `out` beside them. The check reads only host memory: it
+/// runs on other cores while the GPU runs the loops, whose thread mostly waits on events. It
+/// takes half the cores (or the caller's limit), so that no launch waits for a core; its phase is
+/// its own time, on its own thread. A failed loop's record keeps the check.
+void measure_while_checking(gpu& device, const std::function<void()>& enqueue_chain, const config::pipeline& p,
+                            const family::program& prog, const reference::input_arrays& inputs,
+                            const reference::typed_array& out, const reference::expected_values& expected,
+                            report::record& rec) {
     report::record checked;
     auto check = std::async(std::launch::async, [&, limit = t_parallel_limit] {
         trace::name_thread("check");
@@ -378,13 +371,79 @@ void run_variant(const config::pipeline& p, gpu& device, const build_context& ct
     };
     try {
         measure_kernel(device, enqueue_chain, p.measure, rec);
-    } catch (const error&) {  // the record of a failed run keeps its check
+    } catch (const error&) {
         take_check();
         throw;
     }
     take_check();
+}
+
+}  // namespace
+
+void run_variant(const config::pipeline& p, gpu& device, const build_context& ctx, report::record& rec,
+                 const run_options& options) {
+    record_device(device.device(), rec);
+    const int arch = p.compile.arch.value_or(device.device().arch);
+    std::optional<built_variant> own_build;
+    const built_variant& built = options.built ? *options.built : own_build.emplace(build_variant(p, arch, ctx, rec));
+    if (options.built) record_build(built, arch, ctx, rec);
+    const family::program& prog = built.program;
+    host_data local;
+    host_data& host = options.reuse ? *options.reuse : local;
+    const std::string input_key = inputs_key(p);
+    const bool inputs_at_hand = host.inputs && host.inputs->key == input_key;
+    const kept_buffers kept = kept_from(host, device, prog, inputs_at_hand, options.keep_on_device);
+    {
+        trace::span span("check memory");
+        if (!inputs_at_hand) check_host_memory(p);  // before anything is loaded or allocated
+        check_device_memory(p, prog, device, [&](const family::buffer& b) {
+            return b.role == family::buffer_role::input ? !kept.inputs : !kept.own;
+        });
+    }
+
+    rec.module_image = options.load_ptx ? "ptx" : "cubin";
+    const scoped_module module(device, timed(rec, phase::module_load, [&] {
+        return device.load_module(options.load_ptx ? built.binary.ptx : built.binary.cubin);
+    }));
+    const std::vector<kernel_id> kernels = timed(rec, phase::get_function, [&] {
+        std::vector<kernel_id> ids;
+        for (const auto& k : prog.kernels) ids.push_back(device.get_kernel(module.id(), k.name));
+        return ids;
+    });
+    const std::vector<family::dims> grids = fit_grids(device, prog, kernels, rec);
+
+    if (!inputs_at_hand) {
+        host.inputs = nullptr;  // free the old arrays before making new ones
+        host.inputs = make_host_inputs(p, rec);
+    }
+    const reference::input_arrays& inputs = host.inputs->arrays;
+    const run_buffers buffers = place_buffers(device, prog, inputs, host, kept, options.keep_on_device, rec);
+    // Each kernel's launch, bound once: its shape and its arguments in its parameter order.
+    std::vector<kernel_launch> launches;
+    for (std::size_t i = 0; i < prog.kernels.size(); ++i)
+        launches.push_back(launch_of(p, prog, prog.kernels[i], grids[i], [&](const family::argument& a) {
+            return argument_value{.what = argument_value::type::buffer, .buffer = buffers.ids.at(a.name)};
+        }));
+    auto enqueue_chain = [&] {
+        for (std::size_t i = 0; i < prog.kernels.size(); ++i) device.launch(kernels[i], launches[i]);
+    };
+
+    const family::buffer& output = poison_outputs(device, prog, buffers.ids);
+    // The first launch is checked: it is the result a user's first call produces, after lazy loading.
+    timed(rec, phase::first_launch, [&] {
+        enqueue_chain();
+        device.synchronize();
+    });
+    const reference::typed_array& out =
+        copy_result(device, p, output, buffers.ids.at(output.name), host, options.keep_on_device, rec);
+    if (!host.reference || host.reference->inputs_key != input_key || host.reference->key != reference_key(p)) {
+        host.reference = nullptr;
+        host.reference = make_host_reference(p, *host.inputs, rec);
+    }
+    const reference::expected_values& expected = host.reference->expected;
+    measure_while_checking(device, enqueue_chain, p, prog, inputs, out, expected, rec);
     if (options.save) rec.saved = save_result(*options.save, p, prog, rec.sweep_index, out, expected);
-    if (p.measure.per_call_transfers) measure_per_call(device, prog, kernels, launches, buffers, inputs, p.measure, rec);
+    if (p.measure.per_call_transfers) measure_per_call(device, prog, kernels, launches, buffers.ids, inputs, p.measure, rec);
     if (!options.counter_set.empty()) read_counters(device, options.counter_set, enqueue_chain, rec);
 }
 
