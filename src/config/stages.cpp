@@ -166,145 +166,186 @@ stage read_family_op(const json& value, std::size_t index, const std::string& so
     return s;
 }
 
+/// The stage's "op", a string naming one of `ops` or map, reduce or activate (or a family's own,
+/// which its family checks).
+std::string read_op_name(const json& value, const std::string& path, const std::string& source, const op_library& ops) {
+    const auto op = value.find("op");
+    if (op != value.end() && op->is_string()) return op->get<std::string>();
+    throw config_error(source, path + ".op",
+                       (op == value.end() ? std::string("missing; expected") : "expected") + " one of " +
+                           quoted_list(op_names(ops, false)) + (op == value.end() ? "" : ", got " + shown(*op)));
+}
+
+/// The op file's definition of `name`, or of the activation an "activate" stage names in "fn"
+/// (tanh if none); nullptr where the file has no such op.
+const op_definition* library_op(const std::string& name, const json& value, const std::string& path,
+                                const std::string& source, const op_library& ops) {
+    if (name != "activate") {
+        const auto found = ops.find(name);
+        return found == ops.end() ? nullptr : &found->second;
+    }
+    const auto fn = value.find("fn");
+    const std::string chosen = fn == value.end() ? "tanh" : fn->is_string() ? fn->get<std::string>() : "";
+    const auto found = ops.find(chosen);
+    if (found == ops.end() || !found->second.activation)
+        throw config_error(source, path + ".fn", "expected one of " + quoted_list(op_names(ops, true)) + ", got " +
+                                                   shown(fn == value.end() ? json() : *fn));
+    return &found->second;
+}
+
+/// The keys a stage of `op` may have (`library`: its definition, for an op of the op file).
+std::vector<std::string> stage_keys(const std::string& op, const op_definition* library) {
+    std::vector<std::string> keys{"op", "input"};
+    if (op == "map") keys.push_back("expr");
+    if (op == "reduce") keys.insert(keys.end(), {"fn", "as", "expr", "formula"});
+    if (op == "activate") keys.push_back("fn");
+    if (library) {
+        keys.push_back("formula");
+        for (const auto& param : library->params) keys.push_back(param.name);
+    }
+    return keys;
+}
+
+/// One stage's keys being read, and the names in scope there: the inputs, the config's own
+/// params and the row values of earlier stages (which a reduce's "as" adds to).
+struct stage_reader {
+    const object_reader& r;
+    pipeline& p;
+    std::size_t index;
+    std::vector<std::string> inputs, params;
+    std::vector<std::string>& row_names;
+
+    /// The input `key` names.
+    [[nodiscard]] std::string input_name(const std::string& key, const std::string& why) const {
+        const std::string name = r.string(key, std::nullopt);
+        if (std::find(inputs.begin(), inputs.end(), name) == inputs.end())
+            r.fail(key, "expected the name of an input (" + quoted_list(inputs) + ")" + why + ", got " + shown(name));
+        return name;
+    }
+    [[nodiscard]] expr::scope scope() const {
+        expr::scope in{inputs, params, row_names};
+        in.has_shape = p.shape.has_value();
+        return in;
+    }
+};
+
+/// A reduce's "as": the name later stages read its row value by, which no input, param or earlier
+/// row value has.
+void read_row_value_name(const stage_reader& c, stage& s) {
+    s.as = c.r.string("as", std::nullopt);
+    if (!is_identifier(s.as) || is_reserved(s.as))
+        c.r.fail("as", "expected a C identifier that is not a reserved name, got " + shown(s.as));
+    const auto taken = [&](const std::vector<std::string>& list) {
+        return std::find(list.begin(), list.end(), s.as) != list.end();
+    };
+    if (taken(c.inputs)) c.r.fail("as", "\"" + s.as + "\" is an input already; a row value needs its own name");
+    if (taken(c.params)) c.r.fail("as", "\"" + s.as + "\" is a param already; a row value needs its own name");
+    if (taken(c.row_names))
+        c.r.fail("as", "\"" + s.as + "\" names an earlier stage's row value already; a row value needs its own name");
+    c.row_names.push_back(s.as);
+}
+
+void read_reduce(const stage_reader& c, stage& s, bool last) {
+    const object_reader& r = c.r;
+    if (!c.p.shape)
+        r.fail("op", "\"reduce\" combines the elements of each row: the config needs \"shape\": [rows, cols] "
+                     "instead of \"n\"");
+    s.reduce = r.choice<reduction>(
+        "fn", {{"max", reduction::max}, {"min", reduction::min}, {"sum", reduction::sum}, {"mean", reduction::mean}},
+        std::nullopt);
+    s.kernel = s.exact = r.find("expr") ? parse_expression(r, "expr", c.scope()) : expr::parse("x", c.scope());
+    if (r.find("formula")) {  // paired with its max, and checked, once every stage is read
+        const bool online = r.choice<bool>("formula", {{"classic", false}, {"online", true}}, std::nullopt);
+        if (online && s.reduce != reduction::sum)
+            r.fail("formula", "\"online\" computes a sum of exp(v - m) in one pass with the max m of v: it is for "
+                              "fn \"sum\", got \"" + std::string(to_string(s.reduce)) + "\"");
+        s.formula = online ? "online" : "classic";
+    }
+    if (r.find("as")) {
+        read_row_value_name(c, s);
+    } else if (!last) {
+        r.fail("as", "missing; a reduce before the last stage must name its row value (e.g. \"as\": \"m\") for "
+                     "later stages to use");
+    }
+}
+
+/// The formula of `op` the stage chooses, its first where it names none.
+const op_formula& chosen_formula(const object_reader& r, const op_definition& op) {
+    const json* chosen = r.find("formula");
+    if (!chosen) return op.formulas.front();
+    if (op.formulas.front().name.empty()) r.fail("formula", "op \"" + op.name + "\" has one form; there is no formula to choose");
+    const auto found = std::find_if(op.formulas.begin(), op.formulas.end(), [&](const op_formula& f) { return *chosen == f.name; });
+    if (found == op.formulas.end()) {
+        std::vector<std::string> formula_names;
+        for (const auto& f : op.formulas) formula_names.push_back(f.name);
+        r.fail("formula", "expected one of " + quoted_list(formula_names) + ", got " + shown(*chosen));
+    }
+    return *found;
+}
+
+/// What a param of an op stands for in its trees: an input, a param of the config named by a
+/// string, or a number, which becomes a scalar of its own (s<stage>_<param>).
+expr::binding bind_param(const stage_reader& c, const op_param& param) {
+    if (param.is_input) return {expr::name_kind::array, c.input_name(param.name, "")};
+    const json* given = c.r.find(param.name);
+    if (given && given->is_string()) {
+        const std::string name = given->get<std::string>();
+        if (std::find(c.params.begin(), c.params.end(), name) == c.params.end())
+            c.r.fail(param.name, "expected a number" +
+                                     (c.params.empty() ? std::string() : " or the name of a param (" + quoted_list(c.params) + ")") +
+                                     ", got " + shown(name));
+        return {expr::name_kind::scalar, name};
+    }
+    const double number = c.r.number(param.name, param.fallback);
+    if (param.nonzero && number == 0) c.r.fail(param.name, "expected a nonzero number, got 0");
+    const std::string name = "s" + std::to_string(c.index) + "_" + param.name;
+    c.p.scalars.push_back({name, number});
+    return {expr::name_kind::scalar, name};
+}
+
+/// A stage of the op file's `op`: its formula's tree and its exact one, with its params bound.
+void read_library_op(const stage_reader& c, stage& s, const op_definition& op) {
+    const op_formula& formula = chosen_formula(c.r, op);
+    s.op = op.name;
+    s.formula = formula.name;
+    s.atol = formula.atol;
+    s.atol_ulps = formula.atol_ulps;
+    std::map<std::string, expr::binding> bindings;
+    for (const auto& param : op.params) bindings[param.name] = bind_param(c, param);
+    s.kernel = expr::rebind(formula.tree, bindings);
+    s.exact = expr::rebind(op.exact, bindings);
+}
+
 }  // namespace
 
 stage read_stage(const json& value, std::size_t index, bool last, const std::string& source, pipeline& p,
                  std::size_t user_params, const op_library& ops, std::vector<std::string>& row_names) {
     const std::string path = "stages[" + std::to_string(index) + "]";
     if (!value.is_object()) throw config_error(source, path, "expected an object, got " + shown(value));
-    const auto names = input_names(p.inputs);
-    std::vector<std::string> param_names;
-    for (std::size_t i = 0; i < user_params; ++i) param_names.push_back(p.scalars[i].name);
-
-    // Which op, and so which keys the stage may have.
-    const auto op_value = value.find("op");
-    if (op_value == value.end() || !op_value->is_string())
-        throw config_error(source, path + ".op",
-                           (op_value == value.end() ? std::string("missing; expected") : "expected") + " one of " +
-                               quoted_list(op_names(ops, false)) +
-                               (op_value == value.end() ? "" : ", got " + shown(*op_value)));
     stage s;
-    s.op = op_value->get<std::string>();
-    const op_definition* op = nullptr;
-    std::vector<std::string> allowed{"op", "input"};
-    if (s.op == "map") {
-        allowed.push_back("expr");
-    } else if (s.op == "reduce") {
-        allowed.insert(allowed.end(), {"fn", "as", "expr", "formula"});
-    } else if (s.op == "activate") {
-        const auto fn = value.find("fn");
-        const std::string chosen = fn == value.end() ? "tanh" : fn->is_string() ? fn->get<std::string>() : "";
-        const auto found = ops.find(chosen);
-        if (found == ops.end() || !found->second.activation)
-            throw config_error(source, path + ".fn", "expected one of " + quoted_list(op_names(ops, true)) +
-                                                       ", got " + shown(fn == value.end() ? json() : *fn));
-        op = &found->second;
-        allowed.push_back("fn");
-    } else {
-        const auto found = ops.find(s.op);
-        if (found == ops.end()) return read_family_op(value, index, source, p);
-        op = &found->second;
-    }
-    if (op) {
-        s.op = op->name;
-        allowed.push_back("formula");
-        for (const auto& param : op->params) allowed.push_back(param.name);
-    }
-    object_reader r(value, path, source, allowed);
-    const auto input_name = [&](const std::string& key, const std::string& why) {
-        const std::string name = r.string(key, std::nullopt);
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            r.fail(key, "expected the name of an input (" + quoted_list(names) + ")" + why + ", got " + shown(name));
-        return name;
-    };
+    s.op = read_op_name(value, path, source, ops);
+    const bool own_syntax = s.op == "map" || s.op == "reduce";
+    const op_definition* op = own_syntax ? nullptr : library_op(s.op, value, path, source, ops);
+    if (!own_syntax && !op) return read_family_op(value, index, source, p);
 
+    const object_reader r(value, path, source, stage_keys(s.op, op));
+    stage_reader c{r, p, index, input_names(p.inputs), {}, row_names};
+    for (std::size_t i = 0; i < user_params; ++i) c.params.push_back(p.scalars[i].name);
     if (index == 0 && r.find("input")) {
-        s.input = input_name("input", " for the first stage to read");
+        s.input = c.input_name("input", " for the first stage to read");
     } else if (index > 0 && r.find("input")) {
         r.fail("input", "only stages[0] names an input; later stages read the previous result");
     }
+    if (s.op == "reduce") read_reduce(c, s, last);
+    else if (op) read_library_op(c, s, *op);
+    else s.kernel = s.exact = parse_expression(r, "expr", c.scope());
 
-    expr::scope scope{names, param_names, row_names};
-    scope.has_shape = p.shape.has_value();
-    if (s.op == "reduce") {
-        if (!p.shape)
-            r.fail("op", "\"reduce\" combines the elements of each row: the config needs \"shape\": [rows, cols] "
-                         "instead of \"n\"");
-        s.reduce = r.choice<reduction>("fn", {{"max", reduction::max}, {"min", reduction::min}, {"sum", reduction::sum},
-                                              {"mean", reduction::mean}},
-                                       std::nullopt);
-        s.kernel = s.exact = r.find("expr") ? parse_expression(r, "expr", scope) : expr::parse("x", scope);
-        if (r.find("formula")) {  // paired with its max, and checked, once every stage is read
-            const bool online = r.choice<bool>("formula", {{"classic", false}, {"online", true}}, std::nullopt);
-            if (online && s.reduce != reduction::sum)
-                r.fail("formula", "\"online\" computes a sum of exp(v - m) in one pass with the max m of v: it is for "
-                                  "fn \"sum\", got \"" + std::string(to_string(s.reduce)) + "\"");
-            s.formula = online ? "online" : "classic";
-        }
-        if (r.find("as")) {
-            s.as = r.string("as", std::nullopt);
-            if (!is_identifier(s.as) || is_reserved(s.as))
-                r.fail("as", "expected a C identifier that is not a reserved name, got " + shown(s.as));
-            const auto taken = [&](const std::vector<std::string>& list) {
-                return std::find(list.begin(), list.end(), s.as) != list.end();
-            };
-            if (taken(names)) r.fail("as", "\"" + s.as + "\" is an input already; a row value needs its own name");
-            if (taken(param_names)) r.fail("as", "\"" + s.as + "\" is a param already; a row value needs its own name");
-            if (taken(row_names))
-                r.fail("as", "\"" + s.as + "\" names an earlier stage's row value already; a row value needs its own name");
-            row_names.push_back(s.as);
-        } else if (!last) {
-            r.fail("as", "missing; a reduce before the last stage must name its row value (e.g. \"as\": \"m\") for "
-                         "later stages to use");
-        }
-    } else if (!op) {
-        s.kernel = s.exact = parse_expression(r, "expr", scope);
-    } else {
-        const op_formula* formula = &op->formulas.front();
-        if (const json* chosen = r.find("formula")) {
-            std::vector<std::string> formula_names;
-            for (const auto& f : op->formulas) formula_names.push_back(f.name);
-            if (formula->name.empty())
-                r.fail("formula", "op \"" + op->name + "\" has one form; there is no formula to choose");
-            const auto found = std::find_if(op->formulas.begin(), op->formulas.end(),
-                                            [&](const op_formula& f) { return *chosen == f.name; });
-            if (found == op->formulas.end())
-                r.fail("formula", "expected one of " + quoted_list(formula_names) + ", got " + shown(*chosen));
-            formula = &*found;
-        }
-        s.formula = formula->name;
-        s.atol = formula->atol;
-        s.atol_ulps = formula->atol_ulps;
-        std::map<std::string, expr::binding> bindings;
-        for (const auto& param : op->params) {
-            const json* given = r.find(param.name);
-            if (param.is_input) {
-                bindings[param.name] = {expr::name_kind::array, input_name(param.name, "")};
-            } else if (given && given->is_string()) {
-                const std::string name = given->get<std::string>();
-                if (std::find(param_names.begin(), param_names.end(), name) == param_names.end())
-                    r.fail(param.name, "expected a number" +
-                                           (param_names.empty() ? std::string()
-                                                                : " or the name of a param (" + quoted_list(param_names) + ")") +
-                                           ", got " + shown(name));
-                bindings[param.name] = {expr::name_kind::scalar, name};
-            } else {
-                const double number = r.number(param.name, param.fallback);
-                if (param.nonzero && number == 0) r.fail(param.name, "expected a nonzero number, got 0");
-                const std::string name = "s" + std::to_string(index) + "_" + param.name;
-                p.scalars.push_back({name, number});
-                bindings[param.name] = {expr::name_kind::scalar, name};
-            }
-        }
-        s.kernel = expr::rebind(formula->tree, bindings);
-        s.exact = expr::rebind(op->exact, bindings);
-    }
     expr::used_names used;
     expr::collect_names(s.kernel, used);
     expr::collect_names(s.exact, used);
     if (index == 0 && used.flowing && s.input.empty())
         r.fail("input", "missing; the first stage uses x, so it must name the input x starts from (one of " +
-                            quoted_list(names) + ")");
+                            quoted_list(c.inputs) + ")");
     s.kernel_is_exact = expr::to_text(s.kernel) == expr::to_text(s.exact);
     return s;
 }
