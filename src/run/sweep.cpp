@@ -110,6 +110,143 @@ private:
     std::jthread m_thread;  // last: it starts once the members above exist, and is joined first
 };
 
+/// The order points run in on GPUs: points that share inputs and reference one after another,
+/// so each worker makes them once per group instead of once per change (a sweep whose fastest axis
+/// is n or dtype would otherwise remake them at every point). Records stay in point order.
+struct run_order {
+    std::vector<std::size_t> points;                       ///< point indices, in run order
+    std::vector<std::size_t> group_of;                     ///< by position in `points`
+    std::vector<const config::pipeline*> group_pipelines;  ///< a pipeline of each group
+    std::vector<std::size_t> group_sizes;                  ///< the points of each group
+};
+
+run_order order_by_host_data(const std::vector<config::sweep_point>& points) {
+    run_order order;
+    order.points.resize(points.size());
+    std::iota(order.points.begin(), order.points.end(), std::size_t{0});
+    std::vector<std::pair<std::string, std::string>> keys;
+    for (const auto& point : points) keys.emplace_back(inputs_key(point.pipeline), reference_key(point.pipeline));
+    std::stable_sort(order.points.begin(), order.points.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+    for (std::size_t k = 0; k < order.points.size(); ++k) {
+        if (k == 0 || keys[order.points[k]] != keys[order.points[k - 1]]) {
+            order.group_pipelines.push_back(&points[order.points[k]].pipeline);
+            order.group_sizes.push_back(0);
+        }
+        order.group_of.push_back(order.group_pipelines.size() - 1);
+        ++order.group_sizes.back();
+    }
+    return order;
+}
+
+/// A sweep's records as its points finish, in any order and from any thread: each handed to
+/// `step` (one at a time) and kept in point order.
+class point_records {
+public:
+    point_records(std::size_t count, const std::function<void(const report::record&)>& step)
+        : m_records(count), m_step(step) {}
+
+    void finish(std::size_t i, report::record rec) {
+        {
+            const std::lock_guard lock(m_mutex);
+            if (m_step) m_step(rec);
+        }
+        m_records[i] = std::move(rec);
+    }
+    [[nodiscard]] bool finished(std::size_t i) const { return m_records[i].has_value(); }
+
+    /// The finished ones, in point order; marked partial where the sweep was interrupted.
+    std::vector<report::record> take() {
+        std::vector<report::record> records;
+        for (auto& r : m_records)
+            if (r) {
+                r->partial = interrupted();
+                records.push_back(std::move(*r));
+            }
+        return records;
+    }
+
+private:
+    std::vector<std::optional<report::record>> m_records;
+    const std::function<void(const report::record&)>& m_step;
+    std::mutex m_mutex;
+};
+
+/// A device's ceilings, measured on its first point and put on every record of it: the copy's
+/// bytes per second, and the FLOP/s of each unit its kernels use.
+struct device_ceilings {
+    std::optional<double> copy;
+    std::map<std::string, std::optional<double>> flops;  ///< by record::flops_unit
+
+    void put_on(gpu& device, const build_context& ctx, report::record& rec) {
+        if (!copy) copy = copy_ceiling_bytes_per_s(device, ctx);
+        rec.copy_ceiling_bytes_per_s = copy;
+        if (rec.flops_unit.empty()) return;
+        if (!flops.contains(rec.flops_unit)) flops[rec.flops_unit] = flops_ceiling_for(device, ctx, rec);
+        rec.flops_ceiling_per_s = flops[rec.flops_unit];
+    }
+};
+
+/// What the GPU workers of one sweep share: the points in their run order, the next one to take,
+/// and where records go.
+struct gpu_sweep {
+    const std::vector<config::sweep_point>& points;
+    const std::string& source;
+    const build_context& ctx;
+    const run_order& order;
+    host_data_ahead* ahead;  ///< null: each point makes its own host data
+    const save_request* save;
+    const std::string& counter_set;
+    point_records& records;
+    std::atomic<std::size_t> next{0};
+
+    /// One worker: its device opened on this thread (so that its context is current here), then
+    /// points taken until none is left. Returns why the device could not be opened, or "".
+    std::string work_on(int index, const gpu_factory& open, const std::function<void()>& builds_ready) {
+        trace::name_thread("GPU " + std::to_string(index));
+        report::record startup;
+        std::unique_ptr<gpu> device;
+        try {
+            device = open(index, startup);
+        } catch (const error& e) {
+            return "device " + std::to_string(index) + ": " + e.what();
+        }
+        if (builds_ready) builds_ready();
+        device_ceilings ceilings;
+        host_data host;  // reused while consecutive points share inputs (after `device`: it holds copies there)
+        for (std::size_t k = next++; k < order.points.size() && !interrupted(); k = next++) {
+            const std::size_t i = order.points[k];
+            report::record rec = record_for(points[i], "run", source);
+            // Start-up was paid once per device: it shows on that device's first point.
+            rec.phases = std::exchange(startup.phases, {});
+            try {
+                trace::span span("point " + std::to_string(i), {{"point", points[i].label}});
+                take_host_data(k, host, rec);
+                run_variant(points[i].pipeline, *device, ctx, rec,
+                            {.reuse = &host, .keep_on_device = true, .save = save, .counter_set = counter_set});
+                ceilings.put_on(*device, ctx, rec);
+            } catch (const error& e) {
+                record_failure(rec, e.what());
+            } catch (const std::exception& e) {  // e.g. std::bad_alloc for a huge n
+                record_failure(rec, std::string("host: ") + e.what());
+            }
+            records.finish(i, std::move(rec));
+        }
+        return "";
+    }
+
+    /// The host data made ahead for the k-th point to run, its phases on the group's first point.
+    void take_host_data(std::size_t k, host_data& host, report::record& rec) const {
+        if (!ahead) return;
+        auto made = ahead->get(order.group_of[k]);
+        if (made.reference && (k == 0 || order.group_of[k - 1] != order.group_of[k])) {
+            if (made.inputs_ms) rec.set(report::phase::host_inputs, *made.inputs_ms);
+            rec.set(report::phase::host_reference, *made.reference_ms);
+        }
+        host.inputs = std::move(made.inputs);
+        host.reference = std::move(made.reference);
+    }
+};
+
 }  // namespace
 
 shard parse_shard(const std::string& text) {
@@ -211,17 +348,7 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
                                        const std::function<void(const report::record&)>& step,
                                        const std::function<void()>& builds_ready, const save_request* save,
                                        const std::string& counter_set) {
-    std::vector<std::optional<report::record>> results(points.size());
-    std::atomic<std::size_t> next{0};
-    std::mutex step_mutex;
-    auto finish = [&](std::size_t i, report::record rec) {
-        {
-            const std::lock_guard lock(step_mutex);
-            if (step) step(rec);
-        }
-        results[i] = std::move(rec);
-    };
-
+    point_records records(points.size(), step);
     if (!open) {  // compile only: no GPU
         if (builds_ready) builds_ready();
         for (std::size_t i = 0; i < points.size() && !interrupted(); ++i) {
@@ -231,98 +358,29 @@ std::vector<report::record> run_points(const std::vector<config::sweep_point>& p
             } catch (const error& e) {
                 record_failure(rec, e.what());
             }
-            finish(i, std::move(rec));
+            records.finish(i, std::move(rec));
         }
-    } else {
-        // Points that share inputs and reference run one after another, so each worker makes
-        // them once per group instead of once per change (a sweep whose fastest axis is n or
-        // dtype would otherwise remake them at every point). Records stay in point order.
-        std::vector<std::size_t> order(points.size());
-        std::iota(order.begin(), order.end(), std::size_t{0});
-        std::vector<std::pair<std::string, std::string>> keys;
-        for (const auto& point : points) keys.emplace_back(inputs_key(point.pipeline), reference_key(point.pipeline));
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
-        std::vector<std::size_t> group_of(order.size());  // by position in `order`
-        std::vector<const config::pipeline*> group_pipelines;
-        std::vector<std::size_t> group_points;
-        for (std::size_t k = 0; k < order.size(); ++k) {
-            if (k == 0 || keys[order[k]] != keys[order[k - 1]]) {
-                group_pipelines.push_back(&points[order[k]].pipeline);
-                group_points.push_back(0);
-            }
-            group_of[k] = group_pipelines.size() - 1;
-            ++group_points.back();
-        }
-        std::optional<host_data_ahead> ahead;
-        if (host_threads > 0) ahead.emplace(std::move(group_pipelines), std::move(group_points), host_threads);
-        std::vector<std::string> open_errors(devices.size());
-        {
-            std::vector<std::jthread> workers;
-            for (std::size_t w = 0; w < devices.size(); ++w)
-                workers.emplace_back([&, w] {
-                    trace::name_thread("GPU " + std::to_string(devices[w]));
-                    // The device is opened on this thread, so its context is current here.
-                    report::record startup;
-                    std::unique_ptr<gpu> device;
-                    try {
-                        device = open(devices[w], startup);
-                    } catch (const error& e) {
-                        open_errors[w] = "device " + std::to_string(devices[w]) + ": " + e.what();
-                        return;
-                    }
-                    if (builds_ready) builds_ready();
-                    std::optional<double> ceiling;
-                    std::map<std::string, std::optional<double>> flops_ceilings;  // by record::flops_unit
-                    host_data host;  // reused while consecutive points share inputs (after `device`: it holds copies there)
-                    for (std::size_t k = next++; k < order.size() && !interrupted(); k = next++) {
-                        const std::size_t i = order[k];
-                        report::record rec = record_for(points[i], "run", source);
-                        // Start-up was paid once per device: it shows on that device's first point.
-                        rec.phases = startup.phases;
-                        startup.phases = {};
-                        try {
-                            trace::span span("point " + std::to_string(i), {{"point", points[i].label}});
-                            if (ahead) {
-                                auto made = ahead->get(group_of[k]);
-                                if (made.reference && (k == 0 || group_of[k - 1] != group_of[k])) {
-                                    if (made.inputs_ms) rec.set(report::phase::host_inputs, *made.inputs_ms);
-                                    rec.set(report::phase::host_reference, *made.reference_ms);
-                                }
-                                host.inputs = std::move(made.inputs);
-                                host.reference = std::move(made.reference);
-                            }
-                            run_variant(points[i].pipeline, *device, ctx, rec,
-                                        {.reuse = &host, .keep_on_device = true, .save = save, .counter_set = counter_set});
-                            if (!ceiling) ceiling = copy_ceiling_bytes_per_s(*device, ctx);
-                            rec.copy_ceiling_bytes_per_s = ceiling;
-                            if (!rec.flops_unit.empty() && !flops_ceilings.contains(rec.flops_unit))
-                                flops_ceilings[rec.flops_unit] = flops_ceiling_for(*device, ctx, rec);
-                            if (!rec.flops_unit.empty()) rec.flops_ceiling_per_s = flops_ceilings[rec.flops_unit];
-                        } catch (const error& e) {
-                            record_failure(rec, e.what());
-                        } catch (const std::exception& e) {  // e.g. std::bad_alloc for a huge n
-                            record_failure(rec, std::string("host: ") + e.what());
-                        }
-                        finish(i, std::move(rec));
-                    }
-                });
-        }
-        std::string why;
-        for (const auto& e : open_errors) why += (why.empty() || e.empty() ? "" : "; ") + e;
-        for (std::size_t i = 0; i < points.size() && !interrupted(); ++i)
-            if (!results[i]) {
-                report::record rec = record_for(points[i], "run", source);
-                record_failure(rec, "no device could run it: " + why);
-                finish(i, std::move(rec));
-            }
+        return records.take();
     }
-    std::vector<report::record> records;  // interrupted: the points finished, marked partial
-    for (auto& r : results)
-        if (r) {
-            r->partial = interrupted();
-            records.push_back(std::move(*r));
+    run_order order = order_by_host_data(points);
+    std::optional<host_data_ahead> ahead;
+    if (host_threads > 0) ahead.emplace(std::move(order.group_pipelines), std::move(order.group_sizes), host_threads);
+    gpu_sweep sweep{points, source, ctx, order, ahead ? &*ahead : nullptr, save, counter_set, records};
+    std::vector<std::string> open_errors(devices.size());
+    {
+        std::vector<std::jthread> workers;
+        for (std::size_t w = 0; w < devices.size(); ++w)
+            workers.emplace_back([&, w] { open_errors[w] = sweep.work_on(devices[w], open, builds_ready); });
+    }
+    std::string why;
+    for (const auto& e : open_errors) why += (why.empty() || e.empty() ? "" : "; ") + e;
+    for (std::size_t i = 0; i < points.size() && !interrupted(); ++i)
+        if (!records.finished(i)) {
+            report::record rec = record_for(points[i], "run", source);
+            record_failure(rec, "no device could run it: " + why);
+            records.finish(i, std::move(rec));
         }
-    return records;
+    return records.take();
 }
 
 }  // namespace kjit::run
