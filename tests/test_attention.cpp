@@ -51,12 +51,17 @@ json with_gate(json j) {
     return j;
 }
 
-std::optional<std::string> tile_test(const std::string& score) {
+/// The tile test's code for `score`, whose token input doc ascends where `ascending`.
+std::optional<std::string> tile_test(const std::string& score, bool ascending = false) {
     expr::scope names;
     names.has_shape = true;
     names.has_heads = true;
     names.scalars = {"w"};
-    return family::attention::tile_masked_code(expr::parse(score, names), expr::cuda_style{false, false, true, false});
+    names.tokens = {"doc"};
+    const auto test = family::attention::tile_masked(expr::parse(score, names), expr::cuda_style{false, false, true, false},
+                                                     ascending ? std::vector<std::string>{"doc"} : std::vector<std::string>{});
+    if (test) return test->code;
+    return std::nullopt;
 }
 }  // namespace
 
@@ -266,7 +271,7 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     CHECK(kept_when_true->find("!(kjit_c0 <= kjit_r1)") != std::string::npos);
     const auto window = tile_test("col > row || row - col >= w ? -inf : x");
     REQUIRE(window);
-    CHECK(window->find(" || ") != std::string::npos);  // either side masking the whole tile will do
+    CHECK(window->find(" ||\n") != std::string::npos);  // either side masking the whole tile will do
     // … so a side the corners cannot tell leaves the other; both sides are needed under &&
     CHECK(tile_test("col > row || col * row > w ? -inf : x") == tile_test("col > row ? -inf : x"));
     CHECK_FALSE(tile_test("col > row && col * row > w ? -inf : x"));
@@ -397,9 +402,50 @@ TEST_CASE("attention: a causal mask around a document mask skips tiles by its po
     // The documents are not known when planning: counted as one, the causal pairs.
     CHECK(flops(p) == doctest::Approx(flops(causal)));
     CHECK(flops(p) < 0.6 * 4.0 * 2 * 256 * 256 * 64);
-    // where the mask is the documents' alone, every tile is computed and counted
+    // where the mask is the documents' alone, the sorted ids tell the tiles to skip; the pairs
+    // are counted as one document's, all of them
     auto alone = attention_config(1, 2, 2, 256, 256, 64, "doc[row] != doc[col] ? -inf : x");
     alone["inputs"]["doc"] = j["inputs"]["doc"];
-    CHECK_FALSE(family::attention::policy_of(parsed(alone)).skips_tiles);
+    CHECK(family::attention::policy_of(parsed(alone)).skips_tiles);
     CHECK(flops(parsed(alone)) == doctest::Approx(4.0 * 2 * 256 * 256 * 64));
+    // ids in no order tell nothing: every tile is computed
+    alone["inputs"]["doc"].erase("sorted");
+    CHECK_FALSE(family::attention::policy_of(parsed(alone)).skips_tiles);
+}
+
+TEST_CASE("attention: ids sorted along the tokens bound a tile's: a document mask skips the tiles whose ranges do not meet") {
+    // Over a tile, doc[row] runs from doc[r0] to doc[r1] (kjit_doc_r0, kjit_doc_r1): != holds
+    // everywhere where the query's and the key's ranges do not meet.
+    const std::string apart = "(kjit_doc_r1 < kjit_doc_c0 || kjit_doc_c1 < kjit_doc_r0)";
+    CHECK(tile_test("doc[row] != doc[col] ? -inf : x", true) == "(" + apart.substr(1));
+    CHECK(tile_test("doc[row] == doc[col] ? x : -inf", true) == tile_test("doc[row] != doc[col] ? -inf : x", true));
+    CHECK_FALSE(tile_test("doc[row] != doc[col] ? -inf : x"));  // not sorted: nothing tells
+    // orders by the ends that decide them, and terms the same over the tile as their own bounds
+    CHECK(tile_test("doc[row] < doc[col] ? -inf : x", true) == "(kjit_doc_r1 < kjit_doc_c0)");
+    CHECK(tile_test("doc[col] >= w ? x : -inf", true) == "(kjit_doc_c1 < w)");
+    CHECK(tile_test("doc[row] == head ? -inf : x", true) ==
+          "(kjit_doc_r0 == kjit_doc_r1 && kjit_doc_r0 == (real)head)");
+    CHECK_FALSE(tile_test("doc[row] != doc[col] + col ? -inf : x", true));  // col varies over the tile
+    CHECK_FALSE(tile_test("x > doc[row] ? -inf : x", true));                // and x does
+    // with a causal mask, either side, written with || or as nested conditionals
+    const auto both = tile_test("col > row || doc[row] != doc[col] ? -inf : x", true);
+    REQUIRE(both);
+    CHECK(both->find("(kjit_c0 > kjit_r1)") != std::string::npos);
+    CHECK(both->find(" ||\n            " + apart + ")") != std::string::npos);
+    CHECK(tile_test("col > row ? -inf : doc[row] != doc[col] ? -inf : x", true) == both);
+    CHECK(tile_test("col > row ? -inf : x") == tile_test("col > row ? -inf : doc[row] != doc[col] ? -inf : x"));
+
+    // The kernel's test loads each bound from the batch's tokens, and is passed them.
+    auto j = attention_config(2, 2, 2, 256, 256, 64, "doc[row] != doc[col] ? -inf : x");
+    j["inputs"]["doc"] = {{"fill", "uniform"}, {"low", 0}, {"high", 4}, {"round", "floor"}, {"sorted", true}, {"shape", {2, 256}}};
+    for (const char* rung : {"mma", "wgmma"}) {
+        j["launch"] = {{"rung", rung}};
+        const auto source = family::plan(parsed(j), codegen::template_set::embedded()).source;
+        CAPTURE(rung);
+        CHECK(source.find("const real kjit_doc_r1 = load(kjit_doc_row_tokens[kjit_r1]);") != std::string::npos);
+        CHECK(source.find("const real kjit_doc_c0 = load(kjit_doc_col_tokens[kjit_c0]);") != std::string::npos);
+        CHECK(source.find("const store_t* __restrict__ kjit_doc_col_tokens)") != std::string::npos);
+        CHECK(source.find("doc + (long long)blockIdx.z * rows,") != std::string::npos);
+        CHECK(source.find("doc + (long long)blockIdx.z * cols);") != std::string::npos);
+    }
 }

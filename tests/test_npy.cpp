@@ -246,3 +246,23 @@ TEST_CASE("file inputs: a raw bfloat16 file (NumPy has no bfloat16), read as its
     CHECK(run::describe_file_inputs(p) ==
           "a ← " + std::filesystem::absolute(dir.path() / "b.raw").lexically_normal().string() + " (bfloat16 4 → bfloat16, as stored)");
 }
+
+TEST_CASE("file inputs: \"sorted\" declares each row ascending, and a file whose row falls is refused when read") {
+    kjit::testing::temp_dir dir;
+    REQUIRE(run_python(dir.path(), R"(
+np.save('sorted.npy', np.array([[0, 0, 1, 2], [1, 1, 3, 3]], dtype=np.int32))
+np.save('falls.npy', np.array([[0, 0, 1, 2], [1, 1, 0, 3]], dtype=np.int32))
+)") == 0);
+    const auto config = dir.path() / "c.json";
+    const auto inputs_of = [&](const char* file) {
+        fs::write_file_atomic(config, config_with_file({{"fill", "file"}, {"path", file}, {"sorted", true}}, json::object()).dump());
+        return run::make_inputs(family::load(config::load_document(config.string())));
+    };
+    CHECK(inputs_of("sorted.npy").at("a").get(6) == 3.0);
+    const std::string message = kjit::testing::error_message([&] { (void)inputs_of("falls.npy"); });
+    CHECK(message.find("falls.npy: inputs.a.sorted: expected each row in ascending order; row 1 falls from 1 to 0 at column 2") !=
+          std::string::npos);
+    // without the declaration the same file is read as it is
+    fs::write_file_atomic(config, config_with_file({{"fill", "file"}, {"path", "falls.npy"}}, json::object()).dump());
+    CHECK(run::make_inputs(family::load(config::load_document(config.string()))).at("a").get(6) == 0.0);
+}

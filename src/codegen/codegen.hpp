@@ -54,6 +54,12 @@ struct template_set {
 [[nodiscard]] inline mu::data flag(bool value) {
     return value ? mu::data::type::bool_true : mu::data::type::bool_false;
 }
+/// A template's list of texts, each printed by {{.}}.
+[[nodiscard]] inline mu::data text_list(const std::vector<std::string>& texts) {
+    mu::data list{mu::data::type::list};
+    for (const auto& text : texts) list.push_back(mu::data(text));
+    return list;
+}
 /// "a, b, c" from each name passed through `spell`.
 template <class Spell>
 std::string joined(const std::vector<std::string>& names, Spell spell, const std::string& separator = ", ") {

@@ -62,7 +62,9 @@ struct input_spec {
     rounding round = rounding::none;
     /// "sorted": each row of the input (of its own shape's columns, else the pipeline's; the
     /// whole array without a shape) in ascending order: ids that run in segments, as a document
-    /// mask's document of each token.
+    /// mask's document of each token. A drawn fill is sorted; a file's rows are checked when it
+    /// is read. Kernels may rely on it (an attention score's tile test bounds such ids by a
+    /// tile's first and last), so arrays a caller passes must be sorted too.
     bool sorted = false;
     /// "per": "column": one value per column (cols elements, the same for every row), such as a
     /// norm's weight and bias; otherwise one per element.

@@ -52,7 +52,7 @@ namespace {
 /// the file that was read), and its header (or raw layout) checked now, so that emit and compile
 /// report a bad file too.
 void read_file_input(const object_reader& r, const std::filesystem::path& folder, input_spec& in) {
-    for (const char* key : {"low", "high", "mean", "std", "value", "round", "sorted"})
+    for (const char* key : {"low", "high", "mean", "std", "value", "round"})
         if (r.find(key)) r.fail(key, "does not apply to fill \"file\": the file holds the values");
     const std::filesystem::path given = r.string("path", std::nullopt);
     if (given.empty()) r.fail("path", "expected the path of an .npy or raw file, got \"\"");

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <numbers>
 #include <random>
+#include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -66,13 +67,18 @@ bool converts_exactly(const npy::element_type& from, config::dtype to) {
     return !from.is_float || from.min_exponent >= target.min_exponent;
 }
 
+/// The length of a row of `in` as "sorted" orders it: its own shape's columns, else the
+/// pipeline's; the whole array where it has neither.
+std::size_t sorted_row_length(const config::pipeline& p, const config::input_spec& in) {
+    return static_cast<std::size_t>(!in.dims.empty()              ? in.dims[1]
+                                    : p.shape && !in.per_column ? p.shape->cols
+                                                                : config::elements_of(p, in));
+}
+
 /// "sorted": each row of the array in ascending order (the dtype's rounding keeps the order).
 void sort_rows(const config::pipeline& p, const config::input_spec& in, reference::typed_array& array) {
     const auto n = static_cast<std::size_t>(config::elements_of(p, in));
-    const long long row_length = !in.dims.empty()              ? in.dims[1]
-                                 : p.shape && !in.per_column ? p.shape->cols
-                                                             : config::elements_of(p, in);
-    const auto cols = static_cast<std::size_t>(row_length);
+    const std::size_t cols = sorted_row_length(p, in);
     parallel_ranges(n / cols, [&](std::size_t first, std::size_t last) {
         std::vector<double> row(cols);
         for (std::size_t r = first; r < last; ++r) {
@@ -83,6 +89,19 @@ void sort_rows(const config::pipeline& p, const config::input_spec& in, referenc
     }, 1);
 }
 
+/// A file declared "sorted" must be: kernels rely on it. Throws kjit::error(config) naming the
+/// file, the key and the first element out of order.
+void check_sorted(const config::pipeline& p, const config::input_spec& in, const reference::typed_array& array) {
+    const std::size_t cols = sorted_row_length(p, in), n = array.size();
+    for (std::size_t i = 1; i < n; ++i) {
+        if (i % cols == 0 || array.get(i) >= array.get(i - 1)) continue;
+        std::ostringstream what;
+        what << in.path.string() << ": inputs." << in.name << ".sorted: expected each row in ascending order; row " << i / cols
+             << " falls from " << array.get(i - 1) << " to " << array.get(i) << " at column " << i % cols;
+        throw error(error_kind::config, what.str());
+    }
+}
+
 }  // namespace
 
 reference::input_arrays make_inputs(const config::pipeline& p) {
@@ -90,7 +109,9 @@ reference::input_arrays make_inputs(const config::pipeline& p) {
     for (std::size_t index = 0; index < p.inputs.size(); ++index) {
         const auto& in = p.inputs[index];
         if (in.fill == config::fill_kind::file) {
-            arrays.emplace(in.name, read_file_input(p, in));
+            reference::typed_array array = read_file_input(p, in);
+            if (in.sorted) check_sorted(p, in, array);
+            arrays.emplace(in.name, std::move(array));
             continue;
         }
         const auto n = static_cast<std::size_t>(config::elements_of(p, in));

@@ -89,15 +89,23 @@ __device__ __forceinline__ real kjit_epilogue(real x)
 }
 
 // True where every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is −inf:
-// the condition under which the score is −inf holds at the tile's four corners, so everywhere in
-// it (its comparisons are of affine functions of row and col). Such a tile is skipped: not
+// the condition under which the score is −inf holds everywhere in it. A comparison of affine
+// functions of row and col holds at the tile's four corners; one of inputs sorted along the
+// tokens, between their values at the tile's first and last tokens. Such a tile is skipped: not
 // copied, not multiplied.
 __device__ __forceinline__ bool kjit_tile_masked(int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,
-                                                 int rows, int cols)
+                                                 int rows, int cols,
+                                                 const store_t* __restrict__ kjit_doc_row_tokens,
+                                                 const store_t* __restrict__ kjit_doc_col_tokens)
 {
-    return (
+    const real kjit_doc_r0 = load(kjit_doc_row_tokens[kjit_r0]);
+    const real kjit_doc_r1 = load(kjit_doc_row_tokens[kjit_r1]);
+    const real kjit_doc_c0 = load(kjit_doc_col_tokens[kjit_c0]);
+    const real kjit_doc_c1 = load(kjit_doc_col_tokens[kjit_c1]);
+    return ((
             (kjit_c0 > kjit_r0) && (kjit_c1 > kjit_r0) && (kjit_c0 > kjit_r1) &&
-            (kjit_c1 > kjit_r1));
+            (kjit_c1 > kjit_r1)) ||
+            (kjit_doc_r1 < kjit_doc_c0 || kjit_doc_c1 < kjit_doc_r0));
 }
 
 // The wgmma rung, Hopper's (FlashAttention-3's shape): a block of warp groups. Group 0, the
@@ -445,7 +453,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
             const long long kjit_c0 = (long long)kjit_t * kjit_block_n;
             const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
             const bool kjit_masked = kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1,
-                                                      (int)rows, (int)cols);
+                                                      (int)rows, (int)cols,
+                                                      doc + (long long)blockIdx.z * rows,
+                                                      doc + (long long)blockIdx.z * cols);
             if (!kjit_masked) break;
         }
         return kjit_t;

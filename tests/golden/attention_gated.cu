@@ -90,8 +90,9 @@ __device__ __forceinline__ real kjit_epilogue(real x, real gate)
 }
 
 // True where every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is −inf:
-// the condition under which the score is −inf holds at the tile's four corners, so everywhere in
-// it (its comparisons are of affine functions of row and col). Such a tile is skipped: not
+// the condition under which the score is −inf holds everywhere in it. A comparison of affine
+// functions of row and col holds at the tile's four corners; one of inputs sorted along the
+// tokens, between their values at the tile's first and last tokens. Such a tile is skipped: not
 // copied, not multiplied.
 __device__ __forceinline__ bool kjit_tile_masked(int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,
                                                  int rows, int cols)

@@ -139,11 +139,20 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("score_code", expr::to_cuda(score, style));
     data.set("score_params", codegen::parameter_list(call.params));
     data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
-    const std::optional<std::string> mask = at::tile_masked_code(score, style);
+    const std::optional<at::tile_test> mask = at::tile_test_of(p, style);
     data.set("skips", codegen::flag(mask.has_value()));
-    data.set("mask_code", mask.value_or(""));
-    data.set("mask_params", call.extra_params);
-    data.set("mask_args", call.extra_args);
+    if (!mask) return;
+    data.set("mask_code", mask->code);
+    data.set("mask_loads", codegen::text_list(at::bound_loads(*mask)));
+    // The tile test's bounds read the batch's tokens of each ascending input from its first, a
+    // parameter a line (under the first, as the template indents it).
+    std::string params = call.extra_params, args = call.extra_args;
+    for (const auto& read : mask->bounded) {
+        params += ",\n" + std::string(49, ' ') + "const store_t* __restrict__ " + at::tokens_parameter(read);
+        args += ",\n" + std::string(54, ' ') + read.name + " + (long long)blockIdx.z * " + (read.index == "row" ? "rows" : "cols");
+    }
+    data.set("mask_params", params);
+    data.set("mask_args", args);
 }
 
 class attention_impl final : public family {

@@ -301,7 +301,7 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    const bool skips = tile_masked_code(s.kernel, expr::cuda_style{}).has_value();
+    const bool skips = tile_test_of(p, expr::cuda_style{}).has_value();
     policy chosen = read_launch(l, p, pr, skips);
     chosen.skips_tiles = skips;
     if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
@@ -337,6 +337,13 @@ void token_reads::read(long long row, const std::function<double(const std::stri
             for (long long key = 0; key < pr.keys; ++key) values[static_cast<std::size_t>(key)] = value(read.name, batch * pr.keys + key);
         m_arrays[read.text()] = values.data();
     }
+}
+
+std::optional<tile_test> tile_test_of(const pipeline& p, const expr::cuda_style& style) {
+    std::vector<std::string> ascending;
+    for (const auto& in : p.inputs)
+        if (in.sorted) ascending.push_back(in.name);
+    return tile_masked(p.stages.front().kernel, style, ascending);
 }
 
 expr::positions score_positions(const problem& pr, long long row, long long stride) {

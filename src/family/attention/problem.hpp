@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "expr/evaluate.hpp"
+#include "family/attention/tile_mask.hpp"
 
 namespace kjit::family::attention {
 
@@ -32,6 +33,10 @@ struct problem {
 /// batch · heads · queries rows): row and col are the query and the key within their head, head
 /// and batch the query's; every `stride`-th key.
 [[nodiscard]] expr::positions score_positions(const problem& pr, long long row, long long stride = 1);
+
+/// The tile test of p's score (tile_mask.hpp): the inputs it reads by token ascend where they
+/// are filled "sorted" (along each batch's tokens, the input's rows).
+[[nodiscard]] std::optional<tile_test> tile_test_of(const config::pipeline& p, const expr::cuda_style& style);
 
 /// The values of the score's reads by token over the keys of query row `row` (of all
 /// batch · heads · queries rows), as expr::chunk's arrays take them: "doc[row]" the query's

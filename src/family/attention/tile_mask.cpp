@@ -25,6 +25,14 @@ bool uses_row_or_col(const expr::tree& t) {
     return std::any_of(used.positions.begin(), used.positions.end(), [](const std::string& p) { return p == "row" || p == "col"; });
 }
 
+/// The same over a whole tile: free of x, row, col and reads by token (numbers, params, the sizes,
+/// head and batch).
+bool same_over_tile(const expr::tree& t) {
+    expr::used_names used;
+    expr::collect_names(t, used);
+    return !used.flowing && used.tokens.empty() && used.arrays.empty() && used.rows.empty() && !uses_row_or_col(t);
+}
+
 /// Numbers, params, the sizes and row and col, with +, −, negation, and × or ÷ by a term free of
 /// row and col.
 bool is_affine(const node& n) {
@@ -47,24 +55,96 @@ bool is_order(binary_op op) {
     return op == binary_op::lt || op == binary_op::le || op == binary_op::gt || op == binary_op::ge;
 }
 
-class corner_test {
-public:
-    explicit corner_test(const expr::cuda_style& style) : m_style(style) {}
+/// The comparison that holds where `op` fails.
+binary_op opposite(binary_op op) {
+    switch (op) {
+        case binary_op::lt: return binary_op::ge;
+        case binary_op::le: return binary_op::gt;
+        case binary_op::gt: return binary_op::le;
+        case binary_op::ge: return binary_op::lt;
+        case binary_op::eq: return binary_op::ne;
+        default: return binary_op::eq;  // ne
+    }
+}
 
-    /// CUDA that is true only where `t` is `wanted` at every position of the tile.
-    std::optional<std::string> all(const expr::tree& t, bool wanted) const {
+/// The least and the greatest value of a term over a tile, in CUDA, and the read by token they
+/// load, if any.
+struct bounds {
+    std::string low, high;
+    std::optional<expr::token_read> read;
+};
+
+/// CUDA that is true only where `a op b` holds for every value a and b take within their bounds.
+std::string holds_between(const bounds& a, binary_op op, const bounds& b) {
+    switch (op) {
+        case binary_op::lt: return "(" + a.high + " < " + b.low + ")";
+        case binary_op::le: return "(" + a.high + " <= " + b.low + ")";
+        case binary_op::gt: return "(" + a.low + " > " + b.high + ")";
+        case binary_op::ge: return "(" + a.low + " >= " + b.high + ")";
+        case binary_op::ne: return "(" + a.high + " < " + b.low + " || " + b.high + " < " + a.low + ")";
+        default: {  // eq: each is one value, and the same
+            std::string same;
+            for (const bounds* one : {&a, &b})
+                if (one->low != one->high) same += one->low + " == " + one->high + " && ";
+            return "(" + same + a.low + " == " + b.low + ")";
+        }
+    }
+}
+
+void add_read(std::vector<expr::token_read>& reads, const expr::token_read& read) {
+    if (std::find(reads.begin(), reads.end(), read) == reads.end()) reads.push_back(read);
+}
+
+/// The value of `read` at the tile's first (0) or last (1) position, as the tile test's loads
+/// name it: kjit_doc_r0 is doc at the tile's first query.
+std::string bound_name(const expr::token_read& read, int edge) {
+    return "kjit_" + read.name + "_" + (read.index == "row" ? "r" : "c") + std::to_string(edge);
+}
+
+/// Two tests joined by `op` (" && " or " || "), loading what both load; on two lines where they
+/// are long.
+tile_test joined(const tile_test& a, const std::string& op, const tile_test& b) {
+    const std::string between = a.code.size() + b.code.size() > 60 ? op.substr(0, op.size() - 1) + "\n            " : op;
+    tile_test both{"(" + a.code + between + b.code + ")", a.bounded};
+    for (const auto& read : b.bounded) add_read(both.bounded, read);
+    return both;
+}
+
+/// True for <, <=, >, >=, == and !=.
+bool is_comparison(binary_op op) { return is_order(op) || op == binary_op::eq || op == binary_op::ne; }
+
+class tile_tester {
+public:
+    tile_tester(const expr::cuda_style& style, const std::vector<std::string>& ascending)
+        : m_style(style), m_ascending(ascending) {}
+
+    /// The test that is true only where `t` is `wanted` at every position of the tile.
+    std::optional<tile_test> all(const expr::tree& t, bool wanted) const {
         const node& n = *t;
         if (n.kind == node_kind::logical_not) return all(n.args[0], !wanted);
         if (n.kind != node_kind::binary) return std::nullopt;
         if (n.op == binary_op::logical_and || n.op == binary_op::logical_or) {
             const auto a = all(n.args[0], wanted), b = all(n.args[1], wanted);
-            // all of (A && B) true: both; all of (A || B) true: either suffices, so a side the
-            // corners cannot tell (a document mask's) leaves the other. False: the dual.
+            // all of (A && B) true: both; all of (A || B) true: either suffices, so a side that
+            // nothing tells (a document mask's, where its ids are not sorted) leaves the other.
+            // False: the dual.
             const bool both = (n.op == binary_op::logical_and) == wanted;
-            if (a && b) return "(" + *a + (both ? " && " : " || ") + *b + ")";
-            return both ? std::nullopt : a ? a : b;
+            if (!a || !b) return both ? std::nullopt : a ? a : b;
+            return joined(*a, both ? " && " : " || ", *b);
         }
-        if (!is_order(n.op) || !is_affine(*n.args[0]) || !is_affine(*n.args[1])) return std::nullopt;
+        if (!is_comparison(n.op)) return std::nullopt;
+        if (is_order(n.op) && is_affine(*n.args[0]) && is_affine(*n.args[1])) return tile_test{at_corners(t, wanted), {}};
+        const auto a = bounds_of(n.args[0]), b = bounds_of(n.args[1]);
+        if (!a || !b) return std::nullopt;
+        tile_test between{holds_between(*a, wanted ? n.op : opposite(n.op), *b), {}};
+        for (const auto* side : {&*a, &*b})
+            if (side->read) add_read(between.bounded, *side->read);
+        return between;
+    }
+
+private:
+    /// An affine comparison holds over the tile where it holds at its four corners.
+    std::string at_corners(const expr::tree& t, bool wanted) const {
         std::vector<std::string> corners;
         for (const char* row : {"kjit_r0", "kjit_r1"})
             for (const char* col : {"kjit_c0", "kjit_c1"}) {
@@ -75,17 +155,48 @@ public:
         return "(" + codegen::wrapped(corners, " &&", 12) + ")";  // (in a return indented by 4)
     }
 
-private:
+    /// A term's bounds over a tile: a read by token of an ascending input runs from its value at
+    /// the tile's first position to the one at its last; a term the same over the tile is its own.
+    std::optional<bounds> bounds_of(const expr::tree& t) const {
+        const node& n = *t;
+        if (n.kind == node_kind::name && n.binding == expr::name_kind::token &&
+            std::find(m_ascending.begin(), m_ascending.end(), n.name) != m_ascending.end()) {
+            const expr::token_read read{n.name, n.index};
+            return bounds{bound_name(read, 0), bound_name(read, 1), read};
+        }
+        if (!same_over_tile(t)) return std::nullopt;
+        const std::string value = expr::to_cuda(t, m_style);
+        return bounds{value, value, std::nullopt};
+    }
+
     expr::cuda_style m_style;
+    std::vector<std::string> m_ascending;
 };
 
 }  // namespace
 
-std::optional<std::string> tile_masked_code(const expr::tree& score, const expr::cuda_style& style) {
+std::optional<tile_test> tile_masked(const expr::tree& score, const expr::cuda_style& style,
+                                     const std::vector<std::string>& ascending) {
     if (score->kind != node_kind::conditional) return std::nullopt;
     const bool masked_when_true = is_minus_inf(*score->args[1]);
     if (!masked_when_true && !is_minus_inf(*score->args[2])) return std::nullopt;
-    return corner_test(style).all(score->args[0], masked_when_true);
+    // C ? −inf : E is −inf over the tile where C holds over it, or where E is −inf over it (a
+    // mask written as nested conditionals, `col > row ? -inf : doc[row] != doc[col] ? -inf : x`).
+    const auto by_condition = tile_tester(style, ascending).all(score->args[0], masked_when_true);
+    const auto by_rest = tile_masked(score->args[masked_when_true ? 2 : 1], style, ascending);
+    if (!by_condition || !by_rest) return by_condition ? by_condition : by_rest;
+    return joined(*by_condition, " || ", *by_rest);
+}
+
+std::string tokens_parameter(const expr::token_read& read) { return "kjit_" + read.name + "_" + read.index + "_tokens"; }
+
+std::vector<std::string> bound_loads(const tile_test& test) {
+    std::vector<std::string> loads;
+    for (const auto& read : test.bounded)
+        for (const int edge : {0, 1})
+            loads.push_back("const real " + bound_name(read, edge) + " = load(" + tokens_parameter(read) + "[kjit_" +
+                            (read.index == "row" ? "r" : "c") + std::to_string(edge) + "]);");
+    return loads;
 }
 
 }  // namespace kjit::family::attention

@@ -3,19 +3,41 @@
 // comparisons of affine functions of the query and key positions (row, col) with &&, || and !,
 // such a comparison holds over a whole tile when it holds at the tile's four corners (an affine
 // function's extremes over a rectangle are at its corners). Causal masks, sliding windows and
-// prefixes are of this form. Where C is `A || B` and only A is (B reads documents by token, say),
-// A alone masking a tile suffices. Any other score computes every tile (and stays exact).
+// prefixes are of this form. A comparison of reads by token of inputs that ascend along each
+// batch's tokens (fill "sorted": a document mask's ids) and of terms free of row and col is told
+// by bounds instead: over a tile, doc[row] runs from doc at its first query to doc at its last, so
+// `doc[row] != doc[col]` holds over the whole tile where those two ranges do not meet. Where C is
+// `A || B` and only A is told, A alone masking a tile suffices. Any other score computes every
+// tile (and stays exact).
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "expr/expr.hpp"
 
 namespace kjit::family::attention {
 
-/// CUDA for "every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is
-/// −inf whatever x is" (the four names are the kernel's), or nullopt where the corners cannot
-/// tell.
-[[nodiscard]] std::optional<std::string> tile_masked_code(const expr::tree& score, const expr::cuda_style& style);
+/// The test of a tile: CUDA for "every score of the tile of queries kjit_r0..kjit_r1 and keys
+/// kjit_c0..kjit_c1 is −inf whatever x is" (the four names are the kernel's), and the reads by
+/// token whose values at the tile's first and last positions it compares (bound_loads loads
+/// them, from tokens_parameter(read)).
+struct tile_test {
+    std::string code;
+    std::vector<expr::token_read> bounded;
+};
+
+/// The tile test of `score`, whose inputs named in `ascending` ascend along each batch's tokens;
+/// nullopt where nothing tells.
+[[nodiscard]] std::optional<tile_test> tile_masked(const expr::tree& score, const expr::cuda_style& style,
+                                                   const std::vector<std::string>& ascending);
+
+/// The tile test's parameter that points at the tokens of the block's batch in read's input:
+/// kjit_doc_row_tokens.
+[[nodiscard]] std::string tokens_parameter(const expr::token_read& read);
+
+/// The declarations, one a line, of the values the test compares: `const real kjit_doc_r0 =
+/// load(kjit_doc_row_tokens[kjit_r0]);` and the like.
+[[nodiscard]] std::vector<std::string> bound_loads(const tile_test& test);
 
 }  // namespace kjit::family::attention

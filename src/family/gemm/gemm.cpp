@@ -26,12 +26,6 @@ std::vector<std::string> piece_args_of(const element_call& call) {
     return args;
 }
 
-mu::data lines(const std::vector<std::string>& texts) {
-    mu::data list{mu::data::type::list};
-    for (const auto& text : texts) list.push_back(mu::data(text));
-    return list;
-}
-
 class gemm_family_impl final : public family {
 public:
     std::string_view name() const override { return "gemm"; }
@@ -252,7 +246,7 @@ void set_matmul(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     data.set("piece_args", codegen::parameter_list(piece_args_of(epilogue), 20));  // (by 12 in kjit_store_piece)
     std::vector<std::string> columns;
     for (const auto& array : epilogue.arrays) columns.push_back(array.name);
-    data.set("column_inputs", lines(columns));
+    data.set("column_inputs", codegen::text_list(columns));
     data.set("has_column_inputs", codegen::flag(!columns.empty()));
     // (kjit_store_piece is called on lines indented by 12 in the mma kernel, by 20 in the wgmma
     // kernel's consumer loop over its tiles.)

@@ -3,7 +3,8 @@
 # dim 64 three consumers, four buffers, overlap without a skipped mask). The grid beside cuDNN,
 # FlashAttention-2 and FlexAttention in the same call; the mma rung beside FlashAttention-2; the
 # score modifiers beside FlexAttention's; the odd shapes verified at the new defaults (four at a
-# time: verification, not timing); compile cold and a cache hit.
+# time: verification, not timing); document masks whose tiles the sorted ids skip, beside
+# FlexAttention's block mask; compile cold and a cache hit.
 source bench/attention_call.sh
 causal="col > row ? -inf : x"
 echo "== smoke"
@@ -62,6 +63,20 @@ for dim in 64 128; do for tag in full causal window; do echo "wgmma 4097 $dim 2 
 } | xargs -P 4 -L 1 bash -c 'case $4 in full) score=x;; causal) score="col > row ? -inf : x";; window) score="col > row || row - col >= 300 ? -inf : x";; esac
   LIMIT=30 point "odd_${0}_${5}_s${1}_d${2}_kv${3}_${4}" $1 $2 2 8 $3 "$score" --set "launch.rung=\"$0\"" --set "dtype=\"$5\"" --set measure.repeat=3 --set measure.warmup=1' > "$OUT/odd.txt" 2>&1
 echo "odd shapes failing: $(grep -vc 'exit 0' "$OUT/odd.txt") of $(wc -l < "$OUT/odd.txt")"; grep -v "exit 0" "$OUT/odd.txt" | head -20
+echo "== documents: tiles skipped by the sorted ids (attention_documents.json, 4 × 2048 tokens, 8 documents, causal), against the same ids unsorted (causal skipping alone)"
+{
+for sorted in true false; do
+  timeout 60 "$kjit" run configs/attention_documents.json --skip-ceiling --set "inputs.doc.sorted=$sorted" \
+    --json "$OUT/logs/documents_sorted_$sorted.json" > "$OUT/logs/documents_sorted_$sorted.txt" 2>&1
+  echo "documents sorted=$sorted: exit $? $(grep -E 'TFLOP|PASS|FAIL' "$OUT/logs/documents_sorted_$sorted.txt" | head -2 | tr '\n' ' ')"
+done
+for seq in 17 1000 4097; do for rung in wgmma mma; do for score in "doc[row] != doc[col] ? -inf : x" "col > row || doc[row] != doc[col] ? -inf : x"; do
+  docs="{\"shape\":[2,$seq],\"fill\":\"uniform\",\"low\":0,\"high\":5,\"round\":\"floor\",\"sorted\":true}"
+  LIMIT=30 point "documents_${rung}_s${seq}_$([ "${score:0:3}" = col ] && echo causal || echo full)" $seq 128 2 8 2 "$score" \
+    --set "inputs.doc=$docs" --set "launch.rung=\"$rung\"" --set measure.repeat=3 --set measure.warmup=1
+done; done; done
+} 2>&1 | tee "$OUT/documents.txt"
+timeout 90 python3 bench/peers/attention_peers.py --repeat 10 --tools flex,cudnn --grid 2048:128 --causal yes --documents 8 --width 2048 --tokens 8192 >> "$OUT/peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "peers documents: exit $?"
 echo "== compile cold, then a cache hit"
 rm -rf /tmp/kjit-cold && KJIT_CACHE_DIR=/tmp/kjit-cold "$kjit" compile configs/attention_causal.json > "$OUT/logs/compile_cold.txt" 2>&1
 grep -E "compile |NVRTC|ptxas|total" "$OUT/logs/compile_cold.txt"
