@@ -75,10 +75,97 @@ private:
     std::vector<std::string> m_arrays;  ///< the inputs the epilogue reads
 };
 
-/// One head's keys and values (of its kv head), widened to double.
-struct head_inputs {
-    long long kv_head = -1;
-    std::vector<double> k, v;
+/// One thread's share of the reference, a query row at a time: its scores (scaled products, with
+/// their error scales), the score expression over them, and the softmax-weighted sum of the
+/// values with the error scale of each output element. The kv head's keys and values, widened to
+/// double, are kept while consecutive rows share them.
+class query_rows {
+public:
+    query_rows(const config::pipeline& p, const problem& pr, const reference::input_arrays& inputs,
+               const std::map<std::string, double>& scalars)
+        : m_pipeline(p), m_problem(pr), m_inputs(inputs), m_scalars(scalars), m_tokens(p, pr),
+          m_dims(static_cast<std::size_t>(pr.head_dim)), m_keys(static_cast<std::size_t>(pr.keys)),
+          m_float_compute(!config::computes_in_double(p.type)), m_approximated(config::approximations_of(p)),
+          m_p_rounding(reference::storage_rounding(p.type)), m_query(m_dims), m_score(m_keys), m_score_scale(m_keys),
+          m_modified(m_keys), m_modified_scale(m_keys), m_weight(m_keys) {}
+
+    /// Query row `row` (of all B · H · Sq): its head_dim values and their error scales.
+    void compute(long long row, double* values, double* scales) {
+        const problem& pr = m_problem;
+        const long long h = row / pr.queries;
+        take_head(h / pr.heads * pr.kv_heads + h % pr.heads / pr.group());
+        score(row);
+        const double max = *std::max_element(m_modified.begin(), m_modified.end());
+        double total = 0;
+        for (std::size_t j = 0; j < m_keys; ++j) total += m_weight[j] = std::exp(m_modified[j] - max);  // NaN where every key is masked
+        for (std::size_t d = 0; d < m_dims; ++d) weigh_values(d, total, values[d], scales[d]);
+    }
+
+private:
+    void take_head(long long kv_head) {
+        if (kv_head == m_kv_head) return;
+        m_kv_head = kv_head;
+        const reference::typed_array& k = m_inputs.at(m_problem.k);
+        const reference::typed_array& v = m_inputs.at(m_problem.v);
+        m_k.resize(m_keys * m_dims);
+        m_v.resize(m_keys * m_dims);
+        const auto base = static_cast<std::size_t>(kv_head) * m_keys * m_dims;
+        for (std::size_t e = 0; e < m_keys * m_dims; ++e) {
+            m_k[e] = k.get(base + e);
+            m_v[e] = v.get(base + e);
+        }
+    }
+
+    /// The row's scaled products, then the score expression over them: row is the query, col the key.
+    void score(long long row) {
+        const reference::typed_array& q = m_inputs.at(m_problem.q);
+        for (std::size_t d = 0; d < m_dims; ++d) m_query[d] = q.get(static_cast<std::size_t>(row) * m_dims + d);
+        for (std::size_t j = 0; j < m_keys; ++j) {
+            double sum = 0, magnitude = 0;
+            for (std::size_t d = 0; d < m_dims; ++d) {
+                sum += m_query[d] * m_k[j * m_dims + d];
+                magnitude += std::fabs(m_query[d] * m_k[j * m_dims + d]);
+            }
+            m_score[j] = m_problem.scale * sum;
+            m_score_scale[j] = static_cast<double>(m_dims + 2) * std::fabs(m_problem.scale) * magnitude;
+        }
+        const expr::positions where = score_positions(m_problem, row);
+        m_tokens.read(row, [&](const std::string& name, long long e) { return m_inputs.at(name).get(static_cast<std::size_t>(e)); });
+        const expr::chunk in{m_keys, m_score.data(), m_score_scale.data(), &m_tokens.arrays(), &m_scalars, m_float_compute,
+                             nullptr, &where, m_approximated};
+        expr::evaluate(m_pipeline.stages.front().kernel, in, m_modified.data(), m_modified_scale.data());
+    }
+
+    /// Output element d: the weights' sum of the values' column d over their total, and its scale.
+    void weigh_values(std::size_t d, double total, double& value, double& scale) const {
+        double sum = 0;
+        for (std::size_t j = 0; j < m_keys; ++j) sum += m_weight[j] * m_v[j * m_dims + d];
+        value = sum / total;
+        double spread = 0;
+        for (std::size_t j = 0; j < m_keys; ++j) {
+            if (m_weight[j] == 0) continue;
+            const double vj = m_v[j * m_dims + d];
+            // A score's error moves its weight relatively; rounding P to the storage type before
+            // it multiplies V and summing over every key move each term (and the sum of
+            // weights, the quotient).
+            spread += m_weight[j] * (std::fabs(vj - value) * (m_modified_scale[j] + std::fabs(m_modified[j]) + 4) +
+                                     std::fabs(vj) * (m_p_rounding + static_cast<double>(m_keys) + 2));
+        }
+        scale = std::isfinite(spread / total) ? spread / total : 0;
+    }
+
+    const config::pipeline& m_pipeline;
+    const problem& m_problem;
+    const reference::input_arrays& m_inputs;
+    const std::map<std::string, double>& m_scalars;
+    token_reads m_tokens;
+    std::size_t m_dims, m_keys;
+    bool m_float_compute;
+    expr::approximations m_approximated;
+    double m_p_rounding;
+    long long m_kv_head = -1;
+    std::vector<double> m_k, m_v;  ///< the kv head's, keys × head_dim
+    std::vector<double> m_query, m_score, m_score_scale, m_modified, m_modified_scale, m_weight;
 };
 
 }  // namespace
@@ -86,17 +173,9 @@ struct head_inputs {
 reference::expected_values reference(const config::pipeline& p, const reference::input_arrays& inputs) {
     const problem pr = problem_of(p);
     const std::vector<long long> rows = rows_of(pr);
-    const auto d_count = static_cast<std::size_t>(pr.head_dim), keys = static_cast<std::size_t>(pr.keys);
-    const reference::typed_array& q = inputs.at(pr.q);
-    const reference::typed_array& k = inputs.at(pr.k);
-    const reference::typed_array& v = inputs.at(pr.v);
+    const auto d_count = static_cast<std::size_t>(pr.head_dim);
     const std::map<std::string, double> scalars = config::scalar_values(p);
-    const bool float_compute = !config::computes_in_double(p.type);
-    const expr::approximations approximated = config::approximations_of(p);
-    // P is rounded to the storage type before it multiplies V; each sum runs over every key.
-    const double p_rounding = reference::storage_rounding(p.type);
     const epilogue_rows epilogue(p, inputs, scalars);
-
     reference::expected_values out;
     out.values.resize(rows.size() * d_count);
     out.scales.resize(rows.size() * d_count);
@@ -106,59 +185,11 @@ reference::expected_values reference(const config::pipeline& p, const reference:
             for (std::size_t d = 0; d < d_count; ++d) out.sampled.push_back(static_cast<std::size_t>(r) * d_count + d);
     }
     parallel_ranges(rows.size(), [&](std::size_t first, std::size_t last) {
-        head_inputs head;
-        token_reads tokens(p, pr);
-        std::vector<double> query(d_count), score(keys), score_scale(keys), modified(keys), modified_scale(keys), weight(keys);
+        query_rows worker(p, pr, inputs, scalars);
         for (std::size_t i = first; i < last; ++i) {
-            const long long row = rows[i], h = row / pr.queries;
-            const long long kv_head = h / pr.heads * pr.kv_heads + h % pr.heads / pr.group();
-            if (kv_head != head.kv_head) {
-                head.kv_head = kv_head;
-                head.k.resize(keys * d_count);
-                head.v.resize(keys * d_count);
-                const auto base = static_cast<std::size_t>(kv_head) * keys * d_count;
-                for (std::size_t e = 0; e < keys * d_count; ++e) {
-                    head.k[e] = k.get(base + e);
-                    head.v[e] = v.get(base + e);
-                }
-            }
-            for (std::size_t d = 0; d < d_count; ++d) query[d] = q.get(static_cast<std::size_t>(row) * d_count + d);
-            for (std::size_t j = 0; j < keys; ++j) {
-                double sum = 0, magnitude = 0;
-                for (std::size_t d = 0; d < d_count; ++d) {
-                    sum += query[d] * head.k[j * d_count + d];
-                    magnitude += std::fabs(query[d] * head.k[j * d_count + d]);
-                }
-                score[j] = pr.scale * sum;
-                score_scale[j] = static_cast<double>(d_count + 2) * std::fabs(pr.scale) * magnitude;
-            }
-            // The score expression over this query's row of scores: row is the query, col the key.
-            const expr::positions where = score_positions(pr, row);
-            tokens.read(row, [&](const std::string& name, long long e) { return inputs.at(name).get(static_cast<std::size_t>(e)); });
-            const expr::chunk in{keys, score.data(), score_scale.data(), &tokens.arrays(), &scalars, float_compute, nullptr, &where,
-                                 approximated};
-            expr::evaluate(p.stages.front().kernel, in, modified.data(), modified_scale.data());
-            const double max = *std::max_element(modified.begin(), modified.end());
-            double total = 0;
-            for (std::size_t j = 0; j < keys; ++j) total += weight[j] = std::exp(modified[j] - max);  // NaN where every key is masked
-            for (std::size_t d = 0; d < d_count; ++d) {
-                double sum = 0;
-                for (std::size_t j = 0; j < keys; ++j) sum += weight[j] * head.v[j * d_count + d];
-                const double value = sum / total;
-                double scale = 0;
-                for (std::size_t j = 0; j < keys; ++j) {
-                    if (weight[j] == 0) continue;
-                    const double vj = head.v[j * d_count + d];
-                    // A score's error moves its weight relatively; rounding P and summing over
-                    // the keys move each term (and the sum of weights, the quotient).
-                    scale += weight[j] * (std::fabs(vj - value) * (modified_scale[j] + std::fabs(modified[j]) + 4) +
-                                          std::fabs(vj) * (p_rounding + static_cast<double>(keys) + 2));
-                }
-                out.values[i * d_count + d] = value;
-                out.scales[i * d_count + d] = std::isfinite(scale / total) ? scale / total : 0;
-            }
+            worker.compute(rows[i], out.values.data() + i * d_count, out.scales.data() + i * d_count);
             // (the whole row first: the epilogue evaluates it as one chunk)
-            epilogue.apply(row, out.values.data() + i * d_count, out.scales.data() + i * d_count);
+            epilogue.apply(rows[i], out.values.data() + i * d_count, out.scales.data() + i * d_count);
         }
     }, 1);
     return out;
