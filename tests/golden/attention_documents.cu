@@ -103,8 +103,8 @@ __device__ __forceinline__ bool kjit_tile_masked(int kjit_r0, int kjit_r1, int k
     const real kjit_doc_c0 = load(kjit_doc_col_tokens[kjit_c0]);
     const real kjit_doc_c1 = load(kjit_doc_col_tokens[kjit_c1]);
     return ((
-            (kjit_c0 > kjit_r0) && (kjit_c1 > kjit_r0) && (kjit_c0 > kjit_r1) &&
-            (kjit_c1 > kjit_r1)) ||
+                    (kjit_c0 > kjit_r0) && (kjit_c1 > kjit_r0) && (kjit_c0 > kjit_r1) &&
+                    (kjit_c1 > kjit_r1)) ||
             (kjit_doc_r1 < kjit_doc_c0 || kjit_doc_c1 < kjit_doc_r0));
 }
 

@@ -101,11 +101,18 @@ std::string bound_name(const expr::token_read& read, int edge) {
     return "kjit_" + read.name + "_" + (read.index == "row" ? "r" : "c") + std::to_string(edge);
 }
 
+/// `code` one parenthesis deeper: its continued lines 8 columns further in, as clang-format
+/// indents them (kernel_templates/.clang-format).
+std::string nested(std::string code) {
+    for (std::size_t at = code.find('\n'); at != std::string::npos; at = code.find('\n', at + 9)) code.insert(at + 1, 8, ' ');
+    return code;
+}
+
 /// Two tests joined by `op` (" && " or " || "), loading what both load; on two lines where they
-/// are long.
+/// are long (in a return indented by 4, as the corners' test).
 tile_test joined(const tile_test& a, const std::string& op, const tile_test& b) {
     const std::string between = a.code.size() + b.code.size() > 60 ? op.substr(0, op.size() - 1) + "\n            " : op;
-    tile_test both{"(" + a.code + between + b.code + ")", a.bounded};
+    tile_test both{"(" + nested(a.code) + between + nested(b.code) + ")", a.bounded};
     for (const auto& read : b.bounded) add_read(both.bounded, read);
     return both;
 }
