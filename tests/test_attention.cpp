@@ -51,17 +51,25 @@ json with_gate(json j) {
     return j;
 }
 
-/// The tile test's code for `score`, whose token input doc ascends where `ascending`.
-std::optional<std::string> tile_test(const std::string& score, bool ascending = false) {
+/// The code of a tile test of `score` (masked or plain), whose token input doc ascends where
+/// `ascending`.
+enum class tile_kind { masked, plain };
+std::optional<std::string> tile_test(const std::string& score, bool ascending = false, tile_kind kind = tile_kind::masked) {
     expr::scope names;
     names.has_shape = true;
     names.has_heads = true;
     names.scalars = {"w"};
     names.tokens = {"doc"};
-    const auto test = family::attention::tile_masked(expr::parse(score, names), expr::cuda_style{false, false, true, false},
-                                                     ascending ? std::vector<std::string>{"doc"} : std::vector<std::string>{});
+    const auto tree = expr::parse(score, names);
+    const expr::cuda_style style{false, false, true, false};
+    const std::vector<std::string> sorted = ascending ? std::vector<std::string>{"doc"} : std::vector<std::string>{};
+    const auto test = kind == tile_kind::masked ? family::attention::tile_masked(tree, style, sorted)
+                                                : family::attention::tile_plain(tree, style, sorted);
     if (test) return test->code;
     return std::nullopt;
+}
+std::optional<std::string> plain_test(const std::string& score, bool ascending = false) {
+    return tile_test(score, ascending, tile_kind::plain);
 }
 }  // namespace
 
@@ -184,7 +192,7 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"skips_tiles", false}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"skips_tiles", false}, {"plain_tiles", true}});
     // the tuner sweeps the rung's own keys (a key of the other would change the rung)
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
     CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
@@ -246,7 +254,7 @@ TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 64 keys 
         return parsed(j);
     };
     const auto small = on_sm80(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"skips_tiles", false}});
+    CHECK(policy_of(small).columns() == json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"skips_tiles", false}, {"plain_tiles", true}});
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
     const auto wide = on_sm80(attention_config(1, 2, 2, 64, 64, 256));
     CHECK(policy_of(wide).warps == 8);
@@ -424,7 +432,7 @@ TEST_CASE("attention: ids sorted along the tokens bound a tile's: a document mas
     CHECK(tile_test("doc[row] < doc[col] ? -inf : x", true) == "(kjit_doc_r1 < kjit_doc_c0)");
     CHECK(tile_test("doc[col] >= w ? x : -inf", true) == "(kjit_doc_c1 < w)");
     CHECK(tile_test("doc[row] == head ? -inf : x", true) ==
-          "(kjit_doc_r0 == kjit_doc_r1 && kjit_doc_r0 == (real)head)");
+          "(kjit_doc_r0 == (real)head && kjit_doc_r1 == (real)head)");
     CHECK_FALSE(tile_test("doc[row] != doc[col] + col ? -inf : x", true));  // col varies over the tile
     CHECK_FALSE(tile_test("x > doc[row] ? -inf : x", true));                // and x does
     // with a causal mask, either side, written with || or as nested conditionals
@@ -448,4 +456,61 @@ TEST_CASE("attention: ids sorted along the tokens bound a tile's: a document mas
         CHECK(source.find("doc + (long long)blockIdx.z * rows,") != std::string::npos);
         CHECK(source.find("doc + (long long)blockIdx.z * cols);") != std::string::npos);
     }
+}
+
+TEST_CASE("attention: a tile no mask reaches into is plain, its scores x itself: told by the same corners and bounds, turned round") {
+    CHECK(plain_test("x") == family::attention::k_every_tile);
+    // causal: plain where even the tile's last key is at or before its first query
+    const auto causal = plain_test("col > row ? -inf : x");
+    REQUIRE(causal);
+    CHECK(causal->find("!(kjit_c1 > kjit_r0)") != std::string::npos);
+    CHECK(plain_test("col <= row ? x : -inf")->find("(kjit_c1 <= kjit_r0)") != std::string::npos);  // written the other way
+    // a window: both conditions must fail everywhere (&&); a side nothing tells leaves no test
+    const auto window = plain_test("col > row || row - col >= w ? -inf : x");
+    REQUIRE(window);
+    CHECK(window->find(" &&\n") != std::string::npos);
+    CHECK_FALSE(plain_test("col > row || col * row > w ? -inf : x"));
+    // documents: plain only where the tile's queries and keys are all of one document
+    CHECK(plain_test("doc[row] != doc[col] ? -inf : x", true) ==
+          "(kjit_doc_r0 == kjit_doc_c1 && kjit_doc_r1 == kjit_doc_c0)");
+    CHECK_FALSE(plain_test("doc[row] != doc[col] ? -inf : x"));
+    CHECK(plain_test("col > row ? -inf : doc[row] != doc[col] ? -inf : x", true)->find(" &&\n") != std::string::npos);
+    // a score that changes x is never plain
+    CHECK_FALSE(plain_test("x + w * (col - row)"));
+    CHECK_FALSE(plain_test("col > row ? -inf : 30 * tanh(x / 30)"));
+}
+
+TEST_CASE("attention: plain tiles take the short softmax, by the policy (launch.plain_tiles), on both rungs") {
+    const auto source = [](const std::string& score, const json& launch) {
+        auto j = attention_config(1, 2, 2, 256, 256, 64, score);
+        j["launch"] = launch;
+        const auto p = parsed(j);
+        return std::pair{family::attention::policy_of(p).plain_tiles, family::plan(p, codegen::template_set::embedded()).source};
+    };
+    for (const char* rung : {"mma", "wgmma"}) {
+        CAPTURE(rung);
+        // no mask: every tile but the last (keys past the end) is plain, no test needed
+        const auto [plain, unmasked] = source("x", {{"rung", rung}});
+        CHECK(plain);
+        CHECK(unmasked.find("const bool kjit_plain = s0_scale > 0.0f && !kjit_edge;") != std::string::npos);
+        CHECK(unmasked.find("kjit_tile_plain") == std::string::npos);
+        CHECK(unmasked.find("kjit_exp2(fmaf(kjit_value, kjit_to_base2, -kjit_base2[kjit_h]))") != std::string::npos);
+        // causal: the tile test decides, and the scored loop is left for the others
+        const auto [causal_plain, causal] = source("col > row ? -inf : x", {{"rung", rung}});
+        CHECK(causal_plain);
+        CHECK(causal.find("__device__ __forceinline__ bool kjit_tile_plain(") != std::string::npos);
+        CHECK(causal.find("&& !kjit_edge && kjit_plain_at(kjit_t);") != std::string::npos);
+        CHECK(causal.find("if (kjit_plain) break;") != std::string::npos);
+        // asked off, or a score that changes x: the one softmax, scaled before the score expression
+        for (const auto& [score, launch] : std::vector<std::pair<std::string, json>>{{"x", {{"rung", rung}, {"plain_tiles", false}}},
+                                                                                     {"x + 0.5 * (col - row)", {{"rung", rung}}}}) {
+            const auto [off, text] = source(score, launch);
+            CHECK_FALSE(off);
+            CHECK(text.find("kjit_plain") == std::string::npos);
+            CHECK(text.find("kjit_exp2(fmaf(kjit_value, kjit_log2e, -kjit_base2[kjit_h]))") != std::string::npos);
+        }
+    }
+    auto j = attention_config(1, 4, 4, 8, 8, 64);
+    j["launch"] = {{"plain_tiles", "yes"}};
+    CHECK(failure(j).find("a.json: launch.plain_tiles: expected true or false, got \"yes\"") == 0);
 }

@@ -502,8 +502,31 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
         }
+        // A plain tile (every score x itself, no key past the last) with a positive scale skips the
+        // score expression: each query's max is its raw products' max times the scale, and the
+        // scale goes into the exponent's multiply-add below.
+        const bool kjit_plain = s0_scale > 0.0f && !kjit_edge;
+        const float kjit_to_base2 = (kjit_plain ? (float)s0_scale : 1.0f) * kjit_log2e;
+        if (kjit_plain) {
+#pragma unroll
+            for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+#pragma unroll
+                for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
+#pragma unroll
+                    for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                        float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
+                        kjit_m = fmaxf(kjit_m, kjit_s[kjit_p][kjit_j][kjit_e]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+                kjit_tile_max[kjit_h] *= (float)s0_scale;
+            }
+        }
 #pragma unroll
         for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+            if (kjit_plain) break;  // (its max is taken above)
 #pragma unroll
             for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
@@ -548,7 +571,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
                 for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
                     const int kjit_h = 2 * kjit_p + kjit_e / 2;
                     float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
-                    kjit_value = kjit_exp2(fmaf(kjit_value, kjit_log2e, -kjit_base2[kjit_h]));
+                    kjit_value = kjit_exp2(fmaf(kjit_value, kjit_to_base2, -kjit_base2[kjit_h]));
                     kjit_sum[kjit_h] += kjit_value;
                 }
             }

@@ -89,17 +89,30 @@ __device__ __forceinline__ real kjit_epilogue(real x, real gate)
     return x;
 }
 
-// True where every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is −inf:
-// the condition under which the score is −inf holds everywhere in it. A comparison of affine
-// functions of row and col holds at the tile's four corners; one of inputs sorted along the
-// tokens, between their values at the tile's first and last tokens. Such a tile is skipped: not
-// copied, not multiplied.
+// True where every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is
+// −inf: the condition under which the score is −inf holds everywhere in it. Such a tile is
+// skipped: not copied, not multiplied.
+// A comparison of affine functions of row and col holds over the tile where it holds at its four
+// corners; one of inputs sorted along the tokens, between their values at its first and last.
 __device__ __forceinline__ bool kjit_tile_masked(int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,
                                                  int rows, int cols)
 {
     return (
             (kjit_c0 > kjit_r0) && (kjit_c1 > kjit_r0) && (kjit_c0 > kjit_r1) &&
             (kjit_c1 > kjit_r1));
+}
+
+// True where every score of the tile of queries kjit_r0..kjit_r1 and keys kjit_c0..kjit_c1 is
+// x itself: the condition under which the score is −inf fails everywhere in it. Such a tile's
+// softmax skips the score expression.
+// A comparison of affine functions of row and col holds over the tile where it holds at its four
+// corners; one of inputs sorted along the tokens, between their values at its first and last.
+__device__ __forceinline__ bool kjit_tile_plain(int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,
+                                                int rows, int cols)
+{
+    return (
+            !(kjit_c0 > kjit_r0) && !(kjit_c1 > kjit_r0) && !(kjit_c0 > kjit_r1) &&
+            !(kjit_c1 > kjit_r1));
 }
 
 // The wgmma rung, Hopper's (FlashAttention-3's shape): a block of warp groups. Group 0, the
@@ -452,6 +465,13 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
         }
         return kjit_t;
     };
+    // True where tile t of keys is plain for all of the block's queries (kjit_tile_plain).
+    const auto kjit_plain_at = [&](int kjit_t) {
+        const int kjit_r0 = (int)kjit_q0, kjit_r1 = (int)min(kjit_q0 + kjit_block_m, rows) - 1;
+        const int kjit_c0 = kjit_t * kjit_block_n, kjit_c1 = kjit_c0 + kjit_block_n - 1;
+        return kjit_tile_plain(kjit_r0, kjit_r1, kjit_c0, kjit_c1,
+                               (int)rows, (int)cols);
+    };
     // The ring: the n-th tile the block takes goes to buffer n % kjit_stages, in the buffer's
     // (n / kjit_stages)-th use, whose parity its barriers' phases have.
     if (threadIdx.x < 128) {
@@ -526,8 +546,31 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
         }
+        // A plain tile (every score x itself, no key past the last) with a positive scale skips the
+        // score expression: each query's max is its raw products' max times the scale, and the
+        // scale goes into the exponent's multiply-add below.
+        const bool kjit_plain = s0_scale > 0.0f && !kjit_edge && kjit_plain_at(kjit_t);
+        const float kjit_to_base2 = (kjit_plain ? (float)s0_scale : 1.0f) * kjit_log2e;
+        if (kjit_plain) {
+#pragma unroll
+            for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+#pragma unroll
+                for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
+#pragma unroll
+                    for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                        float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
+                        kjit_m = fmaxf(kjit_m, kjit_s[kjit_p][kjit_j][kjit_e]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+                kjit_tile_max[kjit_h] *= (float)s0_scale;
+            }
+        }
 #pragma unroll
         for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+            if (kjit_plain) break;  // (its max is taken above)
 #pragma unroll
             for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
@@ -572,7 +615,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
                 for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
                     const int kjit_h = 2 * kjit_p + kjit_e / 2;
                     float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
-                    kjit_value = kjit_exp2(fmaf(kjit_value, kjit_log2e, -kjit_base2[kjit_h]));
+                    kjit_value = kjit_exp2(fmaf(kjit_value, kjit_to_base2, -kjit_base2[kjit_h]));
                     kjit_sum[kjit_h] += kjit_value;
                 }
             }

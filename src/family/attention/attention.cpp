@@ -129,8 +129,69 @@ double flops_of(const pipeline& p, const at::problem& pr, bool skips_tiles) {
            static_cast<double>(pr.head_dim) * (skips_tiles ? kept_share(p, pr) : 1.0);
 }
 
-/// The score function and, where the score's mask is found from a tile's corners, the tile test
-/// (tile_mask.hpp), as the template's placeholders.
+/// What follows a tile test's corners and the sizes, in its parameters (`params`) and in a call's
+/// arguments (`args`): the score's extra ones, then a pointer to the block's batch's tokens of each
+/// ascending input the tests bound, one a line, aligned with the parenthesis at `column`.
+struct tile_test_tail {
+    std::string params, args;
+    std::vector<expr::token_read> bounded;
+
+    [[nodiscard]] std::string parameters(std::size_t column) const {
+        std::string text = params;
+        for (const auto& read : bounded) text += ",\n" + std::string(column, ' ') + "const store_t* __restrict__ " + at::tokens_parameter(read);
+        return text;
+    }
+    [[nodiscard]] std::string arguments(std::size_t column) const {
+        std::string text = args;
+        for (const auto& read : bounded)
+            text += ",\n" + std::string(column, ' ') + read.name + " + (long long)blockIdx.z * " + (read.index == "row" ? "rows" : "cols");
+        return text;
+    }
+};
+
+/// A tile test as the template's kjit_tile_<name> function: its parameters, loads and code.
+mu::data tile_function(const std::string& name, const at::tile_test& test, const tile_test_tail& tail) {
+    const std::string opening = "__device__ __forceinline__ bool kjit_tile_" + name + "(";
+    const std::string aligned(opening.size(), ' ');
+    mu::data one;
+    one.set("name", name);
+    one.set("what", codegen::text_list(name == "masked" ? std::vector<std::string>{
+        "−inf: the condition under which the score is −inf holds everywhere in it. Such a tile is",
+        "skipped: not copied, not multiplied."} : std::vector<std::string>{
+        "x itself: the condition under which the score is −inf fails everywhere in it. Such a tile's",
+        "softmax skips the score expression."}));
+    one.set("params", "int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,\n" + aligned + "int rows, int cols" + tail.parameters(aligned.size()));
+    one.set("loads", codegen::text_list(at::bound_loads(test)));
+    one.set("code", test.code);
+    return one;
+}
+
+/// The tile tests the policy uses (tile_mask.hpp), as the template's kjit_tile_masked and
+/// kjit_tile_plain, and their calls' arguments; a plain test that holds at every tile (the score
+/// is x) is no function.
+void set_tile_data(const pipeline& p, const at::tile_tests& tests, const score_call& call, mu::data& data) {
+    const at::policy& t = at::policy_of(p);
+    if (t.skips_tiles != tests.masked.has_value() || (t.plain_tiles && !tests.plain))
+        throw std::logic_error("attention: the policy's tile tests are not the score's");
+    const bool plain_test = t.plain_tiles && tests.plain->code != at::k_every_tile;
+    tile_test_tail tail{call.extra_params, call.extra_args, {}};
+    for (const auto* test : {t.skips_tiles ? &*tests.masked : nullptr, plain_test ? &*tests.plain : nullptr})
+        if (test)
+            for (const auto& read : test->bounded)
+                if (std::find(tail.bounded.begin(), tail.bounded.end(), read) == tail.bounded.end()) tail.bounded.push_back(read);
+    mu::data functions{mu::data::type::list};
+    if (t.skips_tiles) functions.push_back(tile_function("masked", *tests.masked, tail));
+    if (plain_test) functions.push_back(tile_function("plain", *tests.plain, tail));
+    data.set("tile_tests", functions);
+    data.set("skips", codegen::flag(t.skips_tiles));
+    data.set("plain", codegen::flag(t.plain_tiles));
+    data.set("plain_test", codegen::flag(plain_test));
+    // (the columns of the calls' parentheses, in attention_tiles.cu.mustache)
+    data.set("masked_args", tail.arguments(54));
+    data.set("plain_args", tail.arguments(31));
+}
+
+/// The score function and the tile tests, as the template's placeholders.
 void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     expr::cuda_style style = codegen::style_of(p);
     style.int_positions = true;  // resolve checked that a head's queries and keys fit an int
@@ -139,20 +200,7 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("score_code", expr::to_cuda(score, style));
     data.set("score_params", codegen::parameter_list(call.params));
     data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
-    const std::optional<at::tile_test> mask = at::tile_test_of(p, style);
-    data.set("skips", codegen::flag(mask.has_value()));
-    if (!mask) return;
-    data.set("mask_code", mask->code);
-    data.set("mask_loads", codegen::text_list(at::bound_loads(*mask)));
-    // The tile test's bounds read the batch's tokens of each ascending input from its first, a
-    // parameter a line (under the first, as the template indents it).
-    std::string params = call.extra_params, args = call.extra_args;
-    for (const auto& read : mask->bounded) {
-        params += ",\n" + std::string(49, ' ') + "const store_t* __restrict__ " + at::tokens_parameter(read);
-        args += ",\n" + std::string(54, ' ') + read.name + " + (long long)blockIdx.z * " + (read.index == "row" ? "rows" : "cols");
-    }
-    data.set("mask_params", params);
-    data.set("mask_args", args);
+    set_tile_data(p, at::tile_tests_of(p, style), call, data);
 }
 
 class attention_impl final : public family {

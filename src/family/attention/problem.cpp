@@ -280,6 +280,7 @@ config::json_value policy::columns() const {
         chosen["schedule"] = to_string(order);
     }
     chosen["skips_tiles"] = skips_tiles;
+    chosen["plain_tiles"] = plain_tiles;
     return chosen;
 }
 
@@ -291,7 +292,9 @@ std::string policy::label() const {
     return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
 }
 
-std::vector<std::string> launch_keys() { return {"rung", "block_m", "warps", "block_n", "consumers", "buffers", "schedule"}; }
+std::vector<std::string> launch_keys() {
+    return {"rung", "block_m", "warps", "block_n", "consumers", "buffers", "schedule", "plain_tiles"};
+}
 
 void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);
@@ -301,9 +304,12 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    const bool skips = tile_test_of(p, expr::cuda_style{}).has_value();
+    const tile_tests tests = tile_tests_of(p, expr::cuda_style{});
+    const bool skips = tests.masked.has_value();
     policy chosen = read_launch(l, p, pr, skips);
     chosen.skips_tiles = skips;
+    const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
+    chosen.plain_tiles = tests.plain && plain_wanted;
     if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
         throw config_error(source, "launch", "block_m " + std::to_string(chosen.block_m) + " and block_n " + std::to_string(chosen.block_n) +
                                                  " need " + std::to_string(chosen.shared_bytes(pr.head_dim, p.type)) +
@@ -339,11 +345,12 @@ void token_reads::read(long long row, const std::function<double(const std::stri
     }
 }
 
-std::optional<tile_test> tile_test_of(const pipeline& p, const expr::cuda_style& style) {
+tile_tests tile_tests_of(const pipeline& p, const expr::cuda_style& style) {
     std::vector<std::string> ascending;
     for (const auto& in : p.inputs)
         if (in.sorted) ascending.push_back(in.name);
-    return tile_masked(p.stages.front().kernel, style, ascending);
+    const expr::tree& score = p.stages.front().kernel;
+    return {tile_masked(score, style, ascending), tile_plain(score, style, ascending)};
 }
 
 expr::positions score_positions(const problem& pr, long long row, long long stride) {

@@ -34,9 +34,14 @@ struct problem {
 /// and batch the query's; every `stride`-th key.
 [[nodiscard]] expr::positions score_positions(const problem& pr, long long row, long long stride = 1);
 
-/// The tile test of p's score (tile_mask.hpp): the inputs it reads by token ascend where they
-/// are filled "sorted" (along each batch's tokens, the input's rows).
-[[nodiscard]] std::optional<tile_test> tile_test_of(const config::pipeline& p, const expr::cuda_style& style);
+/// The tile tests of a score (tile_mask.hpp): where its mask covers a whole tile, and where it
+/// reaches into none of it.
+struct tile_tests {
+    std::optional<tile_test> masked, plain;
+};
+/// p's score's tile tests: the inputs it reads by token ascend where they are filled "sorted"
+/// (along each batch's tokens, the input's rows).
+[[nodiscard]] tile_tests tile_tests_of(const config::pipeline& p, const expr::cuda_style& style);
 
 /// The values of the score's reads by token over the keys of query row `row` (of all
 /// batch · heads · queries rows), as expr::chunk's arrays take them: "doc[row]" the query's
@@ -79,6 +84,10 @@ struct policy final : config::launch_policy {
     /// The score expression's mask is one whose whole tiles the kernel can find from their corners
     /// (tile_mask.hpp): it skips them.
     bool skips_tiles = false;
+    /// launch.plain_tiles: a tile whose scores are x itself (no mask reaches into it, tile_plain)
+    /// takes a shorter softmax: the max of the raw products, the scale in the exponent's
+    /// multiply-add, no score expression. Where the score has no such tiles, false.
+    bool plain_tiles = false;
     [[nodiscard]] int threads() const { return kind == rung::wgmma ? 128 * (1 + consumers) : 32 * warps; }
     /// wgmma: the registers a consumer's thread takes (setmaxnreg) from what the producer's give
     /// up (it keeps 24): 240 for two consumers, 160 for three.

@@ -82,12 +82,9 @@ std::string holds_between(const bounds& a, binary_op op, const bounds& b) {
         case binary_op::gt: return "(" + a.low + " > " + b.high + ")";
         case binary_op::ge: return "(" + a.low + " >= " + b.high + ")";
         case binary_op::ne: return "(" + a.high + " < " + b.low + " || " + b.high + " < " + a.low + ")";
-        default: {  // eq: each is one value, and the same
-            std::string same;
-            for (const bounds* one : {&a, &b})
-                if (one->low != one->high) same += one->low + " == " + one->high + " && ";
-            return "(" + same + a.low + " == " + b.low + ")";
-        }
+        default:  // eq: each is one value, and the same (a.low ≤ a.high = b.low ≤ b.high = a.low)
+            if (a.low == a.high && b.low == b.high) return "(" + a.low + " == " + b.low + ")";
+            return "(" + a.low + " == " + b.high + " && " + a.high + " == " + b.low + ")";
     }
 }
 
@@ -193,6 +190,18 @@ std::optional<tile_test> tile_masked(const expr::tree& score, const expr::cuda_s
     const auto by_rest = tile_masked(score->args[masked_when_true ? 2 : 1], style, ascending);
     if (!by_condition || !by_rest) return by_condition ? by_condition : by_rest;
     return joined(*by_condition, " || ", *by_rest);
+}
+
+std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_style& style, const std::vector<std::string>& ascending) {
+    if (score->kind == node_kind::name && score->binding == expr::name_kind::flowing) return tile_test{k_every_tile, {}};
+    if (score->kind != node_kind::conditional) return std::nullopt;
+    const bool masked_when_true = is_minus_inf(*score->args[1]);
+    if (!masked_when_true && !is_minus_inf(*score->args[2])) return std::nullopt;
+    // C ? −inf : E is x itself over the tile where C fails over it and E is x itself there.
+    const auto by_condition = tile_tester(style, ascending).all(score->args[0], !masked_when_true);
+    const auto by_rest = tile_plain(score->args[masked_when_true ? 2 : 1], style, ascending);
+    if (!by_condition || !by_rest) return std::nullopt;
+    return by_rest->code == k_every_tile ? by_condition : joined(*by_condition, " && ", *by_rest);
 }
 
 std::string tokens_parameter(const expr::token_read& read) { return "kjit_" + read.name + "_" + read.index + "_tokens"; }

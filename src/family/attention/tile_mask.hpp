@@ -8,7 +8,8 @@
 // by bounds instead: over a tile, doc[row] runs from doc at its first query to doc at its last, so
 // `doc[row] != doc[col]` holds over the whole tile where those two ranges do not meet. Where C is
 // `A || B` and only A is told, A alone masking a tile suffices. Any other score computes every
-// tile (and stays exact).
+// tile (and stays exact). The same comparisons, turned round, tell a tile the mask does not reach
+// into, whose scores are x itself: the kernel skips the score expression there.
 #pragma once
 #include <optional>
 #include <string>
@@ -18,8 +19,8 @@
 
 namespace kjit::family::attention {
 
-/// The test of a tile: CUDA for "every score of the tile of queries kjit_r0..kjit_r1 and keys
-/// kjit_c0..kjit_c1 is −inf whatever x is" (the four names are the kernel's), and the reads by
+/// The test of a tile: CUDA for what holds of every score of the tile of queries kjit_r0..kjit_r1
+/// and keys kjit_c0..kjit_c1 (the four names are the kernel's), and the reads by
 /// token whose values at the tile's first and last positions it compares (bound_loads loads
 /// them, from tokens_parameter(read)).
 struct tile_test {
@@ -27,10 +28,19 @@ struct tile_test {
     std::vector<expr::token_read> bounded;
 };
 
-/// The tile test of `score`, whose inputs named in `ascending` ascend along each batch's tokens;
-/// nullopt where nothing tells.
+/// The test that every score of the tile is −inf whatever x is, for `score`, whose inputs named in
+/// `ascending` ascend along each batch's tokens; nullopt where nothing tells.
 [[nodiscard]] std::optional<tile_test> tile_masked(const expr::tree& score, const expr::cuda_style& style,
                                                    const std::vector<std::string>& ascending);
+
+/// CUDA for a test that holds at every tile.
+inline constexpr const char* k_every_tile = "true";
+
+/// The test that every score of the tile is x itself (no mask reaches into it): k_every_tile where
+/// the score is x; nullopt where nothing tells (a score that modifies x, or a mask not told by
+/// tiles).
+[[nodiscard]] std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_style& style,
+                                                  const std::vector<std::string>& ascending);
 
 /// The tile test's parameter that points at the tokens of the block's batch in read's input:
 /// kjit_doc_row_tokens.
