@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 43, fifth call: the wgmma rung at its new defaults (three buffers and ping-pong; at head
-# dim 64 three consumers, four buffers, overlap without a skipped mask). The grid beside cuDNN,
+# dim 64 three consumers, four buffers, overlap without a skipped mask; plain tiles, and beside
+# them the same points with plain tiles off). The grid beside cuDNN,
 # FlashAttention-2 and FlexAttention in the same call; the mma rung beside FlashAttention-2; the
 # score modifiers beside FlexAttention's; the odd shapes verified at the new defaults (four at a
 # time: verification, not timing); document masks whose tiles the sorted ids skip, beside
@@ -20,6 +21,13 @@ for p in 1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64;
   point "grid_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "$causal"
 done 2>&1 | tee "$OUT/grid.txt"
 point grid_s4096_d256_full 4096 256 4 8 8 x | tee -a "$OUT/grid.txt"
+echo "== plain tiles off (launch.plain_tiles=false: every tile's softmax evaluates the score), beside the grid's"
+for p in 2048:128 8192:128 4096:64; do
+  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+  point "unplain_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set launch.plain_tiles=false
+  point "unplain_s${seq}_d${dim}_causal" $seq $dim $batch $heads $heads "$causal" --set launch.plain_tiles=false
+done 2>&1 | tee -a "$OUT/grid.txt"
+point unplain_window 8192 128 2 16 16 "col > row || row - col >= 1024 ? -inf : x" --set launch.plain_tiles=false | tee -a "$OUT/grid.txt"
 echo "== the mma rung"
 {
 for p in 2048:128 8192:128 4096:64; do
