@@ -9,7 +9,6 @@
 #include <thread>
 #include <utility>
 
-#include "expr/expr.hpp"
 #include "reference/reference.hpp"
 #include "report/trace.hpp"
 #include "run/check.hpp"
@@ -18,11 +17,9 @@
 #include "run/stats.hpp"
 #include "run/timed.hpp"
 #include "util/error.hpp"
-#include "util/memory.hpp"
 #include "util/parallel.hpp"
 #include "util/process.hpp"
 #include "util/strings.hpp"
-#include "util/units.hpp"
 #include "why/counters.hpp"
 
 namespace kjit::run {
@@ -88,45 +85,6 @@ report::record new_record(const std::string& command, const config::pipeline& p,
 
 namespace {
 
-std::string sized(const config::pipeline& p) {
-    const std::string size = p.shape ? std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols)
-                                     : "n = " + std::to_string(p.n);
-    return size + " " + std::string(config::to_string(p.type));
-}
-
-/// Refuses a run the host cannot hold, before anything is allocated: the inputs, the result and
-/// the float64 reference with its error scales.
-void check_host_memory(const config::pipeline& p) {
-    const double element = static_cast<double>(config::element_size(p.type));
-    double inputs = 0;
-    for (const auto& in : p.inputs) inputs += static_cast<double>(config::elements_of(p, in));
-    const double outputs = static_cast<double>(config::output_count(p));
-    const double host_needed = inputs * element + outputs * (element + 2 * sizeof(double));
-    const double host_available = static_cast<double>(available_host_memory());
-    if (host_needed > host_available)
-        throw error(error_kind::memory, sized(p) + " needs " + units::bytes(host_needed) +
-                                            " of host memory (inputs, result, float64 reference); " +
-                                            units::bytes(host_available) + " is available");
-}
-
-/// The same for the GPU: every buffer of the program.
-/// Refuses a run whose buffers still to allocate (those `needed` says) the device cannot hold.
-void check_device_memory(const config::pipeline& p, const family::program& prog, gpu& device,
-                         const std::function<bool(const family::buffer&)>& needed) {
-    double device_needed = 0;
-    std::size_t count = 0;
-    for (const auto& b : prog.buffers) {
-        if (!needed(b)) continue;
-        device_needed += static_cast<double>(b.bytes);
-        ++count;
-    }
-    const double device_free = static_cast<double>(device.free_memory());
-    if (device_needed > device_free)
-        throw error(error_kind::memory, sized(p) + " needs " + units::bytes(device_needed) + " of GPU memory (" +
-                                            std::to_string(count) + " buffers); " + device.device().name + " has " +
-                                            units::bytes(device_free) + " free");
-}
-
 /// The buffers a program writes (outputs, temporaries), by name and size: kept ones fit a
 /// program whose layout is the same.
 std::string own_layout(const family::program& prog) {
@@ -176,37 +134,6 @@ family::dims grid_on_device(const family::kernel& k, long long resident) {
     if (k.resident == family::resident_rule::at_most) grid.x = std::min(grid.x, resident);
     if (k.resident == family::resident_rule::exactly) grid.x = resident;
     return grid;
-}
-
-std::string reference_key(const config::pipeline& p) {
-    nlohmann::json key = {{"fusion", config::to_string(p.fuse)}, {"family", p.family},
-                          {"by_family", family::family_of(p).reference_key(p)}};
-    for (const auto& s : p.stages)
-        if (s.reduce != config::reduction::none) key["reduce"].push_back({config::to_string(s.reduce), s.as, s.formula});
-    for (const auto& s : p.scalars) key["scalars"].push_back({s.name, s.value});
-    for (const auto& s : p.stages) key["stages"].push_back({s.input, expr::to_text(s.exact), expr::to_text(s.kernel)});
-    return key.dump();
-}
-
-std::shared_ptr<const host_inputs> make_host_inputs(const config::pipeline& p, report::record& rec) {
-    check_host_memory(p);
-    return timed(rec, phase::host_inputs,
-                 [&] { return std::make_shared<const host_inputs>(host_inputs{inputs_key(p), make_inputs(p)}); });
-}
-
-std::shared_ptr<const host_reference> make_host_reference(const config::pipeline& p, const host_inputs& inputs,
-                                                          report::record& rec) {
-    return timed(rec, phase::host_reference, [&] {
-        return std::make_shared<const host_reference>(
-            host_reference{inputs.key, reference_key(p), family::family_of(p).reference(p, inputs.arrays)});
-    });
-}
-
-host_data make_host_data(const config::pipeline& p, report::record& rec) {
-    host_data host;
-    host.inputs = make_host_inputs(p, rec);
-    host.reference = make_host_reference(p, *host.inputs, rec);
-    return host;
 }
 
 kernel_launch launch_of(const config::pipeline& p, const family::program& prog, const family::kernel& k,

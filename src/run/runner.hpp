@@ -96,6 +96,13 @@ struct host_data {
 /// no GPU, which session::run does while the driver creates the context.
 [[nodiscard]] host_data make_host_data(const config::pipeline& p, report::record& rec);
 
+/// Refuses a run the host cannot hold, before anything is allocated: the inputs, the result and
+/// the float64 reference with its error scales.
+void check_host_memory(const config::pipeline& p);
+/// Refuses a run whose buffers still to allocate (those `needed` says) the device cannot hold.
+void check_device_memory(const config::pipeline& p, const family::program& prog, gpu& device,
+                         const std::function<bool(const family::buffer&)>& needed);
+
 struct run_options {
     /// Load the PTX instead of the cubin, so the driver JIT-compiles it at module load: what a
     /// tool that ships PTX (Numba, CuPy) pays on a first call.
