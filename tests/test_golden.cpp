@@ -109,6 +109,9 @@ const std::vector<golden_case>& cases() {
         {"attention_gated", "attention_gated.json", {}},
         // Documents: an input read at the query's and the key's token, inside a causal mask.
         {"attention_documents", "attention_documents.json", {}},
+        // A sliding window inside a causal mask: tiles masked and tiles plain, each found from
+        // their corners by two comparisons.
+        {"attention_window", "attention_causal.json", {{"stages[0].score", "col > row || row - col >= 1024 ? -inf : x"}}},
     };
     return all;
 }

@@ -105,11 +105,31 @@ std::string nested(std::string code) {
     return code;
 }
 
+/// `code`, a group that breaks after its parenthesis, as clang-format lays it out where the group
+/// starts a line at `column`: its first line after the parenthesis, the others one column in from
+/// it (their indents relative to each other kept).
+std::string hugged(const std::string& code, std::size_t column) {
+    if (!code.starts_with("(\n")) return code;
+    std::vector<std::string> lines;
+    for (std::size_t at = 2, end = 0; at <= code.size(); at = end + 1) {
+        end = std::min(code.find('\n', at), code.size());
+        lines.push_back(code.substr(at, end - at));
+    }
+    std::size_t margin = std::string::npos;
+    for (const auto& line : lines) margin = std::min(margin, line.find_first_not_of(' '));
+    std::string text = "(" + lines.front().substr(margin);
+    for (std::size_t i = 1; i < lines.size(); ++i) text += "\n" + std::string(column + 1, ' ') + lines[i].substr(margin);
+    return text;
+}
+
 /// Two tests joined by `op` (" && " or " || "), loading what both load; on two lines where they
 /// are long (in a return indented by 4, as the corners' test).
 tile_test joined(const tile_test& a, const std::string& op, const tile_test& b) {
-    const std::string between = a.code.size() + b.code.size() > 60 ? op.substr(0, op.size() - 1) + "\n            " : op;
-    tile_test both{"(" + nested(a.code) + between + nested(b.code) + ")", a.bounded};
+    constexpr std::size_t k_second_line = 12;  // where the second starts when they take two lines
+    const bool two_lines = a.code.size() + b.code.size() > 60;
+    const std::string between = two_lines ? op.substr(0, op.size() - 1) + "\n" + std::string(k_second_line, ' ') : op;
+    const std::string second = two_lines ? hugged(b.code, k_second_line) : nested(b.code);
+    tile_test both{"(" + nested(a.code) + between + second + ")", a.bounded};
     for (const auto& read : b.bounded) add_read(both.bounded, read);
     return both;
 }
