@@ -10,6 +10,7 @@
 #include "family/attention/reference.hpp"
 #include "family/attention/tile_mask.hpp"
 #include "helpers.hpp"
+#include "run/runner.hpp"
 
 using namespace kjit;
 using kjit::testing::error_message;
@@ -86,7 +87,8 @@ TEST_CASE("attention: its stage reads Q, K and V as matrices; the result is Q's 
     const auto prog = family::plan(p, codegen::template_set::embedded());
     REQUIRE(prog.kernels.size() == 1);
     const auto& k = prog.kernels.front();
-    CHECK(k.grid == family::dims{1, 8, 2});  // query tiles of 192, heads, batch
+    CHECK(k.grid == family::dims{1 * 8 * 2, 1, 1});  // work items: query tiles of 192 of each head of each batch
+    CHECK(k.resident == family::resident_rule::none);  // a block an item
     CHECK(k.block == family::dims{512, 1, 1});  // sm_90 at head dim 64: a producer and three consumers
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 8 * 17 * 33 * 64));  // no mask: every pair
     CHECK(prog.source.find("kjit_group = 4,") != std::string::npos);
@@ -192,7 +194,7 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"skips_tiles", false}, {"plain_tiles", true}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"persistent", false}, {"skips_tiles", false}, {"plain_tiles", true}});
     // the tuner sweeps the rung's own keys (a key of the other would change the rung)
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
     CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
@@ -207,7 +209,7 @@ TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 
     // 96 columns are tiles of two slabs, the second half zeros
     j = attention_config(1, 2, 2, 64, 64, 96);
     const auto prog = family::plan(parsed(j), codegen::template_set::embedded());
-    CHECK(prog.kernels.front().shared_bytes == 1024 + 2 * 128 * (128 + 2 * 3 * 128) + 8 * 10);
+    CHECK(prog.kernels.front().shared_bytes == 1024 + 2 * 128 * (128 + 2 * 3 * 128) + 8 * 11);
     CHECK(prog.source.find("m64n128k16") != std::string::npos);  // O's 128 columns, 96 of them stored
 }
 
@@ -223,7 +225,7 @@ TEST_CASE("attention: the wgmma rung's consumers, buffers and schedule by head d
     CHECK(policy_of(parsed(attention_config(1, 2, 2, 64, 64, 64, "col > row ? -inf : x"))).order == order::pingpong);
     const auto three = family::plan(plain, codegen::template_set::embedded());
     CHECK(three.kernels.front().block.x == 512);
-    CHECK(three.kernels.front().grid.x == 1);  // 64 queries in one block of 192
+    CHECK(three.kernels.front().grid.x == 2);  // 64 queries in one item of 192, of each of 2 heads
     CHECK(three.source.find("kjit_consumer_registers = 160,") != std::string::npos);
     CHECK(three.source.find("kjit_block_m = 192,") != std::string::npos);
     // head dim 160 (three slabs, tiles of 64 keys): three buffers fit, ping-pong
@@ -295,7 +297,7 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     const auto g = family::plan(parsed(attention_config(2, 2, 2, 256, 256, 64, "col > row + 64 * head ? -inf : x")),
                                 codegen::template_set::embedded());
     CHECK(g.source.find("int rows, int cols, int head, int batch)") != std::string::npos);
-    CHECK(g.source.find("(int)cols, (int)blockIdx.y, (int)blockIdx.z);") != std::string::npos);
+    CHECK(g.source.find("(int)cols, kjit_head_index, kjit_batch_index);") != std::string::npos);
     const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : x"));
     CHECK(family::attention::policy_of(p).skips_tiles);
     // a causal mask keeps about half of the pairs, and its FLOPs are counted on them
@@ -364,7 +366,7 @@ TEST_CASE("attention: a document mask reads an input of one value per token, [ba
     std::vector<std::string> args;
     for (const auto& a : prog.kernels.front().args) args.push_back(a.name);
     CHECK(args == std::vector<std::string>{"q", "k", "v", "out", "s0_scale", "qdoc", "doc", "rows", "cols"});
-    CHECK(prog.source.find("load(doc[(long long)blockIdx.z * cols + min(kjit_col, (int)cols - 1)])") != std::string::npos);
+    CHECK(prog.source.find("load(doc[kjit_batch_index * cols + min(kjit_col, (int)cols - 1)])") != std::string::npos);
     CHECK(prog.kernels.front().flops == doctest::Approx(4.0 * 2 * 4 * 5 * 7 * 16));  // not known when planning: every pair
 
     reference::input_arrays inputs;
@@ -453,8 +455,8 @@ TEST_CASE("attention: ids sorted along the tokens bound a tile's: a document mas
         CHECK(source.find("const real kjit_doc_r1 = load(kjit_doc_row_tokens[kjit_r1]);") != std::string::npos);
         CHECK(source.find("const real kjit_doc_c0 = load(kjit_doc_col_tokens[kjit_c0]);") != std::string::npos);
         CHECK(source.find("const store_t* __restrict__ kjit_doc_col_tokens)") != std::string::npos);
-        CHECK(source.find("doc + (long long)blockIdx.z * rows,") != std::string::npos);
-        CHECK(source.find("doc + (long long)blockIdx.z * cols);") != std::string::npos);
+        CHECK(source.find("doc + kjit_batch_index * rows,") != std::string::npos);
+        CHECK(source.find("doc + kjit_batch_index * cols);") != std::string::npos);
     }
 }
 
@@ -513,4 +515,35 @@ TEST_CASE("attention: plain tiles take the short softmax, by the policy (launch.
     auto j = attention_config(1, 4, 4, 8, 8, 64);
     j["launch"] = {{"plain_tiles", "yes"}};
     CHECK(failure(j).find("a.json: launch.plain_tiles: expected true or false, got \"yes\"") == 0);
+}
+
+TEST_CASE("attention: persistent blocks (launch.persistent) take work items as many as are resident, each item its own") {
+    using family::attention::policy_of;
+    auto j = attention_config(2, 4, 2, 1000, 1000, 128, "col > row ? -inf : x");
+    const auto flat = family::plan(parsed(j), codegen::template_set::embedded()).kernels.front();
+    j["launch"] = {{"persistent", true}};
+    const auto p = parsed(j);
+    CHECK(policy_of(p).kind == family::attention::rung::wgmma);
+    CHECK(policy_of(p).columns().at("persistent") == true);
+    CHECK(policy_of(p).label().find(" persistent") != std::string::npos);
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    const auto& k = prog.kernels.front();
+    // the same items, 8 tiles of 128 queries of each of 2 · 4 heads; the device caps the grid at
+    // the blocks it holds at once (one an SM), where a block an item launches them all
+    CHECK(k.grid == family::dims{8 * 2 * 4, 1, 1});
+    CHECK(flat.grid == k.grid);
+    CHECK(k.resident == family::resident_rule::at_most);
+    CHECK(flat.resident == family::resident_rule::none);
+    CHECK(run::grid_on_device(k, 132).x == 64);  // (fewer items than the SMs' blocks: a block each)
+    CHECK(run::grid_on_device(k, 16).x == 16);   // (more: a block takes 4)
+    CHECK(prog.source.find("for (int kjit_item = blockIdx.x; kjit_item < kjit_items; kjit_item += gridDim.x") != std::string::npos);
+    CHECK(prog.source.find("kjit_wait(kjit_q_free, (kjit_i - 1) % 2);") != std::string::npos);  // the next queries wait for the last scores
+    // a key of the wgmma rung alone, true or false
+    j["launch"] = {{"rung", "mma"}, {"persistent", true}};
+    CHECK(failure(j).find("a.json: launch.persistent: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
+    j["launch"] = {{"persistent", 1}};
+    CHECK(failure(j).find("a.json: launch.persistent: expected true or false, got 1") == 0);
+    // items are counted in an int
+    j = attention_config(65535, 65535, 1, 1, 1, 64);
+    CHECK(failure(j).find("a.json: shape: the kernel's work items") == 0);
 }

@@ -854,13 +854,15 @@ TEST_CASE("attention compiles with an epilogue: an output gate of Q's shape and 
     CHECK(!result.cubin.empty());
 }
 
-TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and not, at head dims 64 to 256; wgmma's unserialized and unspilled") {
+TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and not, at head dims 64 to 256, persistent and not; wgmma's unserialized and unspilled") {
     struct rung {
         const char* name;
         int consumers;  // wgmma's consumer warp groups
         const char* schedule = "serial";
+        bool persistent = false;
     };
-    for (const rung r : {rung{"mma", 0}, rung{"wgmma", 2}, rung{"wgmma", 2, "pingpong"}, rung{"wgmma", 3, "overlap"}})
+    for (const rung r : {rung{"mma", 0}, rung{"wgmma", 2}, rung{"wgmma", 2, "pingpong"}, rung{"wgmma", 3, "overlap"},
+                         rung{"wgmma", 2, "pingpong", true}})
         for (const char* dtype : {"bfloat16", "float16"})
             for (const char* score : {"x", "col > row ? -inf : x"})
                 for (int dim : {64, 96, 256}) {
@@ -868,6 +870,7 @@ TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and 
                     CAPTURE(r.name);
                     CAPTURE(r.consumers);
                     CAPTURE(r.schedule);
+                    CAPTURE(r.persistent);
                     CAPTURE(dtype);
                     CAPTURE(score);
                     CAPTURE(dim);
@@ -876,6 +879,7 @@ TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and 
                     if (r.consumers) {
                         launch["consumers"] = r.consumers;
                         launch["schedule"] = r.schedule;
+                        launch["persistent"] = r.persistent;
                     }
                     const json patch = {{"dtype", dtype},
                                         {"shape", shape},

@@ -17,20 +17,22 @@ __device__ __forceinline__ store_t store(real x)
 }
 
 // Attention, fused: for each batch and head, O = softmax(score(scale · Q · Kᵀ)) · V, where the
-// sequence × sequence scores never leave the chip (FlashAttention's order). A block takes
-// kjit_block_m queries of one head; it walks the keys kjit_block_n at a time, keeping for each
+// sequence × sequence scores never leave the chip (FlashAttention's order). A work item is
+// kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for each
 // query the running max of its scores, the sum of their exponentials and the output so far,
 // rescaled whenever the max grows (the online softmax). Q, K and V are stored as
 // [batch, heads, sequence, head_dim], row after row; K and V may have fewer heads than Q
 // (grouped-query attention). The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector
-    kjit_block_m = 128,  // queries a block takes
+    kjit_block_m = 128,  // queries a work item takes
     kjit_block_n = 128,  // keys a block holds in shared memory at once
     kjit_group = 1,  // query heads that share one head of K and V
+    kjit_heads = 16,  // query heads of a batch
+    kjit_batches = 4,
     // The launch the plan made: its block, and the dynamic shared memory it gives a block.
     kjit_plan_threads = 384,
-    kjit_plan_shared_bytes = 230480,
+    kjit_plan_shared_bytes = 230488,
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
@@ -119,13 +121,14 @@ enum : int {
 
 // The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
 // 1024 bytes more than the layout, for the alignment): the queries, the ring's tiles of keys and
-// of values, each slab after slab; then the barriers: q_full, the queries have landed; k_full[s]
-// and v_full[s], buffer s holds its keys, its values; free[s], every consumer is done with it.
+// of values, each slab after slab; then the barriers: q_full, the work item's queries have landed;
+// q_free, every consumer is done with them; k_full[s] and v_full[s], buffer s holds its keys, its
+// values; free[s], every consumer is done with it.
 struct kjit_layout {
     unsigned char q[kjit_slabs][kjit_q_slab_bytes];
     unsigned char k[kjit_stages][kjit_tile_bytes];
     unsigned char v[kjit_stages][kjit_tile_bytes];
-    unsigned long long q_full, k_full[kjit_stages], v_full[kjit_stages], free[kjit_stages];
+    unsigned long long q_full, q_free, k_full[kjit_stages], v_full[kjit_stages], free[kjit_stages];
 };
 static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
 static_assert(sizeof(kjit_layout) + 1024 <= kjit_plan_shared_bytes,
@@ -401,11 +404,13 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
         return kjit_base + (unsigned)((const unsigned char*)member - kjit_aligned);
     };
     const unsigned kjit_q_full = kjit_address(&kjit_smem.q_full);
+    const unsigned kjit_q_free = kjit_address(&kjit_smem.q_free);
     const unsigned kjit_k_full = kjit_address(kjit_smem.k_full);
     const unsigned kjit_v_full = kjit_address(kjit_smem.v_full);
     const unsigned kjit_free = kjit_address(kjit_smem.free);
     if (threadIdx.x == 0) {
         kjit_barrier_init(kjit_q_full, 1);
+        kjit_barrier_init(kjit_q_free, kjit_consumers);
         for (int kjit_b = 0; kjit_b < kjit_stages; ++kjit_b) {
             kjit_barrier_init(kjit_k_full + 8 * kjit_b, 1);
             kjit_barrier_init(kjit_v_full + 8 * kjit_b, 1);
@@ -417,19 +422,31 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
                      : "memory");
     }
     __syncthreads();  // the last: the warp groups part here
-    // The last query tiles first: under a causal mask they see the most keys, and the short ones
-    // then fill the GPU's last wave.
-    const long long kjit_q0 = (long long)(gridDim.x - 1 - blockIdx.x) * kjit_block_m;
-    const long long kjit_head = (long long)blockIdx.z * gridDim.y + blockIdx.y;  // batch and head
-    const long long kjit_kv_head = (long long)blockIdx.z * (gridDim.y / kjit_group) +
-                                   blockIdx.y / kjit_group;
+    // The work items: a tile of kjit_block_m queries of one head, head after head of batch after
+    // batch, and within a head the last query tiles first (under a causal mask they see the most
+    // keys, and the short ones then fill the GPU's last wave); a head's K and V stay in L2 while
+    // its tiles are taken. A block takes items blockIdx.x, then gridDim.x on (one an item where
+    // the grid has as many blocks as items; persistent, one an SM, it takes item after item).
+    const int kjit_query_tiles = (int)((rows + kjit_block_m - 1) / kjit_block_m);
+    const int kjit_items = kjit_query_tiles * kjit_heads * kjit_batches;
+    // The item the block works on: its first query, its head and batch, its head of Q of all
+    // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
+    int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
+    const auto kjit_start_item = [&](int kjit_item) {
+        kjit_head = kjit_item / kjit_query_tiles;
+        kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
+        kjit_head_index = kjit_head % kjit_heads;
+        kjit_batch_index = kjit_head / kjit_heads;
+        kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
+    };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
     // The first tile of keys from t on that the block needs: the next one.
     const auto kjit_needed_from = [&](int kjit_t) {
         return kjit_t;
     };
-    // The ring: the n-th tile the block takes goes to buffer n % kjit_stages, in the buffer's
-    // (n / kjit_stages)-th use, whose parity its barriers' phases have.
+    // The ring: the n-th tile the block takes (over all of its work items) goes to buffer
+    // n % kjit_stages, in the buffer's (n / kjit_stages)-th use, whose parity its barriers' phases
+    // have; the i-th work item's queries are the queries' buffer's i-th use.
     if (threadIdx.x < 128) {
         // The producer needs few registers: it gives them to the consumers.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
@@ -437,31 +454,37 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
         kjit_prefetch_map(q_map);
         kjit_prefetch_map(k_map);
         kjit_prefetch_map(v_map);
-        kjit_arrive_expecting(kjit_q_full, kjit_slabs * kjit_q_slab_bytes);
-        for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
-            kjit_copy_box_of(kjit_address(kjit_smem.q[kjit_slab]), q_map, 64 * kjit_slab,
-                             (int)kjit_q0, (int)kjit_head, kjit_q_full);
-        }
-        int kjit_n = 0;
-        for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
-             kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
-            const int kjit_buffer = kjit_n % kjit_stages;
-            // free since its last use
-            kjit_wait(kjit_free + 8 * kjit_buffer, (kjit_n / kjit_stages % 2) ^ 1);
-            const int kjit_key0 = kjit_t * kjit_block_n;
-            const unsigned kjit_k_landed = kjit_k_full + 8 * kjit_buffer;
-            const unsigned kjit_v_landed = kjit_v_full + 8 * kjit_buffer;
-            kjit_arrive_expecting(kjit_k_landed, kjit_tile_bytes);
-            kjit_arrive_expecting(kjit_v_landed, kjit_tile_bytes);
+        int kjit_n = 0, kjit_i = 0;
+        for (int kjit_item = blockIdx.x; kjit_item < kjit_items; kjit_item += gridDim.x, ++kjit_i) {
+            kjit_start_item(kjit_item);
+            // The queries' buffer is free once the consumers' last scores of the item before are
+            // done: its keys and values are copied meanwhile.
+            if (kjit_i > 0) kjit_wait(kjit_q_free, (kjit_i - 1) % 2);
+            kjit_arrive_expecting(kjit_q_full, kjit_slabs * kjit_q_slab_bytes);
             for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
-                const unsigned kjit_in = kjit_slab * kjit_kv_slab_bytes;
-                kjit_copy_box_of(kjit_address(kjit_smem.k[kjit_buffer]) + kjit_in, k_map,
-                                 64 * kjit_slab, kjit_key0, (int)kjit_kv_head, kjit_k_landed);
+                kjit_copy_box_of(kjit_address(kjit_smem.q[kjit_slab]), q_map, 64 * kjit_slab,
+                                 (int)kjit_q0, (int)kjit_head, kjit_q_full);
             }
-            for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
-                const unsigned kjit_in = kjit_slab * kjit_kv_slab_bytes;
-                kjit_copy_box_of(kjit_address(kjit_smem.v[kjit_buffer]) + kjit_in, v_map,
-                                 64 * kjit_slab, kjit_key0, (int)kjit_kv_head, kjit_v_landed);
+            for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
+                 kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
+                const int kjit_buffer = kjit_n % kjit_stages;
+                // free since its last use
+                kjit_wait(kjit_free + 8 * kjit_buffer, (kjit_n / kjit_stages % 2) ^ 1);
+                const int kjit_key0 = kjit_t * kjit_block_n;
+                const unsigned kjit_k_landed = kjit_k_full + 8 * kjit_buffer;
+                const unsigned kjit_v_landed = kjit_v_full + 8 * kjit_buffer;
+                kjit_arrive_expecting(kjit_k_landed, kjit_tile_bytes);
+                kjit_arrive_expecting(kjit_v_landed, kjit_tile_bytes);
+                for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+                    const unsigned kjit_in = kjit_slab * kjit_kv_slab_bytes;
+                    kjit_copy_box_of(kjit_address(kjit_smem.k[kjit_buffer]) + kjit_in, k_map,
+                                     64 * kjit_slab, kjit_key0, (int)kjit_kv_head, kjit_k_landed);
+                }
+                for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+                    const unsigned kjit_in = kjit_slab * kjit_kv_slab_bytes;
+                    kjit_copy_box_of(kjit_address(kjit_smem.v[kjit_buffer]) + kjit_in, v_map,
+                                     64 * kjit_slab, kjit_key0, (int)kjit_kv_head, kjit_v_landed);
+                }
             }
         }
         return;
@@ -474,19 +497,29 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
     const int kjit_lane = threadIdx.x % 32, kjit_warp = threadIdx.x / 32 % 4;
     const bool kjit_leader = threadIdx.x % 128 == 0;  // arrives for the group
     // This thread's queries: rows lane / 4 and lane / 4 + 8 of its warp's 16 of the consumer's
-    // 64 (as a wgmma's accumulators hold them). Per query, the running max of the scores,
-    // this thread's part of the sum of 2^(score − max), and its part of the output
-    // row: columns 8 · d + 2 · (lane % 4) and the next, for each d.
+    // 64 (as a wgmma's accumulators hold them); its part of an output row: columns
+    // 8 · d + 2 · (lane % 4) and the next, for each d.
     const int kjit_row_in = kjit_consumer * 64 + kjit_warp * 16 + kjit_lane / 4;
     float kjit_max[2 * kjit_pieces], kjit_sum[2 * kjit_pieces];
+    float kjit_out[kjit_pieces][kjit_out_cols / 8][4];
+    const auto kjit_start_rows = [&]() {
 #pragma unroll
-    for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-        kjit_max[kjit_h] = KJIT_MINUS_INF;
-        kjit_sum[kjit_h] = 0.0f;
-    }
-    float kjit_out[kjit_pieces][kjit_out_cols / 8][4] = {};
+        for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+            kjit_max[kjit_h] = KJIT_MINUS_INF;
+            kjit_sum[kjit_h] = 0.0f;
+        }
+#pragma unroll
+        for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+#pragma unroll
+            for (int kjit_d = 0; kjit_d < kjit_out_cols / 8; ++kjit_d) {
+#pragma unroll
+                for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                    kjit_out[kjit_p][kjit_d][kjit_e] = 0.0f;
+                }
+            }
+        }
+    };
     const unsigned kjit_q_at = kjit_address(kjit_smem.q) + kjit_consumer * 64 * 128;  // its rows
-    kjit_wait(kjit_q_full, 0);
     unsigned kjit_weights[kjit_block_n / 16][4];
     float kjit_rescale[2 * kjit_pieces];
     // The online softmax of tile t's scores s: s then holds the weights, kjit_rescale what the
@@ -590,92 +623,118 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
             kjit_weights[kjit_j][3] = kjit_pack(kjit_right[2], kjit_right[3]);
         }
     };
-    const auto kjit_keys_at = [&](int kjit_n) {  // buffer n % kjit_stages's keys, once landed
+    // kjit_store_rows: the work item's output rows, each divided by its query's sum (0 for a
+    // query every key is masked for: NaN, as its softmax is), through the epilogue, stored two
+    // columns at a time.
+    const auto kjit_store_rows = [&]() {
+        const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
+        // Output element kjit_element's value x, through the epilogue.
+        const auto kjit_finish = [&](float x, long long kjit_element) {
+            return kjit_epilogue(x);
+        };
+#pragma unroll
+        for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+            float kjit_total = kjit_sum[kjit_h];
+            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
+            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
+            const float kjit_scale_out = 1.0f / kjit_total;
+            const int kjit_r = kjit_row_in + kjit_h / 2 * 16 + kjit_h % 2 * 8;
+            if (kjit_q0 + kjit_r >= rows) continue;
+#pragma unroll
+            for (int kjit_d = 0; kjit_d < kjit_head_dim / 8; ++kjit_d) {
+                const float* kjit_piece = kjit_out[kjit_h / 2][kjit_d] + kjit_h % 2 * 2;
+                const long long kjit_column = kjit_d * 8 + kjit_lane % 4 * 2;
+                const long long kjit_at = kjit_o + (long long)kjit_r * kjit_head_dim + kjit_column;
+                const float kjit_left = kjit_finish(kjit_piece[0] * kjit_scale_out, kjit_at);
+                const float kjit_right = kjit_finish(kjit_piece[1] * kjit_scale_out, kjit_at + 1);
+                *reinterpret_cast<unsigned*>(out + kjit_at) = kjit_pack(kjit_left, kjit_right);
+            }
+        }
+    };
+    // The ring's count before the work item (kjit_ring), and the m-th tile of the item in it:
+    // its keys and its values once landed, and its buffer freed once this consumer is done.
+    int kjit_ring = 0;
+    const auto kjit_keys_at = [&](int kjit_m) {
+        const int kjit_n = kjit_ring + kjit_m;
         kjit_wait(kjit_k_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
         return kjit_address(kjit_smem.k[kjit_n % kjit_stages]);
     };
-    const auto kjit_values_at = [&](int kjit_n) {
+    const auto kjit_values_at = [&](int kjit_m) {
+        const int kjit_n = kjit_ring + kjit_m;
         kjit_wait(kjit_v_full + 8 * (kjit_n % kjit_stages), kjit_n / kjit_stages % 2);
         return kjit_address(kjit_smem.v[kjit_n % kjit_stages]);
     };
-    // Turns at the tensor cores. Turn 0 issues the first tile's S = Q · Kᵀ; turn n, S for the
-    // n-th tile the block takes and O += P · V for the (n − 1)-th, whose weights P the softmax
-    // made in between. S is committed first: once it is done, the softmax runs while P · V still
-    // does. The last turn issues the last tile's P · V alone. (A wgmma in a branch that some turns
-    // take and others not would make the compiler serialize every wgmma: the first and the last
-    // turns are written out on their own.) Where the consumers take turns (ping-pong), each
-    // issues its turn's wgmmas only after the consumer before it has issued its own, so that one's
-    // softmax runs while the tensor cores work on the others' products. Consumer 0 goes first.
-    const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
-    int kjit_t = kjit_needed_from(0);
-    if (kjit_t < kjit_tiles) {  // (else every tile is masked: no turn)
-        if (kjit_pingpong && kjit_last_consumer) kjit_give_turn(0);
-        int kjit_next = kjit_needed_from(kjit_t + 1);
-        {  // turn 0
-            kjit_scores kjit_s;
-            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-            const unsigned kjit_k_at = kjit_keys_at(0);
-            kjit_wgmma_fence();
-            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
-            kjit_wgmma_commit();
-            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
-            kjit_wgmma_wait<0>();
-            kjit_take_scores(kjit_s, kjit_t);
-            kjit_make_weights(kjit_s);
-        }
-        int kjit_n = 1;
-        for (; kjit_next < kjit_tiles; ++kjit_n) {  // turn n
-            kjit_t = kjit_next;
-            kjit_next = kjit_needed_from(kjit_t + 1);
-            kjit_scores kjit_s;
-            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-            const unsigned kjit_k_at = kjit_keys_at(kjit_n), kjit_v_at = kjit_values_at(kjit_n - 1);
-            kjit_wgmma_fence();
-            kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
-            kjit_wgmma_commit();
-            kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
-            kjit_wgmma_commit();
-            if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
-            kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
-            kjit_take_scores(kjit_s, kjit_t);
-            kjit_wgmma_wait<0>();  // P · V is done: its weights and the last tile's buffer are free
-            if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
-            kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
-            kjit_make_weights(kjit_s);
-        }
-        // The last turn. (The last consumer gives no turn after it: consumer 0 takes no more.)
-        if (kjit_pingpong) kjit_take_turn(kjit_consumer);
-        const unsigned kjit_v_at = kjit_values_at(kjit_n - 1);
-        kjit_wgmma_fence();
-        kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_n == 1);
-        kjit_wgmma_commit();
-        if (kjit_pingpong && !kjit_last_consumer) kjit_give_turn(kjit_consumer + 1);
-        kjit_wgmma_wait<0>();
-        if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_n - 1) % kjit_stages));
-    }
-    // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
-    // its softmax is), through the epilogue, stored two columns at a time.
-    const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
-    // Output element kjit_element's value x, through the epilogue.
-    const auto kjit_finish = [&](float x, long long kjit_element) {
-        return kjit_epilogue(x);
+    const auto kjit_free_buffer = [&](int kjit_m) {
+        if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_ring + kjit_m) % kjit_stages));
     };
-#pragma unroll
-    for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-        float kjit_total = kjit_sum[kjit_h];
-        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
-        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
-        const float kjit_scale_out = 1.0f / kjit_total;
-        const int kjit_r = kjit_row_in + kjit_h / 2 * 16 + kjit_h % 2 * 8;
-        if (kjit_q0 + kjit_r >= rows) continue;
-#pragma unroll
-        for (int kjit_d = 0; kjit_d < kjit_head_dim / 8; ++kjit_d) {
-            const float* kjit_piece = kjit_out[kjit_h / 2][kjit_d] + kjit_h % 2 * 2;
-            const long long kjit_column = kjit_d * 8 + kjit_lane % 4 * 2;
-            const long long kjit_at = kjit_o + (long long)kjit_r * kjit_head_dim + kjit_column;
-            const float kjit_left = kjit_finish(kjit_piece[0] * kjit_scale_out, kjit_at);
-            const float kjit_right = kjit_finish(kjit_piece[1] * kjit_scale_out, kjit_at + 1);
-            *reinterpret_cast<unsigned*>(out + kjit_at) = kjit_pack(kjit_left, kjit_right);
+    int kjit_i = 0;
+    for (int kjit_item = blockIdx.x; kjit_item < kjit_items; kjit_item += gridDim.x, ++kjit_i) {
+        kjit_start_item(kjit_item);
+        kjit_start_rows();
+        kjit_wait(kjit_q_full, kjit_i % 2);
+        int kjit_m = 0;  // the item's tiles taken
+        // Turns at the tensor cores. Turn 0 issues the first tile's S = Q · Kᵀ; turn m, S for the
+        // m-th tile the item takes and O += P · V for the (m − 1)-th, whose weights P the softmax
+        // made in between. S is committed first: once it is done, the softmax runs while P · V
+        // still does. The last turn issues the last tile's P · V alone. (A wgmma in a branch that
+        // some turns take and others not would make the compiler serialize every wgmma: the first
+        // and the last turns are written out on their own.) Where the consumers take turns
+        // (ping-pong), each issues its turn's wgmmas only after the consumer before it has issued
+        // its own, so that one's softmax runs while the tensor cores work on the others'
+        // products. Consumer 0 goes first.
+        const bool kjit_last_consumer = kjit_consumer == kjit_consumers - 1;
+        int kjit_t = kjit_needed_from(0);
+        if (kjit_t < kjit_tiles) {  // (else every tile is masked: no turn)
+            if (kjit_pingpong && kjit_last_consumer) kjit_give_turn(0);
+            int kjit_next = kjit_needed_from(kjit_t + 1);
+            {  // turn 0
+                kjit_scores kjit_s;
+                if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+                const unsigned kjit_k_at = kjit_keys_at(0);
+                kjit_wgmma_fence();
+                kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+                kjit_wgmma_commit();
+                if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
+                kjit_wgmma_wait<0>();
+                kjit_take_scores(kjit_s, kjit_t);
+                kjit_make_weights(kjit_s);
+            }
+            for (kjit_m = 1; kjit_next < kjit_tiles; ++kjit_m) {  // turn m
+                kjit_t = kjit_next;
+                kjit_next = kjit_needed_from(kjit_t + 1);
+                kjit_scores kjit_s;
+                if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+                const unsigned kjit_k_at = kjit_keys_at(kjit_m);
+                const unsigned kjit_v_at = kjit_values_at(kjit_m - 1);
+                kjit_wgmma_fence();
+                kjit_score_tile(kjit_s[0], kjit_q_at, kjit_k_at);
+                kjit_wgmma_commit();
+                kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_m == 1);
+                kjit_wgmma_commit();
+                if (kjit_pingpong) kjit_give_turn((kjit_consumer + 1) % kjit_consumers);
+                kjit_wgmma_wait<1>();  // S is done (wgmmas finish in the order they were committed)
+                kjit_take_scores(kjit_s, kjit_t);
+                kjit_wgmma_wait<0>();  // P · V is done: its weights and its tile's buffer are free
+                kjit_free_buffer(kjit_m - 1);
+                kjit_rescale_rows<kjit_pieces, kjit_out_cols>(kjit_out, kjit_rescale);
+                kjit_make_weights(kjit_s);
+            }
+            // Every S of the item is done: the producer may copy the next item's queries while the
+            // last P · V runs and the rows are stored.
+            if (kjit_leader) kjit_arrive(kjit_q_free);
+            // The last turn. (The last consumer gives no turn after it: consumer 0 takes no more.)
+            if (kjit_pingpong) kjit_take_turn(kjit_consumer);
+            const unsigned kjit_v_at = kjit_values_at(kjit_m - 1);
+            kjit_wgmma_fence();
+            kjit_weigh_values(kjit_out[0], kjit_weights, kjit_v_at, kjit_m == 1);
+            kjit_wgmma_commit();
+            if (kjit_pingpong && !kjit_last_consumer) kjit_give_turn(kjit_consumer + 1);
+            kjit_wgmma_wait<0>();
+            kjit_free_buffer(kjit_m - 1);
+        } else if (kjit_leader) {
+            kjit_arrive(kjit_q_free);
         }
+        kjit_ring += kjit_m;
+        kjit_store_rows();
     }
 }

@@ -17,17 +17,19 @@ __device__ __forceinline__ store_t store(real x)
 }
 
 // Attention, fused: for each batch and head, O = softmax(score(scale · Q · Kᵀ)) · V, where the
-// sequence × sequence scores never leave the chip (FlashAttention's order). A block takes
-// kjit_block_m queries of one head; it walks the keys kjit_block_n at a time, keeping for each
+// sequence × sequence scores never leave the chip (FlashAttention's order). A work item is
+// kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for each
 // query the running max of its scores, the sum of their exponentials and the output so far,
 // rescaled whenever the max grows (the online softmax). Q, K and V are stored as
 // [batch, heads, sequence, head_dim], row after row; K and V may have fewer heads than Q
 // (grouped-query attention). The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector
-    kjit_block_m = 128,  // queries a block takes
+    kjit_block_m = 128,  // queries a work item takes
     kjit_block_n = 64,  // keys a block holds in shared memory at once
     kjit_group = 4,  // query heads that share one head of K and V
+    kjit_heads = 16,  // query heads of a batch
+    kjit_batches = 4,
     // The launch the plan made: its block, and the dynamic shared memory it gives a block.
     kjit_plan_threads = 256,
     kjit_plan_shared_bytes = 104448,
@@ -214,17 +216,28 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
 {
     extern __shared__ uint4 kjit_shared[];
     kjit_layout& kjit_smem = *reinterpret_cast<kjit_layout*>(kjit_shared);
-    // The last query tiles first: under a causal mask they see the most keys, and the short ones
-    // then fill the GPU's last wave.
-    const long long kjit_q0 = (long long)(gridDim.x - 1 - blockIdx.x) * kjit_block_m;
-    const long long kjit_head = (long long)blockIdx.z * gridDim.y + blockIdx.y;  // batch and head
-    const long long kjit_kv_head = (long long)blockIdx.z * (gridDim.y / kjit_group) +
-                                   blockIdx.y / kjit_group;
+    // The work items: a tile of kjit_block_m queries of one head, head after head of batch after
+    // batch, and within a head the last query tiles first (under a causal mask they see the most
+    // keys, and the short ones then fill the GPU's last wave); a head's K and V stay in L2 while
+    // its tiles are taken. A block takes items blockIdx.x, then gridDim.x on (one an item where
+    // the grid has as many blocks as items; persistent, one an SM, it takes item after item).
+    const int kjit_query_tiles = (int)((rows + kjit_block_m - 1) / kjit_block_m);
+    const int kjit_items = kjit_query_tiles * kjit_heads * kjit_batches;
+    // The item the block works on: its first query, its head and batch, its head of Q of all
+    // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
+    int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
+    const auto kjit_start_item = [&](int kjit_item) {
+        kjit_head = kjit_item / kjit_query_tiles;
+        kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
+        kjit_head_index = kjit_head % kjit_heads;
+        kjit_batch_index = kjit_head / kjit_heads;
+        kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
+    };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
     // The first tile of keys from t on that the block needs: the next one not masked for
     // all of its queries.
     const auto kjit_needed_from = [&](int kjit_t) {
-        const int kjit_r0 = (int)kjit_q0, kjit_r1 = (int)min(kjit_q0 + kjit_block_m, rows) - 1;
+        const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
         for (; kjit_t < kjit_tiles; ++kjit_t) {
             const long long kjit_c0 = (long long)kjit_t * kjit_block_n;
             const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
@@ -236,11 +249,12 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     };
     // True where tile t of keys is plain for all of the block's queries (kjit_tile_plain).
     const auto kjit_plain_at = [&](int kjit_t) {
-        const int kjit_r0 = (int)kjit_q0, kjit_r1 = (int)min(kjit_q0 + kjit_block_m, rows) - 1;
+        const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
         const int kjit_c0 = kjit_t * kjit_block_n, kjit_c1 = kjit_c0 + kjit_block_n - 1;
         return kjit_tile_plain(kjit_r0, kjit_r1, kjit_c0, kjit_c1,
                                (int)rows, (int)cols);
     };
+    kjit_start_item(blockIdx.x);  // (one work item a block)
     const store_t* kjit_keys = k + kjit_kv_head * cols * kjit_head_dim;
     const store_t* kjit_values = v + kjit_kv_head * cols * kjit_head_dim;
     const int kjit_lane = threadIdx.x % 32, kjit_warp = threadIdx.x / 32;
@@ -269,12 +283,25 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     const int kjit_warp_row = kjit_warp * 16 * kjit_pieces;
     const int kjit_row_in = kjit_warp_row + kjit_lane / 4;
     float kjit_max[2 * kjit_pieces], kjit_sum[2 * kjit_pieces];
+    float kjit_out[kjit_pieces][kjit_out_cols / 8][4];
+    const auto kjit_start_rows = [&]() {
 #pragma unroll
-    for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-        kjit_max[kjit_h] = KJIT_MINUS_INF;
-        kjit_sum[kjit_h] = 0.0f;
-    }
-    float kjit_out[kjit_pieces][kjit_out_cols / 8][4] = {};
+        for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+            kjit_max[kjit_h] = KJIT_MINUS_INF;
+            kjit_sum[kjit_h] = 0.0f;
+        }
+#pragma unroll
+        for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+#pragma unroll
+            for (int kjit_d = 0; kjit_d < kjit_out_cols / 8; ++kjit_d) {
+#pragma unroll
+                for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                    kjit_out[kjit_p][kjit_d][kjit_e] = 0.0f;
+                }
+            }
+        }
+    };
+    kjit_start_rows();
     // The n-th tile the block takes, t, is in buffer n % 2; the next is copied in meanwhile.
     for (int kjit_n = 0; kjit_t < kjit_tiles; ++kjit_n) {
         const int kjit_next = kjit_needed_from(kjit_t + 1);
@@ -431,29 +458,33 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         __syncthreads();
         kjit_t = kjit_next;
     }
-    // Each query's output divided by its sum (0 for a query every key is masked for: NaN, as
-    // its softmax is), through the epilogue, stored two columns at a time.
-    const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
-    // Output element kjit_element's value x, through the epilogue.
-    const auto kjit_finish = [&](float x, long long kjit_element) {
-        return kjit_epilogue(x);
-    };
+    // kjit_store_rows: the work item's output rows, each divided by its query's sum (0 for a
+    // query every key is masked for: NaN, as its softmax is), through the epilogue, stored two
+    // columns at a time.
+    const auto kjit_store_rows = [&]() {
+        const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
+        // Output element kjit_element's value x, through the epilogue.
+        const auto kjit_finish = [&](float x, long long kjit_element) {
+            return kjit_epilogue(x);
+        };
 #pragma unroll
-    for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-        float kjit_total = kjit_sum[kjit_h];
-        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
-        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
-        const float kjit_scale_out = 1.0f / kjit_total;
-        const int kjit_r = kjit_row_in + kjit_h / 2 * 16 + kjit_h % 2 * 8;
-        if (kjit_q0 + kjit_r >= rows) continue;
+        for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+            float kjit_total = kjit_sum[kjit_h];
+            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
+            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
+            const float kjit_scale_out = 1.0f / kjit_total;
+            const int kjit_r = kjit_row_in + kjit_h / 2 * 16 + kjit_h % 2 * 8;
+            if (kjit_q0 + kjit_r >= rows) continue;
 #pragma unroll
-        for (int kjit_d = 0; kjit_d < kjit_head_dim / 8; ++kjit_d) {
-            const float* kjit_piece = kjit_out[kjit_h / 2][kjit_d] + kjit_h % 2 * 2;
-            const long long kjit_column = kjit_d * 8 + kjit_lane % 4 * 2;
-            const long long kjit_at = kjit_o + (long long)kjit_r * kjit_head_dim + kjit_column;
-            const float kjit_left = kjit_finish(kjit_piece[0] * kjit_scale_out, kjit_at);
-            const float kjit_right = kjit_finish(kjit_piece[1] * kjit_scale_out, kjit_at + 1);
-            *reinterpret_cast<unsigned*>(out + kjit_at) = kjit_pack(kjit_left, kjit_right);
+            for (int kjit_d = 0; kjit_d < kjit_head_dim / 8; ++kjit_d) {
+                const float* kjit_piece = kjit_out[kjit_h / 2][kjit_d] + kjit_h % 2 * 2;
+                const long long kjit_column = kjit_d * 8 + kjit_lane % 4 * 2;
+                const long long kjit_at = kjit_o + (long long)kjit_r * kjit_head_dim + kjit_column;
+                const float kjit_left = kjit_finish(kjit_piece[0] * kjit_scale_out, kjit_at);
+                const float kjit_right = kjit_finish(kjit_piece[1] * kjit_scale_out, kjit_at + 1);
+                *reinterpret_cast<unsigned*>(out + kjit_at) = kjit_pack(kjit_left, kjit_right);
+            }
         }
-    }
+    };
+    kjit_store_rows();
 }

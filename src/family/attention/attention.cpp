@@ -52,20 +52,20 @@ score_call score_call_of(const pipeline& p) {
     };
     const expr::used_names used = score_names(p);
     if (uses_heads(used)) {
-        add("int head", "(int)blockIdx.y");
-        add("int batch", "(int)blockIdx.z");
+        add("int head", "kjit_head_index");
+        add("int batch", "kjit_batch_index");
     }
     for (const auto& s : used.scalars) {
         add("real " + s, s);
         call.scalars.push_back(scalar_argument(s));
     }
-    // An input read by token: its value at the query's or the key's token of the block's batch (a
-    // position past the last, whose score is not used, reads the last).
+    // An input read by token: its value at the query's or the key's token of the work item's batch
+    // (a position past the last, whose score is not used, reads the last).
     for (const auto& read : used.tokens) {
         const std::string size = read.index == "row" ? "rows" : "cols";
         call.params.push_back("real " + read.parameter());
-        call.args.push_back("load(" + read.name + "[(long long)blockIdx.z * " + size + " + min(kjit_" + read.index + ", (int)" + size +
-                            " - 1)])");
+        call.args.push_back("load(" + read.name + "[kjit_batch_index * " + size + " + min(kjit_" + read.index + ", (int)" +
+                            size + " - 1)])");
         if (std::none_of(call.tokens.begin(), call.tokens.end(), [&](const argument& a) { return a.name == read.name; }))
             call.tokens.push_back(array_argument(read.name, false));
     }
@@ -144,7 +144,7 @@ struct tile_test_tail {
     [[nodiscard]] std::string arguments(std::size_t column) const {
         std::string text = args;
         for (const auto& read : bounded)
-            text += ",\n" + std::string(column, ' ') + read.name + " + (long long)blockIdx.z * " + (read.index == "row" ? "rows" : "cols");
+            text += ",\n" + std::string(column, ' ') + read.name + " + kjit_batch_index * " + (read.index == "row" ? "rows" : "cols");
         return text;
     }
 };
@@ -218,13 +218,14 @@ public:
 
     /// The resolved rung's keys (a combination the policy refuses is not measured). mma: queries per
     /// block, the warps they are shared among, and keys per tile. wgmma: keys per tile, consumers,
-    /// buffers, and the schedule.
+    /// buffers, the schedule, and persistent blocks.
     config::json_value tune_space(const pipeline& p) const override {
         if (at::policy_of(p).kind == at::rung::wgmma)
             return {{"axes", {{"launch.block_n", {64, 128, 176}},
                                {"launch.consumers", {2, 3}},
                                {"launch.buffers", {2, 3, 4}},
-                               {"launch.schedule", {"serial", "overlap", "pingpong"}}}}};
+                               {"launch.schedule", {"serial", "overlap", "pingpong"}},
+                               {"launch.persistent", {false, true}}}}};
         return {{"axes", {{"launch.block_m", {64, 128}}, {"launch.warps", {4, 8}}, {"launch.block_n", {32, 64, 128}}}}};
     }
     config::json_value policy(const pipeline& p) const override { return at::policy_of(p).columns(); }
@@ -317,6 +318,7 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
     const bool wgmma = t.kind == at::rung::wgmma;
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
+             {"heads", pr.heads}, {"batch", pr.batch},
              {"consumers", t.consumers}, {"consumer_registers", t.consumer_registers()}, {"stages", t.stages},
              {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
              {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
@@ -366,7 +368,8 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
     k.reads_x = pr.q;
     k.block = {t.threads(), 1, 1};
-    k.grid = {(pr.queries + t.block_m - 1) / t.block_m, pr.heads, pr.batch};
+    k.grid = {at::work_items(pr, t), 1, 1};  // a block an item; persistent, as many as are resident
+    if (t.persistent) k.resident = resident_rule::at_most;
     k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
     k.args = kernel_arguments(p, pr, t, call, epilogue);
     count_work(p, pr, t, epilogue.arrays.size(), k);
@@ -383,7 +386,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     set_score_data(p, call, data);
     data.set("epilogue", codegen::stage_steps(p, {k.stages.begin() + 1, k.stages.end()}));
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
-    data.set("epilogue_args", codegen::parameter_list(epilogue.args, 24));  // (called on lines indented by 8)
+    data.set("epilogue_args", codegen::parameter_list(epilogue.args, 28));  // (called on lines indented by 12)
     data.set("kernel", k.name);
     data.set("heading", codegen::heading(k.name, k.what));
     data.set("kernel_params", codegen::parameter_list(declarations(k)));

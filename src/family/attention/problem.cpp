@@ -202,6 +202,8 @@ void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem&
 /// schedule, a tile the registers hold.
 void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
     choose_wgmma_ring(l, p, pr, skips, chosen);
+    // persistent blocks only where asked: "auto" keeps a block an item until they are measured
+    chosen.persistent = !l.leaves_auto("persistent") && l.boolean("persistent", false);
     if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
         l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
                               " for " + std::to_string(chosen.consumers) + " consumers");
@@ -231,10 +233,11 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
-    for (const char* key : {"consumers", "buffers", "schedule"})
+    for (const char* key : {"consumers", "buffers", "schedule", "persistent"})
         if (l.leaves_auto("rung") && !l.leaves_auto(key)) kind = rung::wgmma;
     policy chosen = auto_policy(kind, pr.head_dim);
-    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps"} : std::vector<const char*>{"consumers", "buffers", "schedule"})
+    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps"}
+                                               : std::vector<const char*>{"consumers", "buffers", "schedule", "persistent"})
         if (!l.leaves_auto(key))
             l.fail(key, "a key of the \"" + std::string(kind == rung::wgmma ? "mma" : "wgmma") + "\" rung; this one is \"" +
                             std::string(to_string(kind)) + "\"");
@@ -264,7 +267,7 @@ std::size_t policy::shared_bytes(long long head_dim, config::dtype type) const {
     if (kind == rung::wgmma) {
         const auto slab_row = static_cast<std::size_t>(padded_head_dim(head_dim)) * element;  // a row's slabs
         const auto tiles = slab_row * static_cast<std::size_t>(block_m + 2 * stages * block_n);
-        return 1024 + tiles + 8 * static_cast<std::size_t>(1 + 3 * stages);  // and q_full; k_full, v_full, free a buffer
+        return 1024 + tiles + 8 * static_cast<std::size_t>(2 + 3 * stages);  // q_full, q_free; k_full, v_full, free a buffer
     }
     const auto row = static_cast<std::size_t>(head_dim) * element + 16;
     return row * static_cast<std::size_t>(block_m + 4 * block_n);
@@ -278,6 +281,7 @@ config::json_value policy::columns() const {
         chosen["consumers"] = consumers;
         chosen["buffers"] = stages;
         chosen["schedule"] = to_string(order);
+        chosen["persistent"] = persistent;
     }
     chosen["skips_tiles"] = skips_tiles;
     chosen["plain_tiles"] = plain_tiles;
@@ -287,13 +291,17 @@ config::json_value policy::columns() const {
 std::string policy::label() const {
     const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
     const std::string ring = kind == rung::wgmma ? " consumers=" + std::to_string(consumers) + " buffers=" + std::to_string(stages) +
-                                                       " schedule=" + std::string(to_string(order))
+                                                       " schedule=" + std::string(to_string(order)) + (persistent ? " persistent" : "")
                                                  : "";
     return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
 }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "block_m", "warps", "block_n", "consumers", "buffers", "schedule", "plain_tiles"};
+    return {"rung", "block_m", "warps", "block_n", "consumers", "buffers", "schedule", "persistent", "plain_tiles"};
+}
+
+long long work_items(const problem& pr, const policy& t) {
+    return (pr.queries + t.block_m - 1) / t.block_m * pr.heads * pr.batch;
 }
 
 void resolve(pipeline& p, const std::string& source) {
@@ -316,6 +324,10 @@ void resolve(pipeline& p, const std::string& source) {
                                                  " bytes of shared memory at head_dim " + std::to_string(pr.head_dim) + ", more than the " +
                                                  std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
                                                  p.target.describe());
+    if (work_items(pr, chosen) > INT_MAX)
+        throw config_error(source, "shape", "the kernel's work items (tiles of " + std::to_string(chosen.block_m) +
+                                                " queries of each head of each batch) are counted in an int: at most 2^31 − 1, got " +
+                                                std::to_string(work_items(pr, chosen)));
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
     p.policy = std::make_shared<const policy>(chosen);

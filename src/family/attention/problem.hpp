@@ -88,13 +88,17 @@ struct policy final : config::launch_policy {
     /// takes a shorter softmax: the max of the raw products, the scale in the exponent's
     /// multiply-add, no score expression. Where the score has no such tiles, false.
     bool plain_tiles = false;
+    /// wgmma (launch.persistent): a block an SM, each taking work item after item (a tile of
+    /// queries of one head), the next item's queries copied while the last one's products finish;
+    /// else a block an item.
+    bool persistent = false;
     [[nodiscard]] int threads() const { return kind == rung::wgmma ? 128 * (1 + consumers) : 32 * warps; }
     /// wgmma: the registers a consumer's thread takes (setmaxnreg) from what the producer's give
     /// up (it keeps 24): 240 for two consumers, 160 for three.
     [[nodiscard]] int consumer_registers() const { return consumers == 2 ? 240 : 160; }
     /// Dynamic shared memory per block for `head_dim`. mma: the queries, and two tiles of keys and
     /// of values, rows padded by 16 bytes. wgmma: from a 1024-byte boundary, the queries and the
-    /// ring's tiles in slabs of 64 columns, and the barriers.
+    /// ring's tiles in slabs of 64 columns, and the barriers (the queries' two, and three a buffer).
     [[nodiscard]] std::size_t shared_bytes(long long head_dim, config::dtype type) const;
     [[nodiscard]] config::json_value columns() const override;
     [[nodiscard]] std::string label() const override;
@@ -107,6 +111,9 @@ struct policy final : config::launch_policy {
 /// wgmma: the head dimension as the tiles hold it, in slabs of 64 columns (128 bytes, the swizzle's
 /// width); the TMA unit fills the columns past head_dim with zeros.
 [[nodiscard]] inline long long padded_head_dim(long long head_dim) { return (head_dim + 63) / 64 * 64; }
+
+/// The kernel's work items: tiles of block_m queries of each head of each batch.
+[[nodiscard]] long long work_items(const problem& pr, const policy& t);
 
 [[nodiscard]] std::vector<std::string> launch_keys();
 /// Checks the stage, its inputs and the rest of the pipeline, turns the stage's score expression
