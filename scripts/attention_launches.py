@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """docs/attention.md's table of the wgmma rung's launches: TFLOP/s (cold median) of each launch's
 records at a few points of the grid, full and causal, from one or more GPU calls' folders, with
-cuDNN's from the same folders' peers.
+cuDNN's, FlashAttention-2's and FlexAttention's from the same folders' peers (those that ran).
 
     python3 scripts/attention_launches.py DIR [DIR ...] --points S:D[,S:D...] --launch LABEL=PREFIX [...]
 
 A launch's records are PREFIX_s<S>_d<D>_<full|causal>.json in any of the folders (as
-attention_table.py reads them); a point it did not run, or did not verify, is left empty.
+attention_table.py reads them); a point it did not run, or did not verify, shows "–".
 """
 import argparse
 
@@ -31,10 +31,11 @@ def main():
         label, prefix = launch.split("=")
         records = kjit_points(files, prefix)
         cells = [records.get(c) for c in columns]
-        print(f"| {label} | " + " | ".join(f"{r['tflops']:.0f}" if r and r.get("status") == "PASS" else "" for r in cells) + " |")
+        print(f"| {label} | " + " | ".join(f"{r['tflops']:.0f}" if r and r.get("status") == "PASS" else "–" for r in cells) + " |")
     peers = peer_tflops(files)
-    for tool, title in (("cudnn", "cuDNN"), ("flash", "FlashAttention-2")):
-        print(f"| {title}, the same call | " + " | ".join(f"{peers[(*c, tool)]:.0f}" if (*c, tool) in peers else "" for c in columns) + " |")
+    for tool, title in (("cudnn", "cuDNN"), ("flash", "FlashAttention-2"), ("flex", "FlexAttention")):
+        if any((*c, tool) in peers for c in columns):
+            print(f"| {title}, the same call | " + " | ".join(f"{peers[(*c, tool)]:.0f}" if (*c, tool) in peers else "–" for c in columns) + " |")
 
 
 if __name__ == "__main__":
