@@ -130,8 +130,8 @@ double flops_of(const pipeline& p, const at::problem& pr, bool skips_tiles) {
 }
 
 /// What follows a tile test's corners and the sizes, in its parameters (`params`) and in a call's
-/// arguments (`args`): the score's extra ones, then a pointer to the block's batch's tokens of each
-/// ascending input the tests bound, one a line, aligned with the parenthesis at `column`.
+/// arguments (`args`): the score's extra ones, then a pointer to the work item's batch's tokens of
+/// each ascending input the tests bound, one a line, aligned with the parenthesis at `column`.
 struct tile_test_tail {
     std::string params, args;
     std::vector<expr::token_read> bounded;
@@ -149,17 +149,14 @@ struct tile_test_tail {
     }
 };
 
-/// A tile test as the template's kjit_tile_<name> function: its parameters, loads and code.
-mu::data tile_function(const std::string& name, const at::tile_test& test, const tile_test_tail& tail) {
-    const std::string opening = "__device__ __forceinline__ bool kjit_tile_" + name + "(";
-    const std::string aligned(opening.size(), ' ');
+/// A tile test as the template's kjit_tile_<name> function: what it tells (the comment's lines
+/// after "True where every score of the tile … is"), its parameters, loads and code.
+mu::data tile_function(const std::string& name, const std::vector<std::string>& what, const at::tile_test& test,
+                       const tile_test_tail& tail) {
+    const std::string aligned(("__device__ __forceinline__ bool kjit_tile_" + name + "(").size(), ' ');
     mu::data one;
     one.set("name", name);
-    one.set("what", codegen::text_list(name == "masked" ? std::vector<std::string>{
-        "−inf: the condition under which the score is −inf holds everywhere in it. Such a tile is",
-        "skipped: not copied, not multiplied."} : std::vector<std::string>{
-        "x itself: the condition under which the score is −inf fails everywhere in it. Such a tile's",
-        "softmax skips the score expression."}));
+    one.set("what", codegen::text_list(what));
     one.set("params", "int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,\n" + aligned + "int rows, int cols" + tail.parameters(aligned.size()));
     one.set("loads", codegen::text_list(at::bound_loads(test)));
     one.set("code", test.code);
@@ -175,13 +172,20 @@ void set_tile_data(const pipeline& p, const at::tile_tests& tests, const score_c
         throw std::logic_error("attention: the policy's tile tests are not the score's");
     const bool plain_test = t.plain_tiles && tests.plain->code != at::k_every_tile;
     tile_test_tail tail{call.extra_params, call.extra_args, {}};
-    for (const auto* test : {t.skips_tiles ? &*tests.masked : nullptr, plain_test ? &*tests.plain : nullptr})
-        if (test)
-            for (const auto& read : test->bounded)
-                if (std::find(tail.bounded.begin(), tail.bounded.end(), read) == tail.bounded.end()) tail.bounded.push_back(read);
+    for (const auto& test : {t.skips_tiles ? tests.masked : std::nullopt, plain_test ? tests.plain : std::nullopt})
+        for (const auto& read : test ? test->bounded : std::vector<expr::token_read>{})
+            if (std::find(tail.bounded.begin(), tail.bounded.end(), read) == tail.bounded.end()) tail.bounded.push_back(read);
     mu::data functions{mu::data::type::list};
-    if (t.skips_tiles) functions.push_back(tile_function("masked", *tests.masked, tail));
-    if (plain_test) functions.push_back(tile_function("plain", *tests.plain, tail));
+    if (t.skips_tiles)
+        functions.push_back(tile_function("masked",
+                                          {"−inf: the condition under which the score is −inf holds everywhere in it. Such a tile is",
+                                           "skipped: not copied, not multiplied."},
+                                          *tests.masked, tail));
+    if (plain_test)
+        functions.push_back(tile_function("plain",
+                                          {"x itself: the condition under which the score is −inf fails everywhere in it. Such a tile's",
+                                           "softmax skips the score expression."},
+                                          *tests.plain, tail));
     data.set("tile_tests", functions);
     data.set("skips", codegen::flag(t.skips_tiles));
     data.set("plain", codegen::flag(t.plain_tiles));
