@@ -131,8 +131,7 @@ public:
     void release(run::buffer_id buffer) override { m_buffers.at(buffer) = {}; }
 
     void copy_to_device(run::buffer_id buffer, const void* source, std::size_t bytes) override {
-        m_api->check(m_api->cuMemcpyHtoD(pointer(buffer), source, bytes), "cuMemcpyHtoD",
-                     units::bytes(static_cast<double>(bytes)));
+        copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes);
     }
 
     void copy_to_host(void* destination, run::buffer_id buffer, std::size_t bytes) override {

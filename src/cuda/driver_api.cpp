@@ -8,6 +8,7 @@
 
 #include "report/trace.hpp"
 #include "util/error.hpp"
+#include "util/units.hpp"
 
 namespace kjit::cuda {
 namespace {
@@ -75,6 +76,12 @@ void driver_api::fail(CUresult result, const char* call, const std::string& obje
                 std::string(call) + (object.empty() ? "" : "(" + object + ")") + " failed: " + describe(result));
 }
 
+void copy_to_device_in(const driver_api& api, CUstream stream, CUdeviceptr to, const void* from, std::size_t bytes) {
+    const std::string size = units::bytes(static_cast<double>(bytes));
+    api.check(api.cuMemcpyHtoDAsync(to, from, bytes, stream), "cuMemcpyHtoDAsync", size);
+    api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize", "after copying " + size + " in");
+}
+
 std::vector<std::string> driver_library_names() {
     if (const char* chosen = std::getenv("KJIT_LIBCUDA"); chosen && *chosen) return {chosen};
     // libcuda.so.1 is what the driver installs; plain libcuda.so is usually the toolkit's stub.
@@ -117,7 +124,7 @@ std::vector<entry_point> entry_points(driver_api& a) {
         {"cuMemAlloc", 3020, reinterpret_cast<void**>(&a.cuMemAlloc)},
         {"cuMemFree", 3020, reinterpret_cast<void**>(&a.cuMemFree)},
         {"cuMemGetInfo", 3020, reinterpret_cast<void**>(&a.cuMemGetInfo)},
-        {"cuMemcpyHtoD", 3020, reinterpret_cast<void**>(&a.cuMemcpyHtoD)},
+        {"cuMemcpyHtoDAsync", 3020, reinterpret_cast<void**>(&a.cuMemcpyHtoDAsync)},
         {"cuMemcpyDtoH", 3020, reinterpret_cast<void**>(&a.cuMemcpyDtoH)},
         {"cuMemHostRegister", 6050, reinterpret_cast<void**>(&a.cuMemHostRegister)},
         {"cuMemHostUnregister", 4000, reinterpret_cast<void**>(&a.cuMemHostUnregister)},

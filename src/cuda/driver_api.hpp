@@ -38,7 +38,7 @@ struct driver_api {
     PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
     PFN_cuMemFree_v3020 cuMemFree = nullptr;
     PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;
-    PFN_cuMemcpyHtoD_v3020 cuMemcpyHtoD = nullptr;
+    PFN_cuMemcpyHtoDAsync_v3020 cuMemcpyHtoDAsync = nullptr;
     PFN_cuMemcpyDtoH_v3020 cuMemcpyDtoH = nullptr;
     PFN_cuMemHostRegister_v6050 cuMemHostRegister = nullptr;
     PFN_cuMemHostUnregister_v4000 cuMemHostUnregister = nullptr;
@@ -72,6 +72,12 @@ struct driver_api {
     }
     [[noreturn]] void fail(CUresult result, const char* call, const std::string& object) const;
 };
+
+/// Copies `bytes` from the host to device memory `to` in `stream`'s order, and waits for them to
+/// land. Not cuMemcpyHtoD: from pageable memory it returns once the bytes are staged, before they
+/// land, and it is ordered in the legacy stream, which a kernel launched in a non-blocking stream
+/// (kjit's) does not wait for; that kernel could read the input before it arrived.
+void copy_to_device_in(const driver_api& api, CUstream stream, CUdeviceptr to, const void* from, std::size_t bytes);
 
 /// The outcome of looking for a driver: the loaded table when state is ok, else why not.
 struct probe_result {
