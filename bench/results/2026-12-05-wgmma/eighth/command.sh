@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 43, eighth call: the mma rung's one wrong result in the sixth (1000 queries, head dim 128,
-# 8 heads of K and V, causal), which passed nine times alone in the seventh. compute-sanitizer's
+# 8 heads of K and V, causal), which passed nine times alone in the seventh, and whose cause
+# (inputs read before their copies landed) main has fixed since: the fix under load. compute-sanitizer's
 # racecheck and synccheck on that kernel; then the same point 24 times, four processes at a time
 # as the sixth ran them, with plain tiles on and off.
 source bench/attention_call.sh
