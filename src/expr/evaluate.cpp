@@ -69,134 +69,141 @@ quotient_remainder floor_division(double x, double y) {
     return {static_cast<double>(q), static_cast<double>(a - q * b)};
 }
 
+column eval(const node& n, const chunk& in, bool with_scale);
+
+/// A name's values: the flowing value, an input's (or a token read's) elements, a position, a
+/// row's value or a param.
+column eval_name(const node& n, const chunk& in) {
+    const std::size_t count = in.count;
+    column out(count);
+    if (n.binding == name_kind::flowing) {
+        std::copy_n(in.flowing, count, out.value.begin());
+        std::copy_n(in.flowing_scale, count, out.scale.begin());
+    } else if (n.binding == name_kind::array || n.binding == name_kind::token) {
+        // (a token read is given as an array of its own, under its text: "doc[col]")
+        std::copy_n(in.arrays->at(n.binding == name_kind::token ? token_read{n.name, n.index}.text() : n.name), count, out.value.begin());
+        std::fill_n(out.scale.begin(), count, 0.0);  // inputs are exact: stored values are the data
+    } else if (n.binding == name_kind::position) {
+        // Exact integers; one rounding where the kernel converts one to float.
+        const position_name which = position_of(n.name);
+        for (std::size_t i = 0; i < count; ++i) {
+            out.value[i] = position(which, in.at->first + static_cast<long long>(i) * in.at->stride, *in.at);
+            out.scale[i] = constant_scale(out.value[i], in.float_compute);
+        }
+    } else if (n.binding == name_kind::row) {
+        const row_value& v = in.rows->at(n.name);
+        std::fill_n(out.value.begin(), count, v.value);
+        std::fill_n(out.scale.begin(), count, v.scale);
+    } else {
+        const double v = in.scalars->at(n.name);
+        std::fill_n(out.value.begin(), count, v);
+        std::fill_n(out.scale.begin(), count, constant_scale(v, in.float_compute));
+    }
+    return out;
+}
+
+column eval_conditional(const node& n, const chunk& in, bool with_scale) {
+    const column c = eval(*n.args[0], in, with_scale), t = eval(*n.args[1], in, with_scale), f = eval(*n.args[2], in, with_scale);
+    column out(in.count);
+    for (std::size_t i = 0; i < in.count; ++i) {
+        const column& chosen = c.value[i] != 0 ? t : f;
+        out.value[i] = chosen.value[i];
+        // Where the condition sits a rounding from flipping, the kernel may take the other
+        // branch; for a choice continuous at its switch (x > 0 ? x : 0, a clamp) the error
+        // is then at most that branch's: either branch's scale carries through.
+        out.scale[i] = std::max(t.scale[i], f.scale[i]);
+    }
+    return out;
+}
+
+column eval_binary(const node& n, const chunk& in, bool with_scale) {
+    const column a = eval(*n.args[0], in, with_scale), b = eval(*n.args[1], in, with_scale);
+    column out(in.count);
+    // One loop per operator: a switch inside the loop would run per element.
+    const auto each = [&](auto op) {
+        for (std::size_t i = 0; i < in.count; ++i) op(a.value[i], b.value[i], a.scale[i], b.scale[i], out.value[i], out.scale[i]);
+    };
+    using sink = double&;
+    switch (n.op) {
+        case binary_op::add: each([](double x, double y, double sx, double sy, sink r, sink s) { r = x + y; s = sx + sy + std::fabs(r); }); break;
+        case binary_op::sub: each([](double x, double y, double sx, double sy, sink r, sink s) { r = x - y; s = sx + sy + std::fabs(r); }); break;
+        case binary_op::mul:
+            each([](double x, double y, double sx, double sy, sink r, sink s) {
+                r = x * y;
+                s = std::fabs(y) * sx + std::fabs(x) * sy + std::fabs(r);
+            });
+            break;
+        case binary_op::div:
+            each([](double x, double y, double sx, double sy, sink r, sink s) {
+                r = x / y;
+                s = sx / std::fabs(y) + std::fabs(r / y) * sy + std::fabs(r);
+            });
+            break;
+        case binary_op::floor_div:
+            each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).quotient; s = 0; });
+            break;
+        case binary_op::mod:
+            each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).remainder; s = 0; });
+            break;
+        case binary_op::lt: each([](double x, double y, double, double, sink r, sink s) { r = x < y; s = 0; }); break;
+        case binary_op::le: each([](double x, double y, double, double, sink r, sink s) { r = x <= y; s = 0; }); break;
+        case binary_op::gt: each([](double x, double y, double, double, sink r, sink s) { r = x > y; s = 0; }); break;
+        case binary_op::ge: each([](double x, double y, double, double, sink r, sink s) { r = x >= y; s = 0; }); break;
+        case binary_op::eq: each([](double x, double y, double, double, sink r, sink s) { r = x == y; s = 0; }); break;
+        case binary_op::ne: each([](double x, double y, double, double, sink r, sink s) { r = x != y; s = 0; }); break;
+        case binary_op::logical_and: each([](double x, double y, double, double, sink r, sink s) { r = x != 0 && y != 0; s = 0; }); break;
+        case binary_op::logical_or: each([](double x, double y, double, double, sink r, sink s) { r = x != 0 || y != 0; s = 0; }); break;
+    }
+    return out;
+}
+
+column eval_call(const node& n, const chunk& in, bool with_scale) {
+    std::vector<column> args;
+    for (const auto& a : n.args) args.push_back(eval(*a, in, with_scale));
+    const function_info& f = *n.function;
+    column out(in.count);
+    double point[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < in.count; ++i) {
+        for (std::size_t k = 0; k < args.size(); ++k) point[k] = args[k].value[i];
+        const double r = f.value(point);
+        out.value[i] = r;
+        out.scale[i] = 0;
+        if (!with_scale) continue;  // the partials cost as much as the value again
+        double s = error_ulps(f, in.approximated, point[0]) * std::fabs(r);
+        for (std::size_t k = 0; k < args.size(); ++k)
+            if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, r, static_cast<int>(k))) * args[k].scale[i];
+        out.scale[i] = std::isnan(s) ? 0.0 : s;
+    }
+    return out;
+}
+
 // The error scale s of a result r, in units of one rounding u: |computed − exact| ≲ u·s. Each
 // operation adds its own rounding (|r| times its ulps) to the scales of its operands carried
 // through its partial derivatives; a condition, a min or a step passes on what it selects.
 column eval(const node& n, const chunk& in, bool with_scale) {
-    const std::size_t count = in.count;
-    column out(count);
     switch (n.kind) {
-        case node_kind::number:
-            for (std::size_t i = 0; i < count; ++i) {
-                out.value[i] = n.number;
-                out.scale[i] = constant_scale(n.number, in.float_compute);
-            }
+        case node_kind::number: {
+            column out(in.count);
+            std::fill_n(out.value.begin(), in.count, n.number);
+            std::fill_n(out.scale.begin(), in.count, constant_scale(n.number, in.float_compute));
             return out;
-        case node_kind::name:
-            if (n.binding == name_kind::flowing) {
-                std::copy_n(in.flowing, count, out.value.begin());
-                std::copy_n(in.flowing_scale, count, out.scale.begin());
-            } else if (n.binding == name_kind::array || n.binding == name_kind::token) {
-                // (a token read is given as an array of its own, under its text: "doc[col]")
-                std::copy_n(in.arrays->at(n.binding == name_kind::token ? token_read{n.name, n.index}.text() : n.name), count, out.value.begin());
-                std::fill_n(out.scale.begin(), count, 0.0);  // inputs are exact: stored values are the data
-            } else if (n.binding == name_kind::position) {
-                // Exact integers; one rounding where the kernel converts one to float.
-                const position_name which = position_of(n.name);
-                for (std::size_t i = 0; i < count; ++i) {
-                    out.value[i] = position(which, in.at->first + static_cast<long long>(i) * in.at->stride, *in.at);
-                    out.scale[i] = constant_scale(out.value[i], in.float_compute);
-                }
-            } else if (n.binding == name_kind::row) {
-                const row_value& v = in.rows->at(n.name);
-                std::fill_n(out.value.begin(), count, v.value);
-                std::fill_n(out.scale.begin(), count, v.scale);
-            } else {
-                const double v = in.scalars->at(n.name);
-                std::fill_n(out.value.begin(), count, v);
-                std::fill_n(out.scale.begin(), count, constant_scale(v, in.float_compute));
-            }
-            return out;
+        }
+        case node_kind::name: return eval_name(n, in);
         case node_kind::negate: {
             column a = eval(*n.args[0], in, with_scale);
-            for (std::size_t i = 0; i < count; ++i) a.value[i] = -a.value[i];
+            for (double& v : a.value) v = -v;
             return a;
         }
         case node_kind::logical_not: {
             column a = eval(*n.args[0], in, with_scale);
-            for (std::size_t i = 0; i < count; ++i) a.value[i] = a.value[i] != 0 ? 0 : 1;
+            for (double& v : a.value) v = v != 0 ? 0 : 1;
             return a;
         }
-        case node_kind::conditional: {
-            const column c = eval(*n.args[0], in, with_scale), t = eval(*n.args[1], in, with_scale), f = eval(*n.args[2], in, with_scale);
-            for (std::size_t i = 0; i < count; ++i) {
-                const column& chosen = c.value[i] != 0 ? t : f;
-                out.value[i] = chosen.value[i];
-                // Where the condition sits a rounding from flipping, the kernel may take the other
-                // branch; for a choice continuous at its switch (x > 0 ? x : 0, a clamp) the error
-                // is then at most that branch's: either branch's scale carries through.
-                out.scale[i] = std::max(t.scale[i], f.scale[i]);
-            }
-            return out;
-        }
-        case node_kind::binary: {
-            const column a = eval(*n.args[0], in, with_scale), b = eval(*n.args[1], in, with_scale);
-            // One loop per operator: a switch inside the loop would run per element.
-            const auto each = [&](auto op) {
-                for (std::size_t i = 0; i < count; ++i)
-                    op(a.value[i], b.value[i], a.scale[i], b.scale[i], out.value[i], out.scale[i]);
-            };
-            using sink = double&;
-            switch (n.op) {
-                case binary_op::add:
-                    each([](double x, double y, double sx, double sy, sink r, sink s) { r = x + y; s = sx + sy + std::fabs(r); });
-                    break;
-                case binary_op::sub:
-                    each([](double x, double y, double sx, double sy, sink r, sink s) { r = x - y; s = sx + sy + std::fabs(r); });
-                    break;
-                case binary_op::mul:
-                    each([](double x, double y, double sx, double sy, sink r, sink s) {
-                        r = x * y;
-                        s = std::fabs(y) * sx + std::fabs(x) * sy + std::fabs(r);
-                    });
-                    break;
-                case binary_op::div:
-                    each([](double x, double y, double sx, double sy, sink r, sink s) {
-                        r = x / y;
-                        s = sx / std::fabs(y) + std::fabs(r / y) * sy + std::fabs(r);
-                    });
-                    break;
-                case binary_op::floor_div:
-                    each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).quotient; s = 0; });
-                    break;
-                case binary_op::mod:
-                    each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).remainder; s = 0; });
-                    break;
-                case binary_op::lt: each([](double x, double y, double, double, sink r, sink s) { r = x < y; s = 0; }); break;
-                case binary_op::le: each([](double x, double y, double, double, sink r, sink s) { r = x <= y; s = 0; }); break;
-                case binary_op::gt: each([](double x, double y, double, double, sink r, sink s) { r = x > y; s = 0; }); break;
-                case binary_op::ge: each([](double x, double y, double, double, sink r, sink s) { r = x >= y; s = 0; }); break;
-                case binary_op::eq: each([](double x, double y, double, double, sink r, sink s) { r = x == y; s = 0; }); break;
-                case binary_op::ne: each([](double x, double y, double, double, sink r, sink s) { r = x != y; s = 0; }); break;
-                case binary_op::logical_and:
-                    each([](double x, double y, double, double, sink r, sink s) { r = x != 0 && y != 0; s = 0; });
-                    break;
-                case binary_op::logical_or:
-                    each([](double x, double y, double, double, sink r, sink s) { r = x != 0 || y != 0; s = 0; });
-                    break;
-            }
-            return out;
-        }
-        case node_kind::call: {
-            std::vector<column> args;
-            for (const auto& a : n.args) args.push_back(eval(*a, in, with_scale));
-            const function_info& f = *n.function;
-            double point[3] = {0, 0, 0};
-            for (std::size_t i = 0; i < count; ++i) {
-                for (std::size_t k = 0; k < args.size(); ++k) point[k] = args[k].value[i];
-                const double r = f.value(point);
-                out.value[i] = r;
-                out.scale[i] = 0;
-                if (!with_scale) continue;  // the partials cost as much as the value again
-                double s = error_ulps(f, in.approximated, point[0]) * std::fabs(r);
-                for (std::size_t k = 0; k < args.size(); ++k)
-                    if (args[k].scale[i] != 0) s += std::fabs(f.partial(point, r, static_cast<int>(k))) * args[k].scale[i];
-                out.scale[i] = std::isnan(s) ? 0.0 : s;
-            }
-            return out;
-        }
+        case node_kind::conditional: return eval_conditional(n, in, with_scale);
+        case node_kind::binary: return eval_binary(n, in, with_scale);
+        case node_kind::call: return eval_call(n, in, with_scale);
     }
-    return out;
+    return column(in.count);
 }
 
 }  // namespace
