@@ -536,7 +536,9 @@ TEST_CASE("attention: persistent blocks (launch.persistent) take work items as m
     CHECK(flat.resident == family::resident_rule::none);
     CHECK(run::grid_on_device(k, 132).x == 64);  // (fewer items than the SMs' blocks: a block each)
     CHECK(run::grid_on_device(k, 16).x == 16);   // (more: a block takes 4)
-    CHECK(prog.source.find("for (int kjit_item = blockIdx.x; kjit_item < kjit_items; kjit_item += gridDim.x") != std::string::npos);
+    CHECK(prog.source.find("kjit_persistent = 1,") != std::string::npos);  // the loops over items go on
+    CHECK(family::plan(parsed(attention_config(2, 4, 2, 1000, 1000, 128)), codegen::template_set::embedded())
+              .source.find("kjit_persistent = 0,") != std::string::npos);  // they run once
     CHECK(prog.source.find("kjit_wait(kjit_q_free, (kjit_i - 1) % 2);") != std::string::npos);  // the next queries wait for the last scores
     // a key of the wgmma rung alone, true or false
     j["launch"] = {{"rung", "mma"}, {"persistent", true}};

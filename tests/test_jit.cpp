@@ -854,6 +854,19 @@ TEST_CASE("attention compiles with an epilogue: an output gate of Q's shape and 
     CHECK(!result.cubin.empty());
 }
 
+TEST_CASE("the shipped attention configs compile at their defaults unspilled, documents' included") {
+    // A loop over work items that a block an item runs once spilled 16 bytes in the documents'
+    // consumers until the loop's bound said so (kjit_persistent).
+    for (const char* config : {"attention.json", "attention_causal.json", "attention_documents.json", "attention_gated.json"}) {
+        CAPTURE(config);
+        const auto result = compile_patched(config, json::object());
+        INFO(result.nvrtc_log, result.link_log);
+        REQUIRE(result.ok);
+        CHECK(result.link_log.find("serialized") == std::string::npos);
+        CHECK(result.kernels.at(0).spill_store_bytes == 0);
+    }
+}
+
 TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and not, at head dims 64 to 256, persistent and not; wgmma's unserialized and unspilled") {
     struct rung {
         const char* name;

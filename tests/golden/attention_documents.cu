@@ -145,6 +145,10 @@ enum : int {
     kjit_consumer_registers = 240,
     kjit_pieces = 1,  // a warp's pieces of 16 queries: a wgmma gives each warp 16 of its 64 rows
     kjit_stages = 3,
+    // 1: as many blocks as are resident, each taking work item after item; 0: a block an item
+    // (its loops over items run once, which the compiler then knows: nothing is kept for the
+    // next, which takes registers).
+    kjit_persistent = 0,
     // 1, ping-pong: the consumers take turns at the tensor cores (kjit_take_turn), so that one's
     // softmax overlaps the others' products; 0: each issues its products when it is ready.
     kjit_pingpong = 1,
@@ -505,6 +509,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
                                doc + kjit_batch_index * rows,
                                doc + kjit_batch_index * cols);
     };
+    // The block's work item after `item`: gridDim.x on where persistent, else none.
+    const auto kjit_next_item = [&](int kjit_item) {
+        return kjit_persistent ? kjit_item + (int)gridDim.x : kjit_items;
+    };
     // The ring: the n-th tile the block takes (over all of its work items) goes to buffer
     // n % kjit_stages, in the buffer's (n / kjit_stages)-th use, whose parity its barriers' phases
     // have; the i-th work item's queries are the queries' buffer's i-th use.
@@ -516,7 +524,8 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
         kjit_prefetch_map(k_map);
         kjit_prefetch_map(v_map);
         int kjit_n = 0, kjit_i = 0;
-        for (int kjit_item = blockIdx.x; kjit_item < kjit_items; kjit_item += gridDim.x, ++kjit_i) {
+        for (int kjit_item = blockIdx.x; kjit_item < kjit_items;
+             kjit_item = kjit_next_item(kjit_item), ++kjit_i) {
             kjit_start_item(kjit_item);
             // The queries' buffer is free once the consumers' last scores of the item before are
             // done: its keys and values are copied meanwhile.
@@ -731,7 +740,8 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
         if (kjit_leader) kjit_arrive(kjit_free + 8 * ((kjit_ring + kjit_m) % kjit_stages));
     };
     int kjit_i = 0;
-    for (int kjit_item = blockIdx.x; kjit_item < kjit_items; kjit_item += gridDim.x, ++kjit_i) {
+    for (int kjit_item = blockIdx.x; kjit_item < kjit_items;
+         kjit_item = kjit_next_item(kjit_item), ++kjit_i) {
         kjit_start_item(kjit_item);
         kjit_start_rows();
         kjit_wait(kjit_q_full, kjit_i % 2);

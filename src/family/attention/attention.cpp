@@ -324,7 +324,7 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
              {"heads", pr.heads}, {"batch", pr.batch},
              {"consumers", t.consumers}, {"consumer_registers", t.consumer_registers()}, {"stages", t.stages},
-             {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
+             {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"persistent", t.persistent ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
              {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
         data.set(key, std::to_string(value));
     data.set("mma", codegen::flag(!wgmma));
