@@ -7,6 +7,7 @@
 #include "family/rows/element_calls.hpp"
 #include "family/rows/geometry.hpp"
 #include "family/rows/policy.hpp"
+#include "family/rows/steps.hpp"
 #include "family/stage_chain.hpp"
 
 namespace kjit::family {
@@ -15,14 +16,10 @@ namespace {
 namespace mu = codegen::mu;
 using config::pipeline;
 using cache = rows::row_cache;
+using rows::flowing_value;
+using rows::k_element_indent;
+using rows::step_context;
 using result_kind = chain_kernel::result;
-
-/// The indent of the template's lines that compute an element (in the loops over a thread's
-/// vectors and their elements).
-constexpr int k_element_indent = 12;
-
-/// A final reduce without a name still needs a variable to hold its value.
-std::string row_value_name(const config::stage& s) { return s.as.empty() ? "kjit_result" : s.as; }
 
 /// How many times a kernel reads its arrays: with row_cache "none" once per pass over the row
 /// (each reduce, an online max and sum together, and the store of a result per element).
@@ -78,119 +75,6 @@ row_signature row_signature_of(const kernel& planned, bool in_shared, bool prefe
     return s;
 }
 
-/// How a kernel's stages reach their values: the CUDA style, whether rows start inside a vector
-/// (geometry.hpp), and whether maps are applied where x is used next (the row is not kept in
-/// registers as computed) rather than in place.
-struct step_context {
-    const pipeline& p;
-    const chain_kernel& k;
-    expr::cuda_style style;
-    bool misaligned = false, maps_at_use = false;
-
-    /// A per-column input does not line up with the vectors of rows that start inside one: there
-    /// each element reads its own column's value (a small array every row reads, from L1).
-    [[nodiscard]] bool by_element(const std::string& a) const { return misaligned && rows::is_per_column_input(p, a); }
-
-    /// The template's vector loads of `arrays` where a loop over x uses them (per column: the same
-    /// for every row).
-    [[nodiscard]] mu::data vector_loads(const std::vector<std::string>& arrays) const {
-        mu::data list{mu::data::type::list};
-        for (const auto& a : arrays) {
-            if (by_element(a)) continue;
-            mu::data load;
-            load.set("array", a);
-            load.set("at", rows::is_per_column_input(p, a) ? a : a + " + kjit_base");
-            list.push_back(load);
-        }
-        return list;
-    }
-};
-
-/// The value flowing through the stages at an element, and the arrays it reads: where maps are
-/// applied at use, each map's call wraps the value before it.
-struct flowing_value {
-    codegen::code value;
-    std::vector<std::string> arrays;
-};
-
-/// Step `i` as a reduce: its op and row value, and the online sum computed with it, if any.
-void set_reduce(const step_context& c, std::size_t i, mu::data& step) {
-    const config::stage& st = c.p.stages[i];
-    const auto online = std::find_if(c.k.stages.begin(), c.k.stages.end(),
-                                     [&](std::size_t later) { return c.p.stages[later].online_with == i; });
-    const bool with_sum = online != c.k.stages.end();
-    step.set("reduce", codegen::flag(true));
-    step.set("online", codegen::flag(with_sum));
-    // A mean is a sum divided by cols.
-    const config::reduction how = st.reduce == config::reduction::mean ? config::reduction::sum : st.reduce;
-    step.set("op", with_sum ? "online" : std::string(config::to_string(how)));
-    step.set("mean", codegen::flag(st.reduce == config::reduction::mean));
-    step.set("row_value", row_value_name(st));
-    if (with_sum) {
-        step.set("sum_index", std::to_string(*online));
-        step.set("sum_value", row_value_name(c.p.stages[*online]));
-    }
-}
-
-/// The template data of stage `i`: its element function and its call on the flowing value, which
-/// a map applied at use then becomes.
-mu::data stage_step(const step_context& c, std::size_t i, flowing_value& flow) {
-    const config::stage& st = c.p.stages[i];
-    expr::used_names used;
-    expr::collect_names(st.kernel, used);
-    // The element function takes x, each array's element, the row values, the scalars, then the
-    // positions it uses.
-    std::vector<std::string> params{"real x"}, args;
-    std::vector<std::string> site_arrays = flow.arrays;
-    for (const auto& a : used.arrays) {
-        params.push_back("real " + a);
-        args.push_back(c.by_element(a) ? "load(" + a + "[kjit_column(kjit_v, kjit_k, kjit_lead, cols)])"
-                                       : "load(kjit_v_" + a + ".e[kjit_k])");
-        add_once(site_arrays, a);
-    }
-    rows::add_names(used, c.style, c.misaligned, params, args);
-    // Each stage's function is in one kernel's code only: its index names it. A call is on a
-    // line indented by k_element_indent, or nested in a later stage's call.
-    codegen::code call{"kjit_s" + std::to_string(i), {flow.value}, true};
-    for (const auto& a : args) call.args.push_back({a});
-    mu::data step;
-    step.set("index", std::to_string(i));
-    step.set("what", config::describe(st));
-    step.set("code", expr::to_cuda(st.kernel, c.style));
-    step.set("params", codegen::parameter_list(params));
-    step.set("value", codegen::print(call, k_element_indent));
-    step.set("arrays", c.vector_loads(site_arrays));
-    if (st.reduce != config::reduction::none)
-        set_reduce(c, i, step);
-    else if (c.maps_at_use)
-        flow = {call, site_arrays};
-    else
-        step.set("map", codegen::flag(true));
-    return step;
-}
-
-/// What the kernel stores: its elements, or row values (for later kernels, the first stage's, a
-/// max maybe with its online sum; the output, the last stage's).
-void set_stores(const pipeline& p, const chain_kernel& k, mu::data& item) {
-    mu::data row_stores{mu::data::type::list};
-    const auto store_row = [&](const std::string& writes, const std::string& stored) {
-        mu::data row_store;
-        row_store.set("writes", writes);
-        row_store.set("stored", stored);
-        row_stores.push_back(row_store);
-    };
-    const bool row_value_out = k.output == result_kind::row_value;
-    if (k.output == result_kind::elements) {
-        item.set("store_elements", codegen::flag(true));
-        item.set("writes", k.writes);
-    } else {
-        const std::string held = row_value_name(p.stages[row_value_out ? k.stages.front() : k.stages.back()]);
-        store_row(row_value_out ? "kjit_row_" + k.writes : k.writes, row_value_out ? held : "store(" + held + ")");
-    }
-    for (const auto& r : k.also_writes) store_row("kjit_row_" + r, r);
-    item.set("row_stores", row_stores);
-}
-
 /// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
 /// where its first stage ignores the row it loads (rows::unread_where).
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
@@ -237,11 +121,11 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
                        {}};
     mu::data steps{mu::data::type::list};
     for (std::size_t i : k.stages)
-        if (!p.stages[i].online_with) steps.push_back(stage_step(c, i, flow));  // an online sum is computed with its max
+        if (!p.stages[i].online_with) steps.push_back(rows::stage_step(c, i, flow));  // an online sum is computed with its max
     item.set("stored_value", codegen::print(flow.value, k_element_indent));
     item.set("store_arrays", c.vector_loads(flow.arrays));
     item.set("steps", steps);
-    set_stores(p, k, item);
+    rows::set_stores(p, k, item);
     return item;
 }
 
