@@ -173,8 +173,7 @@ void set_tile_data(const pipeline& p, const at::tile_tests& tests, const score_c
     const bool plain_test = t.plain_tiles && tests.plain->code != at::k_every_tile;
     tile_test_tail tail{call.extra_params, call.extra_args, {}};
     for (const auto& test : {t.skips_tiles ? tests.masked : std::nullopt, plain_test ? tests.plain : std::nullopt})
-        for (const auto& read : test ? test->bounded : std::vector<expr::token_read>{})
-            if (std::find(tail.bounded.begin(), tail.bounded.end(), read) == tail.bounded.end()) tail.bounded.push_back(read);
+        for (const auto& read : test ? test->bounded : std::vector<expr::token_read>{}) at::add_read(tail.bounded, read);
     mu::data functions{mu::data::type::list};
     if (t.skips_tiles)
         functions.push_back(tile_function("masked",

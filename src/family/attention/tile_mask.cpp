@@ -88,10 +88,6 @@ std::string holds_between(const bounds& a, binary_op op, const bounds& b) {
     }
 }
 
-void add_read(std::vector<expr::token_read>& reads, const expr::token_read& read) {
-    if (std::find(reads.begin(), reads.end(), read) == reads.end()) reads.push_back(read);
-}
-
 /// The value of `read` at the tile's first (0) or last (1) position, as the tile test's loads
 /// name it: kjit_doc_r0 is doc at the tile's first query.
 std::string bound_name(const expr::token_read& read, int edge) {
@@ -197,31 +193,46 @@ private:
     std::vector<std::string> m_ascending;
 };
 
+/// A score `C ? -inf : E` (masked_when true) or `C ? E : -inf` (false): C and E.
+struct mask_parts {
+    expr::tree condition;
+    bool masked_when = true;
+    expr::tree rest;
+};
+std::optional<mask_parts> mask_of(const expr::tree& score) {
+    if (score->kind != node_kind::conditional) return std::nullopt;
+    const bool masked_when_true = is_minus_inf(*score->args[1]);
+    if (!masked_when_true && !is_minus_inf(*score->args[2])) return std::nullopt;
+    return mask_parts{score->args[0], masked_when_true, score->args[masked_when_true ? 2 : 1]};
+}
+
 }  // namespace
 
 std::optional<tile_test> tile_masked(const expr::tree& score, const expr::cuda_style& style,
                                      const std::vector<std::string>& ascending) {
-    if (score->kind != node_kind::conditional) return std::nullopt;
-    const bool masked_when_true = is_minus_inf(*score->args[1]);
-    if (!masked_when_true && !is_minus_inf(*score->args[2])) return std::nullopt;
+    const auto mask = mask_of(score);
+    if (!mask) return std::nullopt;
     // C ? −inf : E is −inf over the tile where C holds over it, or where E is −inf over it (a
     // mask written as nested conditionals, `col > row ? -inf : doc[row] != doc[col] ? -inf : x`).
-    const auto by_condition = tile_tester(style, ascending).all(score->args[0], masked_when_true);
-    const auto by_rest = tile_masked(score->args[masked_when_true ? 2 : 1], style, ascending);
+    const auto by_condition = tile_tester(style, ascending).all(mask->condition, mask->masked_when);
+    const auto by_rest = tile_masked(mask->rest, style, ascending);
     if (!by_condition || !by_rest) return by_condition ? by_condition : by_rest;
     return joined(*by_condition, " || ", *by_rest);
 }
 
 std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_style& style, const std::vector<std::string>& ascending) {
     if (score->kind == node_kind::name && score->binding == expr::name_kind::flowing) return tile_test{k_every_tile, {}};
-    if (score->kind != node_kind::conditional) return std::nullopt;
-    const bool masked_when_true = is_minus_inf(*score->args[1]);
-    if (!masked_when_true && !is_minus_inf(*score->args[2])) return std::nullopt;
+    const auto mask = mask_of(score);
+    if (!mask) return std::nullopt;
     // C ? −inf : E is x itself over the tile where C fails over it and E is x itself there.
-    const auto by_condition = tile_tester(style, ascending).all(score->args[0], !masked_when_true);
-    const auto by_rest = tile_plain(score->args[masked_when_true ? 2 : 1], style, ascending);
+    const auto by_condition = tile_tester(style, ascending).all(mask->condition, !mask->masked_when);
+    const auto by_rest = tile_plain(mask->rest, style, ascending);
     if (!by_condition || !by_rest) return std::nullopt;
     return by_rest->code == k_every_tile ? by_condition : joined(*by_condition, " && ", *by_rest);
+}
+
+void add_read(std::vector<expr::token_read>& reads, const expr::token_read& read) {
+    if (std::find(reads.begin(), reads.end(), read) == reads.end()) reads.push_back(read);
 }
 
 std::string tokens_parameter(const expr::token_read& read) { return "kjit_" + read.name + "_" + read.index + "_tokens"; }

@@ -42,6 +42,9 @@ inline constexpr const char* k_every_tile = "true";
 [[nodiscard]] std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_style& style,
                                                   const std::vector<std::string>& ascending);
 
+/// Adds `read` to `reads` unless it is there: the reads several tests bound, each once.
+void add_read(std::vector<expr::token_read>& reads, const expr::token_read& read);
+
 /// The tile test's parameter that points at the tokens of the block's batch in read's input:
 /// kjit_doc_row_tokens.
 [[nodiscard]] std::string tokens_parameter(const expr::token_read& read);
