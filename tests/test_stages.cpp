@@ -412,7 +412,7 @@ TEST_CASE("formula \"online\": a sum of exp(v - m) paired with the max m of v; a
                                 "max m of v: it is for fn \"sum\", got \"max\"") == 0);
     json bad_name = softmax_config();
     bad_name["stages"][2]["formula"] = "fast";
-    CHECK(failure(bad_name) == "t.json: stages[2].formula: expected one of \"classic\", \"online\", got \"fast\"");
+    CHECK(failure(bad_name) == "t.json: stages[2].formula: expected one of \"auto\", \"classic\", \"online\", got \"fast\"");
     json after_min = softmax_config();
     after_min["stages"][0]["fn"] = "min";
     after_min["stages"][2]["formula"] = "online";

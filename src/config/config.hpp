@@ -95,7 +95,7 @@ enum class reduction { none, max, min, sum, mean };
 /// passes x on unchanged; the last stage may be a reduce, and then the result is one per row.
 struct stage {
     std::string op;       ///< "map", "reduce", or the op's name ("normalize"; activate names its fn)
-    std::string formula;  ///< the op's chosen formula; "" when the op has one form
+    std::string formula;  ///< the op's chosen formula; "" when the op has one form, or a sum leaves it ("auto")
     std::string input;    ///< stages[0]: the array x starts from ("" if the expression needs no x)
     expr::tree kernel;    ///< what the GPU computes; names bound to inputs and pipeline scalars
     expr::tree exact;     ///< the op's exact definition, which the float64 reference evaluates

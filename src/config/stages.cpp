@@ -254,12 +254,11 @@ void read_reduce(const stage_reader& c, stage& s, bool last) {
         "fn", {{"max", reduction::max}, {"min", reduction::min}, {"sum", reduction::sum}, {"mean", reduction::mean}},
         std::nullopt);
     s.kernel = s.exact = r.find("expr") ? parse_expression(r, "expr", c.scope()) : expr::parse("x", c.scope());
-    if (r.find("formula")) {  // paired with its max, and checked, once every stage is read
-        const bool online = r.choice<bool>("formula", {{"classic", false}, {"online", true}}, std::nullopt);
-        if (online && s.reduce != reduction::sum)
+    if (r.find("formula")) {  // paired with its max, and checked, by the family's policy ("auto" is left to it)
+        s.formula = r.choice<std::string>("formula", {{"auto", ""}, {"classic", "classic"}, {"online", "online"}}, std::nullopt);
+        if (s.formula == "online" && s.reduce != reduction::sum)
             r.fail("formula", "\"online\" computes a sum of exp(v - m) in one pass with the max m of v: it is for "
                               "fn \"sum\", got \"" + std::string(to_string(s.reduce)) + "\"");
-        s.formula = online ? "online" : "classic";
     }
     if (r.find("as")) {
         read_row_value_name(c, s);

@@ -30,26 +30,55 @@ enum : int {
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 8,  // of a row, at most
+    kjit_copy_groups = 8,  // a thread's copies of a row land in this many groups
+    kjit_group_vectors = 1,  // of its vectors each, at most
 };
+
+static_assert(kjit_copy_groups * kjit_group_vectors >= kjit_vectors_per_thread,
+              "the copy groups hold every vector of the row a thread copies");
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.
-struct kjit_sum {
-    typedef real value;
-    __device__ static value start() { return 0; }
-    __device__ static value combine(value a, value b) { return a + b; }
-    __device__ static value add(value a, real v) { return a + v; }
-};
-struct kjit_max {
-    typedef real value;
-    __device__ static value start() { return -__int_as_float(0x7f800000); }
-    __device__ static value combine(value a, value b) { return fmaxf(a, b); }
-    __device__ static value add(value a, real v) { return fmaxf(a, v); }
-};
 
-__device__ __forceinline__ real kjit_shuffle(real v, int offset)
+// The online softmax (Milakov and Gimelshein, 2018): a max and a sum of exp(v - max) in one
+// pass. The sum is kept relative to the running max and rescaled by exp(old max - new max) when
+// the max grows, so no second pass over the row is needed for the sum.
+struct kjit_max_sum {
+    real max, sum;
+};
+struct kjit_online {
+    typedef kjit_max_sum value;
+    __device__ static value start() { return {-__int_as_float(0x7f800000), 0}; }
+    __device__ static value combine(value a, value b)
+    {
+        const real max = fmaxf(a.max, b.max);
+        // The side that holds the max needs no rescale (and exp(-inf - -inf) would be NaN for an
+        // empty side); a.sum and b.sum are added in either order alike, as the butterfly needs.
+        const real a_sum = a.max == max ? a.sum : a.sum * expf(a.max - max);
+        const real b_sum = b.max == max ? b.sum : b.sum * expf(b.max - max);
+        return {max, a_sum + b_sum};
+    }
+    // A vector of n elements at once: the sum rescaled once at most, then an exp per element
+    // (an element at a time would rescale at every new max, and branch). While every element
+    // so far is -inf (masked), the max is -inf and the sum stays 0: exp(-inf - -inf) is NaN.
+    template <int n>
+    __device__ static value add(value a, const real (&v)[n])
+    {
+        real max = a.max;
+#pragma unroll
+        for (int k = 0; k < n; ++k) max = fmaxf(max, v[k]);
+        if (max == -__int_as_float(0x7f800000)) return a;
+        real sum = a.max == max ? a.sum : a.sum * expf(a.max - max);
+#pragma unroll
+        for (int k = 0; k < n; ++k) sum += expf(v[k] - max);
+        return {max, sum};
+    }
+};
+__device__ __forceinline__ kjit_max_sum kjit_shuffle(kjit_max_sum v, int offset)
 {
-    return __shfl_xor_sync(0xffffffffu, v, offset);
+    const real max = __shfl_xor_sync(0xffffffffu, v.max, offset);
+    const real sum = __shfl_xor_sync(0xffffffffu, v.sum, offset);
+    return {max, sum};
 }
 
 // A warp's 32 values combined by a butterfly of shuffles: every lane ends with the same result
@@ -118,20 +147,44 @@ __device__ __forceinline__ long long kjit_slot(long long v)
 }
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
-// kjit_row_stride, …) copied to `to` in shared memory, as one group of copies. A thread reads
-// only the vectors it copied, so it waits for its own copies and no others: no barrier.
+// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies of
+// kjit_group_vectors vectors each (the last ones may be short, or empty). A thread reads only the
+// vectors it copied, so it waits for its own copies and no others: no barrier.
 __device__ __forceinline__ void kjit_copy_row(
         vec* to, const store_t* from, long long row, long long cols, long long first)
 {
     const vec* source = reinterpret_cast<const vec*>(from + row * cols);
-    for (long long v = first; v < cols / kjit_width; v += kjit_row_stride) {
-        kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
+    const long long count = cols / kjit_width;
+    long long v = first;
+    for (int group = 0; group < kjit_copy_groups; ++group) {
+        for (int j = 0; j < kjit_group_vectors && v < count; ++j, v += kjit_row_stride) {
+            kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
+        }
+        kjit_commit_copies();
     }
-    kjit_commit_copies();
 }
 
-// ---- softmax_fused: reduce max as m → map(exp(x - m)) → reduce sum as s → map(x * (1 / s)),
-// fused into one kernel
+// Waits until group `group` of this thread's copies, and those before it, have landed.
+// cp.async.wait_group takes the groups it may leave in flight as an immediate: one call for each.
+template <int in_flight = kjit_copy_groups - 1>
+__device__ __forceinline__ void kjit_wait_for_group(int group)
+{
+    if constexpr (in_flight > 0) {
+        if (group + in_flight >= kjit_copy_groups) return kjit_wait_for_group<in_flight - 1>(group);
+    }
+    kjit_wait_for_copies<in_flight>();
+}
+// Called by the first pass over the row at each of this thread's vectors (v is its j-th, as
+// first < kjit_row_stride): at the first of a group, waits for that group, so the pass starts on
+// the row while its later groups are still in flight.
+__device__ __forceinline__ void kjit_wait_for_vector(long long v)
+{
+    const int j = (int)(v / kjit_row_stride);
+    if (j % kjit_group_vectors == 0) kjit_wait_for_group(j / kjit_group_vectors);
+}
+
+// ---- softmax_fused: reduce max as m → map(exp(x - m)) → reduce sum as s, online → map(x *
+// (1 / s)), fused into one kernel
 // stages[0]: reduce max as m
 __device__ __forceinline__ real kjit_s0(real x)
 {
@@ -141,11 +194,6 @@ __device__ __forceinline__ real kjit_s0(real x)
 __device__ __forceinline__ real kjit_s1(real x, real m)
 {
     return expf(x - m);
-}
-// stages[2]: reduce sum as s
-__device__ __forceinline__ real kjit_s2(real x)
-{
-    return x;
 }
 // stages[3]: map(x * (1 / s))
 __device__ __forceinline__ real kjit_s3(real x, real s)
@@ -166,30 +214,21 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
     // applies the maps before each use of x.
     // stages[0]: reduce max as m
     // Each thread combines its elements in order, then the block.
-    kjit_max::value kjit_part_0 = kjit_max::start();
+    kjit_online::value kjit_part_0 = kjit_online::start();
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
+        kjit_wait_for_vector(kjit_v);
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
+        real kjit_vector[kjit_width];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            const real kjit_value = kjit_s0(load(kjit_in.e[kjit_k]));
-            kjit_part_0 = kjit_max::add(kjit_part_0, kjit_value);
+            kjit_vector[kjit_k] = kjit_s0(load(kjit_in.e[kjit_k]));
         }
+        kjit_part_0 = kjit_online::add(kjit_part_0, kjit_vector);
     }
-    const real m = kjit_row_reduce<kjit_max>(kjit_part_0);
-    // stages[2]: reduce sum as s
-    // Each thread combines its elements in order, then the block.
-    kjit_sum::value kjit_part_2 = kjit_sum::start();
-#pragma unroll 4
-    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
-        const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
-#pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            const real kjit_value = kjit_s2(kjit_s1(load(kjit_in.e[kjit_k]), m));
-            kjit_part_2 = kjit_sum::add(kjit_part_2, kjit_value);
-        }
-    }
-    const real s = kjit_row_reduce<kjit_sum>(kjit_part_2);
+    const kjit_max_sum kjit_both_0 = kjit_row_reduce<kjit_online>(kjit_part_0);
+    const real m = kjit_both_0.max;
+    const real s = kjit_both_0.sum;  // stages[2], in the same pass
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
@@ -208,10 +247,10 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         long long cols)
 {
     const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    // The first pass over the row waits for its copies.
     extern __shared__ vec kjit_rows[];
     const vec* kjit_row = kjit_rows;
     kjit_copy_row(kjit_rows, logits, kjit_row_index, cols, kjit_first);
-    kjit_wait_for_copies<0>();
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
 }

@@ -26,6 +26,9 @@ inline constexpr int k_two_rows_block = 512;
 /// H200: 1.10× at 16; at 32, 1.03× on a warp per row and 1.06× in blocks of 128;
 /// bench/results/2026-12-02-h200-causal).
 inline constexpr int k_positional_row_items = k_max_row_items;
+/// "auto" lands a row that row_cache "shared" holds in this many groups of copies a thread (at
+/// most one a vector), so the first pass starts on the first group while the rest are in flight.
+inline constexpr int k_auto_copy_groups = 8;
 /// The few words of shared memory the reductions use, beside a row that row_cache "shared" holds.
 inline constexpr std::size_t k_reduction_shared_bytes = 1024;
 /// Levels of the template's warp butterfly (kjit_warp_reduce: 32 lanes). kjit_block_reduce runs
@@ -54,6 +57,9 @@ inline constexpr long long k_warp_levels = 5;
 /// The elements one thread handles (serially, before the block's tree). With row_cache "values"
 /// or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const config::pipeline& p);
+/// The vectors of a row each of a thread's copy groups holds (row_cache "shared"): its vectors
+/// split into policy::copy_groups groups, the last ones possibly short or empty.
+[[nodiscard]] long long copy_group_vectors(const config::pipeline& p);
 /// True when the row waits in registers between passes (row_cache "values" or "inputs").
 [[nodiscard]] bool row_in_registers(const config::pipeline& p);
 /// True where a vector of the row that the first stage ignores (all of it masked) may go unread:

@@ -1,6 +1,6 @@
 // The row family's policy: every "auto" of a row pipeline's launch resolved once (vector width,
-// block, cluster), the combinations that cannot work refused with one line, the online sums
-// paired with their maxes; and the geometry that follows from it (geometry.hpp).
+// block, cluster, copy groups), the combinations that cannot work refused with one line, the sums'
+// formulas chosen (sums.cpp); and the geometry that follows from it (geometry.hpp).
 #include "family/rows/policy.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "expr/expr.hpp"
 #include "expr/functions.hpp"
 #include "family/rows/geometry.hpp"
+#include "family/rows/sums.hpp"
 #include "util/error.hpp"
 
 namespace kjit::family::rows {
@@ -22,53 +23,6 @@ struct failer {
         throw config_error(source, path, what);
     }
 };
-
-/// Nodes printed of a composed tree at most, when it is compared or quoted: enough for any
-/// expression a user writes, and a bound on the work for a composition whose text is
-/// exponentially long.
-constexpr std::size_t k_compared_nodes = 1 << 16, k_quoted_nodes = 64;
-
-/// True when `t` is exp(reduced - m), where m names a row value.
-bool is_exp_less_max(const expr::tree& t, const expr::tree& reduced, const std::string& max_name) {
-    if (t->kind != expr::node_kind::call || t->function->name != "exp") return false;
-    const expr::node& difference = *t->args[0];
-    return difference.kind == expr::node_kind::binary && difference.op == expr::binary_op::sub &&
-           difference.args[1]->kind == expr::node_kind::name && difference.args[1]->binding == expr::name_kind::row &&
-           difference.args[1]->name == max_name &&
-           expr::to_text(difference.args[0], k_compared_nodes) == expr::to_text(reduced, k_compared_nodes);
-}
-
-/// Pairs each "online" sum with the max before it, or fails saying why the pair is not the online
-/// softmax's: the sum, with the maps between put in for x, must be of exp(v - m), where m is the
-/// max of v.
-void pair_online_sums(pipeline& p, const failer& fail) {
-    for (std::size_t i = 0; i < p.stages.size(); ++i) {
-        config::stage& sum = p.stages[i];
-        if (sum.formula != "online") continue;
-        const std::string path = "stages[" + std::to_string(i) + "].formula";
-        std::size_t after_max = i;
-        while (after_max > 0 && p.stages[after_max - 1].reduce == config::reduction::none) --after_max;
-        if (after_max == 0 || p.stages[after_max - 1].reduce != config::reduction::max)
-            fail(path, "\"online\" computes this sum in one pass with a max: the reduce before it must be "
-                            "fn \"max\", with only maps between");
-        const config::stage& max = p.stages[after_max - 1];
-        // The maps composed first to last, each substituted into the next (linear in their size).
-        const auto summand_of = [&](expr::tree config::stage::*which) {
-            expr::tree v;  // x itself, until a map
-            for (std::size_t k = after_max; k < i; ++k) v = v ? expr::substitute_flowing(p.stages[k].*which, v) : p.stages[k].*which;
-            return v ? expr::substitute_flowing(sum.*which, v) : sum.*which;
-        };
-        const expr::tree summand = summand_of(&config::stage::kernel);
-        if (!is_exp_less_max(summand, max.kernel, max.as) || !is_exp_less_max(summand_of(&config::stage::exact), max.exact, max.as))
-            fail(path, "\"online\" needs a sum of exp(v - " + max.as + ") where " + max.as + " is the max of v = " +
-                                expr::to_text(max.kernel, k_quoted_nodes) + "; this sum is of " +
-                                expr::to_text(summand, k_quoted_nodes));
-        if (p.fuse == config::fusion::separate && i + 1 == p.stages.size())
-            fail(path, "\"online\" with fusion \"separate\" computes the sum in the max's kernel, which writes "
-                            "row values; the last stage's sum is the output: use fusion \"fused\", or \"classic\"");
-        sum.online_with = after_max - 1;
-    }
-}
 
 /// True when the launch block leaves `key` to the family: absent or "auto".
 bool is_auto(const pipeline& p, const char* key) { return config::detail::leaves_auto(p.launch.given, key); }
@@ -95,6 +49,7 @@ policy given_policy(const pipeline& p, const std::string& source) {
             l.fail("cluster", "expected 1, 2, 4, 8 or \"auto\", got " + config::detail::shown(cluster));
         given.cluster = cluster.get<int>();
     }
+    if (!l.leaves_auto("copy_groups")) given.copy_groups = static_cast<int>(l.integer("copy_groups", 1, 16, std::nullopt));
     return given;
 }
 
@@ -264,6 +219,22 @@ void check_row_launch(const pipeline& p, const policy& chosen, const failer& fai
                               std::to_string(*p.compile.arch));
 }
 
+/// The groups a thread's copies of a row land in, where "auto": k_auto_copy_groups (at most one
+/// a vector) for a row in shared memory on a block or cluster per row; 1 otherwise, as given
+/// groups must be there.
+void choose_copy_groups(const pipeline& p, policy& chosen, const failer& fail) {
+    const bool lands_in_groups = chosen.cache == row_cache::shared && !rows_loop(p);
+    if (!is_auto(p, "copy_groups")) {
+        if (chosen.copy_groups > 1 && !lands_in_groups)
+            fail("launch.copy_groups", "groups of copies are for a row in shared memory (row_cache \"shared\") on a "
+                                       "block or cluster per row (launch.grid \"auto\"); this launch takes 1 or \"auto\", got " +
+                                               std::to_string(chosen.copy_groups));
+        return;
+    }
+    const long long vectors = row_items_per_thread(p) / p.launch.vector_width;
+    chosen.copy_groups = lands_in_groups ? static_cast<int>(std::min<long long>(vectors, k_auto_copy_groups)) : 1;
+}
+
 /// A row kernel's block and cluster (row_mapping "warp": one warp a row; else fit_block_and_cluster)
 /// and what they must meet.
 void choose_row_launch(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
@@ -326,6 +297,11 @@ long long row_bytes_per_block(const pipeline& p) {
     return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(config::element_size(p.type));
 }
 
+long long copy_group_vectors(const pipeline& p) {
+    const long long vectors = row_items_per_thread(p) / p.launch.vector_width, groups = policy_of(p).copy_groups;
+    return (vectors + groups - 1) / groups;
+}
+
 long long row_items_per_thread(const pipeline& p) {
     const long long width = p.launch.vector_width, vectors = row_vectors(p);
     const long long threads = static_cast<long long>(p.launch.block) * policy_of(p).cluster;
@@ -368,6 +344,7 @@ config::json_value policy::columns() const {
             {"row_mapping", warp_per_row ? "warp" : "block"},
             {"row_cache", to_string(cache)},
             {"streaming", streaming},
+            {"copy_groups", copy_groups},
             {"min_blocks_per_sm", min_blocks_per_sm ? config::json_value(min_blocks_per_sm) : config::json_value("auto")}};
 }
 
@@ -378,11 +355,13 @@ std::string policy::label() const {
     if (cache != row_cache::values) text += " row-cache=" + std::string(to_string(cache));
     if (min_blocks_per_sm) text += " min-blocks=" + std::to_string(min_blocks_per_sm);
     if (streaming) text += " streaming";
+    if (copy_groups > 1) text += " copy-groups=" + std::to_string(copy_groups);
     return text;
 }
 
 std::vector<std::string> launch_keys() {
-    return {"block", "vector_width", "grid", "cluster", "row_mapping", "row_cache", "streaming", "min_blocks_per_sm"};
+    return {"block",     "vector_width", "grid",      "cluster", "row_mapping", "row_cache",
+            "streaming", "min_blocks_per_sm", "copy_groups"};
 }
 
 const policy& policy_of(const pipeline& p) {
@@ -398,7 +377,8 @@ void resolve_policy(pipeline& p, const std::string& source) {
     bool cluster_auto = is_auto(p, "cluster");
     choose_row_cache(p, *chosen, cluster_auto);
     choose_row_launch(p, *chosen, cluster_auto, fail);
-    pair_online_sums(p, fail);
+    choose_copy_groups(p, *chosen, fail);
+    choose_sum_formulas(p, source);
 }
 
 }  // namespace kjit::family::rows

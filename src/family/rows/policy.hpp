@@ -36,6 +36,10 @@ struct policy final : config::launch_policy {
     /// The second argument of __launch_bounds__: the compiler keeps registers few enough for this
     /// many blocks per SM (spilling if it must); 0: not given.
     int min_blocks_per_sm = 0;
+    /// "copy_groups": with row_cache "shared" and a block (or cluster) per row, a thread's copies
+    /// of the row land in this many groups, and the first pass over the row starts on a group as
+    /// soon as it lands instead of waiting for the whole row. 1 where blocks loop over rows.
+    int copy_groups = 1;
     [[nodiscard]] config::json_value columns() const override;
     [[nodiscard]] std::string label() const override;
 };

@@ -120,8 +120,18 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
                                                 : "load(kjit_in.e[kjit_k])"},
                        {}};
     mu::data steps{mu::data::type::list};
-    for (std::size_t i : k.stages)
-        if (!p.stages[i].online_with) steps.push_back(rows::stage_step(c, i, flow));  // an online sum is computed with its max
+    // The first pass over a row landing in groups of copies waits for each where it reaches it:
+    // the first reduce's, or the store's where there is none.
+    bool waited = false;
+    for (std::size_t i : k.stages) {
+        if (p.stages[i].online_with) continue;  // an online sum is computed with its max
+        mu::data step = rows::stage_step(c, i, flow);
+        const bool reduce = p.stages[i].reduce != config::reduction::none;
+        step.set("waits_for_copies", codegen::flag(reduce && !waited));
+        waited = waited || reduce;
+        steps.push_back(step);
+    }
+    item.set("waits_for_copies", codegen::flag(!waited));
     item.set("stored_value", codegen::print(flow.value, k_element_indent));
     item.set("store_arrays", c.vector_loads(flow.arrays));
     item.set("steps", steps);
@@ -166,6 +176,11 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     const expr::function_info& exp = *expr::find_function("exp");
     data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
     data.set("shared_rows", codegen::flag(chosen.cache == cache::shared));
+    // A row copied into shared memory lands in groups; on a block (or cluster) per row, each pass
+    // waits for a group where it reaches it (with blocks that loop over rows, the loop waits).
+    data.set("copy_groups", std::to_string(chosen.copy_groups));
+    data.set("group_vectors", std::to_string(rows::copy_group_vectors(p)));
+    data.set("lands_in_groups", codegen::flag(chosen.cache == cache::shared && !rows::rows_loop(p)));
     // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
     const int vector_bytes = width * static_cast<int>(config::element_size(p.type));
     const bool copy_async = vector_bytes >= 4;
