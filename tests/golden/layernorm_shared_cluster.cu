@@ -134,9 +134,10 @@ __device__ __forceinline__ long long kjit_slot(long long v)
 }
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
-// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies of
-// kjit_group_vectors vectors each (the last ones may be short, or empty). A thread reads only the
-// vectors it copied, so it waits for its own copies and no others: no barrier.
+// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies
+// of kjit_group_vectors vectors each (the last ones may be short, or empty).
+// A thread reads only the vectors it copied, so it waits for its own copies and no others: no
+// barrier.
 __device__ __forceinline__ void kjit_copy_row(
         vec* to, const store_t* from, long long row, long long cols, long long first)
 {
@@ -254,7 +255,7 @@ __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block) vo
         long long cols)
 {
     const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
-    // The first pass over the row waits for its copies.
+    // The first pass over the row waits for its groups of copies.
     extern __shared__ vec kjit_rows[];
     const vec* kjit_row = kjit_rows;
     kjit_copy_row(kjit_rows, activations, blockIdx.x / kjit_cluster, cols, kjit_first);

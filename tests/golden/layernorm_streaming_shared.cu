@@ -123,9 +123,10 @@ __device__ __forceinline__ long long kjit_slot(long long v)
 }
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
-// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies of
-// kjit_group_vectors vectors each (the last ones may be short, or empty). A thread reads only the
-// vectors it copied, so it waits for its own copies and no others: no barrier.
+// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies
+// of kjit_group_vectors vectors each (the last ones may be short, or empty).
+// A thread reads only the vectors it copied, so it waits for its own copies and no others: no
+// barrier.
 __device__ __forceinline__ void kjit_copy_row(
         vec* to, const store_t* from, long long row, long long cols, long long first)
 {
@@ -240,7 +241,7 @@ extern "C" __global__ __launch_bounds__(kjit_block) void layernorm_fused(
         long long cols)
 {
     const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
-    // The first pass over the row waits for its copies.
+    // The first pass over the row waits for its groups of copies.
     extern __shared__ vec kjit_rows[];
     const vec* kjit_row = kjit_rows;
     kjit_copy_row(kjit_rows, activations, kjit_row_index, cols, kjit_first);

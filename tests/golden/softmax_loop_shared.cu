@@ -31,12 +31,7 @@ enum : int {
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 8,  // of a row, at most
     kjit_row_vectors = 1024,  // a row's in shared memory, at most
-    kjit_copy_groups = 1,  // a thread's copies of a row land in this many groups
-    kjit_group_vectors = 8,  // of its vectors each, at most
 };
-
-static_assert(kjit_copy_groups * kjit_group_vectors >= kjit_vectors_per_thread,
-              "the copy groups hold every vector of the row a thread copies");
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.
@@ -148,21 +143,17 @@ __device__ __forceinline__ long long kjit_slot(long long v)
 }
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
-// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies of
-// kjit_group_vectors vectors each (the last ones may be short, or empty). A thread reads only the
-// vectors it copied, so it waits for its own copies and no others: no barrier.
+// kjit_row_stride, …) copied to `to` in shared memory, as one group of copies.
+// A thread reads only the vectors it copied, so it waits for its own copies and no others: no
+// barrier.
 __device__ __forceinline__ void kjit_copy_row(
         vec* to, const store_t* from, long long row, long long cols, long long first)
 {
     const vec* source = reinterpret_cast<const vec*>(from + row * cols);
-    const long long count = cols / kjit_width;
-    long long v = first;
-    for (int group = 0; group < kjit_copy_groups; ++group) {
-        for (int j = 0; j < kjit_group_vectors && v < count; ++j, v += kjit_row_stride) {
-            kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
-        }
-        kjit_commit_copies();
+    for (long long v = first; v < cols / kjit_width; v += kjit_row_stride) {
+        kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
     }
+    kjit_commit_copies();
 }
 
 // ---- softmax_fused: reduce max as m → map(exp(x - m)) → reduce sum as s, online → map(x *

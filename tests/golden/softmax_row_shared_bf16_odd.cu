@@ -33,12 +33,7 @@ enum : int {
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 64,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 1,  // of a row, at most
-    kjit_copy_groups = 1,  // a thread's copies of a row land in this many groups
-    kjit_group_vectors = 1,  // of its vectors each, at most
 };
-
-static_assert(kjit_copy_groups * kjit_group_vectors >= kjit_vectors_per_thread,
-              "the copy groups hold every vector of the row a thread copies");
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.
@@ -186,40 +181,17 @@ __device__ __forceinline__ long long kjit_slot(long long v)
 }
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
-// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies of
-// kjit_group_vectors vectors each (the last ones may be short, or empty). A thread reads only the
-// vectors it copied, so it waits for its own copies and no others: no barrier.
+// kjit_row_stride, …) copied to `to` in shared memory, as one group of copies.
+// A thread reads only the vectors it copied, so it waits for its own copies and no others: no
+// barrier.
 __device__ __forceinline__ void kjit_copy_row(
         vec* to, const store_t* from, long long row, long long cols, long long first)
 {
     const vec* source = reinterpret_cast<const vec*>(from + row * cols - kjit_lead_of(row, cols));
-    const long long count = kjit_vectors_of(row, cols);
-    long long v = first;
-    for (int group = 0; group < kjit_copy_groups; ++group) {
-        for (int j = 0; j < kjit_group_vectors && v < count; ++j, v += kjit_row_stride) {
-            kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
-        }
-        kjit_commit_copies();
+    for (long long v = first; v < kjit_vectors_of(row, cols); v += kjit_row_stride) {
+        kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
     }
-}
-
-// Waits until group `group` of this thread's copies, and those before it, have landed.
-// cp.async.wait_group takes the groups it may leave in flight as an immediate: one call for each.
-template <int in_flight = kjit_copy_groups - 1>
-__device__ __forceinline__ void kjit_wait_for_group(int group)
-{
-    if constexpr (in_flight > 0) {
-        if (group + in_flight >= kjit_copy_groups) return kjit_wait_for_group<in_flight - 1>(group);
-    }
-    kjit_wait_for_copies<in_flight>();
-}
-// Called by the first pass over the row at each of this thread's vectors (v is its j-th, as
-// first < kjit_row_stride): at the first of a group, waits for that group, so the pass starts on
-// the row while its later groups are still in flight.
-__device__ __forceinline__ void kjit_wait_for_vector(long long v)
-{
-    const int j = (int)(v / kjit_row_stride);
-    if (j % kjit_group_vectors == 0) kjit_wait_for_group(j / kjit_group_vectors);
+    kjit_commit_copies();
 }
 
 // ---- softmax_fused: reduce max as m → map(exp(x - m)) → reduce sum as s, online → map(x *
@@ -257,7 +229,6 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
     kjit_online::value kjit_part_0 = kjit_online::start();
 #pragma unroll 4
     for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
-        kjit_wait_for_vector(kjit_v);
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
         const kjit_own kjit_mine = kjit_own_elements(kjit_v, kjit_lead, cols);
         real kjit_vector[kjit_width];
@@ -292,10 +263,10 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         long long cols)
 {
     const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
-    // The first pass over the row waits for its copies.
     extern __shared__ vec kjit_rows[];
     const vec* kjit_row = kjit_rows;
     kjit_copy_row(kjit_rows, logits, kjit_row_index, cols, kjit_first);
+    kjit_wait_for_copies<0>();
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
 }

@@ -57,6 +57,9 @@ inline constexpr long long k_warp_levels = 5;
 /// The elements one thread handles (serially, before the block's tree). With row_cache "values"
 /// or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const config::pipeline& p);
+/// True when a row in shared memory is copied there asynchronously (cp.async: vectors of 4 bytes
+/// or more); a smaller vector goes through a register, at once.
+[[nodiscard]] bool copies_async(const config::pipeline& p);
 /// The vectors of a row each of a thread's copy groups holds (row_cache "shared"): its vectors
 /// split into policy::copy_groups groups, the last ones possibly short or empty.
 [[nodiscard]] long long copy_group_vectors(const config::pipeline& p);

@@ -220,8 +220,8 @@ void check_row_launch(const pipeline& p, const policy& chosen, const failer& fai
 }
 
 /// The groups a thread's copies of a row land in, where "auto": k_auto_copy_groups (at most one
-/// a vector) for a row in shared memory on a block or cluster per row; 1 otherwise, as given
-/// groups must be there.
+/// a vector) for a row copied asynchronously into shared memory on a block or cluster per row; 1
+/// otherwise. Given groups need such a row (copied at once, they are one group whatever is given).
 void choose_copy_groups(const pipeline& p, policy& chosen, const failer& fail) {
     const bool lands_in_groups = chosen.cache == row_cache::shared && !rows_loop(p);
     if (!is_auto(p, "copy_groups")) {
@@ -232,7 +232,7 @@ void choose_copy_groups(const pipeline& p, policy& chosen, const failer& fail) {
         return;
     }
     const long long vectors = row_items_per_thread(p) / p.launch.vector_width;
-    chosen.copy_groups = lands_in_groups ? static_cast<int>(std::min<long long>(vectors, k_auto_copy_groups)) : 1;
+    chosen.copy_groups = lands_in_groups && copies_async(p) ? static_cast<int>(std::min<long long>(vectors, k_auto_copy_groups)) : 1;
 }
 
 /// A row kernel's block and cluster (row_mapping "warp": one warp a row; else fit_block_and_cluster)
@@ -296,6 +296,8 @@ long long row_bytes_per_block(const pipeline& p) {
     const long long stride = static_cast<long long>(p.launch.block) * policy_of(p).cluster;
     return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(config::element_size(p.type));
 }
+
+bool copies_async(const pipeline& p) { return p.launch.vector_width * config::element_size(p.type) >= 4; }
 
 long long copy_group_vectors(const pipeline& p) {
     const long long vectors = row_items_per_thread(p) / p.launch.vector_width, groups = policy_of(p).copy_groups;

@@ -176,15 +176,14 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     const expr::function_info& exp = *expr::find_function("exp");
     data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
     data.set("shared_rows", codegen::flag(chosen.cache == cache::shared));
-    // A row copied into shared memory lands in groups; on a block (or cluster) per row, each pass
-    // waits for a group where it reaches it (with blocks that loop over rows, the loop waits).
+    // A row copied into shared memory in groups (a block or cluster per row): the first pass waits
+    // for each group where it reaches it. In one group, the kernel waits for the row before it.
     data.set("copy_groups", std::to_string(chosen.copy_groups));
     data.set("group_vectors", std::to_string(rows::copy_group_vectors(p)));
-    data.set("lands_in_groups", codegen::flag(chosen.cache == cache::shared && !rows::rows_loop(p)));
+    data.set("lands_in_groups", codegen::flag(chosen.copy_groups > 1));
     // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
     const int vector_bytes = width * static_cast<int>(config::element_size(p.type));
-    const bool copy_async = vector_bytes >= 4;
-    data.set("copy_async", codegen::flag(copy_async));
+    data.set("copy_async", codegen::flag(rows::copies_async(p)));
     data.set("streaming", codegen::flag(chosen.streaming));
     const bool reads_unless = std::any_of(unread.begin(), unread.end(), [](const expr::tree& t) { return t != nullptr; });
     data.set("reads_unless", codegen::flag(reads_unless));
@@ -218,7 +217,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     bool reads_row = false;
     for (std::size_t i = 0; i < chain.kernels.size(); ++i)
         reads_row = reads_row || (!chain.kernels[i].first_value.empty() && !unread[i]);
-    const bool copies_through_registers = chosen.cache == cache::shared && !copy_async;
+    const bool copies_through_registers = chosen.cache == cache::shared && !rows::copies_async(p);
     data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
     data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
                  return k.output == result_kind::elements;
