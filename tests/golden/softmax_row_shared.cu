@@ -156,12 +156,11 @@ __device__ __forceinline__ void kjit_copy_row(
 {
     const vec* source = reinterpret_cast<const vec*>(from + row * cols);
     const long long count = cols / kjit_width;
-    long long v = first;
-    for (int group = 0; group < kjit_copy_groups; ++group) {
-        for (int j = 0; j < kjit_group_vectors && v < count; ++j, v += kjit_row_stride) {
-            kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
-        }
-        kjit_commit_copies();
+#pragma unroll
+    for (int j = 0; j < kjit_copy_groups * kjit_group_vectors; ++j) {
+        const long long v = (long long)j * kjit_row_stride + first;  // this thread's j-th
+        if (v < count) kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
+        if (j % kjit_group_vectors == kjit_group_vectors - 1) kjit_commit_copies();  // group ends
     }
 }
 
@@ -174,14 +173,6 @@ __device__ __forceinline__ void kjit_wait_for_group(int group)
         if (group + in_flight >= kjit_copy_groups) return kjit_wait_for_group<in_flight - 1>(group);
     }
     kjit_wait_for_copies<in_flight>();
-}
-// Called by the first pass over the row at each of this thread's vectors (v is its j-th, as
-// first < kjit_row_stride): at the first of a group, waits for that group, so the pass starts on
-// the row while its later groups are still in flight.
-__device__ __forceinline__ void kjit_wait_for_vector(long long v)
-{
-    const int j = (int)(v / kjit_row_stride);
-    if (j % kjit_group_vectors == 0) kjit_wait_for_group(j / kjit_group_vectors);
 }
 
 // ---- softmax_fused: reduce max as m → map(exp(x - m)) → reduce sum as s, online → map(x *
@@ -216,9 +207,13 @@ __device__ __forceinline__ void kjit_softmax_fused_row(
     // stages[0]: reduce max as m
     // Each thread combines its elements in order, then the block.
     kjit_online::value kjit_part_0 = kjit_online::start();
-#pragma unroll 4
-    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
-        kjit_wait_for_vector(kjit_v);
+    // This thread's vectors, group by group, each group waited for at its first vector (j is a
+    // constant in each unrolled step, so each wait is one instruction).
+#pragma unroll
+    for (int kjit_j = 0; kjit_j < kjit_copy_groups * kjit_group_vectors; ++kjit_j) {
+        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
+        if (kjit_v >= kjit_vectors) break;
+        if (kjit_j % kjit_group_vectors == 0) kjit_wait_for_group(kjit_j / kjit_group_vectors);
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
         real kjit_vector[kjit_width];
 #pragma unroll
