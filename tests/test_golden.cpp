@@ -68,6 +68,9 @@ const std::vector<golden_case>& cases() {
          {{"launch.block", 512}, {"launch.row_cache", "shared"}, {"launch.min_blocks_per_sm", 3}}},
         {"layernorm_shared_cluster", "layernorm.json",
          {{"shape", {1024, 32768}}, {"launch.row_cache", "shared"}, {"launch.block", 512}, {"launch.cluster", 2}}},
+        // A 128k vocabulary at the defaults: a cluster of 8 blocks holding the row in shared memory,
+        // landing in groups of copies; the online sum.
+        {"softmax_vocabulary_bf16", "softmax.json", {{"dtype", "bfloat16"}, {"shape", {1024, 128256}}}},
         // Clusters that loop over the rows, each block holding its share of two.
         {"softmax_cluster_loop", "softmax.json",
          {{"dtype", "bfloat16"}, {"shape", {1024, 128256}}, {"launch.row_cache", "shared"}, {"launch.block", 128},

@@ -208,6 +208,27 @@ TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC re
     }
 }
 
+TEST_CASE("a row landing in groups of copies compiles with its waits as immediates; NVRTC refuses groups that miss a vector") {
+    auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
+    doc.json.merge_patch(config::json_value({{"dtype", "bfloat16"}, {"shape", {1024, 128256}}}));
+    const auto honest = request_for(family::load(doc));
+    const auto compiled = jit::compile(honest);
+    INFO(compiled.nvrtc_log);
+    REQUIRE(compiled.ok);
+    // 8 groups: each thread's first pass waits with 7, 6, … 0 groups still in flight.
+    for (int in_flight = 0; in_flight < 8; ++in_flight)
+        CHECK(compiled.ptx.find("cp.async.wait_group " + std::to_string(in_flight) + ";") != std::string::npos);
+    CHECK(compiled.ptx.find("cp.async.wait_group 8;") == std::string::npos);
+    const std::string vectors = "kjit_group_vectors = 2,";
+    const std::size_t at = honest.source.find(vectors);
+    REQUIRE(at != std::string::npos);
+    auto tampered = honest;
+    tampered.source.replace(at, vectors.size(), "kjit_group_vectors = 1,");  // 8 of a thread's 16 vectors
+    const auto refused = jit::compile(tampered);
+    CHECK_FALSE(refused.ok);
+    CHECK(refused.nvrtc_log.find("the copy groups hold every vector of the row a thread copies") != std::string::npos);
+}
+
 TEST_CASE("row_cache \"inputs\", \"none\" and \"shared\" compile for every shipped row config and dtype") {
     for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const char* dtype : {"float32", "float64", "float16", "bfloat16"})

@@ -504,6 +504,63 @@ TEST_CASE("launch.min_blocks_per_sm: 1..32 blocks whose threads an SM holds, for
     CHECK(refused_as_row_only({{"min_blocks_per_sm", 2}}));
 }
 
+TEST_CASE("a sum that leaves its formula is online where the row is read in each pass, in a fused pipeline; classic in registers") {
+    json j = softmax_config();
+    CHECK_FALSE(parsed(j).stages[2].online_with.has_value());  // 33 columns: the row stays in registers
+    for (const char* cache : {"shared", "none"}) {
+        j["launch"] = {{"row_cache", cache}};
+        const auto p = parsed(j);
+        REQUIRE(p.stages[2].online_with.has_value());
+        CHECK(*p.stages[2].online_with == 0);
+        CHECK(config::variant_label(p).find(" reduce=online") != std::string::npos);
+    }
+    j["stages"][2]["formula"] = "auto";
+    CHECK(parsed(j).stages[2].online_with.has_value());
+    j["stages"][2]["formula"] = "classic";
+    CHECK_FALSE(parsed(j).stages[2].online_with.has_value());
+    j["stages"][2].erase("formula");
+    j["fusion"] = "separate";
+    CHECK_FALSE(parsed(j).stages[2].online_with.has_value());
+    // A sum that is not of exp(v - m) stays classic, where "online" would be refused.
+    j["fusion"] = "fused";
+    j["stages"][1]["expr"] = "x - m";
+    CHECK_FALSE(parsed(j).stages[2].online_with.has_value());
+    j["stages"][2]["formula"] = "online";
+    CHECK(failure(j).find("t.json: stages[2].formula: \"online\" needs a sum of exp(v - m)") == 0);
+}
+
+TEST_CASE("launch.copy_groups: a row in shared memory on a block or cluster per row lands in groups; auto by the passes over it") {
+    json j = softmax_config();
+    j["dtype"] = "bfloat16";
+    j["shape"] = {1024, 128256};  // a cluster of 8 blocks of 128, 16 vectors a thread
+    const auto p = parsed(j);
+    CHECK(family::rows::policy_of(p).cluster == 8);
+    CHECK(family::rows::policy_of(p).copy_groups == 8);  // one pass (the online sum's) before the store
+    CHECK(family::rows::copy_group_vectors(p) == 2);
+    CHECK(config::variant_label(p).find(" copy-groups=8") != std::string::npos);
+    j["stages"][2]["formula"] = "classic";  // two passes: max, then sum
+    CHECK(family::rows::policy_of(parsed(j)).copy_groups == 1);
+    j["stages"][2].erase("formula");
+    j["shape"] = {1024, 4096};  // 2 vectors a thread in shared memory
+    j["launch"] = {{"row_cache", "shared"}, {"block", 256}};
+    CHECK(family::rows::policy_of(parsed(j)).copy_groups == 2);
+    j["launch"]["copy_groups"] = 5;
+    CHECK(family::rows::policy_of(parsed(j)).copy_groups == 5);
+    CHECK(family::rows::copy_group_vectors(parsed(j)) == 1);
+    // Copied through a register (2-byte vectors), a row is one group.
+    j["launch"] = {{"row_cache", "shared"}, {"block", 256}, {"vector_width", 1}};
+    CHECK(family::rows::policy_of(parsed(j)).copy_groups == 1);
+    j["launch"] = {{"row_cache", "shared"}, {"copy_groups", 17}};
+    CHECK(failure(j) == "t.json: launch.copy_groups: expected an integer in 1..16, got 17");
+    j["launch"] = {{"grid", 64}, {"row_cache", "shared"}, {"copy_groups", 2}};
+    CHECK(failure(j).find("t.json: launch.copy_groups: groups of copies are for a row in shared memory") == 0);
+    j["launch"] = {{"copy_groups", 2}};
+    CHECK(failure(j).find("t.json: launch.copy_groups: groups of copies are for a row in shared memory") == 0);
+    j["launch"]["copy_groups"] = 1;
+    CHECK(family::rows::policy_of(parsed(j)).copy_groups == 1);
+    CHECK(refused_as_row_only({{"copy_groups", 2}}));
+}
+
 TEST_CASE("launch.streaming: true or false, for row kernels only; in the variant's label") {
     json j = softmax_config();
     CHECK_FALSE(family::rows::policy_of(parsed(j)).streaming);

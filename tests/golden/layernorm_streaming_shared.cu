@@ -30,13 +30,9 @@ enum : int {
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 128,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 8,  // of a row, at most
-    kjit_copy_groups = 8,  // a thread's copies of a row land in this many groups
-    kjit_group_vectors = 1,  // of its vectors each, at most
     kjit_words = 1,  // a vector moves as this many words (kjit_word)
 };
 typedef uint4 kjit_word;  // a built-in type of that size
-static_assert(kjit_copy_groups * kjit_group_vectors >= kjit_vectors_per_thread,
-              "the copy groups hold every vector of the row a thread copies");
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
 // what it starts from: one struct per reduction the kernels use.
@@ -123,32 +119,17 @@ __device__ __forceinline__ long long kjit_slot(long long v)
 }
 
 // This thread's vectors of row `row` of `from` (those it works on: first, first +
-// kjit_row_stride, …) copied to `to` in shared memory, in kjit_copy_groups groups of copies
-// of kjit_group_vectors vectors each (the last ones may be short, or empty).
+// kjit_row_stride, …) copied to `to` in shared memory, as one group of copies.
 // A thread reads only the vectors it copied, so it waits for its own copies and no others: no
 // barrier.
 __device__ __forceinline__ void kjit_copy_row(
         vec* to, const store_t* from, long long row, long long cols, long long first)
 {
     const vec* source = reinterpret_cast<const vec*>(from + row * cols);
-    const long long count = cols / kjit_width;
-#pragma unroll
-    for (int j = 0; j < kjit_copy_groups * kjit_group_vectors; ++j) {
-        const long long v = (long long)j * kjit_row_stride + first;  // this thread's j-th
-        if (v < count) kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
-        if (j % kjit_group_vectors == kjit_group_vectors - 1) kjit_commit_copies();  // group ends
+    for (long long v = first; v < cols / kjit_width; v += kjit_row_stride) {
+        kjit_copy_to_shared(&to[kjit_slot(v)], &source[v]);
     }
-}
-
-// Waits until group `group` of this thread's copies, and those before it, have landed.
-// cp.async.wait_group takes the groups it may leave in flight as an immediate: one call for each.
-template <int in_flight = kjit_copy_groups - 1>
-__device__ __forceinline__ void kjit_wait_for_group(int group)
-{
-    if constexpr (in_flight > 0) {
-        if (group + in_flight >= kjit_copy_groups) return kjit_wait_for_group<in_flight - 1>(group);
-    }
-    kjit_wait_for_copies<in_flight>();
+    kjit_commit_copies();
 }
 
 // ---- layernorm_fused: reduce mean as mu → reduce mean((x - mu) * (x - mu)) as var → map((x -
@@ -185,13 +166,8 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
     // stages[0]: reduce mean as mu
     // Each thread combines its elements in order, then the block.
     kjit_sum::value kjit_part_0 = kjit_sum::start();
-    // This thread's vectors, group by group, each group waited for at its first vector (j is a
-    // constant in each unrolled step, so each wait is one instruction).
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_copy_groups * kjit_group_vectors; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) break;
-        if (kjit_j % kjit_group_vectors == 0) kjit_wait_for_group(kjit_j / kjit_group_vectors);
+#pragma unroll 4
+    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_row_stride) {
         const vec kjit_in = kjit_row[kjit_slot(kjit_v)];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
@@ -236,10 +212,10 @@ extern "C" __global__ __launch_bounds__(kjit_block) void layernorm_fused(
         long long cols)
 {
     const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
-    // The first pass over the row waits for its groups of copies.
     extern __shared__ vec kjit_rows[];
     const vec* kjit_row = kjit_rows;
     kjit_copy_row(kjit_rows, activations, kjit_row_index, cols, kjit_first);
+    kjit_wait_for_copies<0>();
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, kjit_row, activations, gamma, beta, out, eps, rows, cols);
 }

@@ -220,8 +220,12 @@ void check_row_launch(const pipeline& p, const policy& chosen, const failer& fai
 }
 
 /// The groups a thread's copies of a row land in, where "auto": k_auto_copy_groups (at most one
-/// a vector) for a row copied asynchronously into shared memory on a block or cluster per row; 1
-/// otherwise. Given groups need such a row (copied at once, they are one group whatever is given).
+/// a vector) for a row copied asynchronously into shared memory on a block or cluster per row,
+/// whose kernel makes one reduce pass over it before the store; 1 otherwise. Measured on an H100
+/// over 1024 rows of bfloat16 (bench/results/2026-12-05-rows/fourth): at 128,256 columns RMS norm
+/// 236 → 198 µs, the online softmax 212 → 200; layer norm, two passes (mean, variance), 232 → 252
+/// (why is not known); at 50,257 and 32,000 columns within 2 % either way. Given groups need such
+/// a row (copied at once, they are one group whatever is given).
 void choose_copy_groups(const pipeline& p, policy& chosen, const failer& fail) {
     const bool lands_in_groups = chosen.cache == row_cache::shared && !rows_loop(p);
     if (!is_auto(p, "copy_groups")) {
@@ -232,7 +236,11 @@ void choose_copy_groups(const pipeline& p, policy& chosen, const failer& fail) {
         return;
     }
     const long long vectors = row_items_per_thread(p) / p.launch.vector_width;
-    chosen.copy_groups = lands_in_groups && copies_async(p) ? static_cast<int>(std::min<long long>(vectors, k_auto_copy_groups)) : 1;
+    const auto passes = std::count_if(p.stages.begin(), p.stages.end(), [](const config::stage& s) {
+        return s.reduce != config::reduction::none && !s.online_with;  // an online sum is its max's pass
+    });
+    const bool overlaps = lands_in_groups && copies_async(p) && passes == 1;
+    chosen.copy_groups = overlaps ? static_cast<int>(std::min<long long>(vectors, k_auto_copy_groups)) : 1;
 }
 
 /// A row kernel's block and cluster (row_mapping "warp": one warp a row; else fit_block_and_cluster)
@@ -379,8 +387,8 @@ void resolve_policy(pipeline& p, const std::string& source) {
     bool cluster_auto = is_auto(p, "cluster");
     choose_row_cache(p, *chosen, cluster_auto);
     choose_row_launch(p, *chosen, cluster_auto, fail);
+    choose_sum_formulas(p, source);  // before the copy groups, which count the passes it leaves
     choose_copy_groups(p, *chosen, fail);
-    choose_sum_formulas(p, source);
 }
 
 }  // namespace kjit::family::rows
