@@ -244,12 +244,14 @@ public:
     }
 
     /// One warp or a block per row, where the row waits between passes, how many blocks share it,
-    /// and whether its loads evict first: the choices the H200 sweeps found to matter.
+    /// whether its loads evict first, and whether a row in shared memory lands in groups: the
+    /// choices the sweeps found to matter.
     config::json_value tune_space(const pipeline&) const override {
         return {{"axes",
                  {{"launch.row_cache", {"values", "inputs", "none", "shared"}},
                   {"launch.cluster", {1, 2, 4, 8}},
-                  {"launch.streaming", {false, true}}}},
+                  {"launch.streaming", {false, true}},
+                  {"launch.copy_groups", {1, 8}}}},
                 {"paired",
                  {{{"launch.row_mapping", {"warp", "block", "block", "block", "block", "block"}},
                    {"launch.block", {32, 64, 128, 256, 512, 1024}}}}}};
