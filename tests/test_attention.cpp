@@ -299,7 +299,7 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     CHECK(g.source.find("int rows, int cols, int head, int batch)") != std::string::npos);
     CHECK(g.source.find("(int)cols, kjit_head_index, kjit_batch_index);") != std::string::npos);
     const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : x"));
-    CHECK(family::attention::policy_of(p).skips_tiles);
+    CHECK(family::attention::policy_of(p).skips_tiles());
     // a causal mask keeps about half of the pairs, and its FLOPs are counted on them
     const auto k = family::plan(p, codegen::template_set::embedded()).kernels.front();
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 * 0.502).epsilon(0.01));
@@ -406,7 +406,7 @@ TEST_CASE("attention: a causal mask around a document mask skips tiles by its po
     auto j = attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : doc[row] != doc[col] ? -inf : x");
     j["inputs"]["doc"] = {{"fill", "uniform"}, {"low", 0}, {"high", 4}, {"round", "floor"}, {"sorted", true}, {"shape", {1, 256}}};
     const auto p = parsed(j);
-    CHECK(family::attention::policy_of(p).skips_tiles);
+    CHECK(family::attention::policy_of(p).skips_tiles());
     const auto causal = parsed(attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : x"));
     const auto flops = [](const config::pipeline& q) { return family::plan(q, codegen::template_set::embedded()).kernels.front().flops; };
     // The documents are not known when planning: counted as one, the causal pairs.
@@ -416,11 +416,11 @@ TEST_CASE("attention: a causal mask around a document mask skips tiles by its po
     // are counted as one document's, all of them
     auto alone = attention_config(1, 2, 2, 256, 256, 64, "doc[row] != doc[col] ? -inf : x");
     alone["inputs"]["doc"] = j["inputs"]["doc"];
-    CHECK(family::attention::policy_of(parsed(alone)).skips_tiles);
+    CHECK(family::attention::policy_of(parsed(alone)).skips_tiles());
     CHECK(flops(parsed(alone)) == doctest::Approx(4.0 * 2 * 256 * 256 * 64));
     // ids in no order tell nothing: every tile is computed
     alone["inputs"]["doc"].erase("sorted");
-    CHECK_FALSE(family::attention::policy_of(parsed(alone)).skips_tiles);
+    CHECK_FALSE(family::attention::policy_of(parsed(alone)).skips_tiles());
 }
 
 TEST_CASE("attention: ids sorted along the tokens bound a tile's: a document mask skips the tiles whose ranges do not meet") {
@@ -487,7 +487,7 @@ TEST_CASE("attention: plain tiles take the short softmax, by the policy (launch.
         auto j = attention_config(1, 2, 2, 256, 256, 64, score);
         j["launch"] = launch;
         const auto p = parsed(j);
-        return std::pair{family::attention::policy_of(p).plain_tiles, family::plan(p, codegen::template_set::embedded()).source};
+        return std::pair{family::attention::policy_of(p).plain_tiles(), family::plan(p, codegen::template_set::embedded()).source};
     };
     for (const char* rung : {"mma", "wgmma"}) {
         CAPTURE(rung);

@@ -7,6 +7,7 @@
 
 #include "family/attention/problem.hpp"
 #include "family/attention/reference.hpp"
+#include "family/attention/score_code.hpp"
 #include "family/attention/tile_mask.hpp"
 #include "expr/evaluate.hpp"
 #include "family/stage_chain.hpp"
@@ -18,63 +19,9 @@ namespace mu = codegen::mu;
 using config::pipeline;
 namespace at = attention;
 
-/// The names the score expression uses.
-expr::used_names score_names(const pipeline& p) {
-    expr::used_names used;
-    expr::collect_names(p.stages.front().kernel, used);
-    return used;
-}
-
-/// True when the score expression (whose names are `used`) uses the query's head or batch.
-bool uses_heads(const expr::used_names& used) {
-    return std::any_of(used.positions.begin(), used.positions.end(),
-                       [](const std::string& name) { return name == "head" || name == "batch"; });
-}
-
-/// The score function's parameters and the arguments of its calls: x, the positions (int: resolve
-/// checked that they fit), the head and batch where the expression uses them (the grid's y and z),
-/// the params it uses, then its inputs' values by token. `extra_*`: those after row and col and
-/// before the token values, which the tile test takes too.
-struct score_call {
-    std::vector<std::string> params{"real x", "int row", "int col", "int rows", "int cols"};
-    std::vector<std::string> args{"x", "kjit_row", "kjit_col", "(int)rows", "(int)cols"};
-    std::string extra_params, extra_args;
-    std::vector<argument> scalars;
-    std::vector<argument> tokens;  ///< the inputs it reads by token
-};
-score_call score_call_of(const pipeline& p) {
-    score_call call;
-    const auto add = [&](const std::string& param, const std::string& arg) {
-        call.params.push_back(param);
-        call.args.push_back(arg);
-        call.extra_params += ", " + param;
-        call.extra_args += ", " + arg;
-    };
-    const expr::used_names used = score_names(p);
-    if (uses_heads(used)) {
-        add("int head", "kjit_head_index");
-        add("int batch", "kjit_batch_index");
-    }
-    for (const auto& s : used.scalars) {
-        add("real " + s, s);
-        call.scalars.push_back(scalar_argument(s));
-    }
-    // An input read by token: its value at the query's or the key's token of the work item's batch
-    // (a position past the last, whose score is not used, reads the last).
-    for (const auto& read : used.tokens) {
-        const std::string size = read.index == "row" ? "rows" : "cols";
-        call.params.push_back("real " + read.parameter());
-        call.args.push_back("load(" + read.name + "[kjit_batch_index * " + size + " + min(kjit_" + read.index + ", (int)" +
-                            size + " - 1)])");
-        if (std::none_of(call.tokens.begin(), call.tokens.end(), [&](const argument& a) { return a.name == read.name; }))
-            call.tokens.push_back(array_argument(read.name, false));
-    }
-    return call;
-}
-
 /// The epilogue's element function (the stages after the attention, on one output element), its
 /// arrays read at output element kjit_element; a scalar the score takes too is passed once.
-element_call epilogue_call_of(const pipeline& p, const score_call& score) {
+element_call epilogue_call_of(const pipeline& p, const at::score_call& score) {
     element_call call = element_call_of(p, 1, p.stages.size(), "kjit_element");
     std::erase_if(call.scalars, [&](const argument& s) {
         return std::any_of(score.scalars.begin(), score.scalars.end(), [&](const argument& a) { return a.name == s.name; });
@@ -95,14 +42,14 @@ constexpr long long k_mask_grid = 256;
 double kept_share(const pipeline& p, const at::problem& pr) {
     const long long side_q = std::min(pr.queries, k_mask_grid);
     const long long step = std::max(1LL, pr.keys / k_mask_grid), side_k = (pr.keys + step - 1) / step;
-    const long long all_heads = pr.batch * pr.heads, heads = uses_heads(score_names(p)) ? std::min(all_heads, k_mask_heads) : 1;
+    const long long all_heads = pr.batch * pr.heads, heads = at::uses_heads(at::score_names(p)) ? std::min(all_heads, k_mask_heads) : 1;
     const std::map<std::string, double> scalars = config::scalar_values(p);
     const auto count = static_cast<std::size_t>(side_k);
     std::vector<double> zeros(count, 0.0), ones(count, 1.0), at_zero(count), at_one(count);
     // Inputs read by token are not known when planning: counted as if every token were in one
     // document (all 0), so only the positions mask.
     std::map<std::string, const double*> tokens;
-    for (const auto& read : score_names(p).tokens) tokens[read.text()] = zeros.data();
+    for (const auto& read : at::score_names(p).tokens) tokens[read.text()] = zeros.data();
     long long kept = 0;
     for (long long h = 0; h < heads; ++h) {
         for (long long i = 0; i < side_q; ++i) {
@@ -127,83 +74,6 @@ double kept_share(const pipeline& p, const at::problem& pr) {
 double flops_of(const pipeline& p, const at::problem& pr, bool skips_tiles) {
     return 4.0 * static_cast<double>(pr.batch * pr.heads) * static_cast<double>(pr.queries) * static_cast<double>(pr.keys) *
            static_cast<double>(pr.head_dim) * (skips_tiles ? kept_share(p, pr) : 1.0);
-}
-
-/// What follows a tile test's corners and the sizes, in its parameters (`params`) and in a call's
-/// arguments (`args`): the score's extra ones, then a pointer to the work item's batch's tokens of
-/// each ascending input the tests bound, one a line, aligned with the parenthesis at `column`.
-struct tile_test_tail {
-    std::string params, args;
-    std::vector<expr::token_read> bounded;
-
-    [[nodiscard]] std::string parameters(std::size_t column) const {
-        std::string text = params;
-        for (const auto& read : bounded) text += ",\n" + std::string(column, ' ') + "const store_t* __restrict__ " + at::tokens_parameter(read);
-        return text;
-    }
-    [[nodiscard]] std::string arguments(std::size_t column) const {
-        std::string text = args;
-        for (const auto& read : bounded)
-            text += ",\n" + std::string(column, ' ') + read.name + " + kjit_batch_index * " + (read.index == "row" ? "rows" : "cols");
-        return text;
-    }
-};
-
-/// A tile test as the template's kjit_tile_<name> function: what it tells (the comment's lines
-/// after "True where every score of the tile … is"), its parameters, loads and code.
-mu::data tile_function(const std::string& name, const std::vector<std::string>& what, const at::tile_test& test,
-                       const tile_test_tail& tail) {
-    const std::string aligned(("__device__ __forceinline__ bool kjit_tile_" + name + "(").size(), ' ');
-    mu::data one;
-    one.set("name", name);
-    one.set("what", codegen::text_list(what));
-    one.set("params", "int kjit_r0, int kjit_r1, int kjit_c0, int kjit_c1,\n" + aligned + "int rows, int cols" + tail.parameters(aligned.size()));
-    one.set("loads", codegen::text_list(at::bound_loads(test)));
-    one.set("code", test.code);
-    return one;
-}
-
-/// The tile tests the policy uses (tile_mask.hpp), as the template's kjit_tile_masked and
-/// kjit_tile_plain, and their calls' arguments; a plain test that holds at every tile (the score
-/// is x) is no function.
-void set_tile_data(const pipeline& p, const at::tile_tests& tests, const score_call& call, mu::data& data) {
-    const at::policy& t = at::policy_of(p);
-    if (t.skips_tiles != tests.masked.has_value() || (t.plain_tiles && !tests.plain))
-        throw std::logic_error("attention: the policy's tile tests are not the score's");
-    const bool plain_test = t.plain_tiles && tests.plain->code != at::k_every_tile;
-    tile_test_tail tail{call.extra_params, call.extra_args, {}};
-    for (const auto& test : {t.skips_tiles ? tests.masked : std::nullopt, plain_test ? tests.plain : std::nullopt})
-        for (const auto& read : test ? test->bounded : std::vector<expr::token_read>{}) at::add_read(tail.bounded, read);
-    mu::data functions{mu::data::type::list};
-    if (t.skips_tiles)
-        functions.push_back(tile_function("masked",
-                                          {"−inf: the condition under which the score is −inf holds everywhere in it. Such a tile is",
-                                           "skipped: not copied, not multiplied."},
-                                          *tests.masked, tail));
-    if (plain_test)
-        functions.push_back(tile_function("plain",
-                                          {"x itself: the condition under which the score is −inf fails everywhere in it. Such a tile's",
-                                           "softmax skips the score expression."},
-                                          *tests.plain, tail));
-    data.set("tile_tests", functions);
-    data.set("skips", codegen::flag(t.skips_tiles));
-    data.set("plain", codegen::flag(t.plain_tiles));
-    data.set("plain_test", codegen::flag(plain_test));
-    // (the columns of the calls' parentheses, in attention_tiles.cu.mustache)
-    data.set("masked_args", tail.arguments(54));
-    data.set("plain_args", tail.arguments(31));
-}
-
-/// The score function and the tile tests, as the template's placeholders.
-void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
-    expr::cuda_style style = codegen::style_of(p);
-    style.int_positions = true;  // resolve checked that a head's queries and keys fit an int
-    const expr::tree& score = p.stages.front().kernel;
-    data.set("score_text", expr::to_text(score, 40));
-    data.set("score_code", expr::to_cuda(score, style));
-    data.set("score_params", codegen::parameter_list(call.params));
-    data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
-    set_tile_data(p, at::tile_tests_of(p, style), call, data);
 }
 
 class attention_impl final : public family {
@@ -283,7 +153,7 @@ host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix,
 /// The kernel's arguments: Q, K and V (as tensor maps where the TMA unit copies them: a stack of
 /// one matrix per head, boxes of a tile's rows and 64 columns), the output, the scale, the
 /// score's inputs by token, the epilogue's arrays, the scalars, and the sequence lengths.
-std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr, const at::policy& t, const score_call& call,
+std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr, const at::policy& t, const at::score_call& call,
                                        const element_call& epilogue) {
     std::vector<argument> args;
     if (t.kind == at::rung::wgmma) {
@@ -312,7 +182,7 @@ void count_work(const pipeline& p, const at::problem& pr, const at::policy& t, s
     const double kv_bytes = 2.0 * static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim) * element;
     k.bytes_read = static_cast<double>(1 + epilogue_arrays) * static_cast<double>(p.n) * element + kv_bytes;
     k.bytes_written = static_cast<double>(p.n) * element;
-    k.flops = flops_of(p, pr, t.skips_tiles);
+    k.flops = flops_of(p, pr, t.skips_tiles());
     k.flops_on = math_unit::tensor;
 }
 
@@ -362,7 +232,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
     prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
 
-    const score_call call = score_call_of(p);
+    const at::score_call call = at::score_call_of(p);
     const element_call epilogue = epilogue_call_of(p, call);
     kernel k;
     k.name = p.name + "_attention";
@@ -386,7 +256,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     data.set("values", pr.v);
     data.set("output", k_output_buffer);
     data.set("scale", at::k_scale_scalar);
-    set_score_data(p, call, data);
+    at::set_score_data(p, call, data);
     data.set("epilogue", codegen::stage_steps(p, {k.stages.begin() + 1, k.stages.end()}));
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
     data.set("epilogue_args", codegen::parameter_list(epilogue.args, 28));  // (called on lines indented by 12)

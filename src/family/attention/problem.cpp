@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 
+#include "codegen/codegen.hpp"
 #include "config/reader.hpp"
 #include "family/attention/tile_mask.hpp"
 #include "family/checks.hpp"
@@ -266,8 +267,8 @@ std::size_t policy::shared_bytes(long long head_dim, config::dtype type) const {
     const std::size_t element = config::element_size(type);
     if (kind == rung::wgmma) {
         const auto slab_row = static_cast<std::size_t>(padded_head_dim(head_dim)) * element;  // a row's slabs
-        const auto tiles = slab_row * static_cast<std::size_t>(block_m + 2 * stages * block_n);
-        return 1024 + tiles + 8 * static_cast<std::size_t>(2 + 3 * stages);  // q_full, q_free; k_full, v_full, free a buffer
+        const auto tile_bytes = slab_row * static_cast<std::size_t>(block_m + 2 * stages * block_n);
+        return 1024 + tile_bytes + 8 * static_cast<std::size_t>(2 + 3 * stages);  // q_full, q_free; k_full, v_full, free a buffer
     }
     const auto row = static_cast<std::size_t>(head_dim) * element + 16;
     return row * static_cast<std::size_t>(block_m + 4 * block_n);
@@ -283,8 +284,8 @@ config::json_value policy::columns() const {
         chosen["schedule"] = to_string(order);
         chosen["persistent"] = persistent;
     }
-    chosen["skips_tiles"] = skips_tiles;
-    chosen["plain_tiles"] = plain_tiles;
+    chosen["skips_tiles"] = skips_tiles();
+    chosen["plain_tiles"] = plain_tiles();
     return chosen;
 }
 
@@ -312,12 +313,10 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    const tile_tests tests = tile_tests_of(p, expr::cuda_style{});
-    const bool skips = tests.masked.has_value();
-    policy chosen = read_launch(l, p, pr, skips);
-    chosen.skips_tiles = skips;
+    const tile_tests tests = tile_tests_of(p);
+    policy chosen = read_launch(l, p, pr, tests.masked.has_value());
     const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
-    chosen.plain_tiles = tests.plain && plain_wanted;
+    chosen.tiles = {tests.masked, plain_wanted ? tests.plain : std::nullopt};
     if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
         throw config_error(source, "launch", "block_m " + std::to_string(chosen.block_m) + " and block_n " + std::to_string(chosen.block_n) +
                                                  " need " + std::to_string(chosen.shared_bytes(pr.head_dim, p.type)) +
@@ -357,7 +356,14 @@ void token_reads::read(long long row, const std::function<double(const std::stri
     }
 }
 
-tile_tests tile_tests_of(const pipeline& p, const expr::cuda_style& style) {
+expr::cuda_style score_style(const pipeline& p) {
+    expr::cuda_style style = codegen::style_of(p);
+    style.int_positions = true;
+    return style;
+}
+
+tile_tests tile_tests_of(const pipeline& p) {
+    const expr::cuda_style style = score_style(p);
     std::vector<std::string> ascending;
     for (const auto& in : p.inputs)
         if (in.sorted) ascending.push_back(in.name);

@@ -39,9 +39,12 @@ struct problem {
 struct tile_tests {
     std::optional<tile_test> masked, plain;
 };
-/// p's score's tile tests: the inputs it reads by token ascend where they are filled "sorted"
-/// (along each batch's tokens, the input's rows).
-[[nodiscard]] tile_tests tile_tests_of(const config::pipeline& p, const expr::cuda_style& style);
+/// The CUDA spelling of the score's code: the kernel's, positions as ints (resolve checks that a
+/// head's queries and keys fit one).
+[[nodiscard]] expr::cuda_style score_style(const config::pipeline& p);
+/// p's score's tile tests, in score_style: the inputs it reads by token ascend where they are
+/// filled "sorted" (along each batch's tokens, the input's rows).
+[[nodiscard]] tile_tests tile_tests_of(const config::pipeline& p);
 
 /// The values of the score's reads by token over the keys of query row `row` (of all
 /// batch · heads · queries rows), as expr::chunk's arrays take them: "doc[row]" the query's
@@ -81,13 +84,15 @@ struct policy final : config::launch_policy {
     /// again in turn; overlap, a tile's softmax while the consumer's P · V of the one before runs;
     /// pingpong, overlap with the consumers taking turns at the tensor cores.
     enum class schedule { serial, overlap, pingpong } order = schedule::serial;
-    /// The score expression's mask is one whose whole tiles the kernel can find from their corners
-    /// (tile_mask.hpp): it skips them.
-    bool skips_tiles = false;
-    /// launch.plain_tiles: a tile whose scores are x itself (no mask reaches into it, tile_plain)
-    /// takes a shorter softmax: the max of the raw products, the scale in the exponent's
-    /// multiply-add, no score expression. Where the score has no such tiles, false.
-    bool plain_tiles = false;
+    /// The tile tests the kernel uses (tile_mask.hpp), decided once: `masked` where the score's
+    /// mask is one whose whole tiles the kernel finds from their corners (it skips them); `plain`
+    /// where launch.plain_tiles (default true) lets a tile whose scores are x itself (no mask
+    /// reaches into it) take a shorter softmax: the max of the raw products, the scale in the
+    /// exponent's multiply-add, no score expression. Each is absent where the score has no such
+    /// tiles, or plain tiles are off.
+    tile_tests tiles;
+    [[nodiscard]] bool skips_tiles() const { return tiles.masked.has_value(); }
+    [[nodiscard]] bool plain_tiles() const { return tiles.plain.has_value(); }
     /// wgmma (launch.persistent): a block an SM, each taking work item after item (a tile of
     /// queries of one head), the next item's queries copied while the last one's products finish;
     /// else a block an item.
