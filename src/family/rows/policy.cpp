@@ -221,7 +221,8 @@ void check_row_launch(const pipeline& p, const policy& chosen, const failer& fai
 
 /// The groups a thread's copies of a row land in, where "auto": k_auto_copy_groups (at most one
 /// a vector) for a row copied asynchronously into shared memory on a block or cluster per row,
-/// whose kernel makes one reduce pass over it before the store; 1 otherwise. Measured on an H100
+/// where the pipeline makes one reduce pass over it before the store (fused: its kernel's); 1
+/// otherwise. Measured on an H100
 /// over 1024 rows of bfloat16 (bench/results/2026-12-05-rows/fourth): at 128,256 columns RMS norm
 /// 236 → 198 µs, the online softmax 212 → 200; layer norm, two passes (mean, variance), 232 → 252
 /// (why is not known); at 50,257 and 32,000 columns within 2 % either way. Given groups need such
@@ -370,8 +371,8 @@ std::string policy::label() const {
 }
 
 std::vector<std::string> launch_keys() {
-    return {"block",     "vector_width", "grid",      "cluster", "row_mapping", "row_cache",
-            "streaming", "min_blocks_per_sm", "copy_groups"};
+    return {"block", "vector_width", "grid", "cluster",
+            "row_mapping", "row_cache", "streaming", "min_blocks_per_sm", "copy_groups"};
 }
 
 const policy& policy_of(const pipeline& p) {
