@@ -8,7 +8,6 @@
 #include "family/attention/problem.hpp"
 #include "family/attention/reference.hpp"
 #include "family/attention/score_code.hpp"
-#include "family/attention/tile_mask.hpp"
 #include "expr/evaluate.hpp"
 #include "family/stage_chain.hpp"
 
@@ -42,7 +41,8 @@ constexpr long long k_mask_grid = 256;
 double kept_share(const pipeline& p, const at::problem& pr) {
     const long long side_q = std::min(pr.queries, k_mask_grid);
     const long long step = std::max(1LL, pr.keys / k_mask_grid), side_k = (pr.keys + step - 1) / step;
-    const long long all_heads = pr.batch * pr.heads, heads = at::uses_heads(at::score_names(p)) ? std::min(all_heads, k_mask_heads) : 1;
+    const long long all_heads = pr.batch * pr.heads;
+    const long long heads = at::uses_heads(at::score_names(p)) ? std::min(all_heads, k_mask_heads) : 1;
     const std::map<std::string, double> scalars = config::scalar_values(p);
     const auto count = static_cast<std::size_t>(side_k);
     std::vector<double> zeros(count, 0.0), ones(count, 1.0), at_zero(count), at_one(count);
