@@ -139,6 +139,70 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     return item;
 }
 
+/// The reductions' spelling and the helpers they need: each reduction's struct and shuffle (a
+/// max computed with its online sum uses kjit_online instead of both).
+void set_reduction_data(const pipeline& p, mu::data& data) {
+    const bool f64 = config::computes_in_double(p.type);
+    data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
+    data.set("fmax", f64 ? "fmax" : "fmaxf");
+    data.set("fmin", f64 ? "fmin" : "fminf");
+    // exp as the stages spell it, for the online sum's rescaling.
+    const expr::function_info& exp = *expr::find_function("exp");
+    data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
+    std::vector<bool> has_online_sum(p.stages.size(), false);  // a max computed with its sum
+    for (const auto& st : p.stages)
+        if (st.online_with) has_online_sum[*st.online_with] = true;
+    const bool online = std::find(has_online_sum.begin(), has_online_sum.end(), true) != has_online_sum.end();
+    bool sum = false, max = false, min = false;
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        const config::stage& st = p.stages[i];
+        if (st.online_with || has_online_sum[i]) continue;  // the pair uses kjit_online
+        sum = sum || st.reduce == config::reduction::sum || st.reduce == config::reduction::mean;
+        max = max || st.reduce == config::reduction::max;
+        min = min || st.reduce == config::reduction::min;
+    }
+    data.set("uses_sum", codegen::flag(sum));
+    data.set("uses_max", codegen::flag(max));
+    data.set("uses_min", codegen::flag(min));
+    data.set("online_sums", codegen::flag(online));
+    data.set("classic_reductions", codegen::flag(sum || max || min));
+}
+
+/// How the row moves: into shared memory (cp.async, in groups of copies), as words for the
+/// evict-first and skipping loads, and which read and write helpers the kernels use. `unread`
+/// holds each kernel's rows::unread_where.
+void set_movement_data(const pipeline& p, const stage_chain& chain, const std::vector<expr::tree>& unread, mu::data& data) {
+    const rows::policy& chosen = rows::policy_of(p);
+    data.set("shared_rows", codegen::flag(chosen.cache == cache::shared));
+    // A row copied into shared memory in groups (a block or cluster per row): the first pass waits
+    // for each group where it reaches it. In one group, the kernel waits for the row before it.
+    data.set("copy_groups", std::to_string(chosen.copy_groups));
+    data.set("group_vectors", std::to_string(rows::copy_group_vectors(p)));
+    data.set("lands_in_groups", codegen::flag(chosen.copy_groups > 1));
+    // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
+    const int vector_bytes = p.launch.vector_width * static_cast<int>(config::element_size(p.type));
+    data.set("copy_async", codegen::flag(rows::copies_async(p)));
+    data.set("streaming", codegen::flag(chosen.streaming));
+    const bool reads_unless = std::any_of(unread.begin(), unread.end(), [](const expr::tree& t) { return t != nullptr; });
+    data.set("reads_unless", codegen::flag(reads_unless));
+    data.set("in_words", codegen::flag(chosen.streaming || reads_unless));
+    data.set("copy_level", chosen.streaming && vector_bytes == 16 ? "cg" : "ca");
+    // __ldcs and __stcs take a built-in type, and a skipped load is chosen by whole words: a
+    // vector is moved as words of up to 16 bytes.
+    const int word_bytes = std::min(vector_bytes, 16);
+    data.set("word", word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned" : "unsigned short");
+    data.set("words", std::to_string(vector_bytes / word_bytes));
+    // A kernel whose first stage can skip vectors reads them with kjit_read_unless instead.
+    bool reads_row = false;
+    for (std::size_t i = 0; i < chain.kernels.size(); ++i)
+        reads_row = reads_row || (!chain.kernels[i].first_value.empty() && !unread[i]);
+    const bool copies_through_registers = chosen.cache == cache::shared && !rows::copies_async(p);
+    data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
+    data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
+                 return k.output == result_kind::elements;
+             })));
+}
+
 /// What the whole source is given besides its kernels: the row's shape in registers, the
 /// reductions' spelling, the cache and copy choices. `unread` holds each kernel's
 /// rows::unread_where.
@@ -168,60 +232,8 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("vectors_per_row", std::to_string(rows::row_bytes_per_block(p) / (width * static_cast<long long>(
                                                                                    config::element_size(p.type)))));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
-    const bool f64 = config::computes_in_double(p.type);
-    data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
-    data.set("fmax", f64 ? "fmax" : "fmaxf");
-    data.set("fmin", f64 ? "fmin" : "fminf");
-    // exp as the stages spell it, for the online sum's rescaling.
-    const expr::function_info& exp = *expr::find_function("exp");
-    data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
-    data.set("shared_rows", codegen::flag(chosen.cache == cache::shared));
-    // A row copied into shared memory in groups (a block or cluster per row): the first pass waits
-    // for each group where it reaches it. In one group, the kernel waits for the row before it.
-    data.set("copy_groups", std::to_string(chosen.copy_groups));
-    data.set("group_vectors", std::to_string(rows::copy_group_vectors(p)));
-    data.set("lands_in_groups", codegen::flag(chosen.copy_groups > 1));
-    // cp.async copies 4, 8 or 16 bytes; only a 16-byte copy may bypass L1 (.cg).
-    const int vector_bytes = width * static_cast<int>(config::element_size(p.type));
-    data.set("copy_async", codegen::flag(rows::copies_async(p)));
-    data.set("streaming", codegen::flag(chosen.streaming));
-    const bool reads_unless = std::any_of(unread.begin(), unread.end(), [](const expr::tree& t) { return t != nullptr; });
-    data.set("reads_unless", codegen::flag(reads_unless));
-    data.set("in_words", codegen::flag(chosen.streaming || reads_unless));
-    data.set("copy_level", chosen.streaming && vector_bytes == 16 ? "cg" : "ca");
-    // __ldcs and __stcs take a built-in type, and a skipped load is chosen by whole words: a
-    // vector is moved as words of up to 16 bytes.
-    const int word_bytes = std::min(vector_bytes, 16);
-    data.set("word", word_bytes == 16 ? "uint4" : word_bytes == 8 ? "uint2" : word_bytes == 4 ? "unsigned" : "unsigned short");
-    data.set("words", std::to_string(vector_bytes / word_bytes));
-    // Only the helpers the kernels use: each reduction's struct and shuffle, the row's read and
-    // write helpers.
-    std::vector<bool> has_online_sum(p.stages.size(), false);  // a max computed with its sum
-    for (const auto& st : p.stages)
-        if (st.online_with) has_online_sum[*st.online_with] = true;
-    const bool online = std::find(has_online_sum.begin(), has_online_sum.end(), true) != has_online_sum.end();
-    bool sum = false, max = false, min = false;
-    for (std::size_t i = 0; i < p.stages.size(); ++i) {
-        const config::stage& st = p.stages[i];
-        if (st.online_with || has_online_sum[i]) continue;  // the pair uses kjit_online
-        sum = sum || st.reduce == config::reduction::sum || st.reduce == config::reduction::mean;
-        max = max || st.reduce == config::reduction::max;
-        min = min || st.reduce == config::reduction::min;
-    }
-    data.set("uses_sum", codegen::flag(sum));
-    data.set("uses_max", codegen::flag(max));
-    data.set("uses_min", codegen::flag(min));
-    data.set("online_sums", codegen::flag(online));
-    data.set("classic_reductions", codegen::flag(sum || max || min));
-    // A kernel whose first stage can skip vectors reads them with kjit_read_unless instead.
-    bool reads_row = false;
-    for (std::size_t i = 0; i < chain.kernels.size(); ++i)
-        reads_row = reads_row || (!chain.kernels[i].first_value.empty() && !unread[i]);
-    const bool copies_through_registers = chosen.cache == cache::shared && !rows::copies_async(p);
-    data.set("reads_once", codegen::flag(reads_row && (rows::row_in_registers(p) || copies_through_registers)));
-    data.set("writes_once", codegen::flag(std::any_of(chain.kernels.begin(), chain.kernels.end(), [](const chain_kernel& k) {
-                 return k.output == result_kind::elements;
-             })));
+    set_reduction_data(p, data);
+    set_movement_data(p, chain, unread, data);
 }
 
 class row_family final : public family {
