@@ -206,6 +206,77 @@ double allowed_error(const config::tolerance& tol, double ref, double scale) {
     return tol.atol + tol.rtol * std::fabs(ref) + tol.rounding * scale;
 }
 
+namespace {
+
+/// Adds a part of the elements' comparison (counted by one thread) to the whole; the first bad
+/// element is the lowest.
+void absorb(comparison& whole, const comparison& part) {
+    whole.mismatches += part.mismatches;
+    whole.unwritten += part.unwritten;
+    whole.nan_count += part.nan_count;
+    whole.inf_count += part.inf_count;
+    whole.nonfinite_as_reference += part.nonfinite_as_reference;
+    whole.max_abs_error = std::max(whole.max_abs_error, part.max_abs_error);
+    whole.max_rel_error = std::max(whole.max_rel_error, part.max_rel_error);
+    whole.max_ulp_error = std::max(whole.max_ulp_error, part.max_ulp_error);
+    if (part.first_bad && (!whole.first_bad || *part.first_bad < *whole.first_bad)) {
+        whole.first_bad = part.first_bad;
+        whole.first_bad_entry = part.first_bad_entry;
+    }
+}
+
+/// Element i of the output (the reference's entry `entry`) against its expected value, its
+/// error scale and the tolerance, counted into `part`.
+void compare_element(comparison& part, double value, double expected, double scale, const config::tolerance& tol,
+                     format f, std::size_t i, std::size_t entry) {
+    bool bad = false;
+    if (!std::isfinite(value) || !std::isfinite(expected)) {
+        // A masked row's NaN, a -inf that flowed through: right where the reference agrees.
+        bad = std::isnan(value) ? !std::isnan(expected) : value != expected;
+        if (!bad) ++part.nonfinite_as_reference;
+        else if (std::isnan(value)) ++part.nan_count;
+        else if (std::isinf(value)) ++part.inf_count;
+    } else {
+        const double abs_error = std::fabs(value - expected);
+        part.max_abs_error = std::max(part.max_abs_error, abs_error);
+        if (expected != 0) part.max_rel_error = std::max(part.max_rel_error, abs_error / std::fabs(expected));
+        part.max_ulp_error = std::max(part.max_ulp_error, abs_error / ulp_in(f, expected));
+        bad = !(abs_error <= allowed_error(tol, expected, scale));
+    }
+    if (bad) {
+        ++part.mismatches;
+        if (!part.first_bad) {
+            part.first_bad = i;
+            part.first_bad_entry = entry;
+        }
+    }
+}
+
+/// The elements outside a sampled reference: written, and, where the sample's reference has no
+/// NaN or ±Inf (so none is expected anywhere), finite.
+void check_unsampled(const typed_array& out, const expected_values& ref, comparison& result) {
+    const bool all_finite = std::all_of(ref.values.begin(), ref.values.end(), [](double v) { return std::isfinite(v); });
+    std::mutex merge;
+    parallel_ranges(out.size(), [&](std::size_t begin, std::size_t end) {
+        comparison part;
+        for (std::size_t i = begin; i < end; ++i) {
+            const bool poison = holds_poison(out, i);
+            const double value = out.get(i);
+            if ((!poison && (std::isfinite(value) || !all_finite)) || std::binary_search(ref.sampled.begin(), ref.sampled.end(), i))
+                continue;
+            ++part.mismatches;
+            if (poison) ++part.unwritten;
+            if (std::isnan(value)) ++part.nan_count;
+            else ++part.inf_count;
+            if (!part.first_bad) part.first_bad = i;
+        }
+        const std::lock_guard lock(merge);
+        absorb(result, part);
+    });
+}
+
+}  // namespace
+
 comparison compare(const typed_array& out, const expected_values& ref, config::tolerance tol) {
     comparison result;
     result.count = out.size();
@@ -220,70 +291,12 @@ comparison compare(const typed_array& out, const expected_values& ref, config::t
         comparison part;
         for (std::size_t entry = begin; entry < end; ++entry) {
             const std::size_t i = element_of(entry);
-            const double value = out.get(i), expected = ref.values[entry];
-            bool bad = false;
-            if (!std::isfinite(value) || !std::isfinite(expected)) {
-                // A masked row's NaN, a -inf that flowed through: right where the reference agrees.
-                bad = std::isnan(value) ? !std::isnan(expected) : value != expected;
-                if (!bad) ++part.nonfinite_as_reference;
-                else if (std::isnan(value)) ++part.nan_count;
-                else if (std::isinf(value)) ++part.inf_count;
-            } else {
-                const double abs_error = std::fabs(value - expected);
-                part.max_abs_error = std::max(part.max_abs_error, abs_error);
-                if (expected != 0) part.max_rel_error = std::max(part.max_rel_error, abs_error / std::fabs(expected));
-                part.max_ulp_error = std::max(part.max_ulp_error, abs_error / ulp_in(f, expected));
-                bad = !(abs_error <= allowed_error(tol, expected, ref.scales[entry]));
-            }
-            if (bad) {
-                ++part.mismatches;
-                if (!part.first_bad) {
-                    part.first_bad = i;
-                    part.first_bad_entry = entry;
-                }
-            }
+            compare_element(part, out.get(i), ref.values[entry], ref.scales[entry], tol, f, i, entry);
         }
         const std::lock_guard lock(merge);
-        result.mismatches += part.mismatches;
-        result.nan_count += part.nan_count;
-        result.inf_count += part.inf_count;
-        result.nonfinite_as_reference += part.nonfinite_as_reference;
-        result.max_abs_error = std::max(result.max_abs_error, part.max_abs_error);
-        result.max_rel_error = std::max(result.max_rel_error, part.max_rel_error);
-        result.max_ulp_error = std::max(result.max_ulp_error, part.max_ulp_error);
-        if (part.first_bad && (!result.first_bad || *part.first_bad < *result.first_bad)) {
-            result.first_bad = part.first_bad;
-            result.first_bad_entry = part.first_bad_entry;
-        }
+        absorb(result, part);
     });
-    if (sampled) {
-        // The elements outside the sample: written, and, where the sample's reference has no NaN
-        // or ±Inf (so none is expected anywhere), finite.
-        const bool all_finite = std::all_of(ref.values.begin(), ref.values.end(), [](double v) { return std::isfinite(v); });
-        parallel_ranges(out.size(), [&](std::size_t begin, std::size_t end) {
-            comparison part;
-            for (std::size_t i = begin; i < end; ++i) {
-                const bool poison = holds_poison(out, i);
-                const double value = out.get(i);
-                if ((!poison && (std::isfinite(value) || !all_finite)) || std::binary_search(ref.sampled.begin(), ref.sampled.end(), i))
-                    continue;
-                ++part.mismatches;
-                if (poison) ++part.unwritten;
-                if (std::isnan(value)) ++part.nan_count;
-                else ++part.inf_count;
-                if (!part.first_bad) part.first_bad = i;
-            }
-            const std::lock_guard lock(merge);
-            result.mismatches += part.mismatches;
-            result.unwritten += part.unwritten;
-            result.nan_count += part.nan_count;
-            result.inf_count += part.inf_count;
-            if (part.first_bad && (!result.first_bad || *part.first_bad < *result.first_bad)) {
-                result.first_bad = part.first_bad;
-                result.first_bad_entry = std::nullopt;
-            }
-        });
-    }
+    if (sampled) check_unsampled(out, ref, result);
     result.pass = result.mismatches == 0 && (sampled || entries == out.size());
     return result;
 }
