@@ -58,21 +58,57 @@ std::vector<run> runs_of(const sizes& s) {
     return runs;
 }
 
-}  // namespace
-
-reference::expected_values reference(const config::pipeline& p, const reference::input_arrays& inputs) {
-    const sizes s = sizes_of(p);
-    const reference::typed_array& a = inputs.at(p.stages.front().input);
-    const reference::typed_array& b = inputs.at(multiplier(p));
-    const std::vector<run> runs = runs_of(s);
-    const auto k = static_cast<std::size_t>(s.k), n = static_cast<std::size_t>(s.n);
-
-    // B's columns as rows of doubles, and the per-column inputs an epilogue reads, widened once.
+/// B's columns as rows of doubles (k × n), widened once: a dot product then reads both operands
+/// in order.
+std::vector<double> columns_of(const reference::typed_array& b, std::size_t k, std::size_t n) {
     std::vector<double> columns(k * n);
     parallel_ranges(n, [&](std::size_t first, std::size_t last) {
         for (std::size_t c = first; c < last; ++c)
             for (std::size_t d = 0; d < k; ++d) columns[c * k + d] = b.get(d * n + c);
     }, 64);
+    return columns;
+}
+
+/// Where each run's values go in the expected values (offsets[i] to offsets[i + 1]), sized, with
+/// the elements they stand for where the runs sample the output.
+std::vector<std::size_t> lay_out(const std::vector<run>& runs, const sizes& s, reference::expected_values& out) {
+    std::vector<std::size_t> offsets(runs.size() + 1, 0);
+    for (std::size_t i = 0; i < runs.size(); ++i) offsets[i + 1] = offsets[i] + static_cast<std::size_t>(runs[i].count);
+    out.values.resize(offsets.back());
+    out.scales.resize(offsets.back());
+    if (offsets.back() < static_cast<std::size_t>(s.m * s.n)) {
+        out.sampled.reserve(offsets.back());
+        for (const run& r : runs)
+            for (long long c = r.col; c < r.col + r.count; ++c) out.sampled.push_back(static_cast<std::size_t>(r.row * s.n + c));
+    }
+    return offsets;
+}
+
+/// A run's products, x[j] = row · column (r.col + j), and their error scales: (k + 1) times the
+/// sum of the products' magnitudes.
+void products(const std::vector<double>& row, const std::vector<double>& columns, const run& r, std::size_t k,
+              std::vector<double>& x, std::vector<double>& scale) {
+    for (std::size_t j = 0; j < x.size(); ++j) {
+        const double* column = columns.data() + (static_cast<std::size_t>(r.col) + j) * k;
+        double sum = 0, magnitude = 0;
+        for (std::size_t d = 0; d < k; ++d) {
+            sum += row[d] * column[d];
+            magnitude += std::fabs(row[d] * column[d]);
+        }
+        x[j] = sum;
+        scale[j] = static_cast<double>(k + 1) * magnitude;
+    }
+}
+
+}  // namespace
+
+reference::expected_values reference(const config::pipeline& p, const reference::input_arrays& inputs) {
+    const sizes s = sizes_of(p);
+    const reference::typed_array& a = inputs.at(p.stages.front().input);
+    const std::vector<run> runs = runs_of(s);
+    const auto k = static_cast<std::size_t>(s.k), n = static_cast<std::size_t>(s.n);
+    const std::vector<double> columns = columns_of(inputs.at(multiplier(p)), k, n);
+    // The per-column inputs an epilogue reads, widened once.
     std::map<std::string, std::vector<double>> per_column;
     for (const auto& in : p.inputs) {
         if (!in.per_column) continue;
@@ -84,18 +120,8 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     const expr::approximations approximated = config::approximations_of(p);
     const bool separate = p.fuse == config::fusion::separate;
     const double intermediate = reference::storage_rounding(p.type);
-
-    // Where each run's values go.
-    std::vector<std::size_t> offsets(runs.size() + 1, 0);
-    for (std::size_t i = 0; i < runs.size(); ++i) offsets[i + 1] = offsets[i] + static_cast<std::size_t>(runs[i].count);
     reference::expected_values out;
-    out.values.resize(offsets.back());
-    out.scales.resize(offsets.back());
-    if (offsets.back() < static_cast<std::size_t>(s.m * s.n)) {
-        out.sampled.reserve(offsets.back());
-        for (const run& r : runs)
-            for (long long c = r.col; c < r.col + r.count; ++c) out.sampled.push_back(static_cast<std::size_t>(r.row * s.n + c));
-    }
+    const std::vector<std::size_t> offsets = lay_out(runs, s, out);
 
     parallel_ranges(runs.size(), [&](std::size_t first, std::size_t last) {
         std::vector<double> row(k), x, scale, next, next_scale;
@@ -112,16 +138,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
             scale.assign(count, 0.0);
             next.resize(count);
             next_scale.resize(count);
-            for (std::size_t j = 0; j < count; ++j) {
-                const double* column = columns.data() + (static_cast<std::size_t>(r.col) + j) * k;
-                double sum = 0, magnitude = 0;
-                for (std::size_t d = 0; d < k; ++d) {
-                    sum += row[d] * column[d];
-                    magnitude += std::fabs(row[d] * column[d]);
-                }
-                x[j] = sum;
-                scale[j] = static_cast<double>(k + 1) * magnitude;
-            }
+            products(row, columns, r, k, x, scale);
             for (const auto& [name, values] : per_column) arrays[name] = values.data() + r.col;
             for (std::size_t st = 1; st < p.stages.size(); ++st) {
                 if (separate)  // the array the previous kernel wrote rounds x to the storage type
