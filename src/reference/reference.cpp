@@ -123,6 +123,26 @@ void evaluate_stage(const config::stage& st, const expr::chunk& in, double* valu
     if (!st.kernel_is_exact) expr::evaluate(st.kernel, in, nullptr, scales);
 }
 
+namespace {
+
+/// The chunk [begin, begin + count) of each array the stages read, as doubles in `elements`, and
+/// `arrays` pointing at them. A per-column input has a row's worth of values: a row (a chunk of a
+/// row pipeline) starts at its first.
+void widen_arrays(const std::vector<std::string>& names, const input_arrays& inputs, std::size_t n, std::size_t begin,
+                  std::size_t count, std::map<std::string, std::vector<double>>& elements,
+                  std::map<std::string, const double*>& arrays) {
+    for (const auto& name : names) {
+        auto& values = elements[name];
+        values.resize(count);
+        const typed_array& array = inputs.at(name);
+        const std::size_t start = array.size() == n ? begin : 0;
+        for (std::size_t i = 0; i < count; ++i) values[i] = array.get(start + i);
+        arrays[name] = values.data();
+    }
+}
+
+}  // namespace
+
 expected_values compute(const config::pipeline& p, const input_arrays& inputs, std::optional<row_sums> rows) {
     const auto n = static_cast<std::size_t>(p.n);
     // A row pipeline is evaluated a row at a time (a reduce needs the whole row); others in
@@ -159,15 +179,7 @@ expected_values compute(const config::pipeline& p, const input_arrays& inputs, s
             const std::size_t begin = chunk * chunk_size, count = std::min(chunk_size, n - begin);
             const expr::positions where{static_cast<long long>(begin), p.shape ? p.shape->rows : 0,
                                         p.shape ? p.shape->cols : 0, p.n};
-            for (const auto& name : used.arrays) {
-                auto& values = elements[name];
-                values.resize(count);
-                const typed_array& array = inputs.at(name);
-                // A per-column input has a row's worth of values: a row starts at its first.
-                const std::size_t start = array.size() == n ? begin : 0;
-                for (std::size_t i = 0; i < count; ++i) values[i] = array.get(start + i);
-                arrays[name] = values.data();
-            }
+            widen_arrays(used.arrays, inputs, n, begin, count, elements, arrays);
             for (std::size_t i = 0; i < count; ++i) {
                 x[i] = first ? first->get(begin + i) : 0.0;
                 x_scale[i] = 0;
