@@ -57,6 +57,11 @@ inline constexpr long long k_warp_levels = 5;
 /// The elements one thread handles (serially, before the block's tree). With row_cache "values"
 /// or "inputs" it keeps them in registers: at most k_max_row_items.
 [[nodiscard]] long long row_items_per_thread(const config::pipeline& p);
+/// True when stage `s` is a reduce that makes its own pass over the row: every reduce but an
+/// online sum, which is computed in its max's pass.
+[[nodiscard]] bool is_reduce_pass(const config::stage& s);
+/// The vectors of a row one thread handles, at most: row_items_per_thread in vectors.
+[[nodiscard]] long long vectors_per_thread(const config::pipeline& p);
 /// True when a row in shared memory is copied there asynchronously (cp.async: vectors of 4 bytes
 /// or more); a smaller vector goes through a register, at once.
 [[nodiscard]] bool copies_async(const config::pipeline& p);

@@ -236,12 +236,9 @@ void choose_copy_groups(const pipeline& p, policy& chosen, const failer& fail) {
                                                std::to_string(chosen.copy_groups));
         return;
     }
-    const long long vectors = row_items_per_thread(p) / p.launch.vector_width;
-    const auto passes = std::count_if(p.stages.begin(), p.stages.end(), [](const config::stage& s) {
-        return s.reduce != config::reduction::none && !s.online_with;  // an online sum is its max's pass
-    });
+    const auto passes = std::count_if(p.stages.begin(), p.stages.end(), is_reduce_pass);
     const bool overlaps = lands_in_groups && copies_async(p) && passes == 1;
-    chosen.copy_groups = overlaps ? static_cast<int>(std::min<long long>(vectors, k_auto_copy_groups)) : 1;
+    chosen.copy_groups = overlaps ? static_cast<int>(std::min<long long>(vectors_per_thread(p), k_auto_copy_groups)) : 1;
 }
 
 /// A row kernel's block and cluster (row_mapping "warp": one warp a row; else fit_block_and_cluster)
@@ -308,9 +305,13 @@ long long row_bytes_per_block(const pipeline& p) {
 
 bool copies_async(const pipeline& p) { return p.launch.vector_width * config::element_size(p.type) >= 4; }
 
+bool is_reduce_pass(const config::stage& s) { return s.reduce != config::reduction::none && !s.online_with; }
+
+long long vectors_per_thread(const pipeline& p) { return row_items_per_thread(p) / p.launch.vector_width; }
+
 long long copy_group_vectors(const pipeline& p) {
-    const long long vectors = row_items_per_thread(p) / p.launch.vector_width, groups = policy_of(p).copy_groups;
-    return (vectors + groups - 1) / groups;
+    const long long groups = policy_of(p).copy_groups;
+    return (vectors_per_thread(p) + groups - 1) / groups;
 }
 
 long long row_items_per_thread(const pipeline& p) {

@@ -25,9 +25,8 @@ using result_kind = chain_kernel::result;
 /// (each reduce, an online max and sum together, and the store of a result per element).
 int passes_of(const pipeline& p, const chain_kernel& k) {
     if (rows::policy_of(p).cache != cache::none) return 1;
-    const auto reduces = std::count_if(k.stages.begin(), k.stages.end(), [&](std::size_t i) {
-        return p.stages[i].reduce != config::reduction::none && !p.stages[i].online_with;
-    });
+    const auto reduces =
+            std::count_if(k.stages.begin(), k.stages.end(), [&](std::size_t i) { return rows::is_reduce_pass(p.stages[i]); });
     return static_cast<int>(reduces) + (k.output == result_kind::elements ? 1 : 0);
 }
 
@@ -122,16 +121,16 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     mu::data steps{mu::data::type::list};
     // The first pass over a row landing in groups of copies waits for each where it reaches it:
     // the first reduce's, or the store's where there is none.
-    bool waited = false;
+    bool waits = rows::policy_of(p).copy_groups > 1;
     for (std::size_t i : k.stages) {
         if (p.stages[i].online_with) continue;  // an online sum is computed with its max
         mu::data step = rows::stage_step(c, i, flow);
-        const bool reduce = p.stages[i].reduce != config::reduction::none;
-        step.set("waits_for_copies", codegen::flag(reduce && !waited));
-        waited = waited || reduce;
+        const bool pass = rows::is_reduce_pass(p.stages[i]);
+        step.set("waits_for_copies", codegen::flag(waits && pass));
+        waits = waits && !pass;
         steps.push_back(step);
     }
-    item.set("waits_for_copies", codegen::flag(!waited));
+    item.set("waits_for_copies", codegen::flag(waits));
     item.set("stored_value", codegen::print(flow.value, k_element_indent));
     item.set("store_arrays", c.vector_loads(flow.arrays));
     item.set("steps", steps);
@@ -209,12 +208,11 @@ void set_movement_data(const pipeline& p, const stage_chain& chain, const std::v
 void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector<expr::tree>& unread, mu::data& data) {
     const int width = p.launch.vector_width;
     const rows::policy& chosen = rows::policy_of(p);
-    const long long items = rows::row_items_per_thread(p);
     data.set("block", std::to_string(p.launch.block));
     if (chosen.min_blocks_per_sm) data.set("min_blocks_per_sm", std::to_string(chosen.min_blocks_per_sm));
     data.set("launch_bounds", chosen.min_blocks_per_sm ? "kjit_block, kjit_min_blocks_per_sm" : "kjit_block");
-    data.set("items", std::to_string(items));
-    data.set("vectors_per_thread", std::to_string(items / width));
+    data.set("items", std::to_string(rows::row_items_per_thread(p)));
+    data.set("vectors_per_thread", std::to_string(rows::vectors_per_thread(p)));
     data.set("cluster", std::to_string(chosen.cluster));
     data.set("clustered", codegen::flag(chosen.cluster > 1));
     data.set("row_stride", std::to_string(p.launch.block * chosen.cluster));
