@@ -277,6 +277,26 @@ TEST_CASE("a grid that loops over the rows compiles with every row cache, fused 
             }
 }
 
+TEST_CASE("a warp per row in blocks of several warps compiles with every row cache, looping or not, and never waits at a barrier") {
+    for (const char* name : {"softmax.json", "layernorm.json", "rmsnorm.json"})
+        for (const char* cache : {"values", "inputs", "none", "shared"})
+            for (const char* grid : {"auto", "resident"})
+                for (const int cols : {768, 1000}) {  // rows that start inside a vector too
+                    CAPTURE(name);
+                    CAPTURE(cache);
+                    CAPTURE(grid);
+                    CAPTURE(cols);
+                    const json launch = {{"row_mapping", "warp"}, {"block", 128}, {"row_cache", cache}, {"grid", grid}};
+                    const auto result = compile_patched(name, {{"dtype", "bfloat16"}, {"shape", {100, cols}}, {"launch", launch}});
+                    INFO(result.nvrtc_log);
+                    REQUIRE(result.ok);
+                    // A row's values are its warp's shuffles: a block barrier would wait for the other rows' warps.
+                    CHECK(result.ptx.find("shfl.sync.bfly") != std::string::npos);
+                    CHECK(result.ptx.find("bar.sync") == std::string::npos);
+                    CHECK(result.ptx.find("barrier.sync") == std::string::npos);
+                }
+}
+
 TEST_CASE("launch.streaming compiles to evict-first loads and stores for every row cache, vector size and shipped row config") {
     struct variant {
         const char* dtype;

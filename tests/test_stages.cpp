@@ -1,5 +1,6 @@
 // The stage model: map expressions, params, the op library (built in and a config's own "ops"),
 // activate's fn and formula choices, and the errors a user sees for each.
+#include "codegen/codegen.hpp"
 #include "config/ops.hpp"
 #include "family/family.hpp"
 #include "family/rows/geometry.hpp"
@@ -584,9 +585,24 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     j["shape"] = {100, 1025};
     CHECK(failure(j) == "t.json: shape: a row of 1025 elements is longer than a warp holds (32 threads × 32 elements "
                         "each); use launch.row_mapping \"block\"");
+    // A larger block holds a row a warp: 4 rows a block of 128, a thread's vectors 32 apart.
     j["shape"] = {100, 1024};
-    j["launch"]["block"] = 64;
-    CHECK(failure(j) == "t.json: launch.block: row_mapping \"warp\" runs each row on one warp: block is 32, got 64");
+    j["launch"]["block"] = 128;
+    const auto four = parsed(j);
+    CHECK(family::rows::rows_per_block(four) == 4);
+    CHECK(family::rows::row_threads(four) == 32);
+    CHECK(family::rows::row_items_per_thread(four) == 32);
+    // One butterfly, not the block's two, in the reference's bound for the sums.
+    CHECK(family::rows::sum_depths(four).depth == 32 + family::rows::k_warp_levels);
+    const family::program prog = family::plan(four, codegen::template_set::embedded());
+    CHECK(prog.kernels.front().grid.x == 25);  // 100 rows, 4 a block
+    CHECK(prog.kernels.front().block.x == 128);
+    j["launch"]["row_cache"] = "shared";  // a row a warp in shared memory: the block's four rows
+    CHECK(family::rows::shared_bytes(parsed(j)) == 4 * 1024 * 4);
+    j["launch"]["block"] = 1024;
+    j["shape"] = {100, 4096};
+    CHECK(failure(j) == "t.json: shape: the rows of a block of 1024 threads (one a warp) take 524288 bytes, more than "
+                        "launch.row_cache \"shared\" holds (231424); use a smaller launch.block or \"none\"");
     j["launch"] = {{"row_mapping", "thread"}};
     CHECK(failure(j) == "t.json: launch.row_mapping: expected one of \"auto\", \"block\", \"warp\", got \"thread\"");
 }

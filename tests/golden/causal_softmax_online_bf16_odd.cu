@@ -307,7 +307,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void causal_softmax_fused(
         const store_t* __restrict__ scores, store_t* __restrict__ out, real scale, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_causal_softmax_fused_row(
             kjit_row_index, kjit_first, scores, out, scale, rows, cols);
 }

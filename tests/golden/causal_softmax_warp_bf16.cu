@@ -30,6 +30,7 @@ enum : int {
     kjit_cluster = 1,  // blocks that share a row
     kjit_row_stride = 32,  // a thread's vectors of a row are this far apart: block × cluster
     kjit_vectors_per_thread = 4,  // of a row, at most
+    kjit_rows_per_block = 1,  // a warp each
 };
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and
@@ -62,27 +63,11 @@ __device__ __forceinline__ typename Op::value kjit_warp_reduce(typename Op::valu
     return v;
 }
 
-// The block's values combined: each warp's result goes through shared memory, then every warp
-// combines those (at most 32) the same way, so every thread gets the block's value.
-template <class Op>
-__device__ __forceinline__ typename Op::value kjit_block_reduce(typename Op::value v)
-{
-    __shared__ typename Op::value partial[32];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = kjit_warp_reduce<Op>(v);
-    if (lane == 0) partial[warp] = v;
-    __syncthreads();
-    v = lane < (int)(blockDim.x / 32) ? partial[lane] : Op::start();
-    v = kjit_warp_reduce<Op>(v);
-    __syncthreads();  // the next reduction of the block writes partial again
-    return v;
-}
-
-// One block holds the row: its value is the row's.
+// One warp holds the row: its value is the row's, with no barrier or shared memory.
 template <class Op>
 __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value v)
 {
-    return kjit_block_reduce<Op>(v);
+    return kjit_warp_reduce<Op>(v);
 }
 
 // A vector of the row read from global memory: each is read once.
@@ -219,12 +204,14 @@ __device__ __forceinline__ void kjit_causal_softmax_fused_row(
     }
 }
 
-// One block per row.
+// One warp per row, kjit_rows_per_block rows a block.
 extern "C" __global__ __launch_bounds__(kjit_block) void causal_softmax_fused(
         const store_t* __restrict__ scores, store_t* __restrict__ out, real scale, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = (long long)blockIdx.x * kjit_rows_per_block + threadIdx.x / 32;
+    const long long kjit_first = threadIdx.x % 32;
+    if (kjit_row_index >= rows) return;  // a spare warp of the last block (no barrier follows)
     kjit_causal_softmax_fused_row(
             kjit_row_index, kjit_first, scores, out, scale, rows, cols);
 }

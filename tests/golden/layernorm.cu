@@ -193,7 +193,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void layernorm_fused(
         const store_t* __restrict__ beta, store_t* __restrict__ out, real eps, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, activations, gamma, beta, out, eps, rows, cols);
 }

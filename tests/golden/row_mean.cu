@@ -136,7 +136,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void row_sum_fused(
         const store_t* __restrict__ values, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_row_sum_fused_row(
             kjit_row_index, kjit_first, values, out, rows, cols);
 }

@@ -184,7 +184,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, logits, out, rows, cols);
 }

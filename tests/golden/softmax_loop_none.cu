@@ -178,9 +178,10 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    for (long long kjit_row_index = blockIdx.x; kjit_row_index < rows;
-         kjit_row_index += gridDim.x) {
-        const long long kjit_first = threadIdx.x;
+    const long long kjit_start = blockIdx.x, kjit_step = gridDim.x;
+    const long long kjit_first = threadIdx.x;
+    for (long long kjit_row_index = kjit_start; kjit_row_index < rows;
+         kjit_row_index += kjit_step) {
         kjit_softmax_fused_row(
                 kjit_row_index, kjit_first, logits, out, rows, cols);
     }

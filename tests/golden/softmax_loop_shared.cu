@@ -218,7 +218,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
-    const long long kjit_start = blockIdx.x, kjit_step = gridDim.x, kjit_first = threadIdx.x;
+    const long long kjit_start = blockIdx.x, kjit_step = gridDim.x;
+    const long long kjit_first = threadIdx.x;
     // Two rows in shared memory, the next one's copies in flight while this one is worked on.
     extern __shared__ vec kjit_rows[];
     if (kjit_start < rows) kjit_copy_row(kjit_rows, logits, kjit_start, cols, kjit_first);

@@ -219,20 +219,21 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
         const store_t* __restrict__ logits, store_t* __restrict__ out, long long rows,
         long long cols)
 {
+    const long long kjit_start = blockIdx.x, kjit_step = gridDim.x;
+    const long long kjit_first = threadIdx.x;
     // The next row's loads are in flight while this one is worked on.
     vec kjit_next[kjit_vectors_per_thread] = {};
-    if (blockIdx.x < rows) kjit_load_row(kjit_next, logits, blockIdx.x, cols);
-    for (long long kjit_row_index = blockIdx.x; kjit_row_index < rows;
-         kjit_row_index += gridDim.x) {
+    if (kjit_start < rows) kjit_load_row(kjit_next, logits, kjit_start, cols);
+    for (long long kjit_row_index = kjit_start; kjit_row_index < rows;
+         kjit_row_index += kjit_step) {
         vec kjit_loaded[kjit_vectors_per_thread];
 #pragma unroll
         for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
             kjit_loaded[kjit_j] = kjit_next[kjit_j];
         }
-        if (kjit_row_index + gridDim.x < rows) {
-            kjit_load_row(kjit_next, logits, kjit_row_index + gridDim.x, cols);
+        if (kjit_row_index + kjit_step < rows) {
+            kjit_load_row(kjit_next, logits, kjit_row_index + kjit_step, cols);
         }
-        const long long kjit_first = threadIdx.x;
         kjit_softmax_fused_row(
                 kjit_row_index, kjit_first, kjit_loaded, logits, out, rows, cols);
     }

@@ -176,7 +176,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_s0_reduce(
         const store_t* __restrict__ logits, real* __restrict__ kjit_row_m,
         real* __restrict__ kjit_row_s, long long rows, long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_softmax_s0_reduce_row(
             kjit_row_index, kjit_first, logits, kjit_row_m, kjit_row_s, rows, cols);
 }
@@ -239,7 +240,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_s1_map(
         const store_t* __restrict__ logits, const real* __restrict__ kjit_row_m,
         store_t* __restrict__ tmp1, long long rows, long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_softmax_s1_map_row(
             kjit_row_index, kjit_first, logits, kjit_row_m, tmp1, rows, cols);
 }
@@ -302,7 +304,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_s3_map(
         const store_t* __restrict__ tmp1, const real* __restrict__ kjit_row_s,
         store_t* __restrict__ out, long long rows, long long cols)
 {
-    const long long kjit_row_index = blockIdx.x, kjit_first = threadIdx.x;
+    const long long kjit_row_index = blockIdx.x;
+    const long long kjit_first = threadIdx.x;
     kjit_softmax_s3_map_row(
             kjit_row_index, kjit_first, tmp1, kjit_row_s, out, rows, cols);
 }

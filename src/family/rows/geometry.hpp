@@ -26,6 +26,8 @@ inline constexpr int k_two_rows_block = 512;
 /// H200: 1.10× at 16; at 32, 1.03× on a warp per row and 1.06× in blocks of 128;
 /// bench/results/2026-12-02-h200-causal).
 inline constexpr int k_positional_row_items = k_max_row_items;
+/// The block "auto" gives row_mapping "warp": this many threads, a row a warp.
+inline constexpr int k_warp_rows_block = 32;
 /// "auto" lands a row that row_cache "shared" holds in this many groups of copies a thread (at
 /// most one a vector), so the first pass starts on the first group while the rest are in flight.
 inline constexpr int k_auto_copy_groups = 8;
@@ -47,12 +49,17 @@ inline constexpr long long k_warp_levels = 5;
 /// The most vectors one row touches: cols / width, or where rows are misaligned, those of a row
 /// that starts on a vector's last element.
 [[nodiscard]] long long row_vectors(const config::pipeline& p);
+/// The threads that share one row: a warp (row_mapping "warp"), else the block's, times the
+/// cluster's blocks. A thread's vectors of the row are this many apart.
+[[nodiscard]] long long row_threads(const config::pipeline& p);
+/// The rows a block works on at once: one a warp (row_mapping "warp"), else 1.
+[[nodiscard]] long long rows_per_block(const config::pipeline& p);
 /// True when blocks loop over the rows (launch.grid is not "auto").
 [[nodiscard]] bool rows_loop(const config::pipeline& p);
 /// The bytes of one row as stored.
 [[nodiscard]] long long row_bytes(const config::pipeline& p);
-/// The bytes of a row that one block holds with row_cache "shared": the row, or in a cluster the
-/// block's share (its threads' vectors, as many for each thread).
+/// The bytes of a row that one block holds with row_cache "shared": the row, in a cluster the
+/// block's share (its threads' vectors, as many for each thread), on a warp per row its warps' rows.
 [[nodiscard]] long long row_bytes_per_block(const config::pipeline& p);
 /// The elements one thread handles (serially, before the block's tree). With row_cache "values"
 /// or "inputs" it keeps them in registers: at most k_max_row_items.
@@ -86,7 +93,8 @@ inline constexpr long long k_warp_levels = 5;
 [[nodiscard]] std::size_t shared_bytes(const config::pipeline& p);
 
 /// The longest chains of roundings in a row's sums: a thread adds its elements in order, then
-/// the block's two butterflies (2 × k_warp_levels), then the cluster's blocks in rank order. An
+/// the block's two butterflies (2 × k_warp_levels; on a warp per row, one), then the cluster's
+/// blocks in rank order. An
 /// online sum's partial may also be multiplied at each of those steps by exp(old max − new
 /// max), whose rounding and exp's error (at most 2 ulps for expf; __expf's grows with the
 /// argument, but the factor's weight falls faster) add about 4 roundings more: 5 × the depth.

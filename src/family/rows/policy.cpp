@@ -127,21 +127,24 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
     if (is_auto(p, "streaming")) chosen.streaming = true;
 }
 
-/// row_mapping "warp": each row on one warp, a block of 32 and no cluster; the row must fit the
-/// warp's registers where it is held there.
+/// row_mapping "warp": each row on one warp, block / 32 rows a block (every block is whole warps;
+/// k_warp_rows_block where "auto") and no cluster; the row must fit the warp's registers where it is held there.
 void launch_warp_per_row(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
     const bool in_registers = row_in_registers(p);
-    if (!p.launch.block_auto && p.launch.block != 32)
-        fail("launch.block", "row_mapping \"warp\" runs each row on one warp: block is 32, got " +
-                                      std::to_string(p.launch.block));
     if (!cluster_auto && chosen.cluster != 1)
         fail("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
                                         std::to_string(chosen.cluster));
-    p.launch.block = 32;
+    if (p.launch.block_auto) p.launch.block = k_warp_rows_block;
+    p.launch.block_auto = false;
     chosen.cluster = 1;
     if (in_registers && row_items_per_thread(p) > k_max_row_items)
         fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +
                             std::to_string(k_max_row_items) + " elements each); use launch.row_mapping \"block\"");
+    if (chosen.cache == row_cache::shared && shared_bytes(p) > max_shared_row_bytes(p))
+        fail("shape", "the rows of a block of " + std::to_string(p.launch.block) + " threads (one a warp" +
+                              (rows_loop(p) ? ", two each where blocks loop over rows" : "") + ") take " +
+                              std::to_string(shared_bytes(p)) + " bytes, more than launch.row_cache \"shared\" holds (" +
+                              std::to_string(max_shared_row_bytes(p)) + "); use a smaller launch.block or \"none\"");
 }
 
 /// A row kernel's block and cluster, where "auto": the first that holds the row, one block per
@@ -292,13 +295,19 @@ long long row_vectors(const pipeline& p) {
     return rows_misaligned(p) ? (cols + 2 * width - 2) / width : cols / width;
 }
 
+long long row_threads(const pipeline& p) {
+    return policy_of(p).warp_per_row ? 32 : static_cast<long long>(p.launch.block) * policy_of(p).cluster;
+}
+
+long long rows_per_block(const pipeline& p) { return policy_of(p).warp_per_row ? p.launch.block / 32 : 1; }
+
 bool rows_loop(const pipeline& p) { return p.launch.grid || p.launch.grid_resident; }
 
 long long row_bytes(const pipeline& p) { return p.shape->cols * static_cast<long long>(config::element_size(p.type)); }
 
 long long row_bytes_per_block(const pipeline& p) {
     const long long width = p.launch.vector_width, vectors = row_vectors(p);
-    if (policy_of(p).cluster == 1) return vectors * width * static_cast<long long>(config::element_size(p.type));
+    if (policy_of(p).cluster == 1) return rows_per_block(p) * vectors * width * static_cast<long long>(config::element_size(p.type));
     const long long stride = static_cast<long long>(p.launch.block) * policy_of(p).cluster;
     return (vectors + stride - 1) / stride * p.launch.block * width * static_cast<long long>(config::element_size(p.type));
 }
@@ -315,9 +324,8 @@ long long copy_group_vectors(const pipeline& p) {
 }
 
 long long row_items_per_thread(const pipeline& p) {
-    const long long width = p.launch.vector_width, vectors = row_vectors(p);
-    const long long threads = static_cast<long long>(p.launch.block) * policy_of(p).cluster;
-    return (vectors + threads - 1) / threads * width;
+    const long long vectors = row_vectors(p), threads = row_threads(p);
+    return (vectors + threads - 1) / threads * p.launch.vector_width;
 }
 
 bool row_in_registers(const pipeline& p) {
@@ -337,7 +345,8 @@ std::size_t shared_bytes(const pipeline& p) {
 }
 
 reference::row_sums sum_depths(const pipeline& p) {
-    const long long depth = row_items_per_thread(p) + 2 * k_warp_levels + policy_of(p).cluster - 1;
+    const long long butterflies = policy_of(p).warp_per_row ? 1 : 2;
+    const long long depth = row_items_per_thread(p) + butterflies * k_warp_levels + policy_of(p).cluster - 1;
     return {depth, 5 * depth};
 }
 

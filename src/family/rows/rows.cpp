@@ -215,7 +215,18 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("vectors_per_thread", std::to_string(rows::vectors_per_thread(p)));
     data.set("cluster", std::to_string(chosen.cluster));
     data.set("clustered", codegen::flag(chosen.cluster > 1));
-    data.set("row_stride", std::to_string(p.launch.block * chosen.cluster));
+    data.set("row_stride", std::to_string(rows::row_threads(p)));
+    // A warp per row: a block's warps take rows_per_block rows side by side, and a row's value is
+    // its warp's (no barrier: a warp ends its row when it is done).
+    data.set("warp_rows", codegen::flag(chosen.warp_per_row));
+    data.set("rows_per_block", std::to_string(rows::rows_per_block(p)));
+    data.set("row_of_block", chosen.warp_per_row ? "(long long)blockIdx.x * kjit_rows_per_block + threadIdx.x / 32" : "blockIdx.x");
+    data.set("first_thread", chosen.warp_per_row ? "threadIdx.x % 32" : "threadIdx.x");
+    data.set("row_step", chosen.warp_per_row ? "(long long)gridDim.x * kjit_rows_per_block" : "gridDim.x");
+    data.set("rows_of_block", chosen.warp_per_row ? "One warp per row, kjit_rows_per_block rows a block." : "One block per row.");
+    data.set("rows_of_looping_block", chosen.warp_per_row ? "Fewer blocks than rows, a warp per row: warp w of block b works on rows "
+                                                            "b·kjit_rows_per_block + w, then every\n// gridDim.x·kjit_rows_per_block-th."
+                                                          : "Fewer blocks than rows: block b works on rows b, b + gridDim.x, …");
     data.set("misaligned", codegen::flag(rows::rows_misaligned(p)));
     // Rows that start inside a vector read a per-column input an element at a time.
     data.set("columns_by_element", codegen::flag(rows::rows_misaligned(p) && rows::per_column_inputs(p) > 0));
@@ -224,11 +235,12 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("row_start", rows::rows_misaligned(p) ? "row * cols - kjit_lead_of(row, cols)" : "row * cols");
     data.set("row_vector_count", rows::rows_misaligned(p) ? "kjit_vectors_of(row, cols)" : "cols / kjit_width");
     data.set("loops", codegen::flag(rows::rows_loop(p)));
-    // A block that loops over rows holds two in shared memory, each this many vectors apart.
-    data.set("loops_in_shared", codegen::flag(rows::rows_loop(p) && chosen.cache == cache::shared));
+    // A block holds several rows in shared memory, each this many vectors apart: two where it
+    // loops over rows, one a warp on a warp per row.
+    data.set("rows_apart", codegen::flag(chosen.cache == cache::shared && (rows::rows_loop(p) || chosen.warp_per_row)));
     // The vectors of a row a block holds: all of them, or its share of a row spread over a cluster.
-    data.set("vectors_per_row", std::to_string(rows::row_bytes_per_block(p) / (width * static_cast<long long>(
-                                                                                   config::element_size(p.type)))));
+    const long long vector_bytes = width * static_cast<long long>(config::element_size(p.type));
+    data.set("vectors_per_row", std::to_string(rows::row_bytes_per_block(p) / rows::rows_per_block(p) / vector_bytes));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));
     set_reduction_data(p, data);
     set_movement_data(p, chain, unread, data);
@@ -286,13 +298,14 @@ public:
         for (std::size_t i = 0; i < start.chain.kernels.size(); ++i) {
             const chain_kernel& k = start.chain.kernels[i];
             kernel planned = kernel_of(k, p.launch.block);
-            // One block (or cluster) per row; a given grid loops over the rows, and needs no
-            // more blocks than rows.
+            // One block (or cluster) per row, or per rows_per_block rows on a warp each; a given
+            // grid loops over the rows, and needs no more blocks than that.
+            const long long cluster = rows::policy_of(p).cluster, per_block = rows::rows_per_block(p);
+            const long long blocks = (p.shape->rows + per_block - 1) / per_block * cluster;
             if (p.launch.grid) {  // blocks; where a cluster takes a row, whole clusters
-                const long long cluster = rows::policy_of(p).cluster;
-                planned.grid.x = std::max(1LL, std::min(*p.launch.grid, p.shape->rows * cluster) / cluster) * cluster;
+                planned.grid.x = std::max(1LL, std::min(*p.launch.grid, blocks) / cluster) * cluster;
             } else {
-                planned.grid.x = p.launch.grid_resident ? p.shape->rows : p.shape->rows * rows::policy_of(p).cluster;
+                planned.grid.x = blocks;
                 if (p.launch.grid_resident) planned.resident = resident_rule::at_most;
             }
             if (!k.first_value.empty()) planned.shared_bytes = rows::shared_bytes(p);
