@@ -358,57 +358,38 @@ __device__ __forceinline__ void kjit_acquire_from_cluster()
                  : "memory");
 }
 
-// True when the 16 rows of this thread's warp in wgmma piece `i` (row 64 · i + 16 · warp of the
-// consumer's rows) hold rows of C: the others (past C's last row: a decode step's) are never
-// stored, so the split neither passes nor adds them.
-__device__ __forceinline__ bool kjit_piece_in_c(int i, long long rows_left)
-{
-    return i * 64 + threadIdx.x / 32 % 4 * 16 < rows_left;
-}
-
 // A block of the split but the first: leaves a consumer's accumulators in its shared memory.
 __device__ __forceinline__ void kjit_leave_part(const float (&acc)[kjit_mma_m][kjit_mma_n][4],
-                                                float4* partial, long long rows_left)
+                                                float4* partial)
 {
     const int lane = threadIdx.x % 128;
 #pragma unroll
     for (int i = 0; i < kjit_mma_m * kjit_mma_n; ++i) {
-        if (!kjit_piece_in_c(i / kjit_mma_n, rows_left)) continue;
         const float* a = acc[i / kjit_mma_n][i % kjit_mma_n];
         partial[i * 128 + lane] = make_float4(a[0], a[1], a[2], a[3]);
     }
 }
 
 // The split's first block: adds to a consumer's accumulators the partials the other blocks left
-// at `partial` (a shared-memory address, the same in every block). Loads go kjit_parts_batch at
-// a time, all in flight before the first add waits: one round trip to the other block each.
-enum : int { kjit_parts_batch = 8 };
-static_assert(kjit_mma_n % kjit_parts_batch == 0, "a batch of partial loads is in one wgmma piece");
+// at `partial` (a shared-memory address, the same in every block).
 __device__ __forceinline__ void kjit_add_parts(float (&acc)[kjit_mma_m][kjit_mma_n][4],
-                                               unsigned partial, long long rows_left)
+                                               unsigned partial)
 {
     const unsigned lane = threadIdx.x % 128;
     for (unsigned part = 1; part < kjit_split; ++part) {
         const unsigned there = kjit_in_block(partial, part);
 #pragma unroll
-        for (int b = 0; b < kjit_mma_m * kjit_mma_n; b += kjit_parts_batch) {
-            if (!kjit_piece_in_c(b / kjit_mma_n, rows_left)) continue;
-            float4 p[kjit_parts_batch];
-#pragma unroll
-            for (int i = 0; i < kjit_parts_batch; ++i) {
-                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=f"(p[i].x), "=f"(p[i].y), "=f"(p[i].z), "=f"(p[i].w)
-                             : "r"(there + ((b + i) * 128 + lane) * 16)
-                             : "memory");
-            }
-#pragma unroll
-            for (int i = 0; i < kjit_parts_batch; ++i) {
-                float* a = acc[(b + i) / kjit_mma_n][(b + i) % kjit_mma_n];
-                a[0] += p[i].x;
-                a[1] += p[i].y;
-                a[2] += p[i].z;
-                a[3] += p[i].w;
-            }
+        for (int i = 0; i < kjit_mma_m * kjit_mma_n; ++i) {
+            float* a = acc[i / kjit_mma_n][i % kjit_mma_n];
+            float4 p;
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(p.x), "=f"(p.y), "=f"(p.z), "=f"(p.w)
+                         : "r"(there + (i * 128 + lane) * 16)
+                         : "memory");
+            a[0] += p.x;
+            a[1] += p.y;
+            a[2] += p.z;
+            a[3] += p.w;
         }
     }
 }
@@ -637,10 +618,6 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             kjit_wgmma_wait<0>();
             if (kjit_last >= 0 && kjit_leader) kjit_free_buffer(kjit_free + 8 * kjit_last);
             kjit_ring += (kjit_turns - 1) * kjit_steps;  // past the other consumer's tile
-            // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
-            // warp and column 8 · j of the consumer's rows, which start at kjit_from.
-            const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
-            const long long kjit_rows_left = rows - kjit_row0;  // C's, from kjit_row0
             // The split's blocks meet: each but the first leaves its partial tile in its shared
             // memory (once the first has added the last one) and goes on to its next tile; the
             // first adds them all to its own, frees them, and stores the tile.
@@ -648,18 +625,20 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             if (kjit_part != 0) {
                 kjit_wait(kjit_part_taken + 8 * kjit_consumer, kjit_phase ^ 1);
                 kjit_acquire_from_cluster();
-                kjit_leave_part(kjit_acc, kjit_smem.partial[kjit_consumer], kjit_rows_left);
+                kjit_leave_part(kjit_acc, kjit_smem.partial[kjit_consumer]);
                 kjit_arrive_releasing(kjit_in_block(kjit_parts_in + 8 * kjit_consumer, 0));
                 continue;
             }
             kjit_wait(kjit_parts_in + 8 * kjit_consumer, kjit_phase);
             kjit_acquire_from_cluster();
-            const unsigned kjit_partial = kjit_address(kjit_smem.partial[kjit_consumer]);
-            kjit_add_parts(kjit_acc, kjit_partial, kjit_rows_left);
+            kjit_add_parts(kjit_acc, kjit_address(kjit_smem.partial[kjit_consumer]));
             for (unsigned kjit_other = 1; kjit_other < kjit_split; ++kjit_other) {
                 const unsigned kjit_taken = kjit_part_taken + 8 * kjit_consumer;
                 kjit_arrive_releasing(kjit_in_block(kjit_taken, kjit_other));
             }
+            // Piece (i, j) of this thread's warp is the 16 × 8 piece of C at row 64 · i + 16 ·
+            // warp and column 8 · j of the consumer's rows, which start at kjit_from.
+            const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
             const longlong2 kjit_from = make_longlong2(kjit_row0, kjit_tile.y);
             // C through shared memory: once the TMA unit has read this consumer's last tile
             // there, its threads write this one, and the TMA unit stores it (clipped to C) while
@@ -675,7 +654,6 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             };
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
-                if (!kjit_piece_in_c(kjit_i, kjit_rows_left)) continue;  // (not added up either)
 #pragma unroll
                 for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
                     const int kjit_row = kjit_i * 64 + kjit_warp * 16, kjit_col = kjit_j * 8;
