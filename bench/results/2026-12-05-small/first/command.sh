@@ -4,7 +4,9 @@
 # 4096 tokens, and 768 at 16,384, on a block per row (the default, and 128) beside a warp per row
 # in blocks of 32-512 (new: several rows a block, each reduced by its warp's shuffles alone);
 # transposes of 4096 × 768 and 4096² over tiles and blocks; the peers in the same call; two
-# rounds alternated. Last, the long rows at the defaults beside a copy.
+# rounds alternated. Then decode steps (M = 1, 16, 64 of 4096 × 4096 + bias) with the split's
+# partials passed only for the rows of C and loaded 8 at a time, beside the templates before
+# (.deps/old-templates) and cuBLASLt, three rounds. Last, the long rows at the defaults beside a copy.
 set -uo pipefail
 source bench/attention_call.sh   # build, $kjit, pack
 run1() {  # NAME CONFIG ROWS COLS [kjit run options]
@@ -43,6 +45,21 @@ cat "$OUT/logs/row_peers.jsonl" "$OUT/logs/transpose_peers.jsonl" | python3 -c '
 import json,sys
 for l in sys.stdin:
     r=json.loads(l); print(r["op"], r["tool"], r["rows"], r["cols"], round(1000*r["median_ms"],2))' | tee "$OUT/peers.txt"
+pack
+gemm1() {  # NAME M [kjit run options]
+  local name=$1 m=$2; shift 2
+  run1 "$name" mlp_layer.json $m 4096 --set 'inputs.W.shape=[4096,4096]' \
+    --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]' "$@"
+}
+for round in 1 2 3; do for m in 1 16 64; do
+  gemm1 "r${round}_decode_m${m}_new" $m
+  gemm1 "r${round}_decode_m${m}_old" $m --templates .deps/old-templates/kernel_templates
+done; done 2>&1 | tee "$OUT/decode.txt"
+(cd bench/peers && python3 gemm_peers.py --shapes 1x4096x4096,16x4096x4096,64x4096x4096 --compile-mode default --no-fp32 \
+   --tools cublas,cublaslt_bias 2>/dev/null) | python3 -c '
+import json,sys
+for l in sys.stdin:
+    r=json.loads(l); print(r["tool"], r["m"], r["n"], r["k"], round(1000*(r.get("median_ms") or 0),2))' | tee -a "$OUT/decode.txt"
 pack
 for cols in 128256 50257; do for cfg in softmax rmsnorm layernorm; do
   run1 "long_${cfg}_${cols}" $cfg.json 1024 $cols
