@@ -74,6 +74,10 @@ TEST_CASE("transpose: auto resolves per element size, once, into the policy's co
     const auto f64 = parsed(transpose_config(4096, 4096, "float64"));
     CHECK(family::family_of(f64).policy(f64) ==
           json{{"tile", 32}, {"block", 256}, {"layout", "padded"}, {"padding", 1}, {"vector_width", 1}});
+    // Tiles too few for the SMs' threads at that block (768 of 64² beside 132 SMs × 16 blocks of
+    // 128) take twice the threads; 4096 tiles do not.
+    CHECK(parsed(transpose_config(4096, 768, "bfloat16")).launch.block == 256);
+    CHECK(parsed(transpose_config(4096, 4096, "bfloat16")).launch.block == 128);
     // A swizzled tile holds the stored type: with maps on both sides, auto pads instead.
     json both = transpose_config(4096, 4096, "bfloat16");
     both["stages"] = json::array({{{"op", "map"}, {"expr", "x * 2"}, {"input", "a"}}, {{"op", "transpose"}}, {{"op", "map"}, {"expr", "x + 1"}}});
@@ -138,7 +142,7 @@ TEST_CASE("transpose: one kernel on a 2-D grid of tiles, its arguments in order,
     const auto& k = prog.kernels[0];
     CHECK(k.name == "t_transpose");
     CHECK(k.grid == family::dims{1, 16, 1});   // 36 columns in one tile of 64, 1000 rows in 16
-    CHECK(k.block == family::dims{16, 16, 1}); // 64 / 4 lanes, 256 / 16 rows
+    CHECK(k.block == family::dims{16, 32, 1}); // 64 / 4 lanes; 16 tiles: 512 threads, in 32 rows
     std::vector<std::string> order;
     for (const auto& a : k.args) order.push_back(a.cuda);
     CHECK(order == std::vector<std::string>{"const store_t* __restrict__ a", "const store_t* __restrict__ b",

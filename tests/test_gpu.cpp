@@ -205,7 +205,7 @@ TEST_CASE("fused and separate agree with the same reference, for both formulas a
         }
 }
 
-TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks and clusters that loop over rows, streaming, capped registers, shared rows over a cluster") {
+TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multiple of a vector or a block, a cluster per row, blocks and clusters that loop over rows, streaming, capped registers, shared rows over a cluster, a warp per row in blocks of several") {
     session s;
     // Each fusion and row cache; softmax's sum classic and online, the others' as "auto" takes it.
     const std::vector<json> variants = {{{"fusion", "fused"}},
@@ -230,7 +230,14 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "shared"}, {"copy_groups", 3}}}},
                                         {{"fusion", "fused"}, {"launch", {{"row_cache", "shared"}, {"cluster", 4}, {"copy_groups", 16}}}},
                                         // Registers capped for 4 blocks per SM.
-                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}, {"block", 256}, {"min_blocks_per_sm", 4}}}}};
+                                        {{"fusion", "fused"}, {"launch", {{"row_cache", "none"}, {"block", 256}, {"min_blocks_per_sm", 4}}}},
+                                        // A warp per row, several rows a block (the last block's spare warps idle): in
+                                        // registers, in shared memory, read in each pass; looping over rows or not.
+                                        {{"fusion", "fused"}, {"launch", {{"row_mapping", "warp"}, {"block", 128}, {"row_cache", "values"}}}},
+                                        {{"fusion", "separate"}, {"launch", {{"row_mapping", "warp"}, {"block", 128}, {"row_cache", "values"}, {"grid", 7}}}},
+                                        {{"fusion", "fused"}, {"launch", {{"row_mapping", "warp"}, {"block", 128}, {"row_cache", "shared"}}}},
+                                        {{"fusion", "fused"}, {"launch", {{"row_mapping", "warp"}, {"block", 96}, {"row_cache", "shared"}, {"grid", 5}}}},
+                                        {{"fusion", "fused"}, {"launch", {{"row_mapping", "warp"}, {"block", 64}, {"row_cache", "none"}, {"grid", "resident"}}}}};
     // The causal softmax computes from positions: a column where a row starts inside a vector.
     for (const char* name : {"softmax.json", "causal_softmax.json", "layernorm.json", "rmsnorm.json", "row_sum.json"})
         for (const json& shape : {json::array({1, 1}), json::array({3, 33}), json::array({1000, 4097}), json::array({3, 70001})})
@@ -244,9 +251,11 @@ TEST_CASE("row kernels verify at odd shapes: one row, one column, rows no multip
                         // two rows of bfloat16 for a looping block; a cluster (registers) cannot loop.
                         const json launch = variant.value("launch", json::object());
                         const bool shared = launch.value("row_cache", "") == "shared";
-                        const bool in_registers = !launch.contains("row_cache");
+                        const bool in_registers = !launch.contains("row_cache") || launch.value("row_cache", "") == "values";
                         const bool loops = launch.contains("grid");
-                        if (shape[1] == 70001 && ((shared && (type == "float32" || loops)) || (loops && in_registers))) continue;
+                        const bool warps = launch.contains("row_mapping");
+                        if (shape[1] == 70001 && ((shared && (type == "float32" || loops || warps)) || (loops && in_registers))) continue;
+                        if (warps && in_registers && shape[1] > 1024) continue;  // longer than a warp's registers hold
                         auto doc = config::load_document(kjit::testing::config_path(name));
                         doc.json["shape"] = shape;
                         doc.json["dtype"] = dtype;

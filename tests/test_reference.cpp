@@ -314,7 +314,7 @@ TEST_CASE("a final reduce: one value per row, a sum's error scale from the kerne
     CHECK(ref.values[1] == 16);
     // Each square is rounded once (its scale is |x²|), then the sum: depth × Σ|x²| on top.
     const double depth = static_cast<double>(family::rows::sum_depths(p).depth);
-    CHECK(depth == 4 + 10);  // one vector of 4 per thread, then a warp's and a block's tree
+    CHECK(depth == 4 + 5);  // one vector of 4 per thread, then its warp's tree (a short row: a warp each)
     CHECK(ref.scales[0] == doctest::Approx(14.25 + depth * 14.25));
     CHECK(ref.scales[1] == doctest::Approx(16 + depth * 16));
 }

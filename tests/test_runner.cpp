@@ -420,10 +420,12 @@ TEST_CASE("the device's state is read before and after the timed loops; a clock 
 // ---- row kernels
 
 namespace {
-config::pipeline softmax(const std::string& fusion, long long rows = 5) {
+/// Softmax over rows of 33 floats, a block per row (short rows take a warp each where "auto").
+config::pipeline softmax(const std::string& fusion, long long rows = 5, const std::string& mapping = "block") {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
     doc.json["shape"] = {rows, 33};
     doc.json["fusion"] = fusion;
+    doc.json["launch"]["row_mapping"] = mapping;
     doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
     return family::load(doc);
 }
@@ -498,6 +500,22 @@ TEST_CASE("row kernels that loop over the rows: grid \"resident\" is SMs × bloc
     const auto rec = f.run(p);
     CHECK(f.gpu.last_grid == 100);
     CHECK(rec.config.at("grid") == 1000);
+}
+
+TEST_CASE("row kernels on a warp per row: a block per 4 rows (the last one's spare warps idle), a loop as many blocks at most") {
+    fixture f;
+    auto p = softmax("fused", 101, "warp");
+    CHECK(p.launch.block == 128);
+    CHECK(f.run(p).status == report::outcome::pass);
+    CHECK(f.gpu.last_grid == 26);
+    CHECK(f.gpu.last_block == 128);
+    p.launch.grid = 1000;
+    f.run(p);
+    CHECK(f.gpu.last_grid == 26);
+    p.launch.grid = std::nullopt;
+    p.policy = with_row_policy(p, [](family::rows::policy& t) { t.cache = family::rows::row_cache::shared; });
+    f.run(p);
+    CHECK(f.gpu.last_launch.shared_bytes == 4 * 9 * 16);  // a row a warp: 33 floats touch 9 vectors of 4 at most
 }
 
 TEST_CASE("row kernels: a wrong element is named by its row and column") {

@@ -262,8 +262,8 @@ TEST_CASE("a final reduce gives one result per row, and may go unnamed; its expr
 
 TEST_CASE("launch.block \"auto\" for rows: the smallest block of 64 or more whose threads hold the row") {
     json j = softmax_config();
-    j["shape"] = {4, 1024};
-    CHECK(parsed(j).launch.block == 64);  // float32 × 4 per vector: 4 vectors, 16 elements a thread
+    j["shape"] = {4, 2048};
+    CHECK(parsed(j).launch.block == 128);  // float32 × 4 per vector: 512 vectors, 16 elements a thread
     j["shape"] = {4, 32768};
     CHECK(parsed(j).launch.block == 1024);  // 32 elements a thread
     j["launch"] = {{"block", 128}};
@@ -579,10 +579,12 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     j["shape"] = {100, 1024};
     j["launch"] = {{"row_mapping", "warp"}};
     const auto p = parsed(j);
-    CHECK(p.launch.block == 32);
+    CHECK(p.launch.block == family::rows::k_warp_rows_block);
     CHECK(family::rows::policy_of(p).cluster == 1);
     CHECK(family::rows::row_items_per_thread(p) == 32);
-    j["shape"] = {100, 1025};
+    j["shape"] = {100, 1025};  // longer than a warp holds: in shared memory, or where given, refused
+    CHECK(family::rows::policy_of(parsed(j)).cache == family::rows::row_cache::shared);
+    j["launch"]["row_cache"] = "values";
     CHECK(failure(j) == "t.json: shape: a row of 1025 elements is longer than a warp holds (32 threads × 32 elements "
                         "each); use launch.row_mapping \"block\"");
     // A larger block holds a row a warp: 4 rows a block of 128, a thread's vectors 32 apart.
@@ -633,11 +635,17 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
         j["launch"] = launch;
         const auto p = parsed(j);
         return std::string(family::rows::to_string(family::rows::policy_of(p).cache)) + " " + std::to_string(p.launch.block) +
-               (family::rows::policy_of(p).streaming ? " streaming" : "") + (family::rows::policy_of(p).cluster > 1 ? " cluster" : "");
+               (family::rows::policy_of(p).streaming ? " streaming" : "") + (family::rows::policy_of(p).cluster > 1 ? " cluster" : "") +
+               (family::rows::policy_of(p).warp_per_row ? " warp" : "");
     };
+    // Rows of at most 4 KiB on a warp each, 4 a block of 128: in registers where a warp holds
+    // them at 32 elements a thread, else in shared memory.
+    CHECK(policy(8, "float32") == "values 128 warp");
+    CHECK(policy(1024, "float32") == "values 128 warp");
+    CHECK(policy(2048, "bfloat16") == "shared 128 warp");
+    CHECK(policy(1024, "float64") == "values 64");  // 8 KiB: a block per row
     // In registers at 16 elements a thread, in the smallest block that holds the row so.
-    CHECK(policy(8, "float32") == "values 64");
-    CHECK(policy(1024, "float32") == "values 64");
+    CHECK(policy(1025, "float32") == "values 128");
     CHECK(policy(3001, "float32") == "values 256");
     CHECK(policy(4096, "bfloat16") == "values 256");
     CHECK(policy(16384, "float32") == "values 1024");
@@ -690,13 +698,13 @@ TEST_CASE("\"auto\" for a pipeline that computes from positions: 32 elements a t
         return std::string(family::rows::policy_of(p).warp_per_row ? "warp " : "") + std::string(family::rows::to_string(family::rows::policy_of(p).cache)) + " " +
                std::to_string(p.launch.block) + (family::rows::policy_of(p).streaming ? " streaming" : "");
     };
-    CHECK(policy(1024, "bfloat16") == "warp values 32");  // 16 items a thread unmasked, in blocks of 64
-    CHECK(policy(1024, "float32") == "warp values 32");
+    CHECK(policy(1024, "bfloat16") == "warp values 128");  // (a short row, as unmasked)
+    CHECK(policy(1024, "float64") == "warp values 128");  // 8 KiB: unmasked, 16 a thread in blocks of 64
     CHECK(policy(4096, "bfloat16") == "values 128");  // a warp would take 128 a thread; unmasked: blocks of 256
     CHECK(policy(4096, "float32") == "values 128");
     CHECK(policy(32768, "bfloat16") == "shared 512 streaming");  // not in registers: as unmasked
     // A launch that names the mapping, the block or the cluster keeps it.
     CHECK(policy(1024, "bfloat16", {{"row_mapping", "block"}}) == "values 64");  // no block is smaller
-    CHECK(policy(1024, "bfloat16", {{"row_mapping", "auto"}}) == "warp values 32");
+    CHECK(policy(1024, "bfloat16", {{"row_mapping", "auto"}}) == "warp values 128");
     CHECK(policy(1024, "bfloat16", {{"block", 64}}) == "values 64");
 }

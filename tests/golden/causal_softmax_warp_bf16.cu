@@ -26,11 +26,11 @@ struct alignas(16) vec {
 // an enum so that they take no storage.
 enum : int {
     kjit_width = 8,  // elements in a vector
-    kjit_block = 32,  // threads in a block
+    kjit_block = 128,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 32,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_row_stride = 32,  // a thread's vectors of a row are this far apart: the row's threads
     kjit_vectors_per_thread = 4,  // of a row, at most
-    kjit_rows_per_block = 1,  // a warp each
+    kjit_rows_per_block = 4,  // a warp each
 };
 
 // How a reduce adds an element to a thread's partial value, combines two partial values, and

@@ -26,10 +26,11 @@ struct alignas(2) vec {
 // an enum so that they take no storage.
 enum : int {
     kjit_width = 1,  // elements in a vector
-    kjit_block = 64,  // threads in a block
+    kjit_block = 128,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 64,  // a thread's vectors of a row are this far apart: block × cluster
-    kjit_vectors_per_thread = 1,  // of a row, at most
+    kjit_row_stride = 32,  // a thread's vectors of a row are this far apart: the row's threads
+    kjit_vectors_per_thread = 2,  // of a row, at most
+    kjit_rows_per_block = 4,  // a warp each
     kjit_words = 1,  // a vector moves as this many words (kjit_word)
 };
 typedef unsigned short kjit_word;  // a built-in type of that size
@@ -58,27 +59,11 @@ __device__ __forceinline__ typename Op::value kjit_warp_reduce(typename Op::valu
     return v;
 }
 
-// The block's values combined: each warp's result goes through shared memory, then every warp
-// combines those (at most 32) the same way, so every thread gets the block's value.
-template <class Op>
-__device__ __forceinline__ typename Op::value kjit_block_reduce(typename Op::value v)
-{
-    __shared__ typename Op::value partial[32];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = kjit_warp_reduce<Op>(v);
-    if (lane == 0) partial[warp] = v;
-    __syncthreads();
-    v = lane < (int)(blockDim.x / 32) ? partial[lane] : Op::start();
-    v = kjit_warp_reduce<Op>(v);
-    __syncthreads();  // the next reduction of the block writes partial again
-    return v;
-}
-
-// One block holds the row: its value is the row's.
+// One warp holds the row: its value is the row's, with no barrier or shared memory.
 template <class Op>
 __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value v)
 {
-    return kjit_block_reduce<Op>(v);
+    return kjit_warp_reduce<Op>(v);
 }
 
 // A vector of the row read from global memory: each is read once. launch.streaming
@@ -131,7 +116,7 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
 {
     const long long kjit_base = kjit_row_index * cols;  // the row's first element
     const long long kjit_vectors = cols / kjit_width;
-    // The thread's 1 elements stay in x[]: the row is read from memory once however many
+    // The thread's 2 elements stay in x[]: the row is read from memory once however many
     // stages use it.
     real x[kjit_vectors_per_thread * kjit_width];
 #pragma unroll
@@ -200,14 +185,15 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
     }
 }
 
-// One block per row.
+// One warp per row, kjit_rows_per_block rows a block.
 extern "C" __global__ __launch_bounds__(kjit_block) void layernorm_fused(
         const store_t* __restrict__ activations, const store_t* __restrict__ gamma,
         const store_t* __restrict__ beta, store_t* __restrict__ out, real eps, long long rows,
         long long cols)
 {
-    const long long kjit_row_index = blockIdx.x;
-    const long long kjit_first = threadIdx.x;
+    const long long kjit_row_index = (long long)blockIdx.x * kjit_rows_per_block + threadIdx.x / 32;
+    const long long kjit_first = threadIdx.x % 32;
+    if (kjit_row_index >= rows) return;  // a spare warp of the last block (no barrier follows)
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, activations, gamma, beta, out, eps, rows, cols);
 }

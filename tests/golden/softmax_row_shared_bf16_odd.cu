@@ -31,7 +31,7 @@ enum : int {
     kjit_width = 8,  // elements in a vector
     kjit_block = 64,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 64,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_row_stride = 64,  // a thread's vectors of a row are this far apart: the row's threads
     kjit_vectors_per_thread = 1,  // of a row, at most
 };
 

@@ -28,7 +28,7 @@ enum : int {
     kjit_width = 4,  // elements in a vector
     kjit_block = 256,  // threads in a block
     kjit_cluster = 1,  // blocks that share a row
-    kjit_row_stride = 256,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_row_stride = 256,  // a thread's vectors of a row are this far apart: the row's threads
     kjit_vectors_per_thread = 4,  // of a row, at most
 };
 

@@ -28,7 +28,7 @@ enum : int {
     kjit_width = 8,  // elements in a vector
     kjit_block = 128,  // threads in a block
     kjit_cluster = 8,  // blocks that share a row
-    kjit_row_stride = 1024,  // a thread's vectors of a row are this far apart: block × cluster
+    kjit_row_stride = 1024,  // a thread's vectors of a row are this far apart: the row's threads
     kjit_vectors_per_thread = 16,  // of a row, at most
     kjit_copy_groups = 8,  // a thread's copies of a row land in this many groups
     kjit_group_vectors = 2,  // of its vectors each, at most

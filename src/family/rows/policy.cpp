@@ -60,6 +60,35 @@ bool uses_positions(const pipeline& p) {
     return !used.positions.empty();
 }
 
+/// Each row on one warp, block / 32 rows a block: k_warp_rows_block threads where the block is
+/// "auto".
+void take_warp_rows(pipeline& p, policy& chosen) {
+    chosen.warp_per_row = true;
+    if (!p.launch.block_auto) return;
+    p.launch.block = k_warp_rows_block;
+    p.launch.block_auto = false;
+}
+
+/// Short rows (at most k_warp_row_bytes) where the mapping, block and cluster are "auto", and a
+/// row_mapping "warp" given with row_cache "auto": a warp per row, the row in registers where the
+/// warp holds it at k_max_row_items elements a thread, else in shared memory (sm_80 and newer,
+/// where the block's rows fit), else read in each pass. Measured on an H100, 4096 rows of
+/// bfloat16 (bench/results/2026-12-05-small/first): RMS norm at 768 columns 9.3 → 8.5 µs, layer
+/// norm 10.0 → 8.9; at 1024 layer norm 11.6 → 10.7, RMS norm 10.1 → 10.2; at 2048 (in shared
+/// memory) 16.4 → 15.3 and 17.2 → 16.3; over 16,384 rows of 768, 1-3 % slower (22.0 → 22.6).
+/// True where it chose so.
+bool choose_warp_rows(pipeline& p, policy& chosen, bool cluster_auto) {
+    const bool short_row = is_auto(p, "row_mapping") && p.launch.block_auto && cluster_auto && !rows_loop(p) &&
+                           row_bytes(p) <= k_warp_row_bytes;
+    if (!chosen.warp_per_row && !short_row) return false;
+    take_warp_rows(p, chosen);
+    chosen.cluster = 1;
+    if (row_items_per_thread(p) <= k_max_row_items) return true;  // "values"
+    chosen.cache = config::compiled_arch(p) >= 80 ? row_cache::shared : row_cache::none;
+    if (shared_bytes(p) > max_shared_row_bytes(p)) chosen.cache = row_cache::none;
+    return true;
+}
+
 /// The row cache, its streaming, the block and the row mapping where "auto", by the rule measured
 /// on the H200 over the exhaustive launch spaces of softmax, layer norm and RMS norm
 /// (docs/tuning.md): a row that a block holds in registers at k_auto_row_items elements a thread
@@ -75,7 +104,7 @@ bool uses_positions(const pipeline& p) {
 /// k_positional_row_items elements a thread, on one warp per row where a warp holds the row so.
 void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
     using cache = row_cache;
-    if (!is_auto(p, "row_cache") || chosen.warp_per_row) return;
+    if (!is_auto(p, "row_cache") || choose_warp_rows(p, chosen, cluster_auto)) return;
     const long long width = p.launch.vector_width;
     const auto items_at = [&](long long block) { return (row_vectors(p) + block - 1) / block * width; };
     const long long held = p.launch.block_auto ? 1024 : p.launch.block;
@@ -84,7 +113,7 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
             const bool positional = uses_positions(p);
             if (positional && is_auto(p, "row_mapping") && cluster_auto && !rows_loop(p) &&
                 items_at(32) <= k_positional_row_items) {
-                chosen.warp_per_row = true;
+                take_warp_rows(p, chosen);
                 return;  // "values", on a warp per row
             }
             const int items = positional ? k_positional_row_items : k_auto_row_items;
@@ -134,8 +163,7 @@ void launch_warp_per_row(pipeline& p, policy& chosen, bool cluster_auto, const f
     if (!cluster_auto && chosen.cluster != 1)
         fail("launch.cluster", "row_mapping \"warp\" runs each row on one warp: cluster is 1, got " +
                                         std::to_string(chosen.cluster));
-    if (p.launch.block_auto) p.launch.block = k_warp_rows_block;
-    p.launch.block_auto = false;
+    take_warp_rows(p, chosen);
     chosen.cluster = 1;
     if (in_registers && row_items_per_thread(p) > k_max_row_items)
         fail("shape", "a row of " + std::to_string(p.shape->cols) + " elements is longer than a warp holds (32 threads × " +

@@ -265,9 +265,9 @@ public:
         rows::resolve_policy(p, source);
     }
 
-    /// One warp or a block per row, where the row waits between passes, how many blocks share it,
-    /// whether its loads evict first, and whether a row in shared memory lands in groups: the
-    /// choices the sweeps found to matter.
+    /// A warp per row (1 or 4 a block) or a block per row, where the row waits between passes,
+    /// how many blocks share it, whether its loads evict first, and whether a row in shared memory
+    /// lands in groups: the choices the sweeps found to matter.
     config::json_value tune_space(const pipeline&) const override {
         return {{"axes",
                  {{"launch.row_cache", {"values", "inputs", "none", "shared"}},
@@ -275,8 +275,8 @@ public:
                   {"launch.streaming", {false, true}},
                   {"launch.copy_groups", {1, 8}}}},
                 {"paired",
-                 {{{"launch.row_mapping", {"warp", "block", "block", "block", "block", "block"}},
-                   {"launch.block", {32, 64, 128, 256, 512, 1024}}}}}};
+                 {{{"launch.row_mapping", {"warp", "warp", "block", "block", "block", "block", "block"}},
+                   {"launch.block", {32, 128, 64, 128, 256, 512, 1024}}}}}};
     }
 
     /// The launch every family has (block, vector width, grid), and the row policy's own.

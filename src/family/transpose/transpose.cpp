@@ -28,6 +28,16 @@ auto_policy auto_policy_for(std::size_t element_bytes) {
     return {32, 1, 256, false};                          // float64: 93–95 %
 }
 
+/// The threads that move a tile where "auto": the element size's, or twice as many where the
+/// tiles are too few to fill the SMs' threads at that block (a wave with threads to spare): more
+/// warps an SM keep more loads in flight. Transposes of bfloat16 on an H100 (bench/results/
+/// 2026-12-05-small/first): 4096 × 768 (768 tiles of 64²) 9.3 → 8.0 µs in 256 threads; 4096²
+/// (4096 tiles) 27.6 in 128, 28.3 in 256.
+int auto_block(const auto_policy& fallback, long long tiles, const config::target& gpu) {
+    const long long resident = static_cast<long long>(gpu.sm_count) * (config::k_max_threads_per_sm / fallback.block);
+    return tiles < resident ? 2 * fallback.block : fallback.block;
+}
+
 /// How the tile is laid out in shared memory: rows of compute-type elements padded so that a
 /// column spreads over the banks, or rows of stored vectors placed by an XOR swizzle. A swizzled
 /// tile holds the stored type, so it needs no stage on one side of the transpose: with stages
@@ -137,7 +147,8 @@ public:
                                        ") and the tile (" + std::to_string(tile) + "); use \"auto\"");
         }
         const int lanes = tile / width;  // threads across a tile row
-        if (p.launch.block_auto) p.launch.block = std::min(fallback.block, lanes * tile);
+        const long long tiles = (p.shape->rows + tile - 1) / tile * ((p.shape->cols + tile - 1) / tile);
+        if (p.launch.block_auto) p.launch.block = std::min(auto_block(fallback, tiles, p.target), lanes * tile);
         const int tile_rows = p.launch.block / lanes;
         if (p.launch.block % lanes != 0 || tile_rows > tile || tile % tile_rows != 0)
             l.fail("block", "a tile of " + std::to_string(tile) + " is moved by rows of " + std::to_string(lanes) +
