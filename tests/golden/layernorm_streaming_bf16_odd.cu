@@ -130,24 +130,6 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
             x[kjit_j * kjit_width + kjit_k] = load(kjit_in.e[kjit_k]);
         }
     }
-    // gamma, a value per column, is loaded with the row: its first read from memory overlaps
-    // the row's, where it would wait behind the reductions before its use.
-    vec kjit_c_gamma[kjit_vectors_per_thread];
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
-        kjit_c_gamma[kjit_j] = reinterpret_cast<const vec*>(gamma)[kjit_v];
-    }
-    // beta, a value per column, is loaded with the row: its first read from memory overlaps
-    // the row's, where it would wait behind the reductions before its use.
-    vec kjit_c_beta[kjit_vectors_per_thread];
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
-        kjit_c_beta[kjit_j] = reinterpret_cast<const vec*>(beta)[kjit_v];
-    }
     // stages[0]: reduce mean as mu
     // Each thread combines its elements in order, then the block.
     kjit_sum::value kjit_part_0 = kjit_sum::start();
@@ -181,8 +163,8 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
     for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
-        const vec kjit_v_gamma = kjit_c_gamma[kjit_j];
-        const vec kjit_v_beta = kjit_c_beta[kjit_j];
+        const vec kjit_v_gamma = reinterpret_cast<const vec*>(gamma)[kjit_v];
+        const vec kjit_v_beta = reinterpret_cast<const vec*>(beta)[kjit_v];
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
             x[kjit_j * kjit_width + kjit_k] = kjit_s2(

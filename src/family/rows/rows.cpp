@@ -74,23 +74,6 @@ row_signature row_signature_of(const kernel& planned, bool in_shared, bool prefe
     return s;
 }
 
-/// The per-column inputs a kernel's stages read, loaded with the row where it waits in registers:
-/// their first read from memory (L2 cold) then overlaps the row's, where it would wait behind
-/// the reductions before their use. RMS norm over 4096 rows of 768 bfloat16 on the H200: its
-/// weight loaded at use cost 0.5 µs of 7.7 (…). None where rows start inside a vector (each
-/// element reads its column there) or the row is read in each pass.
-std::vector<std::string> columns_with_row(const pipeline& p, const chain_kernel& k) {
-    std::vector<std::string> columns;
-    if (!rows::row_in_registers(p) || rows::rows_misaligned(p) || k.first_value.empty()) return columns;
-    for (std::size_t i : k.stages) {
-        expr::used_names used;
-        expr::collect_names(p.stages[i].kernel, used);
-        for (const auto& a : used.arrays)
-            if (rows::is_per_column_input(p, a)) add_once(columns, a);
-    }
-    return columns;
-}
-
 /// The template's data for one kernel: its row function's loads, stages and stores. `unread` is
 /// where its first stage ignores the row it loads (rows::unread_where).
 mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& planned, const expr::tree& unread) {
@@ -114,10 +97,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
     // it again. With "shared", the passes load the row from shared memory instead, as "none"
     // does from global memory.
     const bool keep_inputs = rows::policy_of(p).cache == cache::inputs && !k.first_value.empty();
-    const step_context c{p, k, codegen::style_of(p), rows::rows_misaligned(p), loads_each_pass || keep_inputs, columns_with_row(p, k)};
-    mu::data with_row{mu::data::type::list};
-    for (const auto& a : c.with_row) with_row.push_back(mu::data("array", a));
-    item.set("columns_with_row", with_row);
+    const step_context c{p, k, codegen::style_of(p), rows::rows_misaligned(p), loads_each_pass || keep_inputs};
     // Where the row is loaded into registers here, once: the one load that can be skipped.
     item.set("unread", rows::unread_test(unread, k.stages.front(), c.style, c.misaligned));
     // The row's vectors are in kjit_loaded[] before its elements are: loaded ahead (prefetched),

@@ -44,9 +44,7 @@ mu::data step_context::vector_loads(const std::vector<std::string>& arrays) cons
         if (by_element(a)) continue;
         mu::data load;
         load.set("array", a);
-        const bool loaded = std::find(with_row.begin(), with_row.end(), a) != with_row.end();
-        const std::string at = is_per_column_input(p, a) ? a : a + " + kjit_base";
-        load.set("vector", loaded ? "kjit_c_" + a + "[kjit_j]" : "reinterpret_cast<const vec*>(" + at + ")[kjit_v]");
+        load.set("at", is_per_column_input(p, a) ? a : a + " + kjit_base");
         list.push_back(load);
     }
     return list;

@@ -24,14 +24,12 @@ struct step_context {
     const chain_kernel& k;
     expr::cuda_style style;
     bool misaligned = false, maps_at_use = false;
-    /// The per-column inputs loaded with the row, into kjit_c_<name>[] (columns_with_row).
-    std::vector<std::string> with_row = {};
 
     /// A per-column input does not line up with the vectors of rows that start inside one: there
     /// each element reads its own column's value (a small array every row reads, from L1).
     [[nodiscard]] bool by_element(const std::string& a) const;
     /// The template's vector loads of `arrays` where a loop over x uses them (per column: the same
-    /// for every row; those loaded with the row, from its registers).
+    /// for every row).
     [[nodiscard]] codegen::mu::data vector_loads(const std::vector<std::string>& arrays) const;
 };
 
