@@ -61,6 +61,79 @@ struct tile_policy final : config::launch_policy {
     }
 };
 
+/// What a transpose pipeline cannot be, each refused in one line naming the key: a transpose of no
+/// matrix, more than one, a transpose stage with options, separate kernels, per-column or shaped
+/// inputs, and positions (an element has one before the transpose and another after).
+void refuse_around_transpose(const pipeline& p, std::size_t t, const std::string& source) {
+    const std::string stage = "stages[" + std::to_string(t) + "]";
+    if (!p.shape) throw config_error(source, stage, "a transpose needs a matrix: give \"shape\": [rows, cols] instead of \"n\"");
+    if (std::count_if(p.stages.begin(), p.stages.end(), [](const config::stage& s) { return s.family_op; }) > 1)
+        throw config_error(source, "stages", "a pipeline transposes once at most");
+    for (const auto& [key, value] : p.stages[t].options.items())
+        throw config_error(source, stage + "." + key, "unknown key; expected one of \"op\", \"input\"");
+    if (p.fuse == config::fusion::separate)
+        throw config_error(source, "fusion", "a transpose runs its maps in its own kernel: \"separate\" is not offered for it");
+    refuse_per_column_inputs(p, source);
+    refuse_shaped_inputs(p, source);
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        expr::used_names used;
+        expr::collect_names(p.stages[i].kernel, used);
+        if (!used.positions.empty())
+            throw config_error(source, "stages[" + std::to_string(i) + "]",
+                               "uses '" + used.positions.front() + "': positions are not offered around a transpose, "
+                               "where an element has one before it and another after");
+    }
+}
+
+/// The tile's layout and padding: the element size's where "auto", padded where maps on both
+/// sides would round their value in a swizzled tile of the stored type.
+void choose_layout(const config::detail::object_reader& l, const auto_policy& fallback, bool maps_on_both_sides,
+                   tile_policy& chosen) {
+    bool swizzled = fallback.swizzled && !maps_on_both_sides;
+    if (!l.leaves_auto("layout")) {
+        swizzled = l.choice<tile_layout>("layout", {{"padded", tile_layout::padded}, {"swizzled", tile_layout::swizzled}},
+                                          std::nullopt) == tile_layout::swizzled;
+        if (swizzled && maps_on_both_sides)
+            l.fail("layout", "a swizzled tile holds the stored type, which would round the value between the "
+                             "stages before and after the transpose: use \"padded\"");
+    }
+    if (swizzled && !l.leaves_auto("padding")) l.fail("padding", "pads a \"padded\" layout only; this one is swizzled");
+    chosen.layout = swizzled ? tile_layout::swizzled : tile_layout::padded;
+    chosen.padding = swizzled ? 0 : l.leaves_auto("padding") ? 1 : static_cast<int>(l.integer("padding", 0, 4, std::nullopt));
+}
+
+/// The elements a thread moves at once (launch.vector_width): the element size's where "auto",
+/// halved until it divides both sides, for a vector must not straddle two rows of the input or of
+/// the output.
+int choose_width(pipeline& p, const config::detail::object_reader& l, const auto_policy& fallback, int tile) {
+    const auto divides = [&](int width) { return p.shape->rows % width == 0 && p.shape->cols % width == 0; };
+    int& width = p.launch.vector_width;
+    if (width == 0) {
+        width = std::min(tile, fallback.vector_width);
+        while (!divides(width)) width /= 2;
+    } else if (!divides(width) || width > tile) {
+        l.fail("vector_width", std::to_string(width) + " elements must divide rows and cols (" + std::to_string(p.shape->rows) +
+                                   " × " + std::to_string(p.shape->cols) + ") and the tile (" + std::to_string(tile) +
+                                   "); use \"auto\"");
+    }
+    return width;
+}
+
+/// The block's rows of threads, each tile / width wide: launch.block (auto_block where "auto")
+/// over that width, a whole divisor of the tile's rows.
+int choose_tile_rows(pipeline& p, const config::detail::object_reader& l, const auto_policy& fallback, const tile_policy& chosen) {
+    const int tile = chosen.tile, lanes = tile / chosen.width;  // threads across a tile row
+    const long long tiles = (p.shape->rows + tile - 1) / tile * ((p.shape->cols + tile - 1) / tile);
+    if (p.launch.block_auto) p.launch.block = std::min(auto_block(fallback, tiles, p.target), lanes * tile);
+    const int tile_rows = p.launch.block / lanes;
+    if (p.launch.block % lanes != 0 || tile_rows > tile || tile % tile_rows != 0)
+        l.fail("block", "a tile of " + std::to_string(tile) + " is moved by rows of " + std::to_string(lanes) + " threads (" +
+                            std::to_string(chosen.width) + " elements each), as many rows as divide " + std::to_string(tile) +
+                            ": expected " + std::to_string(lanes) + " × 1, 2, 4, … up to " + std::to_string(lanes * tile) +
+                            ", got " + std::to_string(p.launch.block));
+    return tile_rows;
+}
+
 const tile_policy& policy_of(const pipeline& p) {
     return config::policy_as<tile_policy>(p, "transpose");
 }
@@ -101,71 +174,23 @@ public:
 
     void resolve(pipeline& p, const std::string& source) const override {
         const std::size_t t = transpose_stage(p);
-        const std::string stage = "stages[" + std::to_string(t) + "]";
-        if (!p.shape) throw config_error(source, stage, "a transpose needs a matrix: give \"shape\": [rows, cols] instead of \"n\"");
-        if (std::count_if(p.stages.begin(), p.stages.end(), [](const config::stage& s) { return s.family_op; }) > 1)
-            throw config_error(source, "stages", "a pipeline transposes once at most");
-        for (const auto& [key, value] : p.stages[t].options.items())
-            throw config_error(source, stage + "." + key, "unknown key; expected one of \"op\", \"input\"");
-        if (p.fuse == config::fusion::separate)
-            throw config_error(source, "fusion", "a transpose runs its maps in its own kernel: \"separate\" is not offered for it");
-        refuse_per_column_inputs(p, source);
-        refuse_shaped_inputs(p, source);
-        for (std::size_t i = 0; i < p.stages.size(); ++i) {
-            expr::used_names used;
-            expr::collect_names(p.stages[i].kernel, used);
-            if (!used.positions.empty())
-                throw config_error(source, "stages[" + std::to_string(i) + "]",
-                                   "uses '" + used.positions.front() + "': positions are not offered around a transpose, "
-                                   "where an element has one before it and another after");
-        }
-        config::detail::object_reader l(p.launch.given, "launch", source, launch_keys());
-        const auto is_auto = [&](const char* key) { return l.leaves_auto(key); };
+        refuse_around_transpose(p, t, source);
+        const config::detail::object_reader l(p.launch.given, "launch", source, launch_keys());
         const auto_policy fallback = auto_policy_for(config::element_size(p.type));
-        const int tile = is_auto("tile") ? fallback.tile : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
-        if (tile != 16 && tile != 32 && tile != 64) l.fail("tile", "expected 16, 32, 64 or \"auto\", got " + std::to_string(tile));
-        const bool maps_on_both_sides = t > 0 && t + 1 < p.stages.size();
-        bool swizzled = fallback.swizzled && !maps_on_both_sides;
-        if (!is_auto("layout")) {
-            swizzled = l.choice<tile_layout>("layout", {{"padded", tile_layout::padded}, {"swizzled", tile_layout::swizzled}},
-                                              std::nullopt) == tile_layout::swizzled;
-            if (swizzled && maps_on_both_sides)
-                l.fail("layout", "a swizzled tile holds the stored type, which would round the value between the "
-                                 "stages before and after the transpose: use \"padded\"");
-        }
-        if (swizzled && !is_auto("padding")) l.fail("padding", "pads a \"padded\" layout only; this one is swizzled");
-        const int padding = swizzled ? 0 : is_auto("padding") ? 1 : static_cast<int>(l.integer("padding", 0, 4, std::nullopt));
-        // A vector must not straddle two rows of the input or of the output.
-        const auto divides = [&](int width) { return p.shape->rows % width == 0 && p.shape->cols % width == 0; };
-        int& width = p.launch.vector_width;
-        if (width == 0) {
-            width = std::min(tile, fallback.vector_width);
-            while (!divides(width)) width /= 2;
-        } else if (!divides(width) || width > tile) {
-            l.fail("vector_width", std::to_string(width) + " elements must divide rows and cols (" +
-                                       std::to_string(p.shape->rows) + " × " + std::to_string(p.shape->cols) +
-                                       ") and the tile (" + std::to_string(tile) + "); use \"auto\"");
-        }
-        const int lanes = tile / width;  // threads across a tile row
-        const long long tiles = (p.shape->rows + tile - 1) / tile * ((p.shape->cols + tile - 1) / tile);
-        if (p.launch.block_auto) p.launch.block = std::min(auto_block(fallback, tiles, p.target), lanes * tile);
-        const int tile_rows = p.launch.block / lanes;
-        if (p.launch.block % lanes != 0 || tile_rows > tile || tile % tile_rows != 0)
-            l.fail("block", "a tile of " + std::to_string(tile) + " is moved by rows of " + std::to_string(lanes) +
-                                " threads (" + std::to_string(width) + " elements each), as many rows as divide " +
-                                std::to_string(tile) + ": expected " + std::to_string(lanes) + " × 1, 2, 4, … up to " +
-                                std::to_string(lanes * tile) + ", got " + std::to_string(p.launch.block));
-        const long long row_tiles = (p.shape->rows + tile - 1) / tile;
-        if (row_tiles > 65535)
-            throw config_error(source, "shape", "a transpose's grid has a block row per " + std::to_string(tile) +
-                                                    " rows, at most 65535: expected at most " + std::to_string(65535LL * tile) +
-                                                    " rows, got " + std::to_string(p.shape->rows));
         auto resolved = std::make_shared<tile_policy>();
-        resolved->tile = tile;
-        resolved->layout = swizzled ? tile_layout::swizzled : tile_layout::padded;
-        resolved->padding = padding;
-        resolved->width = width;
-        resolved->tile_rows = tile_rows;
+        resolved->tile = l.leaves_auto("tile") ? fallback.tile : static_cast<int>(l.integer("tile", 16, 64, std::nullopt));
+        if (resolved->tile != 16 && resolved->tile != 32 && resolved->tile != 64)
+            l.fail("tile", "expected 16, 32, 64 or \"auto\", got " + std::to_string(resolved->tile));
+        const bool maps_on_both_sides = t > 0 && t + 1 < p.stages.size();
+        choose_layout(l, fallback, maps_on_both_sides, *resolved);
+        resolved->width = choose_width(p, l, fallback, resolved->tile);
+        resolved->tile_rows = choose_tile_rows(p, l, fallback, *resolved);
+        const long long row_tiles = (p.shape->rows + resolved->tile - 1) / resolved->tile;
+        if (row_tiles > 65535)
+            throw config_error(source, "shape", "a transpose's grid has a block row per " + std::to_string(resolved->tile) +
+                                                    " rows, at most 65535: expected at most " +
+                                                    std::to_string(65535LL * resolved->tile) + " rows, got " +
+                                                    std::to_string(p.shape->rows));
         p.policy = std::move(resolved);
     }
 
