@@ -143,72 +143,101 @@ void widen_arrays(const std::vector<std::string>& names, const input_arrays& inp
 
 }  // namespace
 
+namespace {
+
+/// One worker's buffers for a chunk: x and its error scale, the next stage's, the arrays the
+/// stages read (widened to double), and the row values the reduces have given so far.
+struct chunk_buffers {
+    std::vector<double> x, x_scale, next, next_scale;
+    std::map<std::string, std::vector<double>> elements;
+    std::map<std::string, const double*> arrays;
+    std::map<std::string, expr::row_value> row_values;
+    explicit chunk_buffers(std::size_t size) : x(size), x_scale(size), next(size), next_scale(size) {}
+};
+
+/// What every chunk of a pipeline's reference shares: the pipeline and its inputs, and how the
+/// kernels compute (in float or double, which functions they approximate, how an intermediate of
+/// a separate pipeline is rounded, the depth of a row's sums). A row pipeline is evaluated a row
+/// at a time (a reduce needs the whole row); others in chunks of k_chunk elements.
+class chunk_evaluator {
+public:
+    chunk_evaluator(const config::pipeline& p, const input_arrays& inputs, std::optional<row_sums> rows)
+        : m_p(p), m_inputs(inputs), m_n(static_cast<std::size_t>(p.n)),
+          m_chunk_size(rows ? static_cast<std::size_t>(p.shape->cols) : k_chunk), m_sums(rows.value_or(row_sums{})),
+          m_scalars(config::scalar_values(p)), m_float_compute(!config::computes_in_double(p.type)),
+          m_approximated(config::approximations_of(p)), m_intermediate_rounding(storage_rounding(p.type)),
+          m_first(p.stages.front().input.empty() ? nullptr : &inputs.at(p.stages.front().input)) {
+        for (const auto& s : p.stages) {
+            expr::collect_names(s.kernel, m_used);
+            expr::collect_names(s.exact, m_used);
+        }
+    }
+
+    [[nodiscard]] std::size_t chunk_size() const { return m_chunk_size; }
+    [[nodiscard]] std::size_t chunks() const { return (m_n + m_chunk_size - 1) / m_chunk_size; }
+
+    /// Chunk `chunk` through every stage, its result (an element each, or the row's value) into
+    /// `out`.
+    void evaluate(std::size_t chunk, chunk_buffers& b, expected_values& out) const {
+        const std::size_t begin = chunk * m_chunk_size, count = std::min(m_chunk_size, m_n - begin);
+        const expr::positions where{static_cast<long long>(begin), m_p.shape ? m_p.shape->rows : 0,
+                                    m_p.shape ? m_p.shape->cols : 0, m_p.n};
+        widen_arrays(m_used.arrays, m_inputs, m_n, begin, count, b.elements, b.arrays);
+        for (std::size_t i = 0; i < count; ++i) {
+            b.x[i] = m_first ? m_first->get(begin + i) : 0.0;
+            b.x_scale[i] = 0;
+        }
+        for (std::size_t s = 0; s < m_p.stages.size(); ++s) {
+            const config::stage& st = m_p.stages[s];
+            const expr::chunk in{count, b.x.data(), b.x_scale.data(), &b.arrays, &m_scalars, m_float_compute, &b.row_values,
+                                 &where, m_approximated};
+            evaluate_stage(st, in, b.next.data(), b.next_scale.data());
+            if (st.reduce != config::reduction::none) {  // x flows on unchanged
+                const long long depth = st.online_with ? m_sums.online_depth : m_sums.depth;
+                const expr::row_value row = reduce_row(st.reduce, b.next.data(), b.next_scale.data(), count, depth);
+                if (s + 1 == m_p.stages.size()) {
+                    out.values[chunk] = row.value;
+                    out.scales[chunk] = row.scale;
+                }
+                b.row_values[st.as] = row;
+                continue;
+            }
+            if (m_p.fuse == config::fusion::separate && s + 1 < m_p.stages.size())
+                add_storage_rounding(b.next_scale.data(), b.next.data(), count, m_intermediate_rounding);
+            std::swap(b.x, b.next);
+            std::swap(b.x_scale, b.next_scale);
+        }
+        if (config::result_per_row(m_p)) return;
+        std::copy_n(b.x.begin(), count, out.values.begin() + static_cast<std::ptrdiff_t>(begin));
+        std::copy_n(b.x_scale.begin(), count, out.scales.begin() + static_cast<std::ptrdiff_t>(begin));
+    }
+
+private:
+    const config::pipeline& m_p;
+    const input_arrays& m_inputs;
+    std::size_t m_n, m_chunk_size;
+    row_sums m_sums;
+    std::map<std::string, double> m_scalars;
+    expr::used_names m_used;
+    bool m_float_compute;
+    expr::approximations m_approximated;
+    /// An intermediate array of a separate pipeline rounds x to the storage type: in units of the
+    /// compute type's rounding, that is this many.
+    double m_intermediate_rounding;
+    const typed_array* m_first;
+};
+
+}  // namespace
+
 expected_values compute(const config::pipeline& p, const input_arrays& inputs, std::optional<row_sums> rows) {
-    const auto n = static_cast<std::size_t>(p.n);
-    // A row pipeline is evaluated a row at a time (a reduce needs the whole row); others in
-    // chunks of k_chunk elements.
-    const bool by_rows = rows.has_value();
-    const std::size_t chunk_size = by_rows ? static_cast<std::size_t>(p.shape->cols) : k_chunk;
-    const std::size_t chunks = (n + chunk_size - 1) / chunk_size;
-    const long long sum_depth = by_rows ? rows->depth : 0;
-    const long long online_depth = by_rows ? rows->online_depth : 0;
-    const bool per_row_result = config::result_per_row(p);
+    const chunk_evaluator evaluator(p, inputs, rows);
     expected_values out;  // not zeroed: each worker's chunks are the first touch of their pages
     out.values.resize(static_cast<std::size_t>(config::output_count(p)));
     out.scales.resize(out.values.size());
-    const std::map<std::string, double> scalars = config::scalar_values(p);
-    expr::used_names used;
-    for (const auto& s : p.stages) {
-        expr::collect_names(s.kernel, used);
-        expr::collect_names(s.exact, used);
-    }
-    const bool float_compute = !config::computes_in_double(p.type);
-    const expr::approximations approximated = config::approximations_of(p);
-    // An intermediate array of a separate pipeline rounds x to the storage type: in units of the
-    // compute type's rounding, that is this many.
-    const double intermediate_rounding = storage_rounding(p.type);
-    const bool separate = p.fuse == config::fusion::separate;
-    const typed_array* first = p.stages.front().input.empty() ? nullptr : &inputs.at(p.stages.front().input);
-
-    parallel_ranges(chunks, [&](std::size_t first_chunk, std::size_t last_chunk) {
-        std::map<std::string, std::vector<double>> elements;
-        std::map<std::string, const double*> arrays;
-        std::map<std::string, expr::row_value> row_values;
-        std::vector<double> x(chunk_size), x_scale(chunk_size), next(chunk_size), next_scale(chunk_size);
-        for (std::size_t chunk = first_chunk; chunk < last_chunk; ++chunk) {
-            const std::size_t begin = chunk * chunk_size, count = std::min(chunk_size, n - begin);
-            const expr::positions where{static_cast<long long>(begin), p.shape ? p.shape->rows : 0,
-                                        p.shape ? p.shape->cols : 0, p.n};
-            widen_arrays(used.arrays, inputs, n, begin, count, elements, arrays);
-            for (std::size_t i = 0; i < count; ++i) {
-                x[i] = first ? first->get(begin + i) : 0.0;
-                x_scale[i] = 0;
-            }
-            for (std::size_t s = 0; s < p.stages.size(); ++s) {
-                const auto& st = p.stages[s];
-                const expr::chunk in{count, x.data(), x_scale.data(), &arrays, &scalars, float_compute, &row_values, &where,
-                                     approximated};
-                evaluate_stage(st, in, next.data(), next_scale.data());
-                if (st.reduce != config::reduction::none) {  // x flows on unchanged
-                    const expr::row_value row = reduce_row(st.reduce, next.data(), next_scale.data(), count,
-                                                              st.online_with ? online_depth : sum_depth);
-                    if (s + 1 == p.stages.size()) {
-                        out.values[chunk] = row.value;
-                        out.scales[chunk] = row.scale;
-                    }
-                    row_values[st.as] = row;
-                    continue;
-                }
-                if (separate && s + 1 < p.stages.size())
-                    add_storage_rounding(next_scale.data(), next.data(), count, intermediate_rounding);
-                std::swap(x, next);
-                std::swap(x_scale, next_scale);
-            }
-            if (per_row_result) continue;
-            std::copy_n(x.begin(), count, out.values.begin() + static_cast<std::ptrdiff_t>(begin));
-            std::copy_n(x_scale.begin(), count, out.scales.begin() + static_cast<std::ptrdiff_t>(begin));
-        }
-    }, by_rows ? std::max<std::size_t>(1, 16384 / chunk_size) : 16);
+    parallel_ranges(evaluator.chunks(), [&](std::size_t first_chunk, std::size_t last_chunk) {
+        chunk_buffers buffers(evaluator.chunk_size());
+        for (std::size_t chunk = first_chunk; chunk < last_chunk; ++chunk) evaluator.evaluate(chunk, buffers, out);
+    }, rows ? std::max<std::size_t>(1, 16384 / evaluator.chunk_size()) : 16);
     return out;
 }
 
