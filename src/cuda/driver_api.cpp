@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "report/trace.hpp"
@@ -151,57 +152,78 @@ std::vector<entry_point> entry_points(driver_api& a) {
 
 }  // namespace
 
-probe_result probe_driver() {
-    trace::span span("driver_init");
-    probe_result out;
-    auto api = std::make_shared<driver_api>();
+namespace {
+
+/// Opens libcuda from the first of its names that loads, into api; where none does, what each
+/// said, in one line.
+std::optional<std::string> open_driver_library(driver_api& api) {
     std::string tried;
     for (const auto& name : driver_library_names()) {
-        api->handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (api->handle) {
-            api->library = name;
-            break;
+        api.handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (api.handle) {
+            api.library = name;
+            return std::nullopt;
         }
         const char* why = ::dlerror();
         tried += (tried.empty() ? "" : "; ") + (why ? std::string(why) : name);
     }
-    if (!api->handle) {
-        out.detail = "no CUDA driver: could not load libcuda (" + tried + ")";
-        return out;
-    }
-    auto get_proc = reinterpret_cast<get_proc_fn>(::dlsym(api->handle, "cuGetProcAddress_v2"));
+    return "no CUDA driver: could not load libcuda (" + tried + ")";
+}
+
+/// Every entry point kjit calls, resolved through cuGetProcAddress_v2 at its ABI version. False,
+/// with out's state and detail saying why, where the library is the toolkit's stub or one is
+/// missing (a driver older than CUDA 12, or than an entry point's ABI).
+bool resolve_entry_points(driver_api& a, probe_result& out) {
+    auto get_proc = reinterpret_cast<get_proc_fn>(::dlsym(a.handle, "cuGetProcAddress_v2"));
     if (!get_proc) {
         out.state = availability::insufficient_driver;
-        out.detail = api->library + " has no cuGetProcAddress_v2: the driver is older than CUDA 12";
-        return out;
+        out.detail = a.library + " has no cuGetProcAddress_v2: the driver is older than CUDA 12";
+        return false;
     }
-    driver_api& a = *api;
-    const std::vector<entry_point> table = entry_points(a);
-    for (const auto& e : table) {
+    for (const auto& e : entry_points(a)) {
         const CUresult result = resolve(get_proc, e.name, e.version, *e.slot);
         if (result == CUDA_ERROR_STUB_LIBRARY) {
             out.state = availability::stub_driver;
-            out.detail = api->library + " is the toolkit's stub, not a driver (CUDA_ERROR_STUB_LIBRARY)";
-            return out;
+            out.detail = a.library + " is the toolkit's stub, not a driver (CUDA_ERROR_STUB_LIBRARY)";
+            return false;
         }
         if (result != CUDA_SUCCESS) {
             out.state = availability::insufficient_driver;
             out.detail = std::string("symbol ") + e.name + " (ABI " + std::to_string(e.version) + ") not found in " +
-                         api->library + ": driver too old?";
-            return out;
+                         a.library + ": driver too old?";
+            return false;
         }
     }
     // cuEventElapsedTime_v2 (ABI 12080) has the same signature; prefer it where the driver has it.
     (void)resolve(get_proc, "cuEventElapsedTime", 12080, a.cuEventElapsedTime);
+    return true;
+}
 
+/// cuInit's failure as an availability: no stub, no device, a mismatched driver, or another.
+availability init_failure(CUresult init) {
+    return init == CUDA_ERROR_STUB_LIBRARY               ? availability::stub_driver
+           : init == CUDA_ERROR_NO_DEVICE                ? availability::no_device
+           : init == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH   ? availability::insufficient_driver
+                                                         : availability::init_failed;
+}
+
+}  // namespace
+
+probe_result probe_driver() {
+    trace::span span("driver_init");
+    probe_result out;
+    auto api = std::make_shared<driver_api>();
+    if (const std::optional<std::string> missing = open_driver_library(*api)) {
+        out.detail = *missing;
+        return out;
+    }
+    driver_api& a = *api;
+    if (!resolve_entry_points(a, out)) return out;
     const CUresult init = a.cuInit(0);
     out.init_ms = span.end();
     if (init != CUDA_SUCCESS) {
-        out.state = init == CUDA_ERROR_STUB_LIBRARY       ? availability::stub_driver
-                    : init == CUDA_ERROR_NO_DEVICE         ? availability::no_device
-                    : init == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ? availability::insufficient_driver
-                                                             : availability::init_failed;
-        out.detail = "cuInit failed: " + a.describe(init) + " (" + api->library + ")";
+        out.state = init_failure(init);
+        out.detail = "cuInit failed: " + a.describe(init) + " (" + a.library + ")";
         return out;
     }
     a.check(a.cuDriverGetVersion(&out.driver_version), "cuDriverGetVersion");
