@@ -605,6 +605,8 @@ TEST_CASE("launch.row_mapping \"warp\": a row per warp, for short rows") {
     j["shape"] = {100, 4096};
     CHECK(failure(j) == "t.json: shape: the rows of a block of 1024 threads (one a warp) take 524288 bytes, more than "
                         "launch.row_cache \"shared\" holds (231424); use a smaller launch.block or \"none\"");
+    j["launch"] = {{"row_mapping", "warp"}, {"cluster", 2}};
+    CHECK(failure(j) == "t.json: launch.cluster: row_mapping \"warp\" runs each row on one warp: cluster is 1, got 2");
     j["launch"] = {{"row_mapping", "thread"}};
     CHECK(failure(j) == "t.json: launch.row_mapping: expected one of \"auto\", \"block\", \"warp\", got \"thread\"");
 }

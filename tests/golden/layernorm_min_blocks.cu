@@ -208,8 +208,8 @@ extern "C" __global__ __launch_bounds__(kjit_block, kjit_min_blocks_per_sm) void
     const long long kjit_row_index = blockIdx.x;
     const long long kjit_first = threadIdx.x;
     extern __shared__ vec kjit_rows[];
-    const vec* kjit_row = kjit_rows;
-    kjit_copy_row(kjit_rows, activations, kjit_row_index, cols, kjit_first);
+    vec* const kjit_row = kjit_rows;
+    kjit_copy_row(kjit_row, activations, kjit_row_index, cols, kjit_first);
     kjit_wait_for_copies<0>();
     kjit_layernorm_fused_row(
             kjit_row_index, kjit_first, kjit_row, activations, gamma, beta, out, eps, rows, cols);

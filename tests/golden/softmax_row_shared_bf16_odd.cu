@@ -265,8 +265,8 @@ extern "C" __global__ __launch_bounds__(kjit_block) void softmax_fused(
     const long long kjit_row_index = blockIdx.x;
     const long long kjit_first = threadIdx.x;
     extern __shared__ vec kjit_rows[];
-    const vec* kjit_row = kjit_rows;
-    kjit_copy_row(kjit_rows, logits, kjit_row_index, cols, kjit_first);
+    vec* const kjit_row = kjit_rows;
+    kjit_copy_row(kjit_row, logits, kjit_row_index, cols, kjit_first);
     kjit_wait_for_copies<0>();
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);

@@ -76,13 +76,13 @@ void take_warp_rows(pipeline& p, policy& chosen) {
 /// bfloat16 (bench/results/2026-12-05-small/first): RMS norm at 768 columns 9.3 → 8.5 µs, layer
 /// norm 10.0 → 8.9; at 1024 layer norm 11.6 → 10.7, RMS norm 10.1 → 10.2; at 2048 (in shared
 /// memory) 16.4 → 15.3 and 17.2 → 16.3; over 16,384 rows of 768, 1-3 % slower (22.0 → 22.6).
-/// True where it chose so.
+/// On the H200 (…/fifth): at 768, RMS norm 8.4 → 7.7-8.1 and layer norm 8.8 → 8.0-8.2; at 1024,
+/// layer norm 10.0-10.2 → 9.6-9.7, RMS norm 9.1 → 9.2-9.3. True where it chose so.
 bool choose_warp_rows(pipeline& p, policy& chosen, bool cluster_auto) {
     const bool short_row = is_auto(p, "row_mapping") && p.launch.block_auto && cluster_auto && !rows_loop(p) &&
                            row_bytes(p) <= k_warp_row_bytes;
     if (!chosen.warp_per_row && !short_row) return false;
     take_warp_rows(p, chosen);
-    chosen.cluster = 1;
     if (row_items_per_thread(p) <= k_max_row_items) return true;  // "values"
     chosen.cache = config::compiled_arch(p) >= 80 ? row_cache::shared : row_cache::none;
     if (shared_bytes(p) > max_shared_row_bytes(p)) chosen.cache = row_cache::none;
@@ -157,7 +157,8 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
 }
 
 /// row_mapping "warp": each row on one warp, block / 32 rows a block (every block is whole warps;
-/// k_warp_rows_block where "auto") and no cluster; the row must fit the warp's registers where it is held there.
+/// k_warp_rows_block where "auto") and no cluster; the row must fit the warp's registers where it
+/// is held there, and the block's rows its shared memory where they are held there.
 void launch_warp_per_row(pipeline& p, policy& chosen, bool cluster_auto, const failer& fail) {
     const bool in_registers = row_in_registers(p);
     if (!cluster_auto && chosen.cluster != 1)

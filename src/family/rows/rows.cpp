@@ -202,6 +202,23 @@ void set_movement_data(const pipeline& p, const stage_chain& chain, const std::v
              })));
 }
 
+/// Which rows a block works on, and which of a row's vectors a thread: a block (or cluster) a
+/// row, or on a warp per row, rows_per_block rows side by side, a row's value its warp's (no
+/// barrier: a warp ends its row when it is done). The kernels' first row, the thread's first
+/// vector, the step of a loop over rows, and the comments that say so.
+void set_mapping_data(const pipeline& p, mu::data& data) {
+    const bool warps = rows::policy_of(p).warp_per_row;
+    data.set("warp_rows", codegen::flag(warps));
+    data.set("rows_per_block", std::to_string(rows::rows_per_block(p)));
+    data.set("row_of_block", warps ? "(long long)blockIdx.x * kjit_rows_per_block + threadIdx.x / 32" : "blockIdx.x");
+    data.set("first_thread", warps ? "threadIdx.x % 32" : "threadIdx.x");
+    data.set("row_step", warps ? "(long long)gridDim.x * kjit_rows_per_block" : "gridDim.x");
+    data.set("rows_of_block", warps ? "One warp per row, kjit_rows_per_block rows a block." : "One block per row.");
+    data.set("rows_of_looping_block", warps ? "Fewer blocks than rows, a warp per row: warp w of block b works on rows "
+                                              "b·kjit_rows_per_block + w, then every\n// gridDim.x·kjit_rows_per_block-th."
+                                            : "Fewer blocks than rows: block b works on rows b, b + gridDim.x, …");
+}
+
 /// What the whole source is given besides its kernels: the row's shape in registers, the
 /// reductions' spelling, the cache and copy choices. `unread` holds each kernel's
 /// rows::unread_where.
@@ -216,17 +233,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     data.set("cluster", std::to_string(chosen.cluster));
     data.set("clustered", codegen::flag(chosen.cluster > 1));
     data.set("row_stride", std::to_string(rows::row_threads(p)));
-    // A warp per row: a block's warps take rows_per_block rows side by side, and a row's value is
-    // its warp's (no barrier: a warp ends its row when it is done).
-    data.set("warp_rows", codegen::flag(chosen.warp_per_row));
-    data.set("rows_per_block", std::to_string(rows::rows_per_block(p)));
-    data.set("row_of_block", chosen.warp_per_row ? "(long long)blockIdx.x * kjit_rows_per_block + threadIdx.x / 32" : "blockIdx.x");
-    data.set("first_thread", chosen.warp_per_row ? "threadIdx.x % 32" : "threadIdx.x");
-    data.set("row_step", chosen.warp_per_row ? "(long long)gridDim.x * kjit_rows_per_block" : "gridDim.x");
-    data.set("rows_of_block", chosen.warp_per_row ? "One warp per row, kjit_rows_per_block rows a block." : "One block per row.");
-    data.set("rows_of_looping_block", chosen.warp_per_row ? "Fewer blocks than rows, a warp per row: warp w of block b works on rows "
-                                                            "b·kjit_rows_per_block + w, then every\n// gridDim.x·kjit_rows_per_block-th."
-                                                          : "Fewer blocks than rows: block b works on rows b, b + gridDim.x, …");
+    set_mapping_data(p, data);
     data.set("misaligned", codegen::flag(rows::rows_misaligned(p)));
     // Rows that start inside a vector read a per-column input an element at a time.
     data.set("columns_by_element", codegen::flag(rows::rows_misaligned(p) && rows::per_column_inputs(p) > 0));
@@ -239,6 +246,7 @@ void add_row_data(const pipeline& p, const stage_chain& chain, const std::vector
     // loops over rows, one a warp on a warp per row.
     data.set("rows_apart", codegen::flag(chosen.cache == cache::shared && (rows::rows_loop(p) || chosen.warp_per_row)));
     // The vectors of a row a block holds: all of them, or its share of a row spread over a cluster.
+    // (On a warp per row, each of its rows'.)
     const long long vector_bytes = width * static_cast<long long>(config::element_size(p.type));
     data.set("vectors_per_row", std::to_string(rows::row_bytes_per_block(p) / rows::rows_per_block(p) / vector_bytes));
     data.set("prefetch_rows", codegen::flag(rows::rows_loop(p) && rows::row_in_registers(p)));

@@ -32,7 +32,8 @@ auto_policy auto_policy_for(std::size_t element_bytes) {
 /// tiles are too few to fill the SMs' threads at that block (a wave with threads to spare): more
 /// warps an SM keep more loads in flight. Transposes of bfloat16 on an H100 (bench/results/
 /// 2026-12-05-small/first): 4096 × 768 (768 tiles of 64²) 9.3 → 8.0 µs in 256 threads; 4096²
-/// (4096 tiles) 27.6 in 128, 28.3 in 256.
+/// (4096 tiles) 27.6 in 128, 28.3 in 256. On the H200 (…/fifth) 256 threads were the fastest of
+/// five launches at 4096 × 768 (7.1–7.3 µs; tiles of 32 and 512 threads 7.9).
 int auto_block(const auto_policy& fallback, long long tiles, const config::target& gpu) {
     const long long resident = static_cast<long long>(gpu.sm_count) * (config::k_max_threads_per_sm / fallback.block);
     return tiles < resident ? 2 * fallback.block : fallback.block;
