@@ -88,20 +88,20 @@ inline constexpr long long k_warp_levels = 5;
 /// the unmasked softmax with the skip, 1.029× without; 4096² in blocks of 128 1.001× with it,
 /// 1.056× without; bench/results/2026-12-02-causal-skip).
 [[nodiscard]] bool may_skip_reads(const config::pipeline& p);
-/// Dynamic shared memory per block of a kernel that reads a row: with row_cache "shared", the
-/// block's row (two when it loops over rows: the next one arrives while this one is worked on);
-/// otherwise none.
 /// The most bytes of a row that row_cache "shared" holds: what one block may have on the target,
 /// less the reductions' words.
 [[nodiscard]] std::size_t max_shared_row_bytes(const config::pipeline& p);
+/// Dynamic shared memory per block of a kernel that reads a row: with row_cache "shared", the
+/// block's row (two when it loops over rows: the next one arrives while this one is worked on);
+/// otherwise none.
 [[nodiscard]] std::size_t shared_bytes(const config::pipeline& p);
 
 /// The longest chains of roundings in a row's sums: a thread adds its elements in order, then
 /// the block's two butterflies (2 × k_warp_levels; on a warp per row, one), then the cluster's
-/// blocks in rank order. An
-/// online sum's partial may also be multiplied at each of those steps by exp(old max − new
-/// max), whose rounding and exp's error (at most 2 ulps for expf; __expf's grows with the
-/// argument, but the factor's weight falls faster) add about 4 roundings more: 5 × the depth.
+/// blocks in rank order. An online sum's partial may also be multiplied at each of those steps by
+/// exp(old max − new max), whose rounding and exp's error (at most 2 ulps for expf; __expf's grows
+/// with the argument, but the factor's weight falls faster) add about 4 roundings more: 5 × the
+/// depth.
 [[nodiscard]] reference::row_sums sum_depths(const config::pipeline& p);
 
 }  // namespace kjit::family::rows
