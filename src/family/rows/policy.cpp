@@ -1,6 +1,6 @@
 // The row family's policy: every "auto" of a row pipeline's launch resolved once (vector width,
 // block, cluster, copy groups), the combinations that cannot work refused with one line, the sums'
-// formulas chosen (sums.cpp); and the geometry that follows from it (geometry.hpp).
+// formulas chosen (sums.cpp). What follows from it is geometry.cpp's.
 #include "family/rows/policy.hpp"
 
 #include <algorithm>
