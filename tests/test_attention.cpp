@@ -549,3 +549,59 @@ TEST_CASE("attention: persistent blocks (launch.persistent) take work items as m
     j = attention_config(65535, 65535, 1, 1, 1, 64);
     CHECK(failure(j).find("a.json: shape: the kernel's work items") == 0);
 }
+
+TEST_CASE("attention, separate: the mma rung's warps in three kernels, every tile computed; what it refuses") {
+    using family::attention::policy_of;
+    auto j = attention_config(2, 4, 2, 1000, 23, 128, "col > row ? -inf : x");
+    j["fusion"] = "separate";
+    const auto p = parsed(j);  // sm_90 by default, where fused "auto" takes wgmma
+    const auto& t = policy_of(p);
+    CHECK(t.separate);
+    CHECK(t.kind == family::attention::rung::mma);
+    CHECK_FALSE(t.skips_tiles());  // as eager frameworks: every score computed, the mask's −inf stored
+    CHECK_FALSE(t.plain_tiles());
+    CHECK(t.softmax_threads == 32);  // 23 keys in 3 chunks of 16 bytes: one warp
+    j["inputs"]["k"]["shape"] = j["inputs"]["v"]["shape"] = {2 * 2 * 8192, 128};
+    CHECK(policy_of(parsed(j)).softmax_threads == 256);  // 1,024 chunks: at most 256 threads
+    const auto prog = family::plan(p, codegen::template_set::embedded());
+    REQUIRE(prog.kernels.size() == 3);
+    // Q · Kᵀ: tiles of 128 queries × 64 keys of each head; the softmax a row a block; P · V tiles
+    // of 128 queries of each head
+    CHECK(prog.kernels[0].grid == family::dims{1, 8, 8});
+    CHECK(prog.kernels[1].grid == family::dims{8000, 1, 1});
+    CHECK(prog.kernels[2].grid == family::dims{8, 8, 1});
+    CHECK(prog.kernels[0].shared_bytes == (128 + 64) * (128 * 2 + 16));
+    CHECK(prog.kernels[2].shared_bytes == 2 * (128 * (64 * 2 + 16) + 64 * (128 * 2 + 16)));
+    CHECK(prog.kernels[0].flops == 2.0 * 8 * 1000 * 23 * 128);  // every pair, the masked ones too
+    CHECK(prog.source.find("kjit_plan_values_shared_bytes = " + std::to_string(prog.kernels[2].shared_bytes) + ",") != std::string::npos);
+    CHECK(prog.source.find("kjit_tile_masked") == std::string::npos);
+    // the fused kernels' keys and rung
+    j["launch"] = {{"rung", "wgmma"}};
+    CHECK(failure(j).find("a.json: launch.rung: the separate kernels multiply with mma.sync: expected \"mma\" or \"auto\" with fusion "
+                          "\"separate\"") == 0);
+    j["launch"] = {{"plain_tiles", false}};
+    CHECK(failure(j).find("a.json: launch.plain_tiles: a key of the fused kernels") == 0);
+    j["launch"] = {{"consumers", 2}};
+    CHECK(failure(j).find("a.json: launch.") == 0);
+    // the products' grids hold up to 65,535 heads
+    j = attention_config(300, 300, 1, 1, 1, 64);
+    j["fusion"] = "separate";
+    CHECK(failure(j).find("a.json: shape: the separate kernels' grids take batch · heads (90000)") == 0);
+}
+
+TEST_CASE("attention, separate: the reference charges the scores' rounding to the storage type between the kernels") {
+    auto j = attention_config(1, 2, 2, 5, 7, 16);
+    const auto fused = parsed(j);
+    j["fusion"] = "separate";
+    const auto separate = parsed(j);
+    reference::input_arrays inputs;
+    inputs.emplace("q", varied_values(fused.type, 2 * 5 * 16, 1));
+    inputs.emplace("k", varied_values(fused.type, 2 * 7 * 16, 2));
+    inputs.emplace("v", varied_values(fused.type, 2 * 7 * 16, 3));
+    const auto a = family::attention::reference(fused, inputs), b = family::attention::reference(separate, inputs);
+    CHECK(a.values == b.values);
+    for (std::size_t i = 0; i < a.scales.size(); ++i) {
+        CAPTURE(i);
+        CHECK(b.scales[i] > a.scales[i]);
+    }
+}

@@ -908,6 +908,30 @@ TEST_CASE("the shipped attention configs compile at their defaults unspilled, do
     }
 }
 
+TEST_CASE("attention, separate: its three kernels compile in bfloat16 and float16, masked and not, at head dims 64 to 256, unspilled") {
+    for (const char* dtype : {"bfloat16", "float16"})
+        for (int dim : {64, 96, 128, 256}) {
+            CAPTURE(dtype);
+            CAPTURE(dim);
+            const json shape = {1024, dim};
+            const char* score = dim == 96 ? "col > row ? -inf : x" : "x";
+            const json patch = {{"dtype", dtype},
+                                {"shape", shape},
+                                {"fusion", "separate"},
+                                {"inputs", {{"k", {{"shape", shape}}}, {"v", {{"shape", shape}}}}},
+                                {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"},
+                                                         {"heads", 4}, {"score", score}}})}};
+            const auto result = compile_patched("attention.json", patch);
+            INFO(result.nvrtc_log, result.link_log);
+            REQUIRE(result.ok);
+            REQUIRE(result.kernels.size() == 3);
+            for (const auto& k : result.kernels) {
+                CAPTURE(k.name);
+                CHECK(k.spill_store_bytes == 0);
+            }
+        }
+}
+
 TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and not, at head dims 64 to 256, persistent and not; wgmma's unserialized and unspilled") {
     struct rung {
         const char* name;

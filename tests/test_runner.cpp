@@ -119,6 +119,43 @@ TEST_CASE("a wrong attention output is named by its batch, head, query and colum
     CHECK(rec.check->first_bad.find("element 3431 (batch 1, head 2, query 5, column 7): → out=") == 0);
 }
 
+TEST_CASE("attention, separate: three kernels with the scores in memory between them, verified; a wrong score fails by name") {
+    auto doc = config::load_document(kjit::testing::config_path("attention_causal.json"));
+    // 23 keys: rows of scores padded to 24 (whole 16-byte chunks), which the softmax zeros
+    doc.json["shape"] = {2 * 4 * 17, 64};
+    doc.json["inputs"]["k"]["shape"] = {2 * 2 * 23, 64};
+    doc.json["inputs"]["v"]["shape"] = {2 * 2 * 23, 64};
+    doc.json["stages"][0]["batch"] = 2;
+    doc.json["stages"][0]["heads"] = 4;
+    doc.json["stages"][0]["kv_heads"] = 2;
+    doc.json["fusion"] = "separate";
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    const config::pipeline p = family::load(doc);
+    const family::program prog = family::plan(p, codegen::template_set::embedded());
+    REQUIRE(prog.kernels.size() == 3);
+    CHECK(prog.kernels[0].name == "attention_causal_scores");
+    CHECK(prog.kernels[1].name == "attention_causal_softmax");
+    CHECK(prog.kernels[2].name == "attention_causal_values");
+    const std::size_t scores = 2 * 4 * 17 * 24 * 2;  // batch · heads · queries rows of 24 bfloat16s
+    CHECK(std::any_of(prog.buffers.begin(), prog.buffers.end(), [&](const family::buffer& b) {
+        return b.name == "scores" && b.bytes == scores && b.role == family::buffer_role::temporary;
+    }));
+    CHECK(prog.kernels[1].bytes_read == static_cast<double>(scores));
+    fixture f;
+    CHECK(f.run(p).status == report::outcome::pass);
+    // After the scores kernel: batch 1, head 2, query 5's score of key 3 (row (1 · 4 + 2) · 17 + 5
+    // of 24) made far larger, so its probability takes the whole row.
+    f.gpu.after_launch = [](const std::string& name, const std::vector<std::vector<unsigned char>*>& buffers, const run::kernel_launch&) {
+        if (name != "attention_causal_scores") return;
+        std::vector<unsigned char>& held = *buffers.at(2);  // q, k, scores
+        const std::size_t at = ((6 * 17 + 5) * 24 + 3) * 2;
+        reference::set_element(config::dtype::bfloat16, held.data(), at / 2, 40.0);
+    };
+    const auto rec = f.run(p);
+    CHECK(rec.status == report::outcome::fail);
+    CHECK(rec.check->first_bad.find("(batch 1, head 2, query 5, column ") != std::string::npos);
+}
+
 namespace {
 /// tanh(x · w + b) at 600 × 500 (a result large enough to be checked by a sample), depth 3.
 config::pipeline small_gemm(const std::string& fusion) {

@@ -16,13 +16,14 @@ __device__ __forceinline__ store_t store(real x)
     return __float2bfloat16_rn(x);
 }
 
-// Attention, fused: for each batch and head, O = softmax(score(scale · Q · Kᵀ)) · V, where the
-// sequence × sequence scores never leave the chip (FlashAttention's order). A work item is
-// kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for each
-// query the running max of its scores, the sum of their exponentials and the output so far,
-// rescaled whenever the max grows (the online softmax). Q, K and V are stored as
-// [batch, heads, sequence, head_dim], row after row; K and V may have fewer heads than Q
-// (grouped-query attention). The policy (src/family/attention) as named constants:
+// Attention: for each batch and head, O = softmax(score(scale · Q · Kᵀ)) · V. Q, K and V are
+// stored as [batch, heads, sequence, head_dim], row after row; K and V may have fewer heads than Q
+// (grouped-query attention).
+// Fused: the sequence × sequence scores never leave the chip (FlashAttention's order). A work item
+// is kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for
+// each query the running max of its scores, the sum of their exponentials and the output so far,
+// rescaled whenever the max grows (the online softmax).
+// The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector
     kjit_block_m = 128,  // queries a work item takes
@@ -528,6 +529,13 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
             }
         }
     };
+    // Query h's sum: the parts of the four lanes that hold its row.
+    const auto kjit_row_total = [&](int kjit_h) {
+        float kjit_total = kjit_sum[kjit_h];
+        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
+        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
+        return kjit_total;
+    };
     const unsigned kjit_q_at = kjit_address(kjit_smem.q) + kjit_consumer * 64 * 128;  // its rows
     unsigned kjit_weights[kjit_block_n / 16][4];
     float kjit_rescale[2 * kjit_pieces];
@@ -632,9 +640,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
             kjit_weights[kjit_j][3] = kjit_pack(kjit_right[2], kjit_right[3]);
         }
     };
-    // kjit_store_rows: the work item's output rows, each divided by its query's sum (0 for a
-    // query every key is masked for: NaN, as its softmax is), through the epilogue, stored two
-    // columns at a time.
+    // kjit_store_rows: the work item's output rows, each divided by its query's sum,
+    // kjit_row_total (0 for a query every key is masked for: NaN, as its softmax is), through the
+    // epilogue, stored two columns at a time.
     const auto kjit_store_rows = [&]() {
         const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
         // Output element kjit_element's value x, through the epilogue.
@@ -643,10 +651,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
         };
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-            float kjit_total = kjit_sum[kjit_h];
-            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
-            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
-            const float kjit_scale_out = 1.0f / kjit_total;
+            const float kjit_scale_out = 1.0f / kjit_row_total(kjit_h);
             const int kjit_r = kjit_row_in + kjit_h / 2 * 16 + kjit_h % 2 * 8;
             if (kjit_q0 + kjit_r >= rows) continue;
 #pragma unroll

@@ -16,13 +16,14 @@ __device__ __forceinline__ store_t store(real x)
     return __float2half_rn(x);
 }
 
-// Attention, fused: for each batch and head, O = softmax(score(scale · Q · Kᵀ)) · V, where the
-// sequence × sequence scores never leave the chip (FlashAttention's order). A work item is
-// kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for each
-// query the running max of its scores, the sum of their exponentials and the output so far,
-// rescaled whenever the max grows (the online softmax). Q, K and V are stored as
-// [batch, heads, sequence, head_dim], row after row; K and V may have fewer heads than Q
-// (grouped-query attention). The policy (src/family/attention) as named constants:
+// Attention: for each batch and head, O = softmax(score(scale · Q · Kᵀ)) · V. Q, K and V are
+// stored as [batch, heads, sequence, head_dim], row after row; K and V may have fewer heads than Q
+// (grouped-query attention).
+// Fused: the sequence × sequence scores never leave the chip (FlashAttention's order). A work item
+// is kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for
+// each query the running max of its scores, the sum of their exponentials and the output so far,
+// rescaled whenever the max grows (the online softmax).
+// The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector
     kjit_block_m = 128,  // queries a work item takes
@@ -116,8 +117,8 @@ __device__ __forceinline__ bool kjit_tile_plain(int kjit_r0, int kjit_r1, int kj
             !(kjit_c1 > kjit_r1));
 }
 
-// The mma rung: warps multiply 16 × 8 pieces with mma.sync, their operands read from shared
-// memory by ldmatrix, the tiles copied there by cp.async.
+// Warps multiply 16 × 8 pieces with mma.sync, their operands read from shared memory by ldmatrix,
+// the tiles copied there by cp.async.
 enum : int {
     kjit_warps = 8,
     // Pieces of 16 queries a warp takes: each tile of keys or values it reads from shared memory
@@ -130,17 +131,7 @@ enum : int {
     // different banks.
     kjit_stride = kjit_head_dim + kjit_chunk,
 };
-
-// The block's shared memory: its queries, and two buffers of keys and values (the next tile
-// arrives while this one is used).
-struct kjit_layout {
-    store_t q[kjit_block_m][kjit_stride];
-    store_t k[2][kjit_block_n][kjit_stride];
-    store_t v[2][kjit_block_n][kjit_stride];
-};
 static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
-static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
-              "the plan gives less shared memory than the tiles take");
 static_assert(kjit_pieces * 16 * kjit_warps == kjit_block_m,
               "a warp takes whole pieces of 16 queries");
 
@@ -172,18 +163,20 @@ __device__ __forceinline__ void kjit_mma(float (&c)[4], const unsigned (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// Copies rows [0, count) of `from` (rows of kjit_head_dim elements) to `to` with cp.async, 16
-// bytes a copy; zeros for the rows past count. One group of copies per call (kjit_wait_copies).
-template <int kjit_rows>
-__device__ __forceinline__ void kjit_copy_rows(store_t (*to)[kjit_stride], const store_t* from,
-                                               long long count)
+// Copies the tile of kjit_rows × kjit_cols elements at `from` (rows from_stride apart) to `to`
+// with cp.async, 16 bytes a copy; zeros past `rows` rows and `cols` columns (a multiple of 16
+// bytes). One group of copies per call (kjit_wait_copies).
+template <int kjit_rows, int kjit_cols, int kjit_to_stride>
+__device__ __forceinline__ void kjit_copy_tile(store_t (*to)[kjit_to_stride], const store_t* from,
+                                               long long from_stride, long long rows,
+                                               long long cols)
 {
-    enum : int { kjit_per_row = kjit_head_dim / kjit_chunk };
+    enum : int { kjit_per_row = kjit_cols / kjit_chunk };
 #pragma unroll
     for (int kjit_c = threadIdx.x; kjit_c < kjit_rows * kjit_per_row; kjit_c += kjit_threads) {
         const int kjit_r = kjit_c / kjit_per_row, kjit_d = kjit_c % kjit_per_row * kjit_chunk;
-        const bool kjit_inside = kjit_r < count;
-        const long long kjit_offset = (long long)kjit_r * kjit_head_dim + kjit_d;
+        const bool kjit_inside = kjit_r < rows && kjit_d < cols;
+        const long long kjit_offset = (long long)kjit_r * from_stride + kjit_d;
         const store_t* kjit_at = kjit_inside ? from + kjit_offset : from;
         const unsigned kjit_to = (unsigned)__cvta_generic_to_shared(&to[kjit_r][kjit_d]);
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
@@ -209,6 +202,71 @@ __device__ __forceinline__ void kjit_wait_copies()
                  : "n"(pending)
                  : "memory");
 }
+
+// s += Q · Kᵀ for a warp's pieces of 16 queries (rows warp_row on of q) and the kjit_keys keys of
+// k, 16 × 8 pieces at a time over the head dimension.
+template <int kjit_keys>
+__device__ __forceinline__ void kjit_multiply_keys(float (&s)[kjit_pieces][kjit_keys / 8][4],
+                                                   const store_t (*q)[kjit_stride],
+                                                   const store_t (*k)[kjit_stride], int warp_row)
+{
+    const int kjit_lane = threadIdx.x % 32;
+#pragma unroll
+    for (int kjit_d = 0; kjit_d < kjit_head_dim; kjit_d += 16) {
+        // lanes give rows lane % 16, columns from (lane / 16) · 8
+        unsigned kjit_q[kjit_pieces][4];
+#pragma unroll
+        for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+            const int kjit_row = warp_row + kjit_p * 16 + kjit_lane % 16;
+            kjit_ldmatrix<false>(kjit_q[kjit_p], &q[kjit_row][kjit_d + kjit_lane / 16 * 8]);
+        }
+#pragma unroll
+        for (int kjit_j = 0; kjit_j < kjit_keys / 16; ++kjit_j) {
+            // two pieces of 8 keys: lanes give keys (lane / 16) · 8 + lane % 8, depth
+            // (lane / 8 % 2) · 8
+            unsigned kjit_k[4];
+            const int kjit_key = kjit_j * 16 + kjit_lane / 16 * 8 + kjit_lane % 8;
+            kjit_ldmatrix<false>(kjit_k, &k[kjit_key][kjit_d + kjit_lane / 8 % 2 * 8]);
+#pragma unroll
+            for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+                kjit_mma(s[kjit_p][2 * kjit_j], kjit_q[kjit_p], kjit_k);
+                kjit_mma(s[kjit_p][2 * kjit_j + 1], kjit_q[kjit_p], kjit_k + 2);
+            }
+        }
+    }
+}
+
+// out += P · V for 16 keys: P's 16 × 16 piece of each of the warp's pieces of queries, as an mma's
+// A operand holds it, by rows key0 to key0 + 15 of v.
+__device__ __forceinline__ void kjit_add_values(float (&out)[kjit_pieces][kjit_out_cols / 8][4],
+                                                const unsigned (&p)[kjit_pieces][4],
+                                                const store_t (*v)[kjit_stride], int key0)
+{
+    const int kjit_lane = threadIdx.x % 32;
+#pragma unroll
+    for (int kjit_d = 0; kjit_d < kjit_head_dim; kjit_d += 16) {
+        // V's rows are keys: transposed, lanes give keys (lane / 8 % 2) · 8 + lane % 8, columns
+        // from (lane / 16) · 8: two pieces of 8 columns
+        unsigned kjit_v[4];
+        const int kjit_key = key0 + kjit_lane / 8 % 2 * 8 + kjit_lane % 8;
+        kjit_ldmatrix<true>(kjit_v, &v[kjit_key][kjit_d + kjit_lane / 16 * 8]);
+#pragma unroll
+        for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+            kjit_mma(out[kjit_p][kjit_d / 8], p[kjit_p], kjit_v);
+            kjit_mma(out[kjit_p][kjit_d / 8 + 1], p[kjit_p], kjit_v + 2);
+        }
+    }
+}
+
+// The block's shared memory: its queries, and two buffers of keys and values (the next tile
+// arrives while this one is used).
+struct kjit_layout {
+    store_t q[kjit_block_m][kjit_stride];
+    store_t k[2][kjit_block_n][kjit_stride];
+    store_t v[2][kjit_block_n][kjit_stride];
+};
+static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
+              "the plan gives less shared memory than the tiles take");
 
 extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_attention(
         const store_t* __restrict__ q, const store_t* __restrict__ k, const store_t* __restrict__ v,
@@ -263,12 +321,15 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
         const long long kjit_offset = kjit_key0 * kjit_head_dim;
         const long long kjit_count = cols - kjit_key0;
-        kjit_copy_rows<kjit_block_n>(kjit_smem.k[kjit_b], kjit_keys + kjit_offset, kjit_count);
-        kjit_copy_rows<kjit_block_n>(kjit_smem.v[kjit_b], kjit_values + kjit_offset, kjit_count);
+        kjit_copy_tile<kjit_block_n, kjit_head_dim>(kjit_smem.k[kjit_b], kjit_keys + kjit_offset,
+                                                    kjit_head_dim, kjit_count, kjit_head_dim);
+        kjit_copy_tile<kjit_block_n, kjit_head_dim>(kjit_smem.v[kjit_b], kjit_values + kjit_offset,
+                                                    kjit_head_dim, kjit_count, kjit_head_dim);
         kjit_commit_copies();
     };
-    kjit_copy_rows<kjit_block_m>(kjit_smem.q, q + (kjit_head * rows + kjit_q0) * kjit_head_dim,
-                                 rows - kjit_q0);
+    kjit_copy_tile<kjit_block_m, kjit_head_dim>(kjit_smem.q,
+                                                q + (kjit_head * rows + kjit_q0) * kjit_head_dim,
+                                                kjit_head_dim, rows - kjit_q0, kjit_head_dim);
     int kjit_t = kjit_needed_from(0);
     if (kjit_t < kjit_tiles) {
         kjit_fetch(kjit_t, 0);  // (one group with the queries')
@@ -301,6 +362,13 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
             }
         }
     };
+    // Query h's sum: the parts of the four lanes that hold its row.
+    const auto kjit_row_total = [&](int kjit_h) {
+        float kjit_total = kjit_sum[kjit_h];
+        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
+        kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
+        return kjit_total;
+    };
     kjit_start_rows();
     // The n-th tile the block takes, t, is in buffer n % 2; the next is copied in meanwhile.
     for (int kjit_n = 0; kjit_t < kjit_tiles; ++kjit_n) {
@@ -314,33 +382,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         __syncthreads();  // every thread's copies of tile t have landed
         const int kjit_b = kjit_n % 2;
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
-        // S = Q · Kᵀ for the warp's queries and the tile's keys, 16 × 8 pieces.
+        // S = Q · Kᵀ for the warp's queries and the tile's keys.
         float kjit_s[kjit_pieces][kjit_block_n / 8][4] = {};
-#pragma unroll
-        for (int kjit_d = 0; kjit_d < kjit_head_dim; kjit_d += 16) {
-            // lanes give rows lane % 16, columns from (lane / 16) · 8
-            unsigned kjit_q[kjit_pieces][4];
-#pragma unroll
-            for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
-                const int kjit_row = kjit_warp_row + kjit_p * 16 + kjit_lane % 16;
-                const int kjit_col = kjit_d + kjit_lane / 16 * 8;
-                kjit_ldmatrix<false>(kjit_q[kjit_p], &kjit_smem.q[kjit_row][kjit_col]);
-            }
-#pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_block_n / 16; ++kjit_j) {
-                // two pieces of 8 keys: lanes give keys (lane / 16) · 8 + lane % 8, depth
-                // (lane / 8 % 2) · 8
-                unsigned kjit_k[4];
-                const int kjit_key = kjit_j * 16 + kjit_lane / 16 * 8 + kjit_lane % 8;
-                const int kjit_depth = kjit_d + kjit_lane / 8 % 2 * 8;
-                kjit_ldmatrix<false>(kjit_k, &kjit_smem.k[kjit_b][kjit_key][kjit_depth]);
-#pragma unroll
-                for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
-                    kjit_mma(kjit_s[kjit_p][2 * kjit_j], kjit_q[kjit_p], kjit_k);
-                    kjit_mma(kjit_s[kjit_p][2 * kjit_j + 1], kjit_q[kjit_p], kjit_k + 2);
-                }
-            }
-        }
+        kjit_multiply_keys<kjit_block_n>(kjit_s, kjit_smem.q, kjit_smem.k[kjit_b], kjit_warp_row);
         float kjit_rescale[2 * kjit_pieces];
         // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
         // Positions are ints: a head's queries and keys fit one.
@@ -439,28 +483,15 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
                 kjit_weights[kjit_p][2] = kjit_pack(kjit_right[0], kjit_right[1]);
                 kjit_weights[kjit_p][3] = kjit_pack(kjit_right[2], kjit_right[3]);
             }
-#pragma unroll
-            for (int kjit_d = 0; kjit_d < kjit_head_dim; kjit_d += 16) {
-                // V's rows are keys: transposed, lanes give keys (lane / 8 % 2) · 8 + lane % 8,
-                // columns from (lane / 16) · 8: two pieces of 8 columns
-                unsigned kjit_v[4];
-                const int kjit_key = kjit_j * 16 + kjit_lane / 8 % 2 * 8 + kjit_lane % 8;
-                const int kjit_col = kjit_d + kjit_lane / 16 * 8;
-                kjit_ldmatrix<true>(kjit_v, &kjit_smem.v[kjit_b][kjit_key][kjit_col]);
-#pragma unroll
-                for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
-                    kjit_mma(kjit_out[kjit_p][kjit_d / 8], kjit_weights[kjit_p], kjit_v);
-                    kjit_mma(kjit_out[kjit_p][kjit_d / 8 + 1], kjit_weights[kjit_p], kjit_v + 2);
-                }
-            }
+            kjit_add_values(kjit_out, kjit_weights, kjit_smem.v[kjit_b], kjit_j * 16);
         }
         // every warp is done with buffer kjit_b before the tile after next is copied in
         __syncthreads();
         kjit_t = kjit_next;
     }
-    // kjit_store_rows: the work item's output rows, each divided by its query's sum (0 for a
-    // query every key is masked for: NaN, as its softmax is), through the epilogue, stored two
-    // columns at a time.
+    // kjit_store_rows: the work item's output rows, each divided by its query's sum,
+    // kjit_row_total (0 for a query every key is masked for: NaN, as its softmax is), through the
+    // epilogue, stored two columns at a time.
     const auto kjit_store_rows = [&]() {
         const long long kjit_o = (kjit_head * rows + kjit_q0) * kjit_head_dim;  // its first element
         // Output element kjit_element's value x, through the epilogue.
@@ -469,10 +500,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         };
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-            float kjit_total = kjit_sum[kjit_h];
-            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 1);
-            kjit_total += __shfl_xor_sync(0xffffffffu, kjit_total, 2);
-            const float kjit_scale_out = 1.0f / kjit_total;
+            const float kjit_scale_out = 1.0f / kjit_row_total(kjit_h);
             const int kjit_r = kjit_row_in + kjit_h / 2 * 16 + kjit_h % 2 * 8;
             if (kjit_q0 + kjit_r >= rows) continue;
 #pragma unroll

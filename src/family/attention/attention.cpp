@@ -5,9 +5,11 @@
 #include <map>
 #include <numeric>
 
+#include "family/attention/host_model.hpp"
 #include "family/attention/problem.hpp"
 #include "family/attention/reference.hpp"
 #include "family/attention/score_code.hpp"
+#include "family/attention/separate.hpp"
 #include "expr/evaluate.hpp"
 #include "family/stage_chain.hpp"
 
@@ -107,48 +109,10 @@ public:
         return at::reference(p, inputs);
     }
     config::json_value reference_key(const pipeline&) const override { return nullptr; }
-    host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override;
-};
-
-/// Every head's softmax(score(scale · q · k)) · v, from the launch's buffers, scalars and sizes.
-host_matrix attention_impl::host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const {
-    const at::problem pr = at::problem_of(p);
-    const long long queries = launch.sizes.at("rows"), keys = launch.sizes.at("cols"), dim = pr.head_dim;
-    const std::vector<double> q = host_values(p.type, *launch.buffers.at(pr.q));
-    const std::vector<double> k = host_values(p.type, *launch.buffers.at(pr.k));
-    const std::vector<double> v = host_values(p.type, *launch.buffers.at(pr.v));
-    const double scale = launch.scalars.at(at::k_scale_scalar);
-    host_matrix out{pr.batch * pr.heads * queries, dim, std::vector<double>(static_cast<std::size_t>(pr.batch * pr.heads * queries * dim))};
-    std::vector<double> scores(static_cast<std::size_t>(keys)), weights(scores.size()), exact(scores.size());  // (zeros: the scores are exact)
-    at::token_reads tokens(p, pr);
-    std::map<std::string, std::vector<double>> by_token;  // the inputs the score reads by token
-    const auto token_value = [&](const std::string& name, long long i) {
-        auto found = by_token.find(name);
-        if (found == by_token.end()) found = by_token.emplace(name, host_values(p.type, *launch.buffers.at(name))).first;
-        return found->second.at(static_cast<std::size_t>(i));
-    };
-    for (long long row = 0; row < out.rows; ++row) {
-        const long long head = row / queries, kv_head = head / pr.heads * pr.kv_heads + head % pr.heads / pr.group();
-        const double* query = q.data() + row * dim;
-        for (long long c = 0; c < keys; ++c) {
-            const double* key = k.data() + (kv_head * keys + c) * dim;
-            scores[c] = scale * std::inner_product(query, query + dim, key, 0.0);
-        }
-        const expr::positions where = at::score_positions(pr, row);
-        tokens.read(row, token_value);
-        const expr::chunk in{scores.size(), scores.data(), exact.data(), &tokens.arrays(), &launch.scalars, true, nullptr, &where};
-        expr::evaluate(p.stages.front().kernel, in, weights.data(), nullptr);
-        const double max = *std::max_element(weights.begin(), weights.end());
-        for (double& w : weights) w = std::exp(w - max);
-        const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-        for (long long d = 0; d < dim; ++d) {
-            double sum = 0;
-            for (long long c = 0; c < keys; ++c) sum += weights[c] * v[(kv_head * keys + c) * dim + d];
-            out.values[row * dim + d] = sum / total;
-        }
+    host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override {
+        return at::policy_of(p).separate ? at::host_separate(p, launch) : at::host_fused(p, launch);
     }
-    return out;
-}
+};
 
 /// The kernel's arguments: Q, K and V (as tensor maps where the TMA unit copies them: a stack of
 /// one matrix per head, boxes of a tile's rows and 64 columns), the output, the scale, the
@@ -187,16 +151,17 @@ void count_work(const pipeline& p, const at::problem& pr, const at::policy& t, s
 }
 
 /// The template's numbers and names for the rung: its constants, its types, its wgmma operands.
-void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy& t, const kernel& k, mu::data& data) {
+void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy& t, mu::data& data) {
     const bool wgmma = t.kind == at::rung::wgmma;
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, long long>>{
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
              {"heads", pr.heads}, {"batch", pr.batch},
              {"consumers", t.consumers}, {"consumer_registers", t.consumer_registers()}, {"stages", t.stages},
              {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"persistent", t.persistent ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
-             {"shared_bytes", static_cast<long long>(k.shared_bytes)}})
+             {"shared_bytes", static_cast<long long>(t.shared_bytes(pr.head_dim, p.type))}})
         data.set(key, std::to_string(value));
-    data.set("mma", codegen::flag(!wgmma));
+    data.set("mma", codegen::flag(!wgmma && !t.separate));
+    data.set("separate", codegen::flag(t.separate));
     data.set("wgmma", codegen::flag(wgmma));
     data.set("serial", codegen::flag(t.order == at::policy::schedule::serial));
     if (wgmma) {
@@ -209,11 +174,11 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
     data.set("pair_make", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn");
 }
 
-program attention_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
-    const at::policy& t = at::policy_of(p);
-    const at::problem pr = at::problem_of(p);
+/// What the kernels share: the family, the architectures, the output's shape and how its
+/// elements are named, and the buffers (separate: the scores between the kernels too).
+program program_frame(const pipeline& p, const at::problem& pr, const at::policy& t) {
     program prog;
-    prog.family = std::string(name());
+    prog.family = "attention";
     if (t.kind == at::rung::wgmma) {
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
@@ -230,10 +195,14 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     const std::size_t element = config::element_size(p.type);
     for (const auto& in : p.inputs)
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
+    if (t.separate) prog.buffers.push_back({at::k_scores_buffer, at::scores_bytes(p, pr), buffer_role::temporary});
     prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
+    return prog;
+}
 
-    const at::score_call call = at::score_call_of(p);
-    const element_call epilogue = epilogue_call_of(p, call);
+/// The fused kernel: a block a work item (persistent, as many as are resident).
+kernel fused_kernel(const pipeline& p, const at::problem& pr, const at::policy& t, const at::score_call& call,
+                    const element_call& epilogue) {
     kernel k;
     k.name = p.name + "_attention";
     k.what = "attention, softmax(" + expr::to_text(p.stages.front().kernel) + ") · V, fused into one kernel" +
@@ -241,30 +210,48 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
     k.reads_x = pr.q;
     k.block = {t.threads(), 1, 1};
-    k.grid = {at::work_items(pr, t), 1, 1};  // a block an item; persistent, as many as are resident
+    k.grid = {at::work_items(pr, t), 1, 1};
     if (t.persistent) k.resident = resident_rule::at_most;
     k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
     k.args = kernel_arguments(p, pr, t, call, epilogue);
     count_work(p, pr, t, epilogue.arrays.size(), k);
+    return k;
+}
 
-    const std::string what = std::string(config::to_string(p.type)) + ", " + std::string(at::to_string(t.kind)) + ", tiles of " +
+program attention_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
+    const at::policy& t = at::policy_of(p);
+    const at::problem pr = at::problem_of(p);
+    program prog = program_frame(p, pr, t);
+    const at::score_call call = at::score_call_of(p);
+    const element_call epilogue = epilogue_call_of(p, call);
+    if (t.separate) prog.kernels = at::separate_kernels(p, pr, t, call, epilogue);
+    else prog.kernels = {fused_kernel(p, pr, t, call, epilogue)};
+
+    const std::string what = std::string(config::to_string(p.type)) + ", " +
+                             (t.separate ? std::string("separate") : std::string(at::to_string(t.kind))) + ", tiles of " +
                              std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) + " keys";
     mu::data data = codegen::prologue_data(p, what, 1, prog.headers);
-    set_launch_data(p, pr, t, k, data);
+    set_launch_data(p, pr, t, data);
     data.set("queries", pr.q);
     data.set("keys", pr.k);
     data.set("values", pr.v);
     data.set("output", k_output_buffer);
     data.set("scale", at::k_scale_scalar);
     at::set_score_data(p, call, data);
-    data.set("epilogue", codegen::stage_steps(p, {k.stages.begin() + 1, k.stages.end()}));
+    data.set("epilogue", codegen::stage_steps(p, {prog.kernels.back().stages.begin() + 1, prog.kernels.back().stages.end()}));
     data.set("epilogue_params", codegen::parameter_list(epilogue.params));
     data.set("epilogue_args", codegen::parameter_list(epilogue.args, 28));  // (called on lines indented by 12)
-    data.set("kernel", k.name);
-    data.set("heading", codegen::heading(k.name, k.what));
-    data.set("kernel_params", codegen::parameter_list(declarations(k)));
-    prog.source = codegen::render(templates, template_file(), data, {k.name});
-    prog.kernels.push_back(std::move(k));
+    if (t.separate) {
+        at::set_separate_data(p, t, prog.kernels, call, data);
+    } else {
+        const kernel& k = prog.kernels.front();
+        data.set("kernel", k.name);
+        data.set("heading", codegen::heading(k.name, k.what));
+        data.set("kernel_params", codegen::parameter_list(declarations(k)));
+    }
+    std::vector<std::string> names;
+    for (const kernel& k : prog.kernels) names.push_back(k.name);
+    prog.source = codegen::render(templates, template_file(), data, names);
     return prog;
 }
 

@@ -133,15 +133,15 @@ void check_pipeline(const pipeline& p, const std::string& source) {
     if (p.shape->cols % 16 != 0 || p.shape->cols > 256)
         throw config_error(source, "shape", "head_dim (Q's columns) must be a multiple of 16 up to 256, got " +
                                                 std::to_string(p.shape->cols));
-    if (p.fuse == config::fusion::separate)
-        throw config_error(source, "fusion", "attention is fused: \"separate\" (the scores in memory) is not offered yet");
     refuse_per_column_inputs(p, source);
     check_epilogue(p, source);
 }
 
-/// "auto": on sm_90 from head_dim 64 the wgmma rung, else the mma rung.
+/// "auto": on sm_90 from head_dim 64 the wgmma rung, else (and for the separate kernels, which
+/// are the mma rung's) the mma rung.
 rung auto_rung(const pipeline& p, long long head_dim) {
-    return config::compiled_arch(p) == 90 && head_dim >= 64 ? rung::wgmma : rung::mma;
+    const bool fused = p.fuse != config::fusion::separate;
+    return fused && config::compiled_arch(p) == 90 && head_dim >= 64 ? rung::wgmma : rung::mma;
 }
 
 /// A rung's "auto" launch, 128 queries a block.
@@ -251,6 +251,29 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
     return chosen;
 }
 
+/// Threads a row of scores takes in the separate softmax: a chunk of 16 bytes each, in whole
+/// warps, up to k_softmax_threads.
+constexpr int k_softmax_threads = 256;
+
+/// fusion "separate": the mma rung's kernels with the scores in memory, every tile computed (as
+/// eager frameworks do). Refuses the wgmma rung and the fused kernels' plain tiles, and a grid
+/// past CUDA's limits: the products' heads on grid.z and query tiles on grid.y (65,535 at most),
+/// the softmax's rows on grid.x.
+void read_separate(const object_reader& l, const problem& pr, config::dtype type, const std::string& source, policy& chosen) {
+    if (chosen.kind != rung::mma)
+        l.fail("rung", "the separate kernels multiply with mma.sync: expected \"mma\" or \"auto\" with fusion \"separate\"");
+    if (!l.leaves_auto("plain_tiles"))
+        l.fail("plain_tiles", "a key of the fused kernels: the separate ones compute every score through the score expression");
+    chosen.separate = true;
+    const long long chunks = score_stride(pr, type) * static_cast<long long>(config::element_size(type)) / 16;
+    chosen.softmax_threads = static_cast<int>(std::min<long long>(k_softmax_threads, (chunks + 31) / 32 * 32));
+    const long long heads = pr.batch * pr.heads, query_tiles = (pr.queries + chosen.block_m - 1) / chosen.block_m;
+    if (heads > 65535 || query_tiles > 65535 || heads * pr.queries > INT_MAX)
+        throw config_error(source, "shape", "the separate kernels' grids take batch · heads (" + std::to_string(heads) +
+                                                ") and tiles of queries (" + std::to_string(query_tiles) +
+                                                ") up to 65,535 each, and their rows up to 2^31 − 1");
+}
+
 }  // namespace
 
 problem problem_of(const pipeline& p) {
@@ -263,7 +286,19 @@ std::string_view to_string(policy::schedule s) {
     return s == policy::schedule::pingpong ? "pingpong" : s == policy::schedule::overlap ? "overlap" : "serial";
 }
 
+std::size_t policy::scores_shared_bytes(long long head_dim, config::dtype type) const {
+    const auto row = static_cast<std::size_t>(head_dim) * config::element_size(type) + 16;
+    return row * static_cast<std::size_t>(block_m + block_n);
+}
+
+std::size_t policy::values_shared_bytes(long long head_dim, config::dtype type) const {
+    const std::size_t element = config::element_size(type);
+    const auto p_row = static_cast<std::size_t>(block_n) * element + 16, v_row = static_cast<std::size_t>(head_dim) * element + 16;
+    return 2 * (p_row * static_cast<std::size_t>(block_m) + v_row * static_cast<std::size_t>(block_n));
+}
+
 std::size_t policy::shared_bytes(long long head_dim, config::dtype type) const {
+    if (separate) return std::max(scores_shared_bytes(head_dim, type), values_shared_bytes(head_dim, type));
     const std::size_t element = config::element_size(type);
     if (kind == rung::wgmma) {
         const auto slab_row = static_cast<std::size_t>(padded_head_dim(head_dim)) * element;  // a row's slabs
@@ -305,6 +340,11 @@ long long work_items(const problem& pr, const policy& t) {
     return (pr.queries + t.block_m - 1) / t.block_m * pr.heads * pr.batch;
 }
 
+long long score_stride(const problem& pr, config::dtype type) {
+    const auto chunk = static_cast<long long>(16 / config::element_size(type));
+    return (pr.keys + chunk - 1) / chunk * chunk;
+}
+
 void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);
     const problem pr = read_problem(p, source);
@@ -315,8 +355,12 @@ void resolve(pipeline& p, const std::string& source) {
     const object_reader l(p.launch.given, "launch", source, launch_keys());
     const tile_tests tests = tile_tests_of(p);
     policy chosen = read_launch(l, p, pr, tests.masked.has_value());
-    const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
-    chosen.tiles = {tests.masked, plain_wanted ? tests.plain : std::nullopt};
+    if (p.fuse == config::fusion::separate) {
+        read_separate(l, pr, p.type, source, chosen);
+    } else {
+        const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
+        chosen.tiles = {tests.masked, plain_wanted ? tests.plain : std::nullopt};
+    }
     if (chosen.shared_bytes(pr.head_dim, p.type) > p.target.shared_per_block)
         throw config_error(source, "launch", "block_m " + std::to_string(chosen.block_m) + " and block_n " + std::to_string(chosen.block_n) +
                                                  " need " + std::to_string(chosen.shared_bytes(pr.head_dim, p.type)) +

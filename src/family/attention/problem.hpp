@@ -97,6 +97,11 @@ struct policy final : config::launch_policy {
     /// queries of one head), the next item's queries copied while the last one's products finish;
     /// else a block an item.
     bool persistent = false;
+    /// fusion "separate": three kernels of the mma rung's warps, the scores in memory between them
+    /// (attention_separate.cu.mustache): Q · Kᵀ in tiles of block_m queries × block_n keys, each
+    /// row's softmax by a block of softmax_threads, then P · V as the fused kernel's.
+    bool separate = false;
+    int softmax_threads = 0;
     [[nodiscard]] int threads() const { return kind == rung::wgmma ? 128 * (1 + consumers) : 32 * warps; }
     /// wgmma: the registers a consumer's thread takes (setmaxnreg) from what the producer's give
     /// up (it keeps 24): 240 for two consumers, 160 for three.
@@ -104,7 +109,12 @@ struct policy final : config::launch_policy {
     /// Dynamic shared memory per block for `head_dim`. mma: the queries, and two tiles of keys and
     /// of values, rows padded by 16 bytes. wgmma: from a 1024-byte boundary, the queries and the
     /// ring's tiles in slabs of 64 columns, and the barriers (the queries' two, and three a buffer).
+    /// Separate: the larger of its two products' kernels' (scores_shared_bytes, values_shared_bytes).
     [[nodiscard]] std::size_t shared_bytes(long long head_dim, config::dtype type) const;
+    /// Separate: the Q · Kᵀ kernel's queries and keys, and the P · V kernel's two buffers of P's
+    /// tile and of V's, rows padded by 16 bytes.
+    [[nodiscard]] std::size_t scores_shared_bytes(long long head_dim, config::dtype type) const;
+    [[nodiscard]] std::size_t values_shared_bytes(long long head_dim, config::dtype type) const;
     [[nodiscard]] config::json_value columns() const override;
     [[nodiscard]] std::string label() const override;
 
@@ -119,6 +129,10 @@ struct policy final : config::launch_policy {
 
 /// The kernel's work items: tiles of block_m queries of each head of each batch.
 [[nodiscard]] long long work_items(const problem& pr, const policy& t);
+
+/// Separate: the elements from one row of scores to the next, its keys in whole 16-byte chunks
+/// (the P · V kernel copies them 16 bytes at a time).
+[[nodiscard]] long long score_stride(const problem& pr, config::dtype type);
 
 [[nodiscard]] std::vector<std::string> launch_keys();
 /// Checks the stage, its inputs and the rest of the pipeline, turns the stage's score expression

@@ -86,7 +86,8 @@ public:
         : m_pipeline(p), m_problem(pr), m_inputs(inputs), m_scalars(scalars), m_tokens(p, pr),
           m_dims(static_cast<std::size_t>(pr.head_dim)), m_keys(static_cast<std::size_t>(pr.keys)),
           m_float_compute(!config::computes_in_double(p.type)), m_approximated(config::approximations_of(p)),
-          m_p_rounding(reference::storage_rounding(p.type)), m_query(m_dims), m_score(m_keys), m_score_scale(m_keys),
+          m_p_rounding(reference::storage_rounding(p.type)),
+          m_score_rounding(p.fuse == config::fusion::separate ? m_p_rounding : 0), m_query(m_dims), m_score(m_keys), m_score_scale(m_keys),
           m_modified(m_keys), m_modified_scale(m_keys), m_weight(m_keys) {}
 
     /// Query row `row` (of all B · H · Sq): its head_dim values and their error scales.
@@ -145,10 +146,12 @@ private:
         for (std::size_t j = 0; j < m_keys; ++j) {
             if (m_weight[j] == 0) continue;
             const double vj = m_v[j * m_dims + d];
-            // A score's error moves its weight relatively; rounding P to the storage type before
-            // it multiplies V and summing over every key move each term (and the sum of
+            // A score's error moves its weight relatively (separate: the score rounded to the
+            // storage type too, in memory between the kernels); rounding P to the storage type
+            // before it multiplies V and summing over every key move each term (and the sum of
             // weights, the quotient).
-            spread += m_weight[j] * (std::fabs(vj - value) * (m_modified_scale[j] + std::fabs(m_modified[j]) + 4) +
+            const double score_error = m_modified_scale[j] + std::fabs(m_modified[j]) * (1 + m_score_rounding) + 4;
+            spread += m_weight[j] * (std::fabs(vj - value) * score_error +
                                      std::fabs(vj) * (m_p_rounding + static_cast<double>(m_keys) + 2));
         }
         scale = std::isfinite(spread / total) ? spread / total : 0;
@@ -163,6 +166,7 @@ private:
     bool m_float_compute;
     expr::approximations m_approximated;
     double m_p_rounding;
+    double m_score_rounding;  ///< separate: the scores stored between the kernels
     long long m_kv_head = -1;
     std::vector<double> m_k, m_v;  ///< the kv head's, keys × head_dim
     std::vector<double> m_query, m_score, m_score_scale, m_modified, m_modified_scale, m_weight;

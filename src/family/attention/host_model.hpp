@@ -1,0 +1,16 @@
+// The attention kernels on the host, as a fake GPU that executes plans runs them
+// (family::host_op): from the launch's buffers, in double, each row of scores, its softmax and
+// its weighted sum of the values.
+#pragma once
+#include "family/family.hpp"
+
+namespace kjit::family::attention {
+
+/// The fused kernel's output: every head's softmax(score(scale · q · k)) · v.
+[[nodiscard]] host_matrix host_fused(const config::pipeline& p, const host_launch& launch);
+
+/// Separate kernel `launch.k`'s: the scores (NaN in each row's padding, which that kernel does not
+/// write), the probabilities (zeros there), or the output.
+[[nodiscard]] host_matrix host_separate(const config::pipeline& p, const host_launch& launch);
+
+}  // namespace kjit::family::attention
