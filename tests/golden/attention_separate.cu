@@ -292,8 +292,8 @@ struct kjit_scores_layout {
 static_assert(sizeof(kjit_scores_layout) <= kjit_plan_scores_shared_bytes,
               "the plan gives the scores kernel less shared memory than its tiles take");
 
-// ---- attention_causal_scores: stages[0]: attention's scores, col > row ? -inf : x of x = scale ·
-// Q · Kᵀ, into memory
+// ---- attention_causal_scores: stages[0]: attention's scores into memory, x = scale · Q · Kᵀ,
+// then col > row ? -inf : x
 // The scores of kjit_block_m queries (from blockIdx.y) and kjit_block_n keys (from blockIdx.x) of
 // one head (blockIdx.z, of batch · heads): each full product over the head dimension, scaled,
 // through the score expression, stored.
