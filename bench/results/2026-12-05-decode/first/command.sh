@@ -3,16 +3,10 @@
 # down-projection (4096 × 768 × 3072 + bias) spend their time at the defaults, and whether a
 # launch of the rungs kjit has beats the default: each at the defaults with CUPTI's memory
 # counters, its kernel and cuBLAS's under ncu (duration and DRAM bytes, caches flushed), then
-# `kjit tune` over a space around the default.
-set -uo pipefail
-export OUT=${OUT:-$PWD/gpu-results}
-mkdir -p "$OUT/logs"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$OUT/env.txt"
-{ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" -DKJIT_PYTHON=OFF &&
-  cmake --build build-gpu --target kjit -j "$(nproc)"; } > "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
-kjit=$PWD/build-gpu/kjit
-export KJIT_CACHE_DIR=/tmp/kjit-cache
-pack() { (cd "$OUT/logs" && tar czf ../data.tgz .); }
+# `kjit tune` over a space around the default. Before them, attention's separate kernels (their
+# scores now stored two at a time) with each kernel's time and bytes from CUPTI, and the odd
+# shapes verified on them again.
+source bench/attention_call.sh  # (the build, $kjit, point and pack)
 shape_of() {  # NAME → the --set lines of its product + bias
   case $1 in
     decode_m1) m=1 n=4096 k=4096;; decode_m16) m=16 n=4096 k=4096;; decode_m64) m=64 n=4096 k=4096;;
@@ -22,15 +16,27 @@ shape_of() {  # NAME → the --set lines of its product + bias
         --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]')
 }
 ncu_flags=(--clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x)
+echo "== attention, separate: each kernel's time (CUPTI)"
+for p in 1024:128 4096:64; do
+  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+  point "separate_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set 'fusion="separate"' --metrics=memory
+  grep -E "attention_(scores|softmax|values)|duration|DRAM" "$OUT/logs/separate_s${seq}_d${dim}_full.txt" | head -12
+done
+for seq in 17 1000; do for dim in 64 96; do for tag in full causal; do
+  case $tag in full) score=x;; causal) score="col > row ? -inf : x";; esac
+  LIMIT=30 point "odd_separate_s${seq}_d${dim}_kv2_$tag" $seq $dim 2 8 2 "$score" --set 'fusion="separate"' --set measure.repeat=3 --set measure.warmup=1
+done; done; done
+pack
 for name in decode_m1 decode_m16 decode_m64 gpt2_down; do
   shape_of $name
   echo "== $name ($m × $n × $k)"
   timeout 60 "$kjit" run configs/mlp_layer.json --skip-ceiling "${sets[@]}" --metrics=memory --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   grep -E "PASS|FAIL|policy|kernel |cold|DRAM|dram" "$OUT/logs/$name.txt" | head -12
+  case $name in decode_m16|gpt2_down) ;; *) continue;; esac
   timeout 60 ncu "${ncu_flags[@]}" -k regex:mlp_layer --launch-skip 1 --launch-count 1 "$kjit" run configs/mlp_layer.json --skip-ceiling \
     "${sets[@]}" --set measure.repeat=3 --set measure.warmup=1 > "$OUT/logs/${name}_ncu.txt" 2>&1
   grep -E "gpu__time|dram__|launch__" "$OUT/logs/${name}_ncu.txt"
-  timeout 60 ncu "${ncu_flags[@]}" --launch-skip 3 --launch-count 1 python3 -c "
+  timeout 60 ncu "${ncu_flags[@]}" --launch-skip 5 --launch-count 1 python3 -c "
 import torch
 x = torch.randn($m, $k, device='cuda', dtype=torch.bfloat16); w = torch.randn($k, $n, device='cuda', dtype=torch.bfloat16)
 b = torch.randn($n, device='cuda', dtype=torch.bfloat16)
@@ -41,12 +47,12 @@ torch.cuda.synchronize()" > "$OUT/logs/${name}_ncu_cublas.txt" 2>&1
 done
 echo "== tune: decode M = 64 and GPT-2's down-projection, around the defaults"
 shape_of decode_m64
-timeout 150 "$kjit" tune configs/mlp_layer.json "${sets[@]}" --quiet --seconds 120 --json "$OUT/logs/tune_decode_m64.json" \
+timeout 110 "$kjit" tune configs/mlp_layer.json "${sets[@]}" --quiet --seconds 80 --json "$OUT/logs/tune_decode_m64.json" \
   --set 'tune={"axes":{"launch.tile_m":[64,128],"launch.tile_n":[64,128],"launch.schedule":["cooperative","pingpong"],"launch.split_k":[1,2],"launch.buffers":[4,8,12]}}' \
   > "$OUT/logs/tune_decode_m64.txt" 2>&1; echo "tune decode_m64: exit $?"; tail -12 "$OUT/logs/tune_decode_m64.txt"
 pack
 shape_of gpt2_down
-timeout 150 "$kjit" tune configs/mlp_layer.json "${sets[@]}" --quiet --seconds 120 --json "$OUT/logs/tune_gpt2_down.json" \
+timeout 110 "$kjit" tune configs/mlp_layer.json "${sets[@]}" --quiet --seconds 80 --json "$OUT/logs/tune_gpt2_down.json" \
   --set 'tune={"axes":{"launch.tile_m":[128,256],"launch.tile_n":[96,128,192,256],"launch.schedule":["cooperative","pingpong"],"launch.cluster_m":[1,2],"launch.buffers":[3,4,5]}}' \
   > "$OUT/logs/tune_gpt2_down.txt" 2>&1; echo "tune gpt2_down: exit $?"; tail -12 "$OUT/logs/tune_gpt2_down.txt"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
