@@ -6,7 +6,9 @@ cuDNN's, FlashAttention-2's and FlexAttention's from the same folders' peers (th
     python3 scripts/attention_launches.py DIR [DIR ...] --points S:D[,S:D...] --launch LABEL=PREFIX [...]
 
 A launch's records are PREFIX_s<S>_d<D>_<full|causal>.json in any of the folders (as
-attention_table.py reads them); a point it did not run, or did not verify, shows "–".
+attention_table.py reads them); a point it did not run, or did not verify, shows "–". With --ms,
+milliseconds (cold median) instead, and eager PyTorch's among the peers: to compare orders that
+count different FLOPs (fused and separate).
 """
 import argparse
 
@@ -19,7 +21,9 @@ def main():
     parser.add_argument("dirs", nargs="+")
     parser.add_argument("--points", required=True)
     parser.add_argument("--launch", action="append", required=True)
+    parser.add_argument("--ms", action="store_true", help="milliseconds, not TFLOP/s")
     args = parser.parse_args()
+    key, shown = ("kernel_cold_median_ms", "{:.2f}") if args.ms else ("tflops", "{:.0f}")
     files = {}
     for folder in args.dirs:
         files.update(files_of(folder))
@@ -31,11 +35,12 @@ def main():
         label, prefix = launch.split("=")
         records = kjit_points(files, prefix)
         cells = [records.get(c) for c in columns]
-        print(f"| {label} | " + " | ".join(f"{r['tflops']:.0f}" if r and r.get("status") == "PASS" else "–" for r in cells) + " |")
-    peers = peer_tflops(files)
-    for tool, title in (("cudnn", "cuDNN"), ("flash", "FlashAttention-2"), ("flex", "FlexAttention")):
+        print(f"| {label} | " + " | ".join(shown.format(r[key]) if r and r.get("status") == "PASS" else "–" for r in cells) + " |")
+    peers = peer_tflops(files, "median_ms" if args.ms else "tflops")
+    tools = (("cudnn", "cuDNN"), ("flash", "FlashAttention-2"), ("flex", "FlexAttention")) + ((("eager", "eager PyTorch"),) if args.ms else ())
+    for tool, title in tools:
         if any((*c, tool) in peers for c in columns):
-            print(f"| {title}, the same call | " + " | ".join(f"{peers[(*c, tool)]:.0f}" if (*c, tool) in peers else "–" for c in columns) + " |")
+            print(f"| {title}, the same call | " + " | ".join(shown.format(peers[(*c, tool)]) if (*c, tool) in peers else "–" for c in columns) + " |")
 
 
 if __name__ == "__main__":

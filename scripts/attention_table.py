@@ -31,11 +31,12 @@ def kjit_points(files, prefix):
     return points
 
 
-def peer_tflops(files):
-    """{(S, head dim, causal, tool): TFLOP/s} of the peers' lines without a modifier or documents."""
+def peer_tflops(files, key="tflops"):
+    """{(S, head dim, causal, tool): TFLOP/s} of the peers' lines without a modifier or documents
+    (key "median_ms": their median times)."""
     lines = [json.loads(line) for line in files.get("peers.jsonl", "").splitlines() if line.strip()]
-    plain = [p for p in lines if "tflops" in p and p.get("modifier", "none") == "none" and not p.get("documents")]
-    return {(p["seq"], p["head_dim"], p["causal"], p["tool"]): p["tflops"] for p in plain}
+    plain = [p for p in lines if p.get(key) and p.get("modifier", "none") == "none" and not p.get("documents")]
+    return {(p["seq"], p["head_dim"], p["causal"], p["tool"]): p[key] for p in plain}
 
 
 def rung_of(points):
