@@ -45,7 +45,7 @@ __device__ __forceinline__ unsigned kjit_pack(float low, float high)
 // The score of query `row` and key `col` of a head (rows queries, cols keys), from x, the
 // scaled product of their vectors: col > row ? -inf : x.
 __device__ __forceinline__ real kjit_score(
-        real x, int row, int col, int rows, int cols)
+        real x, real row, real col, int rows, int cols)
 {
     return col > row ? -__int_as_float(0x7f800000) : x;
 }
@@ -333,9 +333,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_scor
             if (kjit_row >= rows) continue;
             // The score of the product at column col.
             const auto kjit_scored = [&](float kjit_product, int kjit_col) {
+                const float kjit_row_real = (float)kjit_row, kjit_col_real = (float)kjit_col;
                 const real x = kjit_product * s0_scale;
                 return (float)kjit_score(
-                        x, kjit_row, kjit_col, (int)rows, (int)cols);
+                        x, kjit_row_real, kjit_col_real, (int)rows, (int)cols);
             };
 #pragma unroll
             for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {

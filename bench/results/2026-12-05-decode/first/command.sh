@@ -5,7 +5,8 @@
 # counters, its kernel and cuBLAS's under ncu (duration and DRAM bytes, caches flushed), then
 # `kjit tune` over a space around the default. Before them, attention's separate kernels (their
 # scores now stored two at a time) with each kernel's time and bytes from CUPTI, and the odd
-# shapes verified on them again.
+# shapes verified on them again; the fused kernel's score modifiers with positions as floats
+# (new), beside the unmasked kernel and a score that changes x without positions, and verified.
 source bench/attention_call.sh  # (the build, $kjit, point and pack)
 shape_of() {  # NAME → the --set lines of its product + bias
   case $1 in
@@ -26,6 +27,18 @@ for seq in 17 1000; do for dim in 64 96; do for tag in full causal; do
   case $tag in full) score=x;; causal) score="col > row ? -inf : x";; esac
   LIMIT=30 point "odd_separate_s${seq}_d${dim}_kv2_$tag" $seq $dim 2 8 2 "$score" --set 'fusion="separate"' --set measure.repeat=3 --set measure.warmup=1
 done; done; done
+echo "== attention, score modifiers at 8192:128 with positions as floats"
+{
+point mod_none 8192 128 2 16 16 x
+point mod_shift 8192 128 2 16 16 "x + 0.0625"
+point mod_alibi 8192 128 2 16 16 "x + exp2(-8.0 * (head + 1) / 16) * (col - row)"
+point mod_window 8192 128 2 16 16 "col > row || row - col >= 1024 ? -inf : x"
+point mod_causal 8192 128 2 16 16 "col > row ? -inf : x"
+for rung in wgmma mma; do for seq in 17 1000 4097; do
+  LIMIT=30 point "odd_alibi_${rung}_s$seq" $seq 64 2 8 2 "x + exp2(-8.0 * (head + 1) / 8) * (col - row)" --set "launch.rung=\"$rung\"" --set measure.repeat=3 --set measure.warmup=1
+  LIMIT=30 point "odd_window_${rung}_s$seq" $seq 128 2 8 4 "col > row || row - col >= 300 ? -inf : x" --set "launch.rung=\"$rung\"" --set measure.repeat=3 --set measure.warmup=1
+done; done
+} 2>&1 | tee "$OUT/modifiers.txt"
 pack
 for name in decode_m1 decode_m16 decode_m64 gpt2_down; do
   shape_of $name
