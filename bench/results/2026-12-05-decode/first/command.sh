@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 40: where the decode steps (M = 1, 16, 64, N = K = 4096, + bias) and GPT-2's
-# down-projection (4096 × 768 × 3072 + bias) spend their time at the defaults, and whether a
-# launch of the rungs kjit has beats the default: each at the defaults with CUPTI's memory
-# counters, its kernel and cuBLAS's under ncu (duration and DRAM bytes, caches flushed), then
-# `kjit tune` over a space around the default. Before them, attention's separate kernels (their
-# scores now stored two at a time) with each kernel's time and bytes from CUPTI, and the odd
-# shapes verified on them again; the fused kernel's score modifiers with positions as floats
-# (new), beside the unmasked kernel and a score that changes x without positions, and verified.
+# Issue 43 first, then issue 40 (little device time was left: one short call). Attention: the
+# fused kernel's score modifiers with positions as floats (new) at 8k × 128, beside the unmasked
+# kernel and a score that changes x without positions, and odd shapes verified with them; the
+# separate kernels (their scores now stored two at a time) with each kernel's time and bytes from
+# CUPTI, and odd shapes verified on them again. Issue 40: where the decode steps (M = 1, 16, 64,
+# N = K = 4096, + bias) and GPT-2's down-projection (4096 × 768 × 3072 + bias) spend their time at
+# the defaults (CUPTI's memory counters), and for M = 16 and GPT-2 kjit's kernel and cuBLAS's
+# under ncu (duration and DRAM bytes, caches flushed). No tune: no device time for it.
 source bench/attention_call.sh  # (the build, $kjit, point and pack)
 shape_of() {  # NAME → the --set lines of its product + bias
   case $1 in
@@ -17,16 +17,6 @@ shape_of() {  # NAME → the --set lines of its product + bias
         --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]')
 }
 ncu_flags=(--clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x)
-echo "== attention, separate: each kernel's time (CUPTI)"
-for p in 1024:128 4096:64; do
-  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
-  point "separate_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set 'fusion="separate"' --metrics=memory
-  grep -E "attention_(scores|softmax|values)|duration|DRAM" "$OUT/logs/separate_s${seq}_d${dim}_full.txt" | head -12
-done
-for seq in 17 1000; do for dim in 64 96; do for tag in full causal; do
-  case $tag in full) score=x;; causal) score="col > row ? -inf : x";; esac
-  LIMIT=30 point "odd_separate_s${seq}_d${dim}_kv2_$tag" $seq $dim 2 8 2 "$score" --set 'fusion="separate"' --set measure.repeat=3 --set measure.warmup=1
-done; done; done
 echo "== attention, score modifiers at 8192:128 with positions as floats"
 {
 point mod_none 8192 128 2 16 16 x
@@ -40,12 +30,23 @@ for rung in wgmma mma; do for seq in 17 1000 4097; do
 done; done
 } 2>&1 | tee "$OUT/modifiers.txt"
 pack
+echo "== attention, separate: each kernel's time (CUPTI)"
+for p in 1024:128 4096:64; do
+  seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+  point "separate_s${seq}_d${dim}_full" $seq $dim $batch $heads $heads x --set 'fusion="separate"' --metrics=memory
+  grep -E "attention_(scores|softmax|values)|duration|DRAM" "$OUT/logs/separate_s${seq}_d${dim}_full.txt" | head -12
+done
+for seq in 17 1000; do for dim in 64 96; do for tag in full causal; do
+  case $tag in full) score=x;; causal) score="col > row ? -inf : x";; esac
+  LIMIT=30 point "odd_separate_s${seq}_d${dim}_kv2_$tag" $seq $dim 2 8 2 "$score" --set 'fusion="separate"' --set measure.repeat=3 --set measure.warmup=1
+done; done; done
+pack
 for name in decode_m1 decode_m16 decode_m64 gpt2_down; do
   shape_of $name
   echo "== $name ($m × $n × $k)"
   timeout 60 "$kjit" run configs/mlp_layer.json --skip-ceiling "${sets[@]}" --metrics=memory --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   grep -E "PASS|FAIL|policy|kernel |cold|DRAM|dram" "$OUT/logs/$name.txt" | head -12
-  case $name in decode_m16|gpt2_down) ;; *) continue;; esac
+  case $name in decode_m16|gpt2_down) ;; *) pack; continue;; esac
   timeout 60 ncu "${ncu_flags[@]}" -k regex:mlp_layer --launch-skip 1 --launch-count 1 "$kjit" run configs/mlp_layer.json --skip-ceiling \
     "${sets[@]}" --set measure.repeat=3 --set measure.warmup=1 > "$OUT/logs/${name}_ncu.txt" 2>&1
   grep -E "gpu__time|dram__|launch__" "$OUT/logs/${name}_ncu.txt"
@@ -58,15 +59,5 @@ torch.cuda.synchronize()" > "$OUT/logs/${name}_ncu_cublas.txt" 2>&1
   echo "cuBLAS (torch.addmm):"; grep -E "^  [a-zA-Z_]|gpu__time|dram__|launch__" "$OUT/logs/${name}_ncu_cublas.txt" | head -8
   pack
 done
-echo "== tune: decode M = 64 and GPT-2's down-projection, around the defaults"
-shape_of decode_m64
-timeout 110 "$kjit" tune configs/mlp_layer.json "${sets[@]}" --quiet --seconds 80 --json "$OUT/logs/tune_decode_m64.json" \
-  --set 'tune={"axes":{"launch.tile_m":[64,128],"launch.tile_n":[64,128],"launch.schedule":["cooperative","pingpong"],"launch.split_k":[1,2],"launch.buffers":[4,8,12]}}' \
-  > "$OUT/logs/tune_decode_m64.txt" 2>&1; echo "tune decode_m64: exit $?"; tail -12 "$OUT/logs/tune_decode_m64.txt"
-pack
-shape_of gpt2_down
-timeout 110 "$kjit" tune configs/mlp_layer.json "${sets[@]}" --quiet --seconds 80 --json "$OUT/logs/tune_gpt2_down.json" \
-  --set 'tune={"axes":{"launch.tile_m":[128,256],"launch.tile_n":[96,128,192,256],"launch.schedule":["cooperative","pingpong"],"launch.cluster_m":[1,2],"launch.buffers":[3,4,5]}}' \
-  > "$OUT/logs/tune_gpt2_down.txt" 2>&1; echo "tune gpt2_down: exit $?"; tail -12 "$OUT/logs/tune_gpt2_down.txt"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
 pack && rm -rf "$OUT/logs"
