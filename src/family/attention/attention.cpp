@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 
 #include "family/attention/host_model.hpp"
 #include "family/attention/problem.hpp"

@@ -5,8 +5,8 @@
 # separate kernels (their scores now stored two at a time) with each kernel's time and bytes from
 # CUPTI, and odd shapes verified on them again. Issue 40: where the decode steps (M = 1, 16, 64,
 # N = K = 4096, + bias) and GPT-2's down-projection (4096 × 768 × 3072 + bias) spend their time at
-# the defaults (CUPTI's memory counters), and for M = 16 and GPT-2 kjit's kernel and cuBLAS's
-# under ncu (duration and DRAM bytes, caches flushed). No tune: no device time for it.
+# the defaults (CUPTI's memory counters). No ncu beside cuBLAS and no tune: no device time for
+# them.
 source bench/attention_call.sh  # (the build, $kjit, point and pack)
 shape_of() {  # NAME → the --set lines of its product + bias
   case $1 in
@@ -16,7 +16,6 @@ shape_of() {  # NAME → the --set lines of its product + bias
   sets=(--set "shape=[$m,$k]" --set "inputs.W.shape=[$k,$n]"
         --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]')
 }
-ncu_flags=(--clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__cluster_dim_x)
 echo "== attention, score modifiers at 8192:128 with positions as floats"
 {
 point mod_none 8192 128 2 16 16 x
@@ -46,17 +45,6 @@ for name in decode_m1 decode_m16 decode_m64 gpt2_down; do
   echo "== $name ($m × $n × $k)"
   timeout 60 "$kjit" run configs/mlp_layer.json --skip-ceiling "${sets[@]}" --metrics=memory --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   grep -E "PASS|FAIL|policy|kernel |cold|DRAM|dram" "$OUT/logs/$name.txt" | head -12
-  case $name in decode_m16|gpt2_down) ;; *) pack; continue;; esac
-  timeout 60 ncu "${ncu_flags[@]}" -k regex:mlp_layer --launch-skip 1 --launch-count 1 "$kjit" run configs/mlp_layer.json --skip-ceiling \
-    "${sets[@]}" --set measure.repeat=3 --set measure.warmup=1 > "$OUT/logs/${name}_ncu.txt" 2>&1
-  grep -E "gpu__time|dram__|launch__" "$OUT/logs/${name}_ncu.txt"
-  timeout 60 ncu "${ncu_flags[@]}" --launch-skip 5 --launch-count 1 python3 -c "
-import torch
-x = torch.randn($m, $k, device='cuda', dtype=torch.bfloat16); w = torch.randn($k, $n, device='cuda', dtype=torch.bfloat16)
-b = torch.randn($n, device='cuda', dtype=torch.bfloat16)
-for _ in range(6): torch.addmm(b, x, w)
-torch.cuda.synchronize()" > "$OUT/logs/${name}_ncu_cublas.txt" 2>&1
-  echo "cuBLAS (torch.addmm):"; grep -E "^  [a-zA-Z_]|gpu__time|dram__|launch__" "$OUT/logs/${name}_ncu_cublas.txt" | head -8
   pack
 done
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
