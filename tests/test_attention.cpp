@@ -605,20 +605,3 @@ TEST_CASE("attention, separate: the reference charges the scores' rounding to th
         CHECK(b.scales[i] > a.scales[i]);
     }
 }
-
-TEST_CASE("attention: the score takes its positions as floats where it uses them and each is exact in one, no int converted per score") {
-    const auto source = [](long long keys, const std::string& score) {
-        return family::plan(parsed(attention_config(1, 2, 2, 64, keys, 64, score)), codegen::template_set::embedded()).source;
-    };
-    const std::string alibi = "x + 0.5 * (col - row)";
-    const std::string floats = source(4096, alibi);
-    CHECK(floats.find("real x, real row, real col, int rows, int cols") != std::string::npos);
-    // a key's position from the tile's first and a constant of the unrolled loops
-    CHECK(floats.find("const float kjit_col_real = kjit_col0_real + (float)(kjit_j * 8 + kjit_e % 2);") != std::string::npos);
-    // past 2^24 keys a float would round a position: ints
-    const std::string ints = source((1LL << 24) + 16, alibi);
-    CHECK(ints.find("real x, int row, int col, int rows, int cols") != std::string::npos);
-    CHECK(ints.find("kjit_col_real") == std::string::npos);
-    // a score of x alone takes neither
-    CHECK(source(4096, "30 * tanh(x / 30)").find("kjit_col_real") == std::string::npos);
-}

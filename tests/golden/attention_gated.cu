@@ -79,7 +79,7 @@ __device__ __forceinline__ void kjit_rescale_rows(float (&out)[kjit_pieces][kjit
 // The score of query `row` and key `col` of a head (rows queries, cols keys), from x, the
 // scaled product of their vectors: col > row ? -inf : x.
 __device__ __forceinline__ real kjit_score(
-        real x, real row, real col, int rows, int cols)
+        real x, int row, int col, int rows, int cols)
 {
     return col > row ? -__int_as_float(0x7f800000) : x;
 }
@@ -618,9 +618,6 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
                 kjit_tile_max[kjit_h] *= (float)s0_scale;
             }
         }
-        // The score's positions as floats (score_code.hpp: exact, and no int converted per score):
-        // a key's from the first this thread holds in the tile, and a constant of the loops.
-        const float kjit_col0_real = (float)((int)kjit_key0 + kjit_lane % 4 * 2);
 #pragma unroll
         for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
             if (kjit_plain) break;  // (its max is taken above)
@@ -631,12 +628,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
                     const int kjit_row = (int)kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_e / 2 * 8;
                     const int kjit_col =
                             (int)kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2 + kjit_e % 2;
-                    const float kjit_row_real = (float)kjit_row;
-                    const float kjit_col_real = kjit_col0_real + (float)(kjit_j * 8 + kjit_e % 2);
                     float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
                     const real x = kjit_value * s0_scale;
                     const float kjit_scored = (float)kjit_score(
-                            x, kjit_row_real, kjit_col_real, (int)rows, (int)cols);
+                            x, kjit_row, kjit_col, (int)rows, (int)cols);
                     kjit_value = kjit_edge && kjit_col >= cols ? KJIT_MINUS_INF : kjit_scored;
                     float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
                     kjit_m = fmaxf(kjit_m, kjit_value);

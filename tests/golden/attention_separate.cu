@@ -45,7 +45,7 @@ __device__ __forceinline__ unsigned kjit_pack(float low, float high)
 // The score of query `row` and key `col` of a head (rows queries, cols keys), from x, the
 // scaled product of their vectors: col > row ? -inf : x.
 __device__ __forceinline__ real kjit_score(
-        real x, real row, real col, int rows, int cols)
+        real x, int row, int col, int rows, int cols)
 {
     return col > row ? -__int_as_float(0x7f800000) : x;
 }
@@ -320,36 +320,21 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_scor
     float kjit_s[kjit_pieces][kjit_block_n / 8][4] = {};
     kjit_multiply_keys<kjit_block_n>(kjit_s, kjit_smem.q, kjit_smem.k, kjit_warp_row);
     // Each product the thread holds (as an mma's C piece holds them: rows lane / 4 and 8 on of
-    // each piece, two columns side by side) is the score of query row and key col of the head;
-    // the two columns are stored together where both are keys (col is even, and rows of scores
-    // start on 16 bytes).
+    // each piece) is the score of query row and key col of the head.
     const int kjit_row_in = kjit_warp_row + kjit_lane / 4;
     store_t* kjit_scores = scores + kjit_head * rows * score_stride;
 #pragma unroll
     for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
 #pragma unroll
-        for (int kjit_h = 0; kjit_h < 2; ++kjit_h) {
-            const int kjit_row = kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_h * 8;
-            if (kjit_row >= rows) continue;
-            // The score of the product at column col.
-            const auto kjit_scored = [&](float kjit_product, int kjit_col) {
-                const float kjit_row_real = (float)kjit_row, kjit_col_real = (float)kjit_col;
-                const real x = kjit_product * s0_scale;
-                return (float)kjit_score(
-                        x, kjit_row_real, kjit_col_real, (int)rows, (int)cols);
-            };
+        for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
-                const int kjit_col = kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2;
-                const float* kjit_pair = kjit_s[kjit_p][kjit_j] + kjit_h * 2;
-                store_t* kjit_at = kjit_scores + kjit_row * score_stride + kjit_col;
-                if (kjit_col + 1 < cols) {
-                    const float kjit_left = kjit_scored(kjit_pair[0], kjit_col);
-                    const float kjit_right = kjit_scored(kjit_pair[1], kjit_col + 1);
-                    *reinterpret_cast<unsigned*>(kjit_at) = kjit_pack(kjit_left, kjit_right);
-                } else if (kjit_col < cols) {
-                    *kjit_at = store(kjit_scored(kjit_pair[0], kjit_col));
-                }
+            for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                const int kjit_row = kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_e / 2 * 8;
+                const int kjit_col = kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2 + kjit_e % 2;
+                if (kjit_row >= rows || kjit_col >= cols) continue;
+                const real x = kjit_s[kjit_p][kjit_j][kjit_e] * s0_scale;
+                kjit_scores[kjit_row * score_stride + kjit_col] = store(kjit_score(
+                        x, kjit_row, kjit_col, (int)rows, (int)cols));
             }
         }
     }

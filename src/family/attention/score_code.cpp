@@ -24,9 +24,6 @@ bool uses_heads(const expr::used_names& used) {
                        [](const std::string& name) { return name == "head" || name == "batch"; });
 }
 
-/// Every integer up to this one is exact in a float.
-constexpr long long k_exact_float_integers = 1LL << 24;
-
 score_call score_call_of(const pipeline& p) {
     score_call call;
     const auto add = [&](const std::string& param, const std::string& arg) {
@@ -36,16 +33,6 @@ score_call score_call_of(const pipeline& p) {
         call.extra_args += ", " + arg;
     };
     const expr::used_names used = score_names(p);
-    const problem pr = problem_of(p);
-    const bool uses_places = std::any_of(used.positions.begin(), used.positions.end(),
-                                         [](const std::string& name) { return name == "row" || name == "col"; });
-    call.real_positions = uses_places && std::max(pr.queries, pr.keys) <= k_exact_float_integers;
-    if (call.real_positions) {
-        call.params[1] = "real row";
-        call.params[2] = "real col";
-        call.args[1] = "kjit_row_real";
-        call.args[2] = "kjit_col_real";
-    }
     if (uses_heads(used)) {
         add("int head", "kjit_head_index");
         add("int batch", "kjit_batch_index");
@@ -141,7 +128,6 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("score_code", expr::to_cuda(score, score_style(p)));
     data.set("score_params", codegen::parameter_list(call.params));
     data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
-    data.set("real_positions", codegen::flag(call.real_positions));
     set_tile_data(p, call, data);
 }
 

@@ -19,12 +19,6 @@ namespace kjit::family::attention {
 struct score_call {
     std::vector<std::string> params{"real x", "int row", "int col", "int rows", "int cols"};
     std::vector<std::string> args{"x", "kjit_row", "kjit_col", "(int)rows", "(int)cols"};
-    /// The query's and key's positions reach the score as floats (kjit_row_real, kjit_col_real),
-    /// where it uses them and every one is exact in a float (below 2^24): the kernels then make a
-    /// key's from the tile's first one and a constant of their unrolled loops, with no int
-    /// converted per score (a conversion runs at a quarter of an add's rate, as the exponential
-    /// does). Comparisons and sums of exact integers are exact in floats alike.
-    bool real_positions = false;
     std::string extra_params, extra_args;
     std::vector<argument> scalars;
     std::vector<argument> tokens;  ///< the inputs it reads by token
