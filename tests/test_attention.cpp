@@ -561,6 +561,7 @@ TEST_CASE("attention, separate: the mma rung's warps in three kernels, every til
     CHECK_FALSE(t.skips_tiles());  // as eager frameworks: every score computed, the mask's −inf stored
     CHECK_FALSE(t.plain_tiles());
     CHECK(t.softmax_threads == 32);  // 23 keys in 3 chunks of 16 bytes: one warp
+    CHECK(t.columns().at("softmax_threads") == 32);  // (a record's column)
     j["inputs"]["k"]["shape"] = j["inputs"]["v"]["shape"] = {2 * 2 * 8192, 128};
     CHECK(policy_of(parsed(j)).softmax_threads == 256);  // 1,024 chunks: at most 256 threads
     const auto prog = family::plan(p, codegen::template_set::embedded());

@@ -251,8 +251,8 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
     return chosen;
 }
 
-/// Threads a row of scores takes in the separate softmax: a chunk of 16 bytes each, in whole
-/// warps, up to k_softmax_threads.
+/// The most threads a row of scores takes in the separate softmax, each a chunk of 16 bytes at a
+/// time; a row of fewer chunks takes as many whole warps as it fills.
 constexpr int k_softmax_threads = 256;
 
 /// fusion "separate": the mma rung's kernels with the scores in memory, every tile computed (as
@@ -319,6 +319,7 @@ config::json_value policy::columns() const {
         chosen["schedule"] = to_string(order);
         chosen["persistent"] = persistent;
     }
+    if (separate) chosen["softmax_threads"] = softmax_threads;
     chosen["skips_tiles"] = skips_tiles();
     chosen["plain_tiles"] = plain_tiles();
     return chosen;
