@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "expr/functions.hpp"
 #include "util/embedded.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -114,6 +115,15 @@ mu::data stage_steps(const config::pipeline& p, const std::vector<std::size_t>& 
         steps.push_back(step);
     }
     return steps;
+}
+
+void set_reduction_spelling(const config::pipeline& p, mu::data& data) {
+    const bool f64 = config::computes_in_double(p.type);
+    data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
+    data.set("fmax", f64 ? "fmax" : "fmaxf");
+    data.set("fmin", f64 ? "fmin" : "fminf");
+    const expr::function_info& exp = *expr::find_function("exp");
+    data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
 }
 
 mu::data prologue_data(const config::pipeline& p, const std::string& label, int vector_width,

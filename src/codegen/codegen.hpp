@@ -38,6 +38,11 @@ struct template_set {
 [[nodiscard]] std::string render(const template_set& templates, std::string_view file, const mu::data& data,
                                  const std::vector<std::string>& kernels);
 
+/// The placeholders of the reductions' helpers (kernel_templates/collectives.cu.mustache) that
+/// spell the compute type's infinity, max, min and exp (exp as the stages spell it, for the
+/// online sum's rescaling).
+void set_reduction_spelling(const config::pipeline& p, mu::data& data);
+
 /// The placeholders of the shared prologue (kernel_templates/prologue.cu.mustache): the config's
 /// name, `label`, the types, load/store, and the vector of `vector_width` elements. Adds the
 /// dtype's header to `headers`.

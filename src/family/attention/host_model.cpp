@@ -29,7 +29,7 @@ public:
         const std::vector<double>& q = input(pr.q);
         const std::vector<double>& k = input(pr.k);
         const double* query = q.data() + row * pr.head_dim;
-        const long long kv_head = kv_head_of(row);
+        const long long kv_head = pr.kv_head_of(row / pr.queries);
         std::vector<double> products(static_cast<std::size_t>(pr.keys)), exact(products.size());  // (zeros: the scores are exact)
         for (long long c = 0; c < pr.keys; ++c)
             products[c] = m_launch.scalars.at(k_scale_scalar) *
@@ -54,7 +54,7 @@ public:
     void weigh(long long row, const double* weights, long long count, double* out) {
         const problem& pr = m_problem;
         const std::vector<double>& v = input(pr.v);
-        const long long kv_head = kv_head_of(row);
+        const long long kv_head = pr.kv_head_of(row / pr.queries);
         for (long long d = 0; d < pr.head_dim; ++d) {
             double sum = 0;
             for (long long c = 0; c < count; ++c) sum += weights[c] * (c < pr.keys ? v[(kv_head * pr.keys + c) * pr.head_dim + d] : 0.0);
@@ -70,12 +70,6 @@ public:
     }
 
 private:
-    [[nodiscard]] long long kv_head_of(long long row) const {
-        const problem& pr = m_problem;
-        const long long head = row / pr.queries;
-        return head / pr.heads * pr.kv_heads + head % pr.heads / pr.group();
-    }
-
     const config::pipeline& m_pipeline;
     problem m_problem;
     const host_launch& m_launch;

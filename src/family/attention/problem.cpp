@@ -4,9 +4,9 @@
 #include <climits>
 #include <cmath>
 
-#include "codegen/codegen.hpp"
 #include "config/reader.hpp"
-#include "family/attention/tile_mask.hpp"
+#include "family/attention/score_code.hpp"
+#include "family/attention/separate.hpp"
 #include "family/checks.hpp"
 
 namespace kjit::family::attention {
@@ -251,29 +251,6 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
     return chosen;
 }
 
-/// The most threads a row of scores takes in the separate softmax, each a chunk of 16 bytes at a
-/// time; a row of fewer chunks takes as many whole warps as it fills.
-constexpr int k_softmax_threads = 256;
-
-/// fusion "separate": the mma rung's kernels with the scores in memory, every tile computed (as
-/// eager frameworks do). Refuses the wgmma rung and the fused kernels' plain tiles, and a grid
-/// past CUDA's limits: the products' heads on grid.z and query tiles on grid.y (65,535 at most),
-/// the softmax's rows on grid.x.
-void read_separate(const object_reader& l, const problem& pr, config::dtype type, const std::string& source, policy& chosen) {
-    if (chosen.kind != rung::mma)
-        l.fail("rung", "the separate kernels multiply with mma.sync: expected \"mma\" or \"auto\" with fusion \"separate\"");
-    if (!l.leaves_auto("plain_tiles"))
-        l.fail("plain_tiles", "a key of the fused kernels: the separate ones compute every score through the score expression");
-    chosen.separate = true;
-    const long long chunks = score_stride(pr, type) * static_cast<long long>(config::element_size(type)) / 16;
-    chosen.softmax_threads = static_cast<int>(std::min<long long>(k_softmax_threads, (chunks + 31) / 32 * 32));
-    const long long heads = pr.batch * pr.heads, query_tiles = (pr.queries + chosen.block_m - 1) / chosen.block_m;
-    if (heads > 65535 || query_tiles > 65535 || heads * pr.queries > INT_MAX)
-        throw config_error(source, "shape", "the separate kernels' grids take batch · heads (" + std::to_string(heads) +
-                                                ") and tiles of queries (" + std::to_string(query_tiles) +
-                                                ") up to 65,535 each, and their rows up to 2^31 − 1");
-}
-
 }  // namespace
 
 problem problem_of(const pipeline& p) {
@@ -341,11 +318,6 @@ long long work_items(const problem& pr, const policy& t) {
     return (pr.queries + t.block_m - 1) / t.block_m * pr.heads * pr.batch;
 }
 
-long long score_stride(const problem& pr, config::dtype type) {
-    const auto chunk = static_cast<long long>(16 / config::element_size(type));
-    return (pr.keys + chunk - 1) / chunk * chunk;
-}
-
 void resolve(pipeline& p, const std::string& source) {
     check_pipeline(p, source);
     const problem pr = read_problem(p, source);
@@ -357,7 +329,7 @@ void resolve(pipeline& p, const std::string& source) {
     const tile_tests tests = tile_tests_of(p);
     policy chosen = read_launch(l, p, pr, tests.masked.has_value());
     if (p.fuse == config::fusion::separate) {
-        read_separate(l, pr, p.type, source, chosen);
+        read_separate_launch(l, pr, p.type, source, chosen);
     } else {
         const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
         chosen.tiles = {tests.masked, plain_wanted ? tests.plain : std::nullopt};
@@ -399,21 +371,6 @@ void token_reads::read(long long row, const std::function<double(const std::stri
             for (long long key = 0; key < pr.keys; ++key) values[static_cast<std::size_t>(key)] = value(read.name, batch * pr.keys + key);
         m_arrays[read.text()] = values.data();
     }
-}
-
-expr::cuda_style score_style(const pipeline& p) {
-    expr::cuda_style style = codegen::style_of(p);
-    style.int_positions = true;
-    return style;
-}
-
-tile_tests tile_tests_of(const pipeline& p) {
-    const expr::cuda_style style = score_style(p);
-    std::vector<std::string> ascending;
-    for (const auto& in : p.inputs)
-        if (in.sorted) ascending.push_back(in.name);
-    const expr::tree& score = p.stages.front().kernel;
-    return {tile_masked(score, style, ascending), tile_plain(score, style, ascending)};
 }
 
 expr::positions score_positions(const problem& pr, long long row, long long stride) {

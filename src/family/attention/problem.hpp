@@ -24,6 +24,8 @@ struct problem {
     double scale = 1;     ///< scores are scale · q · k before the score expression
     /// Query heads per head of K and V (grouped-query attention; 1 for multi-head).
     [[nodiscard]] long long group() const { return heads / kv_heads; }
+    /// The head of K and V (of batch · kv_heads) that query head `head` (of batch · heads) reads.
+    [[nodiscard]] long long kv_head_of(long long head) const { return head / heads * kv_heads + head % heads / group(); }
 };
 
 /// The problem of a pipeline its family resolved (its stage was checked then).
@@ -39,12 +41,6 @@ struct problem {
 struct tile_tests {
     std::optional<tile_test> masked, plain;
 };
-/// The CUDA spelling of the score's code: the kernel's, positions as ints (resolve checks that a
-/// head's queries and keys fit one).
-[[nodiscard]] expr::cuda_style score_style(const config::pipeline& p);
-/// p's score's tile tests, in score_style: the inputs it reads by token ascend where they are
-/// filled "sorted" (along each batch's tokens, the input's rows).
-[[nodiscard]] tile_tests tile_tests_of(const config::pipeline& p);
 
 /// The values of the score's reads by token over the keys of query row `row` (of all
 /// batch · heads · queries rows), as expr::chunk's arrays take them: "doc[row]" the query's
@@ -129,10 +125,6 @@ struct policy final : config::launch_policy {
 
 /// The kernel's work items: tiles of block_m queries of each head of each batch.
 [[nodiscard]] long long work_items(const problem& pr, const policy& t);
-
-/// Separate: the elements from one row of scores to the next, its keys in whole 16-byte chunks
-/// (the P · V kernel copies them 16 bytes at a time).
-[[nodiscard]] long long score_stride(const problem& pr, config::dtype type);
 
 [[nodiscard]] std::vector<std::string> launch_keys();
 /// Checks the stage, its inputs and the rest of the pipeline, turns the stage's score expression

@@ -94,7 +94,7 @@ public:
     void compute(long long row, double* values, double* scales) {
         const problem& pr = m_problem;
         const long long h = row / pr.queries;
-        take_head(h / pr.heads * pr.kv_heads + h % pr.heads / pr.group());
+        take_head(pr.kv_head_of(h));
         score(row);
         const double max = *std::max_element(m_modified.begin(), m_modified.end());
         double total = 0;

@@ -13,6 +13,21 @@ namespace kjit::family::attention {
 namespace mu = codegen::mu;
 using config::pipeline;
 
+expr::cuda_style score_style(const pipeline& p) {
+    expr::cuda_style style = codegen::style_of(p);
+    style.int_positions = true;
+    return style;
+}
+
+tile_tests tile_tests_of(const pipeline& p) {
+    const expr::cuda_style style = score_style(p);
+    std::vector<std::string> ascending;
+    for (const auto& in : p.inputs)
+        if (in.sorted) ascending.push_back(in.name);
+    const expr::tree& score = p.stages.front().kernel;
+    return {tile_masked(score, style, ascending), tile_plain(score, style, ascending)};
+}
+
 expr::used_names score_names(const pipeline& p) {
     expr::used_names used;
     expr::collect_names(p.stages.front().kernel, used);

@@ -8,6 +8,7 @@
 #include "codegen/codegen.hpp"
 #include "config/config.hpp"
 #include "expr/expr.hpp"
+#include "family/attention/problem.hpp"
 #include "family/program.hpp"
 
 namespace kjit::family::attention {
@@ -24,6 +25,12 @@ struct score_call {
     std::vector<argument> tokens;  ///< the inputs it reads by token
 };
 
+/// The CUDA spelling of the score's code: the kernel's, positions as ints (resolve checks that a
+/// head's queries and keys fit one).
+[[nodiscard]] expr::cuda_style score_style(const config::pipeline& p);
+/// p's score's tile tests, in score_style: the inputs it reads by token ascend where they are
+/// filled "sorted" (along each batch's tokens, the input's rows).
+[[nodiscard]] tile_tests tile_tests_of(const config::pipeline& p);
 /// The names the score expression uses.
 [[nodiscard]] expr::used_names score_names(const config::pipeline& p);
 /// True when the score expression (whose names are `used`) uses the query's head or batch.

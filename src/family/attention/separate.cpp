@@ -1,8 +1,10 @@
 // Attention with fusion "separate" (separate.hpp): its kernels and their template data.
 #include "family/attention/separate.hpp"
 
+#include <algorithm>
+#include <climits>
+
 #include "expr/expr.hpp"
-#include "expr/functions.hpp"
 
 namespace kjit::family::attention {
 
@@ -11,9 +13,18 @@ using config::pipeline;
 
 namespace {
 
+/// The most threads a row of scores takes in the separate softmax, each a chunk of 16 bytes at a
+/// time; a row of fewer chunks takes as many whole warps as it fills.
+constexpr int k_softmax_threads = 256;
+
 /// Operations the softmax spends on a score: the max, the online sum's exponential and addition,
 /// then the probability's subtraction, exponential and multiplication.
 constexpr double k_softmax_flops = 6;
+
+/// The FLOPs of one of the two products, Q · Kᵀ or P · V: 2 · B · H · Sq · Skv · D, every pair's.
+double product_flops(const problem& pr) {
+    return 2.0 * static_cast<double>(pr.batch * pr.heads * pr.queries) * static_cast<double>(pr.keys * pr.head_dim);
+}
 
 /// The sizes a kernel takes last: the queries (where it needs them), the keys and how far apart
 /// the rows of scores are.
@@ -42,7 +53,7 @@ kernel scores_kernel(const pipeline& p, const problem& pr, const policy& t, cons
     add_sizes(p, pr, true, k);
     k.bytes_read = static_cast<double>(p.n + pr.batch * pr.kv_heads * pr.keys * pr.head_dim) * element;
     k.bytes_written = static_cast<double>(scores_bytes(p, pr));
-    k.flops = 2.0 * static_cast<double>(pr.batch * pr.heads * pr.queries) * static_cast<double>(pr.keys * pr.head_dim);
+    k.flops = product_flops(pr);
     k.flops_on = math_unit::tensor;
     return k;
 }
@@ -82,12 +93,37 @@ kernel values_kernel(const pipeline& p, const problem& pr, const policy& t, cons
     const double values = static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim) * element;
     k.bytes_read = static_cast<double>(scores_bytes(p, pr)) + values + static_cast<double>(epilogue.arrays.size() * p.n) * element;
     k.bytes_written = static_cast<double>(p.n) * element;
-    k.flops = 2.0 * static_cast<double>(pr.batch * pr.heads * pr.queries) * static_cast<double>(pr.keys * pr.head_dim);
+    k.flops = product_flops(pr);
     k.flops_on = math_unit::tensor;
     return k;
 }
 
 }  // namespace
+
+/// fusion "separate": the mma rung's kernels with the scores in memory, every tile computed (as
+/// eager frameworks do). Refuses the wgmma rung and the fused kernels' plain tiles, and a grid
+/// past CUDA's limits: the products' heads on grid.z and query tiles on grid.y (65,535 at most),
+/// the softmax's rows on grid.x.
+void read_separate_launch(const config::detail::object_reader& l, const problem& pr, config::dtype type, const std::string& source,
+                          policy& chosen) {
+    if (chosen.kind != rung::mma)
+        l.fail("rung", "the separate kernels multiply with mma.sync: expected \"mma\" or \"auto\" with fusion \"separate\"");
+    if (!l.leaves_auto("plain_tiles"))
+        l.fail("plain_tiles", "a key of the fused kernels: the separate ones compute every score through the score expression");
+    chosen.separate = true;
+    const long long chunks = score_stride(pr, type) * static_cast<long long>(config::element_size(type)) / 16;
+    chosen.softmax_threads = static_cast<int>(std::min<long long>(k_softmax_threads, (chunks + 31) / 32 * 32));
+    const long long heads = pr.batch * pr.heads, query_tiles = (pr.queries + chosen.block_m - 1) / chosen.block_m;
+    if (heads > 65535 || query_tiles > 65535 || heads * pr.queries > INT_MAX)
+        throw config_error(source, "shape", "the separate kernels' grids take batch · heads (" + std::to_string(heads) +
+                                            ") and tiles of queries (" + std::to_string(query_tiles) +
+                                            ") up to 65,535 each, and their rows up to 2^31 − 1");
+}
+
+long long score_stride(const problem& pr, config::dtype type) {
+    const auto chunk = static_cast<long long>(16 / config::element_size(type));
+    return (pr.keys + chunk - 1) / chunk * chunk;
+}
 
 std::size_t scores_bytes(const pipeline& p, const problem& pr) {
     return static_cast<std::size_t>(pr.batch * pr.heads * pr.queries * score_stride(pr, p.type)) * config::element_size(p.type);
@@ -111,11 +147,8 @@ void set_separate_data(const pipeline& p, const policy& t, const std::vector<ker
         data.set(std::string(key) + "_heading", codegen::heading(k->name, k->what));
         data.set(std::string(key) + "_params", codegen::parameter_list(declarations(*k)));
     }
-    // The softmax's online sum (collectives.cu.mustache) and exp, as the rows family spells them.
-    const expr::function_info& exp = *expr::find_function("exp");
-    data.set("exp", std::string(config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
-    data.set("fmax", "fmaxf");
-    data.set("infinity", "__int_as_float(0x7f800000)");
+    // The softmax's online sum (collectives.cu.mustache), spelled as the rows family's.
+    codegen::set_reduction_spelling(p, data);
     data.set("online_sums", codegen::flag(true));
     for (const char* unused : {"uses_sum", "uses_max", "uses_min", "classic_reductions", "warp_rows"}) data.set(unused, codegen::flag(false));
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "expr/functions.hpp"
 #include "family/checks.hpp"
 #include "family/rows/element_calls.hpp"
 #include "family/rows/geometry.hpp"
@@ -141,13 +140,7 @@ mu::data kernel_data(const pipeline& p, const chain_kernel& k, const kernel& pla
 /// The reductions' spelling and the helpers they need: each reduction's struct and shuffle (a
 /// max computed with its online sum uses kjit_online instead of both).
 void set_reduction_data(const pipeline& p, mu::data& data) {
-    const bool f64 = config::computes_in_double(p.type);
-    data.set("infinity", f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
-    data.set("fmax", f64 ? "fmax" : "fmaxf");
-    data.set("fmin", f64 ? "fmin" : "fminf");
-    // exp as the stages spell it, for the online sum's rescaling.
-    const expr::function_info& exp = *expr::find_function("exp");
-    data.set("exp", std::string(f64 ? exp.cuda_double : config::approximates_exp(p) ? exp.cuda_fast : exp.cuda_float));
+    codegen::set_reduction_spelling(p, data);
     std::vector<bool> has_online_sum(p.stages.size(), false);  // a max computed with its sum
     for (const auto& st : p.stages)
         if (st.online_with) has_online_sum[*st.online_with] = true;
