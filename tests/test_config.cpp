@@ -233,6 +233,8 @@ TEST_CASE("tanh and exp are approximated for 16-bit results and under fast math,
             const expr::approximations approximated = codegen::style_of(p).approximated;
             CHECK(approximated.tanh == config::approximates_tanh(p));
             CHECK(approximated.exp == config::approximates_exp(p));
+            CHECK(approximated.division == config::approximates_division(p));
+            CHECK(approximated.division == (std::string(type) != "float64" && (fast || std::string(type) != "float32")));
             return fn == "tanh" ? approximated.tanh : approximated.exp;
         };
         CHECK(with("float16", false));

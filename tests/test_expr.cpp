@@ -142,6 +142,29 @@ TEST_CASE("CUDA spelling follows the compute type and fast math") {
     CHECK(expr::to_cuda(expr::parse("0.1 + 1e-30", k_names), {false, false}) == "0.1f + 1e-30f");
 }
 
+TEST_CASE("a division by a constant, approximated, is a product by its reciprocal, charged a second rounding") {
+    expr::scope matrix = k_names;
+    matrix.has_shape = true;
+    expr::cuda_style style;
+    style.approximated.division = true;
+    const auto cuda = [&](const std::string& e) { return expr::to_cuda(expr::parse(e, matrix), style); };
+    CHECK(cuda("30 * tanh(x / 30)") == "30.0f * tanhf(x * 0.03333333333333333f)");
+    CHECK(cuda("(x + w) / 4") == "(x + w) * 0.25f");
+    CHECK(cuda("(col - row) / 16") == "(real)(col - row) * 0.0625f");
+    CHECK(cuda("x / w") == "x / w");  // not a constant
+    CHECK(cuda("x / 0") == "x / 0.0f");  // no finite reciprocal
+    CHECK(cuda("x / 1e-300") == "x / 1e-300f");  // a reciprocal past float's range
+    CHECK(cuda("row // 2 + x") == "(real)kjit_floor_div(row, 2) + x");  // integer division stays exact
+    style.approximated.division = false;
+    CHECK(cuda("30 * tanh(x / 30)") == "30.0f * tanhf(x / 30.0f)");
+    double precise = 0, approximated = 0;
+    const double q = value_at("x / 30", 3, &precise);
+    (void)value_at("x / 30", 3, &approximated, {.division = true});
+    CHECK(q == doctest::Approx(0.1));
+    CHECK(precise == doctest::Approx(q));  // 30 is exact in float: the quotient's one rounding
+    CHECK(approximated == doctest::Approx(2 * q));  // and the reciprocal's
+}
+
 TEST_CASE("positions and constants: exact integers in CUDA, real where they meet a real value") {
     expr::scope matrix = k_names;
     matrix.has_shape = true;

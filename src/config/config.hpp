@@ -338,7 +338,11 @@ using loader = std::function<pipeline(const document&)>;
 /// float: a 30th of float16's rounding, a 240th of bfloat16's. Never in float64. The reference
 /// charges that error where the kernel makes it.
 [[nodiscard]] bool approximates_exp(const pipeline& p);
-/// The functions the kernel approximates: what codegen spells and the reference charges.
+/// True when the kernel divides by a constant as a product by its reciprocal (x / 30 as
+/// x * 0.0333333f: one multiply where float's division takes about ten instructions): under fast
+/// math and wherever results are stored in 16 bits. It rounds twice, an ulp of float at most.
+[[nodiscard]] bool approximates_division(const pipeline& p);
+/// What the kernel approximates: what codegen spells and the reference charges.
 [[nodiscard]] expr::approximations approximations_of(const pipeline& p);
 
 /// The GPU architectures NVRTC compiles for (75 for sm_75, …).

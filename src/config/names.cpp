@@ -50,7 +50,13 @@ bool approximates_exp(const pipeline& p) {
     return p.compile.exp == spelling::approx;
 }
 
-expr::approximations approximations_of(const pipeline& p) { return {approximates_tanh(p), approximates_exp(p)}; }
+bool approximates_division(const pipeline& p) {
+    return !computes_in_double(p.type) && (p.compile.fast_math || info(p.type).bytes == 2);
+}
+
+expr::approximations approximations_of(const pipeline& p) {
+    return {approximates_tanh(p), approximates_exp(p), approximates_division(p)};
+}
 
 std::string_view to_string(dtype v) { return info(v).name; }
 const std::vector<int>& known_archs() {

@@ -138,6 +138,8 @@ column eval_binary(const node& n, const chunk& in, bool with_scale) {
                 r = x / y;
                 s = sx / std::fabs(y) + std::fabs(r / y) * sy + std::fabs(r);
             });
+            if (in.approximated.division && is_division_by_constant(n))  // the reciprocal's rounding
+                for (std::size_t i = 0; i < in.count; ++i) out.scale[i] += std::fabs(out.value[i]);
             break;
         case binary_op::floor_div:
             each([](double x, double y, double, double, sink r, sink s) { r = floor_division(x, y).quotient; s = 0; });

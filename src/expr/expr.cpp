@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cfloat>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -87,6 +88,16 @@ bool is_difference_of_positions(const node& n) {
     return n.kind == node_kind::binary && n.op == binary_op::sub && position(n.args[0]) && position(n.args[1]);
 }
 
+}  // namespace
+
+bool is_division_by_constant(const node& n) {
+    if (n.kind != node_kind::binary || n.op != binary_op::div || n.args[1]->kind != node_kind::number) return false;
+    const double reciprocal = 1.0 / n.args[1]->number;
+    return std::isfinite(reciprocal) && std::fabs(reciprocal) >= FLT_MIN && std::fabs(reciprocal) <= FLT_MAX;
+}
+
+namespace {
+
 bool is_arithmetic(binary_op op) {
     return op == binary_op::add || op == binary_op::sub || op == binary_op::mul || op == binary_op::div;
 }
@@ -115,6 +126,9 @@ public:
                 return (n.kind == node_kind::negate ? "-" : "!") + wrapped(operand, wrap, integers || is_integer(n));
             }
             case node_kind::binary: {
+                if (m_style && m_style->approximated.division && !integers && is_division_by_constant(n))
+                    return operand(*n.args[0], precedence(*n.args[0]) < precedence(n), false) + " * " +
+                           literal(1.0 / n.args[1]->number);
                 if (m_style && is_integer_division(n.op))
                     return std::string(n.op == binary_op::mod ? "kjit_floor_mod" : "kjit_floor_div") + "(" +
                            print(*n.args[0], true) + ", " + print(*n.args[1], true) + ")";

@@ -102,12 +102,20 @@ inline constexpr std::size_t k_max_depth = 200;
 /// subtrees, and its full text can be exponentially longer than the tree.
 [[nodiscard]] std::string to_text(const tree& t, std::size_t max_nodes);
 
-/// The functions a kernel computes with the hardware's approximation without fast math
-/// (config::approximations_of): tanh as __tanhf, exp as __expf.
+/// What a kernel computes with the hardware's approximation without fast math
+/// (config::approximations_of): tanh as __tanhf, exp as __expf, a division by a constant as a
+/// product by its reciprocal.
 struct approximations {
     bool tanh = false;
     bool exp = false;
+    /// x / 30 as x * 0.0333333f: one multiply where float's division takes about ten instructions
+    /// and a reciprocal on the special-function unit; two roundings instead of one.
+    bool division = false;
 };
+
+/// True where `n` is a division by a finite, nonzero number whose reciprocal is a normal float:
+/// what approximations::division spells as a product.
+[[nodiscard]] bool is_division_by_constant(const node& n);
 
 /// How to spell the tree as CUDA: the compute type's functions and literals, fast intrinsics.
 /// Positions are parameters named as in the language: integer arithmetic and comparisons of

@@ -2,6 +2,8 @@
 # Issue 40: thin products (decode steps, a few hundred tokens) in chains of accumulators, each
 # 16-deep step of a buffer on its own chain, beside one chain (the launch before) and cuBLAS /
 # cuBLASLt in the same call; gpu_tests' wgmma split and chain cases first. Two rounds, alternated.
+# Then attention's score modifiers with a division by a constant as a product by its reciprocal
+# (soft-capping's x / 30), beside the unmodified kernel.
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT/logs"
@@ -46,4 +48,12 @@ for line in open(os.path.join(d, "gemm_peers.jsonl")):
     print(f"peer {p.get('tool'):16s} {p['m']}x{p['n']}x{p['k']} {p.get('median_ms', float('nan')) * 1000:8.1f} us")
 PY
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
+pack
+cp "$OUT/env.txt" "$OUT/logs/env_gemm.txt"
+source bench/attention_call.sh  # (kjit is built: point NAME SEQ DIM BATCH HEADS KV SCORE)
+for round in 1 2; do
+  point "r${round}_plain" 8192 128 2 16 16 "x"
+  point "r${round}_softcap" 8192 128 2 16 16 "30 * tanh(x / 30)"
+  point "r${round}_alibi" 8192 128 2 16 16 "x + exp2(-8.0 * (head + 1) / 16) * (col - row)"
+done | tee "$OUT/attention.txt"
 pack
