@@ -138,7 +138,7 @@ TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the la
     const family::gemm::policy& t = family::gemm::policy_of(p);
     CHECK(t.kind == family::gemm::rung::wgmma);
     CHECK(t.stages == 2);
-    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 buffers=2 schedule=cooperative cluster_m=1 split_k=1 chains=1");
+    CHECK(p.policy->label() == " rung=wgmma tile_m=128 tile_n=256 tile_k=64 group_m=16 buffers=2 schedule=cooperative cluster_m=1 split_k=1");
     CHECK(p.policy->columns() == family::family_of(p).policy(p));
     CHECK(*p.policy == *parsed(j).policy);  // the same launch, resolved again
     j["launch"]["buffers"] = 3;
@@ -166,7 +166,6 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(decode.at("buffers") == 8);   // streams W: more of it in flight
     CHECK(decode.at("split_k") == 2);  // 64 tiles on 132 SMs: two blocks each
     CHECK(decode.at("a_rows_copied") == 16);  // x's 16 rows of the tile's 64
-    CHECK(decode.at("chains") == 4);  // 32 accumulators a chain: four fit in 128
     const auto wide_decode = policy_at(8, 5120, 5120, "h200");  // 80 tiles: split, they would need 160 SMs
     CHECK(wide_decode.at("tile_n") == 64);
     CHECK(wide_decode.at("split_k") == 1);
@@ -180,8 +179,6 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(thin.at("tile_n") == 128);
     CHECK(thin.at("split_k") == 1);
     CHECK(thin.at("buffers") == 8);  // as many as shared memory holds beside C
-    CHECK(thin.at("chains") == 2);   // 64 accumulators a chain
-    CHECK(policy_at(4096, 11008, 4096, "h200").at("chains") == 1);  // large tiles: one chain, as measured
     CHECK(policy_at(256, 11008, 4096, "h200").at("tile_n") == 192);  // 64 × 256 would make 172: the wave model's
     CHECK(policy_at(512, 4096, 4096, "h200").at("split_k") == 1);  // 128 tiles of 128 × 128 fill the SMs
     CHECK(policy_at(4096, 768, 3072, "h200").at("tile_n") == 192);  // 128 tiles where 128 × 256 makes 96
@@ -267,19 +264,6 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
           std::string::npos);
     j["launch"] = {{"rung", "mma"}, {"split_k", 2}};
     CHECK(failure(j).find("launch.split_k: a key of the \"wgmma\" policy; this one is \"mma\"") != std::string::npos);
-    j["launch"] = {{"rung", "mma"}, {"chains", 2}};
-    CHECK(failure(j).find("launch.chains: a key of the \"wgmma\" policy; this one is \"mma\"") != std::string::npos);
-    // Chains of accumulators: each a consumer's registers again.
-    j = gemm_config(16, 4096, 4096, "bfloat16");
-    j["launch"] = {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"schedule", "pingpong"}, {"chains", 4}};
-    CHECK(failure(j).find("launch.chains: a consumer warp group of a 64 × 128 × 64 tile in 4 chains holds 256 accumulators a thread, "
-                          "more than the 128") != std::string::npos);
-    j["launch"]["chains"] = 3;
-    CHECK(failure(j).find("launch.chains: expected one of 1, 2, 4 or \"auto\", got 3") != std::string::npos);
-    j["launch"]["chains"] = 2;
-    const auto chained = family::plan(parsed(j), codegen::template_set::embedded());
-    CHECK(chained.source.find("kjit_chains = 2,") != std::string::npos);
-    CHECK(chained.source.find("kjit_add_chains(kjit_chain);") != std::string::npos);
 
     // Rows of 17 elements do not start on 16-byte boundaries: the producer's threads copy.
     j = gemm_config(300, 200, 17, "float16");

@@ -172,36 +172,6 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
         }
 }
 
-TEST_CASE("wgmma's chains of accumulators are registers of their own: each 16-deep step of a buffer on its chain's") {
-    for (const int chains : {1, 2, 4}) {
-        CAPTURE(chains);
-        const auto result = compile_patched("mlp_layer.json", {{"dtype", "bfloat16"},
-                                                                {"shape", {16, 4096}},
-                                                                {"inputs", {{"W", {{"shape", {4096, 4096}}}}}},
-                                                                {"launch",
-                                                                 {{"rung", "wgmma"},
-                                                                  {"tile_m", 64},
-                                                                  {"tile_n", 64},
-                                                                  {"schedule", "pingpong"},
-                                                                  {"split_k", 2},
-                                                                  {"chains", chains}}}});
-        INFO(result.nvrtc_log, result.link_log);
-        REQUIRE(result.ok);
-        // A buffer's four wgmmas, unrolled; the first output register names each one's accumulators.
-        std::set<std::string> accumulators;
-        int wgmmas = 0;
-        for (std::size_t at = result.ptx.find("wgmma.mma_async"); at != std::string::npos;
-             at = result.ptx.find("wgmma.mma_async", at + 1), ++wgmmas) {
-            const std::size_t list = result.ptx.find('{', at);
-            accumulators.insert(result.ptx.substr(list, result.ptx.find(',', list) - list));
-        }
-        CHECK(wgmmas == 4);
-        CHECK(accumulators.size() == static_cast<std::size_t>(chains));
-        REQUIRE(result.kernels.size() == 1);
-        CHECK(result.kernels[0].spill_store_bytes == 0);
-    }
-}
-
 TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC refuses a plan a byte short or a warp off") {
     for (const auto& rung_and_depth : std::vector<std::pair<std::string, long long>>{{"simt", 64}, {"mma", 64}, {"wgmma", 64}, {"wgmma", 17}}) {
         const std::string rung = rung_and_depth.first;  // (clang 14 captures no bindings)

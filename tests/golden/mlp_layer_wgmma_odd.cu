@@ -191,10 +191,6 @@ enum : int {
     kjit_cluster_blocks = kjit_cluster * kjit_split,
     kjit_mma_m = kjit_consumer_m / 64,  // its wgmma pieces, down
     kjit_mma_n = kjit_tile_n / 8,  // the 16 × 8 pieces of C across a wgmma's, per warp
-    // The sets of accumulators a consumer takes in turn, a 16-deep step each, added up before the
-    // epilogue: a wgmma waits for the one before it on the same accumulators, and a thin tile's
-    // wgmmas are too short to hide that wait.
-    kjit_chains = 1,
     kjit_stages = 3,
     // A tile row of depth 64 is 128 bytes: the width of the 128-byte swizzle, which stores the
     // 16-byte chunk c of row r at chunk c ^ (r % 8), so that wgmma reads 8 rows without bank
@@ -232,9 +228,6 @@ static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_tile_m,
               "A's rows are copied in whole swizzle patterns of 8, within the tile");
 static_assert(kjit_cluster == 1 || kjit_split == 1,
               "a cluster shares B's tiles or splits the depth, not both");
-static_assert(kjit_tile_k / 16 % kjit_chains == 0, "a buffer's 16-deep steps go round the chains");
-static_assert(kjit_chains * kjit_mma_m * kjit_mma_n * 4 <= 128,
-              "a consumer's chains of accumulators must fit beside its other registers");
 
 // Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
 // moves to chunk c ^ (r % 8).
@@ -434,8 +427,7 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
         const int kjit_first = kjit_pingpong ? kjit_consumer : 0;
         const int kjit_turns = kjit_pingpong ? kjit_consumers : 1;
         const int kjit_rows_at = kjit_pingpong ? 0 : kjit_consumer * kjit_consumer_m;  // in a tile
-        float kjit_chain[kjit_chains][kjit_mma_m][kjit_mma_n][4] = {};
-        auto& kjit_acc = kjit_chain[0];  // where the chains are added up
+        float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
         kjit_ring = kjit_first * kjit_steps;
         unsigned kjit_mine = 0;  // tiles this consumer has taken
         for (long long kjit_t = kjit_first_tile + kjit_first * kjit_clusters;
@@ -465,11 +457,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
                         const unsigned kjit_b_piece = kjit_b_at + kjit_d * 128;
                         const auto kjit_a = kjit_descriptor(kjit_a_piece, 16);  // (16: unused)
                         const auto kjit_b = kjit_descriptor(kjit_b_piece, kjit_slab_bytes);
-                        // Step kjit_d / 16 on chain kjit_c (unrolled: a constant, and so its
-                        // accumulators registers), which it starts in a tile's first buffer.
-                        const int kjit_c = kjit_d / 16 % kjit_chains;
-                        const bool kjit_starts = kjit_k == kjit_k_from && kjit_d / 16 == kjit_c;
-                        kjit_wgmma(kjit_chain[kjit_c][kjit_i], kjit_a, kjit_b, kjit_starts);
+                        const bool kjit_first_step = kjit_k == kjit_k_from && kjit_d == 0;
+                        kjit_wgmma(kjit_acc[kjit_i], kjit_a, kjit_b, kjit_first_step);
                     }
                 }
                 kjit_wgmma_commit();

@@ -43,8 +43,8 @@ public:
     void resolve(pipeline& p, const std::string& source) const override { gemm::resolve(p, source); }
 
     /// The tile and, for mma, the warps that share it and the pipeline's depth; for wgmma, how
-    /// its consumers share tiles, clusters, splits of the depth, chains of accumulators and
-    /// buffers (a combination the policy refuses is not measured).
+    /// its consumers share tiles, clusters, splits of the depth and buffers (a combination the
+    /// policy refuses is not measured).
     config::json_value tune_space(const pipeline& p) const override {
         const rung kind = gemm::policy_of(p).kind;
         if (kind == rung::simt)
@@ -56,7 +56,6 @@ public:
                       {"launch.schedule", {"cooperative", "pingpong"}},
                       {"launch.cluster_m", {1, 2}},
                       {"launch.split_k", {1, 2}},
-                      {"launch.chains", {1, 4}},
                       {"launch.buffers", {3, 4, 8}},
                       {"launch.group_m", {8, 16}}}}};
         return {{"axes",
@@ -154,8 +153,6 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set("cluster_m", std::to_string(t.cluster_m));
         data.set("clustered", codegen::flag(t.cluster_m > 1));
         data.set("split_k", std::to_string(t.split_k));
-        data.set("chains", std::to_string(t.chains));
-        data.set("chained", codegen::flag(t.chains > 1));
         data.set("a_rows_copied", std::to_string(t.async_copies ? t.a_rows_copied : t.tile_m));
         data.set("split", codegen::flag(t.split_k > 1));
         data.set("cluster_blocks", std::to_string(t.cluster_blocks()));

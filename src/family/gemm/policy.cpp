@@ -18,6 +18,9 @@ using config::detail::object_reader;
 using config::detail::quoted_list;
 using config::detail::shown;
 
+/// wgmma: a consumer warp group's accumulators per thread.
+int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
+
 /// The launch keys the shape rule chooses together.
 constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "buffers", "warps_m", "warps_n"};
 
@@ -78,8 +81,6 @@ void check_stages(const pipeline& p, const std::string& source) {
 
 int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2; }
 
-int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128 * t.chains; }
-
 std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : r == rung::mma ? "mma" : "simt"; }
 
 int policy::threads() const {
@@ -110,7 +111,7 @@ sizes sizes_of(const pipeline& p) {
 std::string multiplier(const pipeline& p) { return p.stages.front().options.at("by").get<std::string>(); }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "buffers", "group_m", "schedule", "cluster_m", "split_k", "chains"};
+    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "buffers", "group_m", "schedule", "cluster_m", "split_k"};
 }
 
 namespace {
@@ -138,11 +139,10 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
         if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
         chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
     }
-    for (const char* key : {"cluster_m", "split_k", "chains"})
+    for (const char* key : {"cluster_m", "split_k"})
         if (!wgmma && given(key)) l.fail(key, "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
     read("cluster_m", chosen.cluster_m, {1, 2});
     read("split_k", chosen.split_k, {1, 2, 4});
-    read("chains", chosen.chains, {1, 2, 4});
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_n", chosen.tile_n, wgmma ? std::vector{64, 128, 192, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_k", chosen.tile_k, wgmma ? std::vector{64} : mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
@@ -175,12 +175,9 @@ void check_tile(const object_reader& l, rung kind, const policy& chosen, const s
         if (chosen.split_k > depth_tiles)
             l.fail("split_k", "each of the " + std::to_string(chosen.split_k) + " parts of the depth takes 64 of it at least; this product is " +
                                   std::to_string(s.k) + " deep");
-        if (accumulators(chosen) > k_max_accumulators)
-            l.fail(chosen.chains > 1 ? "chains" : "tile_n",
-                   "a consumer warp group of a " + tile + " tile" +
-                           (chosen.chains > 1 ? " in " + std::to_string(chosen.chains) + " chains" : std::string()) + " holds " +
-                           std::to_string(accumulators(chosen)) + " accumulators a thread, more than the " + std::to_string(k_max_accumulators) +
-                           " that fit beside its other registers");
+        if (accumulators(chosen) > 128)
+            l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
+                                 " accumulators a thread, more than the 128 that fit beside its other registers");
     } else {
         const int a_vectors = chosen.tile_m * chosen.tile_k / chosen.width_a;
         const int b_vectors = chosen.tile_k * chosen.tile_n / chosen.width_b;
@@ -242,7 +239,6 @@ config::json_value policy::choices() const {
         chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
         chosen["cluster_m"] = cluster_m;
         chosen["split_k"] = split_k;
-        chosen["chains"] = chains;
     }
     return chosen;
 }

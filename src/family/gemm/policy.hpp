@@ -26,11 +26,6 @@ struct policy final : config::launch_policy {
     /// wgmma: blocks in a cluster that split the depth of one tile, the first adding the others'
     /// partial tiles (read from their shared memory) before the epilogue.
     int split_k = 1;
-    /// wgmma: the sets of accumulators a consumer takes in turn down the depth (1, 2 or 4 of a
-    /// stage's four 16-deep steps), added up before the epilogue. A wgmma waits for the one
-    /// before it on the same accumulators; a thin tile's are short, so one chain of them leaves
-    /// the tensor cores idle between links.
-    int chains = 1;
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
     /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
     /// on 16-byte boundaries; else the tiles are copied element by element.
@@ -68,9 +63,5 @@ void resolve(config::pipeline& p, const std::string& source);
 [[nodiscard]] std::string_view to_string(rung r);
 /// wgmma: the rows of a tile a consumer warp group computes (half of them, or all in ping-pong).
 [[nodiscard]] int consumer_rows(const policy& t);
-/// wgmma: a consumer warp group's accumulators per thread, in all its chains; at most
-/// k_max_accumulators fit beside its other registers.
-[[nodiscard]] int accumulators(const policy& t);
-inline constexpr int k_max_accumulators = 128;
 
 }  // namespace kjit::family::gemm

@@ -144,24 +144,12 @@ constexpr long long k_thin_rows = 256;
 /// model's depths, as far as shared memory holds them.
 constexpr int k_thin_stages = 12;
 
-/// The most chains of accumulators (4, 2 or 1) whose registers fit `chosen`'s consumers: a thin
-/// tile's wgmmas are short, and one chain of them, each waiting for the one before, kept the
-/// decode step's consumers busy for most of its time (Nsight Compute: 660 cycles a 64-deep stage
-/// of four 64 × 64 × 16 wgmmas, 21,100 of its 26,200, bench/results/2026-12-04-split/eighth).
-int most_chains(policy chosen) {
-    for (const int chains : {4, 2}) {
-        chosen.chains = chains;
-        if (accumulators(chosen) <= k_max_accumulators) return chains;
-    }
-    return 1;
-}
-
 /// A thin product on wgmma (M ≤ 256) streams W, and its time is W's bytes (how many SMs pull them,
 /// how much of it each keeps in flight) more than the tiles' area the wave model weighs. It takes
-/// 64-row ping-pong tiles, the narrowest (64, 128 or 256 columns) whose tiles fit one wave, in as
-/// many chains of accumulators as fit; their depth split in two where the doubled blocks still fit
-/// one wave (8 buffers, or as many as half the depth fills), else as many buffers as shared memory
-/// holds, 12 at most. Nothing where no such tile fits one wave: the wave model chooses. On the H200 (bench/results/2026-12-04-split,
+/// 64-row ping-pong tiles, the narrowest (64, 128 or 256 columns) whose tiles fit one wave; their
+/// depth split in two where the doubled blocks still fit one wave (8 buffers, or as many as half
+/// the depth fills), else as many buffers as shared memory holds, 12 at most. Nothing where no such
+/// tile fits one wave: the wave model chooses. On the H200 (bench/results/2026-12-04-split,
 /// second, fourth and fifth), at N = K = 4096 and M = 1, 16, 64: 64 × 64 split 18.8–19.3 µs,
 /// unsplit 21.1–21.5 (8 buffers) and 19.5–19.8 (12), 64 × 128 split 24.1–24.7; at 8 × 5120 × 5120
 /// (80 tiles of 64 × 64): 12 buffers 23.4 µs, 8 27.8, 64 × 128 split 30.9; at 16 × 3072 × 768:
@@ -172,12 +160,10 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
         if (tiles_of(64, columns, s) > gpu.sm_count) continue;
         const tile_choice tile{64, columns, true, 0, 0, 8, 0.0};
         policy split = with_tile(rung::wgmma, tile, 2, s, type);
-        split.chains = most_chains(split);
         const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer
         split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / 2, 2, tile.stages));
         if (split_fits(split, s, gpu, type)) return split;
         policy deep = with_tile(rung::wgmma, tile, 1, s, type);
-        deep.chains = split.chains;
         deep.stages = k_thin_stages;
         while (deep.stages > 2 && deep.shared_bytes(type) > gpu.shared_per_block) --deep.stages;
         return deep;
