@@ -157,7 +157,7 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     if (kind == rung::simt && given("buffers")) l.fail("buffers", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, {1, 2, 4, 8});
-    read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
 }
 
 /// What each rung's kernel needs of its tile: warps of whole mma tiles, consumers of 64 rows and

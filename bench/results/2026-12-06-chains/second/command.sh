@@ -44,15 +44,18 @@ product() {  # M N K tag [--set lines]: a product + bias at the defaults but for
     --set measure.repeat=20 --set measure.max_ms=200 --skip-ceiling --json "$OUT/logs/p_${m}x${n}x${k}_$tag.json" >> "$OUT/logs/products.log" 2>&1
   echo "${m}x${n}x${k} $tag: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; v=r.get("variant",""); print(r.get("status"), round(1000*r.get("kernel_cold_median_ms",0),1), "us", v[v.find("buffers="):v.find("buffers=")+10])' "$OUT/logs/p_${m}x${n}x${k}_$tag.json" 2>/dev/null)"
 }
+split='launch={"rung":"wgmma","tile_m":64,"tile_n":64,"schedule":"pingpong","split_k":2,"buffers":'
 for round in 1 2; do
-  for mnk in 1x4096x4096 16x4096x4096 64x4096x4096 16x3072x768; do
+  for mnk in 1x4096x4096 16x4096x4096 64x4096x4096; do
     IFS=x read -r m n k <<< "$mnk"
     product $m $n $k "r${round}_auto"
-    product $m $n $k "r${round}_b12" --set launch.buffers=12
-    product $m $n $k "r${round}_b16" --set launch.buffers=16
+    product $m $n $k "r${round}_b12" --set "${split}12}"
+    product $m $n $k "r${round}_b16" --set "${split}16}"
   done
+  product 8 5120 5120 "r${round}_auto"
+  product 8 5120 5120 "r${round}_b16" --set 'launch={"rung":"wgmma","tile_m":64,"tile_n":64,"schedule":"pingpong","buffers":16}'
 done 2>&1 | tee "$OUT/decode.txt"
-timeout 60 python3 bench/peers/gemm_peers.py --no-fp32 --tools cublaslt_bias --shapes 1x4096x4096,16x4096x4096,64x4096x4096,16x3072x768 \
+timeout 60 python3 bench/peers/gemm_peers.py --no-fp32 --tools cublaslt_bias --shapes 1x4096x4096,16x4096x4096,64x4096x4096,8x5120x5120 \
     2>> "$OUT/logs/gemm_peers.err" | python3 -c '
 import json,sys
 for l in sys.stdin:
