@@ -165,26 +165,6 @@ TEST_CASE("a division by a constant, approximated, is a product by its reciproca
     CHECK(approximated == doctest::Approx(2 * q));  // and the reciprocal's
 }
 
-TEST_CASE("positions given as reals too are used where they meet a real value, and named; integer uses stay ints") {
-    expr::scope matrix = k_names;
-    matrix.has_shape = true;
-    expr::cuda_style style;
-    style.int_positions = true;
-    style.real_positions = {"row", "col"};
-    const auto cuda = [&](const std::string& e) { return expr::to_cuda(expr::parse(e, matrix), style); };
-    const auto used = [&](const std::string& e) { return expr::real_positions_used(expr::parse(e, matrix), style); };
-    CHECK(cuda("x + 0.5 * (col - row)") == "x + 0.5f * (col_real - row_real)");  // ALiBi: no conversion
-    CHECK(used("x + 0.5 * (col - row)") == std::set<std::string>{"col", "row"});
-    CHECK(cuda("x - abs(row - col)") == "x - fabsf((row_real - col_real))");
-    CHECK(cuda("x * row") == "x * row_real");
-    CHECK(used("x * row") == std::set<std::string>{"row"});
-    CHECK(cuda("col > row ? -inf : x") == "col > row ? -__int_as_float(0x7f800000) : x");  // compared as ints
-    CHECK(used("col > row ? -inf : x").empty());
-    CHECK(cuda("x * (row + 1)") == "x * (real)((long long)row + 1)");  // an int sum, converted as before
-    style.real_positions = {"row"};  // col has no real form: the difference is converted
-    CHECK(cuda("x + (col - row)") == "x + (real)(col - row)");
-}
-
 TEST_CASE("positions and constants: exact integers in CUDA, real where they meet a real value") {
     expr::scope matrix = k_names;
     matrix.has_shape = true;

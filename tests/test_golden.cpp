@@ -115,9 +115,6 @@ const std::vector<golden_case>& cases() {
         // A sliding window inside a causal mask: tiles masked and tiles plain, each found from
         // their corners by two comparisons.
         {"attention_window", "attention_causal.json", {{"stages[0].score", "col > row || row - col >= 1024 ? -inf : x"}}},
-        // ALiBi: a slope a head times the key's distance, from the positions as floats (a
-        // conversion a tile, not a score).
-        {"attention_alibi", "attention.json", {{"stages[0].score", "x + exp2(-8.0 * (head + 1) / 16) * (col - row)"}}},
         // Separate, as eager frameworks run it: Q · Kᵀ into memory through the causal score, each
         // row's softmax in place, then P · V, three kernels of the mma rung's warps.
         {"attention_separate", "attention_causal.json", {{"fusion", "separate"}}},

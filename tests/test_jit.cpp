@@ -932,31 +932,6 @@ TEST_CASE("attention, separate: its three kernels compile in bfloat16 and float1
         }
 }
 
-TEST_CASE("ALiBi's positions are floats on both rungs and separate: converted a few times a tile, not once a score") {
-    const char* alibi = "x + exp2(-8.0 * (head + 1) / 16) * (col - row)";
-    for (const char* rung : {"mma", "wgmma", "separate"}) {
-        CAPTURE(rung);
-        const json shape = {1024, 128};
-        json patch = {{"dtype", "bfloat16"},
-                      {"shape", shape},
-                      {"inputs", {{"k", {{"shape", shape}}}, {"v", {{"shape", shape}}}}},
-                      {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"},
-                                               {"heads", 16}, {"score", alibi}}})}};
-        if (std::string(rung) == "separate") patch["fusion"] = "separate";
-        else patch["launch"] = {{"rung", rung}};
-        const auto result = compile_patched("attention.json", patch);
-        INFO(result.nvrtc_log, result.link_log);
-        REQUIRE(result.ok);
-        // A tile's scores a thread holds: 64 or more, each of whose col − row was an int
-        // converted before; now two conversions a tile (its first query and key) and the slope's.
-        std::size_t conversions = 0;
-        for (std::size_t at = result.ptx.find("cvt.rn.f32.s32"); at != std::string::npos; at = result.ptx.find("cvt.rn.f32.s32", at + 1))
-            ++conversions;
-        CAPTURE(conversions);
-        CHECK(conversions <= 8);
-    }
-}
-
 TEST_CASE("attention compiles on both rungs in bfloat16 and float16, masked and not, at head dims 64 to 256, persistent and not; wgmma's unserialized and unspilled") {
     struct rung {
         const char* name;

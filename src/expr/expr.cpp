@@ -109,9 +109,6 @@ class printer {
 public:
     explicit printer(const cuda_style* style, std::size_t max_nodes = SIZE_MAX) : m_style(style), m_budget(max_nodes) {}
 
-    /// The positions printed as their real parameters so far.
-    [[nodiscard]] const std::set<std::string>& reals_used() const { return m_reals_used; }
-
     /// `n`, where `integers` says its context computes in integers (whole numbers then print as
     /// integer literals).
     std::string print(const node& n, bool integers = false) const {
@@ -162,17 +159,6 @@ public:
 private:
     const cuda_style* m_style;  // nullptr: kjit's own text form
     mutable std::size_t m_budget;  // nodes still to print
-    mutable std::set<std::string> m_reals_used;
-
-    /// `n` as its real parameter, where it is a position that has one; else empty.
-    std::string real_position(const node& n) const {
-        const auto& reals = m_style->real_positions;
-        if (n.kind != node_kind::name || n.binding != name_kind::position ||
-            std::find(reals.begin(), reals.end(), n.name) == reals.end())
-            return {};
-        m_reals_used.insert(n.name);
-        return n.name + "_real";
-    }
 
     std::string wrapped(const node& n, bool parenthesize, bool integers = false) const {
         return parenthesize ? "(" + print(n, integers) + ")" : print(n, integers);
@@ -186,9 +172,6 @@ private:
             if (widen && m_style->int_positions && n.kind == node_kind::name) return "(long long)" + n.name;
             return wrapped(n, parenthesize, true);
         }
-        if (const std::string real = real_position(n); !real.empty()) return real;
-        if (is_difference_of_positions(n) && !real_position(*n.args[0]).empty() && !real_position(*n.args[1]).empty())
-            return "(" + real_position(*n.args[0]) + " - " + real_position(*n.args[1]) + ")";
         if (m_style->int_positions && is_difference_of_positions(n))  // fits an int: no 64-bit conversion
             return "(real)(" + n.args[0]->name + " - " + n.args[1]->name + ")";
         if (is_integer(n)) {  // kjit_floor_mod(…) needs no parentheses
@@ -342,12 +325,6 @@ std::string to_text(const tree& t) { return printer(nullptr).print(*t); }
 std::string to_text(const tree& t, std::size_t max_nodes) { return printer(nullptr, max_nodes).print(*t); }
 
 std::string to_cuda(const tree& t, const cuda_style& style) { return printer(&style).real_value(*t); }
-
-std::set<std::string> real_positions_used(const tree& t, const cuda_style& style) {
-    const printer p(&style);
-    (void)p.real_value(*t);
-    return p.reals_used();
-}
 
 tree rebind(const tree& t, const std::map<std::string, binding>& names) {
     if (t->kind == node_kind::name) {

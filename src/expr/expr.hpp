@@ -9,7 +9,6 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,11 +128,6 @@ struct cuda_style {
     /// overflow. Otherwise they are `long long`.
     bool int_positions = false;
     approximations approximated{};  ///< spelled by their fast forms without fast math
-    /// Positions that also come as real parameters, named `<position>_real` (the caller makes
-    /// sure each is exact: below 2^24 in float). Where one, or the difference of two, meets a real
-    /// value, it is them: ALiBi's (real)(col - row), an int subtraction and a conversion on the
-    /// special-function unit for every score, becomes col_real - row_real, one float subtraction.
-    std::vector<std::string> real_positions{};
 };
 /// The CUDA type of positions in `style`: "int" or "long long".
 [[nodiscard]] inline const char* position_type(const cuda_style& style) { return style.int_positions ? "int" : "long long"; }
@@ -141,8 +135,6 @@ struct cuda_style {
 /// variables) as an argument of the position type: "(int)(kjit_v * kjit_width + kjit_k)".
 [[nodiscard]] std::string position_argument(const std::string& value, const cuda_style& style);
 [[nodiscard]] std::string to_cuda(const tree& t, const cuda_style& style);
-/// The positions of style.real_positions that to_cuda(t, style) uses as reals.
-[[nodiscard]] std::set<std::string> real_positions_used(const tree& t, const cuda_style& style);
 
 /// A name's new meaning when an op's expression is instantiated in a stage.
 struct binding {

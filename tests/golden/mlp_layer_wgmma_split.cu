@@ -28,7 +28,7 @@ enum : int {
     // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
     // rung below asserts that its threads and its shared-memory layout are these.
     kjit_plan_threads = 384,
-    kjit_plan_shared_bytes = 132272,
+    kjit_plan_shared_bytes = 181424,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -188,17 +188,14 @@ enum : int {
     // 16-byte chunk c of row r at chunk c ^ (r % 8), so that wgmma reads 8 rows without bank
     // conflicts. The pattern repeats every 8 rows (1024 bytes).
     kjit_row_bytes = kjit_tile_k * sizeof(store_t),
-    // The rows of A's tile copied: all of them, or where one tile row holds all of C's rows (a
-    // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
-    kjit_a_rows_copied = 16,
-    // The rows of A a buffer holds: the tile's, or only those copied where the rest, which wgmma
-    // reads all the same, still lie inside the buffer (B's bytes, read as rows of A).
-    kjit_a_rows_stored = 16,
-    kjit_a_bytes = kjit_a_rows_stored * kjit_row_bytes,  // A's tile: rows of depth 64
+    kjit_a_bytes = kjit_tile_m * kjit_row_bytes,  // A's tile: kjit_tile_m rows of depth 64
     // B's tile: kjit_tile_n / 64 slabs of 64 columns, each kjit_tile_k rows of 128 bytes
     kjit_slab_bytes = kjit_tile_k * 64 * sizeof(store_t),
     kjit_stage_bytes = kjit_a_bytes + kjit_tile_n / 64 * kjit_slab_bytes,
-    kjit_copied_bytes = kjit_a_rows_copied * kjit_row_bytes + kjit_tile_n / 64 * kjit_slab_bytes,
+    // The rows of A's tile copied: all of them, or where one tile row holds all of C's rows (a
+    // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
+    kjit_a_rows_copied = 16,
+    kjit_copied_bytes = kjit_stage_bytes - (kjit_tile_m - kjit_a_rows_copied) * kjit_row_bytes,
     // Where TMA copies, it stores C too: each consumer's rows of a tile wait in shared memory,
     // slabs of 64 columns as B's are, kjit_c_slab_bytes each.
     kjit_staged = 1,
@@ -226,11 +223,8 @@ static_assert(kjit_threads == kjit_plan_threads, "the plan launches another numb
 static_assert(sizeof(kjit_layout) + 1024 <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the buffers, C and the barriers take");
 static_assert(kjit_stage_bytes % 1024 == 0, "a buffer must start on a 1024-byte boundary");
-static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_a_rows_stored &&
-                      kjit_a_rows_stored <= kjit_tile_m,
-              "A's rows are copied in whole swizzle patterns of 8, within the rows a buffer holds");
-static_assert(kjit_tile_m * kjit_row_bytes <= kjit_stage_bytes,
-              "wgmma reads all of a tile's rows of A from a buffer: they must lie inside it");
+static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_tile_m,
+              "A's rows are copied in whole swizzle patterns of 8, within the tile");
 static_assert(kjit_cluster == 1 || kjit_split == 1,
               "a cluster shares B's tiles or splits the depth, not both");
 

@@ -13,15 +13,9 @@ namespace kjit::family::attention {
 namespace mu = codegen::mu;
 using config::pipeline;
 
-/// Positions below this are exact in float (its 24-bit significand).
-constexpr long long k_exact_in_float = 1LL << 24;
-
 expr::cuda_style score_style(const pipeline& p) {
     expr::cuda_style style = codegen::style_of(p);
     style.int_positions = true;
-    const problem pr = problem_of(p);
-    if (!config::computes_in_double(p.type) && std::max(pr.queries, pr.keys) <= k_exact_in_float)
-        style.real_positions = {"row", "col"};
     return style;
 }
 
@@ -53,12 +47,6 @@ score_call score_call_of(const pipeline& p) {
         call.extra_params += ", " + param;
         call.extra_args += ", " + arg;
     };
-    // The positions the expression meets real values with, as reals too (score_style): the call
-    // sites make them from their tile's first row and column, a conversion a tile, not a score.
-    for (const std::string& position : expr::real_positions_used(p.stages.front().kernel, score_style(p))) {
-        call.params.push_back("real " + position + "_real");
-        call.args.push_back("kjit_" + position + "_real");
-    }
     const expr::used_names used = score_names(p);
     if (uses_heads(used)) {
         add("int head", "kjit_head_index");
@@ -153,7 +141,6 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     const expr::tree& score = p.stages.front().kernel;
     data.set("score_text", expr::to_text(score, 40));
     data.set("score_code", expr::to_cuda(score, score_style(p)));
-    data.set("real_positions", codegen::flag(!expr::real_positions_used(score, score_style(p)).empty()));
     data.set("score_params", codegen::parameter_list(call.params));
     data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
     set_tile_data(p, call, data);

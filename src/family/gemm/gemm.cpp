@@ -154,7 +154,6 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set("clustered", codegen::flag(t.cluster_m > 1));
         data.set("split_k", std::to_string(t.split_k));
         data.set("a_rows_copied", std::to_string(t.async_copies ? t.a_rows_copied : t.tile_m));
-        data.set("a_rows_stored", std::to_string(t.a_rows_stored()));
         data.set("split", codegen::flag(t.split_k > 1));
         data.set("cluster_blocks", std::to_string(t.cluster_blocks()));
         data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));

@@ -83,11 +83,6 @@ int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2
 
 std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : r == rung::mma ? "mma" : "simt"; }
 
-int policy::a_rows_stored() const {
-    if (kind != rung::wgmma || !async_copies || a_rows_copied == 0) return tile_m;
-    return tile_m <= a_rows_copied + tile_n ? a_rows_copied : tile_m;  // (a buffer of B holds tile_n rows of A's width)
-}
-
 int policy::threads() const {
     if (kind == rung::wgmma) return 3 * 128;  // a producer warp group and two consumers
     return kind == rung::mma ? 32 * warps_m * warps_n : tile_m / 8 * (tile_n / 8);
@@ -101,7 +96,7 @@ std::size_t policy::shared_bytes(config::dtype type) const {
         const auto consumer_tile = static_cast<std::size_t>(consumer_rows(*this)) * tile_n;
         const std::size_t staged = async_copies ? 2 * consumer_tile * element : 0;
         const std::size_t partial = split_k > 1 ? 2 * consumer_tile * sizeof(float) + 32 : 0;
-        return static_cast<std::size_t>(stages) * ((a_rows_stored() + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
+        return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
     }
     if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
         return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
@@ -157,7 +152,7 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     if (kind == rung::simt && given("buffers")) l.fail("buffers", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, {1, 2, 4, 8});
-    read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+    read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
 }
 
 /// What each rung's kernel needs of its tile: warps of whole mma tiles, consumers of 64 rows and
@@ -255,10 +250,7 @@ config::json_value policy::columns() const {
     columns["width_b"] = width_b;
     columns["width_c"] = width_c;
     if (kind != rung::simt) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
-    if (kind == rung::wgmma && async_copies) {
-        columns["a_rows_copied"] = a_rows_copied;
-        columns["a_rows_stored"] = a_rows_stored();
-    }
+    if (kind == rung::wgmma && async_copies) columns["a_rows_copied"] = a_rows_copied;
     return columns;
 }
 

@@ -35,11 +35,6 @@ struct policy final : config::launch_policy {
     /// left: they make rows of C past M, which are never stored, and are not worth the TMA unit's
     /// zero-filling.
     int a_rows_copied = 0;
-    /// wgmma: the rows of A a buffer holds: those copied, where the rest of the tile's rows, which
-    /// wgmma reads all the same, still lie inside the buffer (in B's slabs: rows of C past M,
-    /// never stored); else the tile's. A decode step's buffer then holds 2 KiB of x beside 8 of W
-    /// where it held 8 and 8, and the ring twice as many of them.
-    [[nodiscard]] int a_rows_stored() const;
     [[nodiscard]] int threads() const;
     /// Blocks a cluster holds: cluster_m or split_k (the policy refuses both).
     [[nodiscard]] int cluster_blocks() const { return cluster_m * split_k; }
