@@ -1,9 +1,9 @@
 #include "expr/expr.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
-#include <cfloat>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -92,8 +92,8 @@ bool is_difference_of_positions(const node& n) {
 
 bool is_division_by_constant(const node& n) {
     if (n.kind != node_kind::binary || n.op != binary_op::div || n.args[1]->kind != node_kind::number) return false;
-    const double reciprocal = 1.0 / n.args[1]->number;
-    return std::isfinite(reciprocal) && std::fabs(reciprocal) >= FLT_MIN && std::fabs(reciprocal) <= FLT_MAX;
+    const double reciprocal = std::fabs(1.0 / n.args[1]->number);  // (inf for 0: false below)
+    return reciprocal >= FLT_MIN && reciprocal <= FLT_MAX;
 }
 
 namespace {
