@@ -38,21 +38,27 @@ tolerance default_tolerance(const pipeline& p) {
     return tol;
 }
 
+namespace {
+
+/// Where the kernel takes the hardware's approximations unless the config says otherwise: under
+/// fast math, and wherever results are stored in 16 bits. Never in float64.
+bool approximates_by_default(const pipeline& p) {
+    return !computes_in_double(p.type) && (p.compile.fast_math || info(p.type).bytes == 2);
+}
+
+}  // namespace
+
 bool approximates_tanh(const pipeline& p) {
     if (computes_in_double(p.type)) return false;
-    if (p.compile.tanh == spelling::automatic) return p.compile.fast_math || info(p.type).bytes == 2;
-    return p.compile.tanh == spelling::approx;
+    return p.compile.tanh == spelling::automatic ? approximates_by_default(p) : p.compile.tanh == spelling::approx;
 }
 
 bool approximates_exp(const pipeline& p) {
     if (computes_in_double(p.type)) return false;
-    if (p.compile.exp == spelling::automatic) return p.compile.fast_math || info(p.type).bytes == 2;
-    return p.compile.exp == spelling::approx;
+    return p.compile.exp == spelling::automatic ? approximates_by_default(p) : p.compile.exp == spelling::approx;
 }
 
-bool approximates_division(const pipeline& p) {
-    return !computes_in_double(p.type) && (p.compile.fast_math || info(p.type).bytes == 2);
-}
+bool approximates_division(const pipeline& p) { return approximates_by_default(p); }
 
 expr::approximations approximations_of(const pipeline& p) {
     return {approximates_tanh(p), approximates_exp(p), approximates_division(p)};
