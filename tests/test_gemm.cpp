@@ -63,7 +63,7 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j) == "g.json: stages[1]: a matmul must be the first stage: one matmul a pipeline, maps after it");
     j = gemm_config(4, 4, 4);
     j["launch"] = {{"rung", "mma"}};
-    CHECK(failure(j) == "g.json: launch.rung: \"mma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\"");
+    CHECK(failure(j) == "g.json: launch.rung: \"mma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\", or \"mma\" with compile.fp32_precision \"tf32\" (TF32 operands)");
     j["launch"] = {{"rung", "simt"}, {"tile_m", 96}};
     CHECK(failure(j) == "g.json: launch.tile_m: expected one of 32, 64, 128 or \"auto\", got 96");
     j["launch"] = {{"rung", "simt"}, {"buffers", 3}};
@@ -72,7 +72,7 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j).find("g.json: launch.stages: unknown key; expected one of") == 0);
     CHECK(failure(j).find("\"buffers\"") != std::string::npos);
     j["launch"] = {{"rung", "wgmma"}};
-    CHECK(failure(j) == "g.json: launch.rung: \"wgmma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\"");
+    CHECK(failure(j) == "g.json: launch.rung: \"wgmma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\", or \"mma\" with compile.fp32_precision \"tf32\" (TF32 operands)");
     j = gemm_config(4, 4, 4, "bfloat16");
     j["launch"] = {{"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
     CHECK(failure(j).find("g.json: launch.warps_n: each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece") == 0);
@@ -128,6 +128,38 @@ TEST_CASE("gemm: auto picks the rung by dtype, and vectors by what divides the r
     unaligned["compile"] = {{"target", "a100"}};
     const auto unaligned_p = parsed(unaligned);
     CHECK(family::family_of(unaligned_p).policy(unaligned_p).at("copies") == "elementwise");
+}
+
+TEST_CASE("gemm: float32 multiplies as TF32 on mma where compile.fp32_precision asks, never by default") {
+    json j = gemm_config(4096, 4096, 4096);
+    j["compile"] = {{"target", "h200"}};
+    CHECK(family::gemm::policy_of(parsed(j)).kind == family::gemm::rung::simt);  // "ieee", as PyTorch's default
+    j["compile"]["fp32_precision"] = "tf32";
+    const auto tf32 = parsed(j);
+    const family::gemm::policy& t = family::gemm::policy_of(tf32);
+    CHECK(t.kind == family::gemm::rung::mma);  // on sm_90 too: wgmma's TF32 operands must run along the depth
+    CHECK(t.tf32);
+    CHECK(t.tile_k == 16);  // 64 bytes deep, as bfloat16's 32
+    CHECK(family::family_of(tf32).policy(tf32).at("operands") == "tf32");
+    CHECK(config::variant_label(tf32).find(" tf32") != std::string::npos);
+    j["compile"]["target"] = "l4";  // its 99 KiB a block hold the large-shape tile's buffers
+    CHECK(family::gemm::policy_of(parsed(j)).shared_bytes(config::dtype::float32) <= 99 * 1024);
+    j["compile"]["target"] = "sm_75";  // no cp.async nor mbarrier: CUDA cores
+    CHECK(family::gemm::policy_of(parsed(j)).kind == family::gemm::rung::simt);
+    json f64 = gemm_config(64, 64, 64, "float64");
+    f64["compile"] = {{"fp32_precision", "tf32"}};
+    CHECK(family::gemm::policy_of(parsed(f64)).kind == family::gemm::rung::simt);  // float32's products alone
+    json bf16 = gemm_config(64, 64, 64, "bfloat16");
+    bf16["compile"] = {{"fp32_precision", "tf32"}, {"target", "a100"}};
+    CHECK_FALSE(family::gemm::policy_of(parsed(bf16)).tf32);
+    j["compile"] = {{"fp32_precision", "tf32"}, {"target", "h200"}};
+    j["launch"] = {{"rung", "wgmma"}};
+    CHECK(failure(j).find("g.json: launch.rung: \"wgmma\" reads TF32 operands along the depth alone") == 0);
+    j["compile"].erase("fp32_precision");
+    j["launch"] = {{"rung", "mma"}};
+    CHECK(failure(j).find("float32: use \"simt\", or \"mma\" with compile.fp32_precision \"tf32\"") != std::string::npos);
+    j["compile"]["fp32_precision"] = "high";
+    CHECK(failure(j).find("g.json: compile.fp32_precision: expected one of \"ieee\", \"tf32\"") == 0);
 }
 
 TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the launch block stays as written") {
@@ -328,6 +360,24 @@ TEST_CASE("gemm's reference: every element exact when small, with the dot produc
     const std::vector<double> expected{1 + 4 + 10, 0.5 + 0.5 + 20, -1 + 2 + 30, 3 - 8 + 10, 1.5 - 1 + 20, -3 - 4 + 30};
     for (std::size_t i = 0; i < 6; ++i) CHECK(ref.values[i] == expected[i]);
     CHECK(ref.scales[3] >= 3 * (3 + 8));  // (K + 1) · Σ|a·b| for row 1, column 0
+}
+
+TEST_CASE("gemm's reference as TF32: each operand rounded to 10 bits of mantissa, to the nearest, ties away from zero") {
+    json j = gemm_config(1, 3, 1);
+    j["compile"] = {{"fp32_precision", "tf32"}, {"target", "h200"}};
+    const auto p = parsed(j);
+    reference::input_arrays in;
+    in.emplace("a", filled(p.type, {1 + 0x1p-11}));  // halfway between TF32's 1 and 1 + 2^-10: away from zero
+    in.emplace("w", filled(p.type, {1 + 0x1p-12, -(1 + 0x1p-11), 0x1p-11 * 3}));  // below half; a negative tie; 1.1b · 2^-10
+    in.emplace("b", filled(p.type, {0, 0, 0}));
+    const auto ref = family::family_of(p).reference(p, in);
+    REQUIRE(ref.values.size() == 3);
+    CHECK(ref.values[0] == 1 + 0x1p-10);
+    CHECK(ref.values[1] == -(1 + 0x1p-10) * (1 + 0x1p-10));
+    CHECK(ref.values[2] == (1 + 0x1p-10) * 0x1p-11 * 3);  // already TF32: as it is
+    j["compile"].erase("fp32_precision");
+    const auto ieee = parsed(j);
+    CHECK(family::family_of(ieee).reference(ieee, in).values[0] == (1 + 0x1p-11) * (1 + 0x1p-12));
 }
 
 TEST_CASE("gemm's reference: bias + relu of a pre-activation that sits at 0 keeps the product's error scale") {

@@ -86,6 +86,8 @@ const std::vector<golden_case>& cases() {
                                   {{"op", "map"}, {"expr", "x - b"}}})}}},
         {"mlp_layer_mma", "mlp_layer.json", {{"launch", {{"rung", "mma"}}}}},
         {"mlp_layer_simt_f32", "mlp_layer.json", {{"dtype", "float32"}}},
+        // float32 as TF32 on the mma rung: A by ldmatrix, B by plain loads, each rounded.
+        {"mlp_layer_mma_tf32", "mlp_layer.json", {{"dtype", "float32"}, {"compile", {{"fp32_precision", "tf32"}, {"target", "h200"}}}}},
         // Rows not 16-byte aligned (K = 17): copied element by element; an odd N: stored singly.
         {"mlp_layer_mma_odd_separate", "mlp_layer.json",
          {{"shape", {1000, 17}}, {"inputs.W.shape", {17, 1001}}, {"fusion", "separate"}, {"params", {{"scale", 0.5}}},

@@ -160,6 +160,10 @@ enum class spelling { automatic, approx, precise };
 
 struct compile_spec {
     bool fast_math = false;
+    /// "fp32_precision": "tf32" lets a float32 matmul multiply on tensor cores, its operands
+    /// rounded to TF32 (10 bits of mantissa; products added in float), as PyTorch's
+    /// torch.backends.cuda.matmul.fp32_precision does; "ieee" (the default) keeps float32's.
+    bool tf32 = false;
     spelling tanh = spelling::automatic;
     spelling exp = spelling::automatic;
     compile_path path = compile_path::nvrtc;

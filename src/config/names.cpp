@@ -175,6 +175,7 @@ std::string variant_label(const pipeline& p) {
     if (p.launch.grid_resident) label += " grid=resident";
     if (p.policy) label += p.policy->label();  // a family's own choices (a row cache, a tile)
     if (p.compile.fast_math) label += " fast-math";
+    if (p.compile.tf32) label += " tf32";
     if (p.compile.tanh != spelling::automatic) label += p.compile.tanh == spelling::approx ? " approx-tanh" : " precise-tanh";
     if (p.compile.exp != spelling::automatic) label += p.compile.exp == spelling::approx ? " approx-exp" : " precise-exp";
     if (p.compile.path == compile_path::nvjitlink) label += " via-nvjitlink";

@@ -256,12 +256,13 @@ void read_compile_options(const object_reader& c, const json& options, pipeline&
     }
 }
 
-/// "compile": fast math and the instructions it changes, the compile path and effort, the
+/// "compile": fast math and the instructions it changes, float32 products' precision, the compile path and effort, the
 /// architecture or target, NVRTC options.
 void read_compile(const json& compile, const std::string& src, pipeline& p) {
     object_reader c(compile, "compile", src,
-                    {"fast_math", "tanh", "exp", "arch", "target", "options", "method", "fast_compile", "effort"});
+                    {"fast_math", "fp32_precision", "tanh", "exp", "arch", "target", "options", "method", "fast_compile", "effort"});
     p.compile.fast_math = c.boolean("fast_math", false);
+    p.compile.tf32 = c.choice<bool>("fp32_precision", {{"ieee", false}, {"tf32", true}}, false);
     const auto spelled = [&](const char* key, const char* instruction) {
         const spelling s = c.choice<spelling>(
                 key, {{"auto", spelling::automatic}, {"approx", spelling::approx}, {"precise", spelling::precise}},

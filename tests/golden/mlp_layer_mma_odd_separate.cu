@@ -141,12 +141,13 @@ __device__ __forceinline__ void kjit_store_piece(
 }
 
 // On tensor cores, a warp at a time: each warp computes a kjit_warp_m × kjit_warp_n piece of the
-// block's tile with mma.sync (16 × 8 × 16 multiply-adds per instruction, accumulated in float),
-// its operands read from shared memory by ldmatrix. Tiles of A and B arrive through a pipeline
-// of kjit_stages buffers, so that the copies of later tiles overlap the multiplies of this one.
+// block's tile with mma.sync (16 × 8 × kjit_mma_k multiply-adds per instruction, accumulated in
+// float), its operands read from shared memory by ldmatrix. Tiles of A and B arrive through a
+// pipeline of kjit_stages buffers, so that the copies of later tiles overlap this one's multiplies.
 // Barriers in shared memory (mbarrier) say when a buffer has landed and when every warp has read
 // it: a warp waits for what it needs, never for the whole block, so warps drift apart and one's
 // copies and waits overlap another's multiplies.
+
 enum : int {
     kjit_warps_m = 2,  // the block's warps, down its tile
     kjit_warps_n = 2,  // and across
@@ -155,13 +156,16 @@ enum : int {
     kjit_warp_n = kjit_tile_n / kjit_warps_n,  // and columns
     kjit_mma_m = kjit_warp_m / 16,  // a warp's mma tiles, down
     kjit_mma_n = kjit_warp_n / 8,  // and across
+    kjit_mma_k = 16,  // the depth of one mma.sync
     kjit_stages = 3,
     kjit_chunk = 16 / sizeof(store_t),  // elements in 16 bytes, the unit of a copy
-    // Rows of a tile in shared memory, padded by 16 bytes: the 8 rows an ldmatrix reads then
-    // start in different banks.
+    // Rows of a tile in shared memory, padded: A's by 16 bytes, so that the 8 rows an ldmatrix
+    // reads start in different banks; B's by 8 elements, 16 bytes for ldmatrix or 8 banks for
+    // the 4 rows of 8 columns a warp reads of TF32's B.
     kjit_stride_a = kjit_tile_k + kjit_chunk,
-    kjit_stride_b = kjit_tile_n + kjit_chunk,
+    kjit_stride_b = kjit_tile_n + 8,
 };
+static_assert(kjit_tile_k % kjit_mma_k == 0, "a tile's depth is whole mma.sync steps");
 
 // The block's shared memory: the pipeline's buffers of A's and B's tiles, rows padded.
 struct kjit_layout {
@@ -341,11 +345,11 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         if (kjit_n < kjit_tiles) kjit_refill(kjit_n, false);
     }
     // A warp's operands at depth kjit_k of buffer kjit_s, into registers. Lane l gives the
-    // address of row l % 16 and the 8 columns from (l / 16) · 8: for A, the four 8 × 8 quarters
-    // of a 16 × 16 tile; for B, two 16 × 8 tiles side by side.
+    // address of row l % 16 and the 16 bytes from (l / 16) · 16: for A, the four 8 × 8 quarters
+    // (of 16-bit elements) of a 16 × kjit_mma_k tile; for B, two kjit_mma_k × 8 tiles side by side.
     typedef unsigned kjit_a_regs[kjit_mma_m][4];
     typedef unsigned kjit_b_regs[kjit_mma_n / 2][4];
-    const int kjit_lr = kjit_lane % 16, kjit_lc = kjit_lane / 16 * 8;
+    const int kjit_lr = kjit_lane % 16, kjit_lc = kjit_lane / 16 * kjit_chunk;
     const auto kjit_load = [&](kjit_a_regs& kjit_a, kjit_b_regs& kjit_b, int kjit_s, int kjit_k) {
 #pragma unroll
         for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
@@ -359,7 +363,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         }
     };
     float kjit_acc[kjit_mma_m][kjit_mma_n][4] = {};
-    // Depth tile kjit_t: its steps of 16, each step's operands read while the step before
+    // Depth tile kjit_t: its steps of kjit_mma_k, each step's operands read while the step before
     // multiplies; the refill of the buffer tile kjit_t − 1 held goes after the first step's
     // multiplies, so that they are issued before it waits. Where kjit_whole_refill (a constant
     // once inlined), the tile refilled is whole: no branch, and its copies interleave with the
@@ -371,10 +375,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void mlp_layer_matmul(
         kjit_b_regs kjit_b[2];
         kjit_load(kjit_a[0], kjit_b[0], kjit_s, 0);
 #pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_tile_k; kjit_k += 16) {
-            const int kjit_now = kjit_k / 16 % 2, kjit_then = 1 - kjit_now;
-            if (kjit_k + 16 < kjit_tile_k) {
-                kjit_load(kjit_a[kjit_then], kjit_b[kjit_then], kjit_s, kjit_k + 16);
+        for (int kjit_k = 0; kjit_k < kjit_tile_k; kjit_k += kjit_mma_k) {
+            const int kjit_now = kjit_k / kjit_mma_k % 2, kjit_then = 1 - kjit_now;
+            if (kjit_k + kjit_mma_k < kjit_tile_k) {
+                kjit_load(kjit_a[kjit_then], kjit_b[kjit_then], kjit_s, kjit_k + kjit_mma_k);
             } else {  // the warp has read the buffer
                 __syncwarp();
                 if (kjit_lane == 0) kjit_arrive(kjit_read(kjit_s));

@@ -139,7 +139,8 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, int>>{
              {"tile_m", t.tile_m}, {"tile_n", t.tile_n}, {"tile_k", t.tile_k}, {"group_m", t.group_m}, {"width_c", t.width_c},
              {"width_a", t.width_a}, {"width_b", t.width_b}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}, {"stages", t.stages},
-             {"threads", t.threads()}, {"shared_bytes", static_cast<int>(t.shared_bytes(p.type))}})
+             {"threads", t.threads()}, {"shared_bytes", static_cast<int>(t.shared_bytes(p.type))},
+             {"mma_k", t.tf32 ? 8 : 16}})  // (mma_k: an mma.sync's depth)
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
     data.set("mma", codegen::flag(t.kind == rung::mma));
@@ -164,7 +165,8 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     }
     data.set("async_copies", codegen::flag(t.async_copies));
     data.set("c_direct", codegen::flag(!tma_copies(t)));  // C's pieces go straight to C
-    data.set("mma_type", p.type == config::dtype::bfloat16 ? "bf16" : "f16");
+    data.set("mma_type", t.tf32 ? "tf32" : p.type == config::dtype::bfloat16 ? "bf16" : "f16");
+    data.set("tf32", codegen::flag(t.tf32));
     data.set("a", a);
     data.set("b", b);
 }

@@ -24,16 +24,33 @@ int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 /// The launch keys the shape rule chooses together.
 constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "buffers", "warps_m", "warps_n"};
 
-bool tensor_core_type(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
+bool sixteen_bit(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
+
+/// float32 operands rounded to TF32 on mma's tensor cores (compile.fp32_precision "tf32").
+bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && p.compile.tf32; }
 
 /// The rung where "auto": 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
 /// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
-/// bytes), else mma (sm_80 and newer: cp.async and mbarrier); CUDA cores for the rest.
+/// bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32 takes mma: wgmma reads TF32
+/// operands depth-major alone, and B's rows run along N. CUDA cores for the rest.
 rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
-    if (!tensor_core_type(p.type) || arch < 80) return rung::simt;
+    if (arch < 80) return rung::simt;
+    if (takes_tf32(p)) return rung::mma;
+    if (!sixteen_bit(p.type)) return rung::simt;
     const sizes s = sizes_of(p);
     return arch == 90 && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
+}
+
+/// What the rung multiplies, or a one-line reason it cannot multiply this pipeline's type.
+void check_operands(const object_reader& l, rung kind, const pipeline& p) {
+    if (kind == rung::simt || sixteen_bit(p.type) || (kind == rung::mma && takes_tf32(p))) return;
+    const std::string type(config::to_string(p.type));
+    if (kind == rung::wgmma && takes_tf32(p))
+        l.fail("rung", "\"wgmma\" reads TF32 operands along the depth alone, and B's rows run along its columns: use \"mma\"");
+    l.fail("rung", "\"" + std::string(to_string(kind)) + "\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " + type +
+                       ": use \"simt\"" +
+                       (p.type == config::dtype::float32 ? ", or \"mma\" with compile.fp32_precision \"tf32\" (TF32 operands)" : ""));
 }
 
 void check_stages(const pipeline& p, const std::string& source) {
@@ -98,8 +115,10 @@ std::size_t policy::shared_bytes(config::dtype type) const {
         const std::size_t partial = split_k > 1 ? 2 * consumer_tile * sizeof(float) + 32 : 0;
         return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
     }
-    if (kind == rung::mma)  // A's and B's tiles as stored, each row padded by 16 bytes
-        return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 8)) + (tile_k * (tile_n + 8))) * config::element_size(type);
+    if (kind == rung::mma) {  // A's and B's tiles as stored, A's rows padded by 16 bytes, B's by 8 elements
+        const std::size_t element = config::element_size(type);
+        return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 16 / element)) + (tile_k * (tile_n + 8))) * element;
+    }
     const std::size_t real_bytes = config::computes_in_double(type) ? 8 : 4;  // in the compute type, A's rows padded by 4
     return 2 * static_cast<std::size_t>(tile_k) * (tile_m + 4 + tile_n) * real_bytes;
 }
@@ -211,13 +230,12 @@ void resolve(pipeline& p, const std::string& source) {
     const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
                                                      std::nullopt)
                                     : auto_rung(p);
-    if (kind != rung::simt && !tensor_core_type(p.type))
-        l.fail("rung", "\"" + std::string(to_string(kind)) + "\" multiplies bfloat16 or float16 on tensor cores; this pipeline is " +
-                             std::string(config::to_string(p.type)) + ": use \"simt\"");
+    check_operands(l, kind, p);
     // The shape rule chooses a whole tile (its size, schedule or warps, and depth) or none of it:
     // a launch that gives any of these starts from the large-shape policy, as it always did.
     const bool tile_given = std::any_of(std::begin(k_tile_keys), std::end(k_tile_keys), given);
-    policy chosen = tile_given ? large_shape_policy(kind) : auto_policy(kind, sizes_of(p), p.target, p.type);
+    policy chosen = tile_given ? large_shape_policy(kind, p.type) : auto_policy(kind, sizes_of(p), p.target, p.type);
+    chosen.tf32 = kind == rung::mma && takes_tf32(p);
     read_given(l, kind, chosen);
     fit_to(chosen, sizes_of(p), p.type);
     check_tile(l, kind, chosen, sizes_of(p));
@@ -249,6 +267,7 @@ config::json_value policy::columns() const {
     columns["width_a"] = width_a;
     columns["width_b"] = width_b;
     columns["width_c"] = width_c;
+    if (kind == rung::mma) columns["operands"] = tf32 ? "tf32" : "as stored";
     if (kind != rung::simt) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
     if (kind == rung::wgmma && async_copies) columns["a_rows_copied"] = a_rows_copied;
     return columns;

@@ -8,7 +8,8 @@
 namespace kjit::family::gemm {
 
 /// The rungs: CUDA cores; warp-level tensor cores (mma.sync); or Hopper's warp-group tensor
-/// cores fed by the TMA unit (wgmma, sm_90 alone). The tensor-core rungs take bfloat16 and float16.
+/// cores fed by the TMA unit (wgmma, sm_90 alone). The tensor-core rungs take bfloat16 and float16;
+/// mma also float32 rounded to TF32, where compile.fp32_precision asks.
 enum class rung { simt, mma, wgmma };
 
 struct policy final : config::launch_policy {
@@ -26,6 +27,8 @@ struct policy final : config::launch_policy {
     /// wgmma: blocks in a cluster that split the depth of one tile, the first adding the others'
     /// partial tiles (read from their shared memory) before the epilogue.
     int split_k = 1;
+    /// mma: float32 operands rounded to TF32 (8 deep an mma.sync, not 16).
+    bool tf32 = false;
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
     /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
     /// on 16-byte boundaries; else the tiles are copied element by element.

@@ -1,7 +1,9 @@
 #include "family/gemm/reference.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "family/gemm/policy.hpp"
 #include "util/hash.hpp"
@@ -58,13 +60,26 @@ std::vector<run> runs_of(const sizes& s) {
     return runs;
 }
 
+/// A float32 rounded to TF32 (10 bits of mantissa) as the kernel rounds its operands (cvt.rna:
+/// to the nearest, ties away from zero); infinities and NaNs as they are.
+double tf32_rounded(double value) {
+    const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(value));
+    if ((bits & 0x7f800000u) == 0x7f800000u) return value;
+    return std::bit_cast<float>((bits + 0x1000u) & 0xffffe000u);  // a carry out of the mantissa steps the exponent
+}
+
+/// An operand as the tensor cores multiply it: rounded to TF32 where the policy says so.
+double operand(const reference::typed_array& matrix, std::size_t i, bool tf32) {
+    return tf32 ? tf32_rounded(matrix.get(i)) : matrix.get(i);
+}
+
 /// B's columns as rows of doubles (k × n), widened once: a dot product then reads both operands
 /// in order.
-std::vector<double> columns_of(const reference::typed_array& b, std::size_t k, std::size_t n) {
+std::vector<double> columns_of(const reference::typed_array& b, std::size_t k, std::size_t n, bool tf32) {
     std::vector<double> columns(k * n);
     parallel_ranges(n, [&](std::size_t first, std::size_t last) {
         for (std::size_t c = first; c < last; ++c)
-            for (std::size_t d = 0; d < k; ++d) columns[c * k + d] = b.get(d * n + c);
+            for (std::size_t d = 0; d < k; ++d) columns[c * k + d] = operand(b, d * n + c, tf32);
     }, 64);
     return columns;
 }
@@ -107,7 +122,10 @@ reference::expected_values reference(const config::pipeline& p, const reference:
     const reference::typed_array& a = inputs.at(p.stages.front().input);
     const std::vector<run> runs = runs_of(s);
     const auto k = static_cast<std::size_t>(s.k), n = static_cast<std::size_t>(s.n);
-    const std::vector<double> columns = columns_of(inputs.at(multiplier(p)), k, n);
+    // The products of TF32 operands are exact in float: what the kernel adds differs from these
+    // by float's roundings alone.
+    const bool tf32 = policy_of(p).tf32;
+    const std::vector<double> columns = columns_of(inputs.at(multiplier(p)), k, n, tf32);
     // The per-column inputs an epilogue reads, widened once.
     std::map<std::string, std::vector<double>> per_column;
     for (const auto& in : p.inputs) {
@@ -130,7 +148,7 @@ reference::expected_values reference(const config::pipeline& p, const reference:
         for (std::size_t i = first; i < last; ++i) {
             const run& r = runs[i];
             if (r.row != row_read) {
-                for (std::size_t d = 0; d < k; ++d) row[d] = a.get(static_cast<std::size_t>(r.row) * k + d);
+                for (std::size_t d = 0; d < k; ++d) row[d] = operand(a, static_cast<std::size_t>(r.row) * k + d, tf32);
                 row_read = r.row;
             }
             const auto count = static_cast<std::size_t>(r.count);

@@ -19,13 +19,13 @@ namespace kjit::family::gemm {
 /// two consumer warp groups of 64 × 256 each, three buffers 64 deep (the 128-byte rows the
 /// swizzle is made for), groups of 16 tile rows: the fastest of 16 launches at each of 4096³,
 /// 8192³ and 8192 × 4096 × 4096 on the H200 (bench/results/2026-12-03-wgmma/third); one block
-/// fills an SM.
-policy large_shape_policy(rung kind) {
+/// fills an SM. mma's depth is 64 bytes: 16 of float32 as TF32, the same shared memory.
+policy large_shape_policy(rung kind, config::dtype type) {
     policy chosen;
     chosen.kind = kind;
     if (kind == rung::mma) {
         chosen.tile_m = 256;
-        chosen.tile_k = 32;
+        chosen.tile_k = static_cast<int>(64 / config::element_size(type));
         chosen.warps_m = 4;
         chosen.warps_n = 2;
         chosen.stages = 3;
@@ -124,7 +124,7 @@ bool split_fits(const policy& candidate, const sizes& s, const config::target& g
 
 /// The rung's large-shape policy with `tile`, its depth split in `split`, fitted to `s`.
 policy with_tile(rung kind, const tile_choice& tile, int split, const sizes& s, config::dtype type) {
-    policy chosen = large_shape_policy(kind);
+    policy chosen = large_shape_policy(kind, type);
     chosen.tile_m = tile.tile_m;
     chosen.tile_n = tile.tile_n;
     chosen.stages = tile.stages;
@@ -176,7 +176,8 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
 void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
     if (chosen.kind != rung::simt) {
-        chosen.async_copies = s.k % 8 == 0 && s.n % 8 == 0;
+        const auto per_16_bytes = static_cast<long long>(16 / element);  // rows that start on 16-byte boundaries
+        chosen.async_copies = s.k % per_16_bytes == 0 && s.n % per_16_bytes == 0;
         if (!chosen.async_copies) chosen.cluster_m = 1;  // multicast is a TMA copy
         chosen.a_rows_copied = static_cast<int>(std::min<long long>(chosen.tile_m, (s.m + 7) / 8 * 8));
         chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
@@ -188,11 +189,11 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
 }
 
 policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config::dtype type) {
-    if (kind == rung::simt) return large_shape_policy(kind);
+    if (kind == rung::simt) return large_shape_policy(kind, type);
     if (kind == rung::wgmma && s.m <= k_thin_rows)
         if (const std::optional<policy> thin = thin_policy(s, gpu, type)) return *thin;
     const std::span<const tile_choice> tiles = kind == rung::wgmma ? std::span<const tile_choice>(k_wgmma_tiles) : k_mma_tiles;
-    policy best = large_shape_policy(kind);
+    policy best = large_shape_policy(kind, type);
     double best_time = INFINITY;
     for (const tile_choice& tile : tiles)
         // Splits in two at most: clusters of 4 ran every decode step slower than 2 or none

@@ -7,7 +7,7 @@
 namespace kjit::family::gemm {
 
 /// The rung's policy at large shapes, before the shape rule picks its tile.
-[[nodiscard]] policy large_shape_policy(rung kind);
+[[nodiscard]] policy large_shape_policy(rung kind, config::dtype type);
 
 /// What follows from the shapes, for a tile: the vector widths, and whether rows of A and B are
 /// 16-byte chunks that cp.async or TMA can copy (and so whether clusters can multicast). Made here
