@@ -140,9 +140,11 @@ TEST_CASE("gemm: float32 multiplies as TF32 on mma where compile.fp32_precision 
     CHECK(t.kind == family::gemm::rung::mma);  // on sm_90 too: wgmma's TF32 operands must run along the depth
     CHECK(t.tf32);
     CHECK(t.tile_k == 16);  // 64 bytes deep, as bfloat16's 32
+    CHECK(t.stages == 4);  // two mma steps a buffer: one buffer more than bfloat16's
     CHECK(family::family_of(tf32).policy(tf32).at("operands") == "tf32");
     CHECK(config::variant_label(tf32).find(" tf32") != std::string::npos);
-    j["compile"]["target"] = "l4";  // its 99 KiB a block hold the large-shape tile's buffers
+    j["compile"]["target"] = "l4";  // its 99 KiB a block hold three of the large-shape tile's buffers
+    CHECK(family::gemm::policy_of(parsed(j)).stages == 3);
     CHECK(family::gemm::policy_of(parsed(j)).shared_bytes(config::dtype::float32) <= 99 * 1024);
     j["compile"]["target"] = "sm_75";  // no cp.async nor mbarrier: CUDA cores
     CHECK(family::gemm::policy_of(parsed(j)).kind == family::gemm::rung::simt);

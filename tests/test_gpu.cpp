@@ -12,6 +12,7 @@
 #include "cuda/cuda_gpu.hpp"
 #include "report/files.hpp"
 #include "helpers.hpp"
+#include "family/gemm/policy.hpp"
 #include "run/runner.hpp"
 
 using namespace kjit;
@@ -150,6 +151,47 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
                 const auto rec = s.run(family::load(doc));
                 CHECK(rec.status == report::outcome::pass);
                 CHECK(rec.flops == 2.0 * static_cast<double>(m * n * k));
+            }
+}
+
+TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, at odd shapes, fused and separate") {
+    session s;
+    // (launch, dtype, TF32): the stream rung's auto launch and a narrow one in every dtype; mma's TF32
+    const std::vector<std::tuple<json, std::string, bool>> cases{
+        {{{"rung", "stream"}}, "bfloat16", false},
+        {{{"rung", "stream"}}, "float16", false},
+        {{{"rung", "stream"}}, "float32", false},
+        {{{"rung", "stream"}}, "float64", false},
+        {{{"rung", "stream"}, {"tile_n", 8}, {"warps_n", 2}}, "bfloat16", false},
+        {{{"rung", "stream"}, {"tile_n", 64}, {"warps_n", 32}}, "float32", false},
+        {{{"rung", "auto"}}, "float32", true},
+        {{{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"buffers", 2}}, "float32", true}};
+    for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {1, 4096, 4096}, {3, 1001, 17}, {8, 264, 4097}, {5, 24, 1000}})
+        for (const auto& one : cases)
+            for (const char* fusion : {"fused", "separate"}) {
+                const long long m = size[0], n = size[1], k = size[2];
+                const json& launch = std::get<0>(one);
+                const std::string& dtype = std::get<1>(one);
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(dtype);
+                CAPTURE(launch.dump());
+                CAPTURE(std::string(fusion));
+                auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
+                doc.json.erase("sweep");
+                doc.json["shape"] = {m, k};
+                doc.json["inputs"]["W"]["shape"] = {k, n};
+                doc.json["dtype"] = dtype;
+                doc.json["fusion"] = fusion;
+                doc.json["launch"] = launch;
+                if (std::get<2>(one)) doc.json["compile"] = {{"fp32_precision", "tf32"}};
+                doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+                const auto p = family::load(doc);
+                CHECK(family::gemm::policy_of(p).tf32 == std::get<2>(one));
+                CHECK(family::gemm::policy_of(p).kind == (std::get<2>(one) ? family::gemm::rung::mma : family::gemm::rung::stream));
+                const auto rec = s.run(p);
+                CHECK(rec.status == report::outcome::pass);
             }
 }
 

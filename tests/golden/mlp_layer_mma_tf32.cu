@@ -28,7 +28,7 @@ enum : int {
     // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
     // rung below asserts that its threads and its shared-memory layout are these.
     kjit_plan_threads = 256,
-    kjit_plan_shared_bytes = 87552,
+    kjit_plan_shared_bytes = 116736,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -182,7 +182,7 @@ enum : int {
     kjit_mma_m = kjit_warp_m / 16,  // a warp's mma tiles, down
     kjit_mma_n = kjit_warp_n / 8,  // and across
     kjit_mma_k = 8,  // the depth of one mma.sync
-    kjit_stages = 3,
+    kjit_stages = 4,
     kjit_chunk = 16 / sizeof(store_t),  // elements in 16 bytes, the unit of a copy
     // Rows of a tile in shared memory, padded: A's by 16 bytes, so that the 8 rows an ldmatrix
     // reads start in different banks; B's by 8 elements, 16 bytes for ldmatrix or 8 banks for

@@ -49,6 +49,8 @@ public:
         const rung kind = gemm::policy_of(p).kind;
         if (kind == rung::simt)
             return {{"axes", {{"launch.tile_m", {64, 128}}, {"launch.tile_n", {64, 128}}, {"launch.tile_k", {8, 16, 32}}}}};
+        if (kind == rung::stream)
+            return {{"axes", {{"launch.tile_n", {8, 16, 32, 64}}, {"launch.warps_n", {4, 8, 16, 32}}}}};
         if (kind == rung::wgmma)
             return {{"axes",
                      {{"launch.tile_m", {64, 128, 256}},
@@ -143,6 +145,8 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
              {"mma_k", t.tf32 ? 8 : 16}})  // (mma_k: an mma.sync's depth)
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
+    data.set("stream", codegen::flag(t.kind == rung::stream));
+    data.set("tensor_cores", codegen::flag(t.kind == rung::mma || t.kind == rung::wgmma));
     data.set("mma", codegen::flag(t.kind == rung::mma));
     data.set("wgmma", codegen::flag(t.kind == rung::wgmma));
     if (t.kind == rung::wgmma) {
@@ -226,7 +230,7 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     k.bytes_read = static_cast<double>((s.m * s.k + s.k * s.n) * element + column_arrays * s.n * element);
     k.bytes_written = static_cast<double>(s.m * s.n * element);
     k.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-    k.flops_on = t.kind == rung::simt ? math_unit::fma : math_unit::tensor;
+    k.flops_on = t.kind == rung::simt || t.kind == rung::stream ? math_unit::fma : math_unit::tensor;
     return out;
 }
 

@@ -44,7 +44,7 @@ rung auto_rung(const pipeline& p) {
 
 /// What the rung multiplies, or a one-line reason it cannot multiply this pipeline's type.
 void check_operands(const object_reader& l, rung kind, const pipeline& p) {
-    if (kind == rung::simt || sixteen_bit(p.type) || (kind == rung::mma && takes_tf32(p))) return;
+    if (kind == rung::simt || kind == rung::stream || sixteen_bit(p.type) || (kind == rung::mma && takes_tf32(p))) return;
     const std::string type(config::to_string(p.type));
     if (kind == rung::wgmma && takes_tf32(p))
         l.fail("rung", "\"wgmma\" reads TF32 operands along the depth alone, and B's rows run along its columns: use \"mma\"");
@@ -98,10 +98,21 @@ void check_stages(const pipeline& p, const std::string& source) {
 
 int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2; }
 
-std::string_view to_string(rung r) { return r == rung::wgmma ? "wgmma" : r == rung::mma ? "mma" : "simt"; }
+std::string_view to_string(rung r) {
+    switch (r) {
+        case rung::simt: return "simt";
+        case rung::mma: return "mma";
+        case rung::wgmma: return "wgmma";
+        case rung::stream: return "stream";
+    }
+    return "?";
+}
+
+int stream_vectors(const policy& t) { return t.tile_n / t.width_b; }
 
 int policy::threads() const {
     if (kind == rung::wgmma) return 3 * 128;  // a producer warp group and two consumers
+    if (kind == rung::stream) return 32 * warps_n;
     return kind == rung::mma ? 32 * warps_m * warps_n : tile_m / 8 * (tile_n / 8);
 }
 
@@ -115,6 +126,8 @@ std::size_t policy::shared_bytes(config::dtype type) const {
         const std::size_t partial = split_k > 1 ? 2 * consumer_tile * sizeof(float) + 32 : 0;
         return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
     }
+    if (kind == rung::stream)  // each warp's sums (in the compute type) for the block's tile of C
+        return static_cast<std::size_t>(warps_n) * tile_m * tile_n * (config::computes_in_double(type) ? 8 : 4);
     if (kind == rung::mma) {  // A's and B's tiles as stored, A's rows padded by 16 bytes, B's by 8 elements
         const std::size_t element = config::element_size(type);
         return static_cast<std::size_t>(stages) * ((tile_m * (tile_k + 16 / element)) + (tile_k * (tile_n + 8))) * element;
@@ -153,7 +166,14 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
         }
         field = static_cast<int>(value);
     };
-    const bool mma = kind == rung::mma, wgmma = kind == rung::wgmma;
+    const bool mma = kind == rung::mma, wgmma = kind == rung::wgmma, stream = kind == rung::stream;
+    const auto not_for = [&](const char* key, const char* rungs) {
+        if (given(key)) l.fail(key, std::string("a key of the ") + rungs + "; this one is \"" + std::string(to_string(kind)) + "\"");
+    };
+    if (stream) {  // a block takes every row of A, and the depth as its warps split it
+        not_for("tile_m", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" takes every row of A a block)");
+        not_for("tile_k", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" splits the depth among its warps)");
+    }
     if (given("schedule")) {
         if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
         chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
@@ -163,14 +183,17 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     read("cluster_m", chosen.cluster_m, {1, 2});
     read("split_k", chosen.split_k, {1, 2, 4});
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
-    read("tile_n", chosen.tile_n, wgmma ? std::vector{64, 128, 192, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
+    read("tile_n", chosen.tile_n, wgmma    ? std::vector{64, 128, 192, 256}
+                                  : mma    ? std::vector{32, 64, 128, 256}
+                                  : stream ? std::vector{8, 16, 32, 64, 128, 256}
+                                           : std::vector{32, 64, 128});
     read("tile_k", chosen.tile_k, wgmma ? std::vector{64} : mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
-    for (const char* key : {"warps_m", "warps_n"})
-        if (!mma && given(key)) l.fail(key, "a key of the \"mma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
-    if (kind == rung::simt && given("buffers")) l.fail("buffers", "a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
+    if (!mma) not_for("warps_m", "\"mma\" policy");
+    if (!mma && !stream) not_for("warps_n", "\"mma\" and \"stream\" policies");
+    if (!mma && !wgmma) not_for("buffers", "\"mma\" and \"wgmma\" policies");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
-    read("warps_n", chosen.warps_n, {1, 2, 4, 8});
+    read("warps_n", chosen.warps_n, stream ? std::vector{1, 2, 4, 8, 16, 32} : std::vector{1, 2, 4, 8});
     read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
 }
 
@@ -197,6 +220,14 @@ void check_tile(const object_reader& l, rung kind, const policy& chosen, const s
         if (accumulators(chosen) > 128)
             l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
                                  " accumulators a thread, more than the 128 that fit beside its other registers");
+    } else if (kind == rung::stream) {
+        if (s.m > k_stream_rows)
+            l.fail("rung", "\"stream\" multiplies at most " + std::to_string(k_stream_rows) + " rows (a decode step); this product has " +
+                               std::to_string(s.m));
+        if (stream_vectors(chosen) > 32)
+            l.fail("tile_n", "a warp's threads take at least one vector of " + std::to_string(chosen.width_b) + " columns each: " +
+                                 std::to_string(chosen.tile_n) + " columns are more than a warp holds; use at most " +
+                                 std::to_string(32 * chosen.width_b));
     } else {
         const int a_vectors = chosen.tile_m * chosen.tile_k / chosen.width_a;
         const int b_vectors = chosen.tile_k * chosen.tile_n / chosen.width_b;
@@ -210,12 +241,12 @@ void check_tile(const object_reader& l, rung kind, const policy& chosen, const s
 /// The tile's shared memory on the target: buffers not given are kjit's, as many of the rule's as
 /// fit beside what the launch gave (a split's partial tiles, a wider tile); then it must fit.
 void fit_shared_memory(const object_reader& l, rung kind, const pipeline& p, policy& chosen) {
-    const bool buffered = kind != rung::simt;
+    const bool buffered = kind == rung::mma || kind == rung::wgmma;
     if (buffered && l.leaves_auto("buffers"))
         while (chosen.stages > 2 && chosen.shared_bytes(p.type) > p.target.shared_per_block) --chosen.stages;
     if (chosen.shared_bytes(p.type) <= p.target.shared_per_block) return;
     const std::string tile = tile_text(chosen);
-    l.fail(buffered ? "buffers" : "tile_k", "a block of " + tile + (buffered ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
+    l.fail(buffered ? "buffers" : kind == rung::stream ? "tile_n" : "tile_k", "a block of " + tile + (buffered ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
                                                 " needs " + std::to_string(chosen.shared_bytes(p.type)) + " bytes of shared memory, more than the " +
                                                 std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
                                                 p.target.describe());
@@ -227,7 +258,8 @@ void resolve(pipeline& p, const std::string& source) {
     check_stages(p, source);
     object_reader l(p.launch.given, "launch", source, launch_keys());
     const auto given = [&](const char* key) { return !l.leaves_auto(key); };
-    const rung kind = given("rung") ? l.choice<rung>("rung", {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}},
+    const rung kind = given("rung") ? l.choice<rung>("rung",
+                                                     {{"simt", rung::simt}, {"mma", rung::mma}, {"wgmma", rung::wgmma}, {"stream", rung::stream}},
                                                      std::nullopt)
                                     : auto_rung(p);
     check_operands(l, kind, p);
@@ -247,12 +279,14 @@ void resolve(pipeline& p, const std::string& source) {
 }
 
 config::json_value policy::choices() const {
-    config::json_value chosen = {{"rung", to_string(kind)}, {"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"group_m", group_m}};
-    if (kind == rung::mma) {
-        chosen["warps_m"] = warps_m;
-        chosen["warps_n"] = warps_n;
+    config::json_value chosen = {{"rung", to_string(kind)}, {"tile_m", tile_m}, {"tile_n", tile_n}};
+    if (kind != rung::stream) {  // (stream: one tile row, the depth split among the warps)
+        chosen["tile_k"] = tile_k;
+        chosen["group_m"] = group_m;
     }
-    if (kind != rung::simt) chosen["buffers"] = stages;
+    if (kind == rung::mma) chosen["warps_m"] = warps_m;
+    if (kind == rung::mma || kind == rung::stream) chosen["warps_n"] = warps_n;
+    if (kind == rung::mma || kind == rung::wgmma) chosen["buffers"] = stages;
     if (kind == rung::wgmma) {
         chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
         chosen["cluster_m"] = cluster_m;
@@ -268,7 +302,7 @@ config::json_value policy::columns() const {
     columns["width_b"] = width_b;
     columns["width_c"] = width_c;
     if (kind == rung::mma) columns["operands"] = tf32 ? "tf32" : "as stored";
-    if (kind != rung::simt) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
+    if (kind == rung::mma || kind == rung::wgmma) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
     if (kind == rung::wgmma && async_copies) columns["a_rows_copied"] = a_rows_copied;
     return columns;
 }

@@ -8,14 +8,17 @@
 namespace kjit::family::gemm {
 
 /// The rungs: CUDA cores; warp-level tensor cores (mma.sync); or Hopper's warp-group tensor
-/// cores fed by the TMA unit (wgmma, sm_90 alone). The tensor-core rungs take bfloat16 and float16;
+/// cores fed by the TMA unit (wgmma, sm_90 alone); or, for a product of a few rows (a decode
+/// step), CUDA cores streaming B once (stream). The tensor-core rungs take bfloat16 and float16;
 /// mma also float32 rounded to TF32, where compile.fp32_precision asks.
-enum class rung { simt, mma, wgmma };
+enum class rung { simt, mma, wgmma, stream };
 
 struct policy final : config::launch_policy {
     rung kind = rung::simt;
     int tile_m = 128, tile_n = 128, tile_k = 8;  ///< the block's tile of C, and the depth it holds at once
-    int warps_m = 2, warps_n = 4;                ///< mma: the block's warps, down and across its tile
+    /// mma: the block's warps, down and across its tile; stream: warps_n warps, their threads
+    /// across the tile's columns and down slices of the depth
+    int warps_m = 2, warps_n = 4;
     int stages = 1;      ///< mma, wgmma: shared-memory buffers in the copy pipeline (simt: two, fixed)
     int group_m = 8;     ///< blocks run down groups of this many tile rows before moving across
     /// wgmma: the two consumer warp groups take turns, a whole tile each ("pingpong"), instead of
@@ -66,5 +69,9 @@ void resolve(config::pipeline& p, const std::string& source);
 [[nodiscard]] std::string_view to_string(rung r);
 /// wgmma: the rows of a tile a consumer warp group computes (half of them, or all in ping-pong).
 [[nodiscard]] int consumer_rows(const policy& t);
+/// stream: the vectors of B across a block's columns (threads on one slice of the depth).
+[[nodiscard]] int stream_vectors(const policy& t);
+/// stream: the most rows of A a product may have.
+constexpr long long k_stream_rows = 8;
 
 }  // namespace kjit::family::gemm

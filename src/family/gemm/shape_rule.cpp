@@ -36,6 +36,10 @@ policy large_shape_policy(rung kind, config::dtype type) {
         chosen.stages = 3;
         chosen.group_m = 16;
     }
+    if (kind == rung::stream) {
+        chosen.tile_n = 32;
+        chosen.warps_n = 16;
+    }
     return chosen;
 }
 
@@ -127,7 +131,10 @@ policy with_tile(rung kind, const tile_choice& tile, int split, const sizes& s, 
     policy chosen = large_shape_policy(kind, type);
     chosen.tile_m = tile.tile_m;
     chosen.tile_n = tile.tile_n;
-    chosen.stages = tile.stages;
+    // float32's buffers (TF32: 16 deep, two mma steps) are one more: at 4096 × 4096 × 4096,
+    // 8192 × 4096 × 4096 and 4096 × 11008 × 4096 four ran 2–8 % faster than three on an H100
+    // (bench/results/2026-12-06-tf32/first); fit_shared_memory drops it where it does not fit.
+    chosen.stages = kind == rung::mma && type == config::dtype::float32 ? tile.stages + 1 : tile.stages;
     chosen.pingpong = kind == rung::wgmma && tile.pingpong;
     if (kind == rung::mma) {
         chosen.warps_m = tile.warps_m;
@@ -171,10 +178,28 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
     return std::nullopt;
 }
 
+/// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, on the widest tile (32
+/// columns at most) whose blocks fill every SM, else a vector of B's columns a block.
+policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
+    policy chosen = large_shape_policy(rung::stream, type);
+    fit_to(chosen, s, type);
+    for (chosen.tile_n = 32; chosen.tile_n > chosen.width_b; chosen.tile_n /= 2)
+        if (tiles_of(chosen.tile_m, chosen.tile_n, s) >= gpu.sm_count) break;
+    return chosen;
+}
+
 }  // namespace
 
 void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
+    if (chosen.kind == rung::stream) {  // 16-byte loads along A's rows and B's, C an element at a time
+        const auto widest = static_cast<int>(16 / element);
+        chosen.tile_m = static_cast<int>(std::min(s.m, k_stream_rows));
+        chosen.width_a = width_dividing(s.k, element, widest);
+        chosen.width_b = width_dividing(s.n, element, widest);
+        chosen.width_c = 1;
+        return;
+    }
     if (chosen.kind != rung::simt) {
         const auto per_16_bytes = static_cast<long long>(16 / element);  // rows that start on 16-byte boundaries
         chosen.async_copies = s.k % per_16_bytes == 0 && s.n % per_16_bytes == 0;
@@ -190,6 +215,7 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
 
 policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config::dtype type) {
     if (kind == rung::simt) return large_shape_policy(kind, type);
+    if (kind == rung::stream) return stream_policy(s, gpu, type);
     if (kind == rung::wgmma && s.m <= k_thin_rows)
         if (const std::optional<policy> thin = thin_policy(s, gpu, type)) return *thin;
     const std::span<const tile_choice> tiles = kind == rung::wgmma ? std::span<const tile_choice>(k_wgmma_tiles) : k_mma_tiles;
