@@ -67,7 +67,7 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     j["launch"] = {{"rung", "simt"}, {"tile_m", 96}};
     CHECK(failure(j) == "g.json: launch.tile_m: expected one of 32, 64, 128 or \"auto\", got 96");
     j["launch"] = {{"rung", "simt"}, {"buffers", 3}};
-    CHECK(failure(j) == "g.json: launch.buffers: a key of the \"mma\" and \"wgmma\" policies; this one is \"simt\"");
+    CHECK(failure(j) == "g.json: launch.buffers: a key of the \"mma\", \"wgmma\" and \"stream\" policies; this one is \"simt\"");
     j["launch"] = {{"stages", 3}};  // kjit 0.5's name, which read as the pipeline's stages: the list shows the new one
     CHECK(failure(j).find("g.json: launch.stages: unknown key; expected one of") == 0);
     CHECK(failure(j).find("\"buffers\"") != std::string::npos);
@@ -297,7 +297,7 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(failure(j).find("launch.split_k: each of the 2 parts of the depth takes 64 of it at least; this product is 48 deep") !=
           std::string::npos);
     j["launch"] = {{"rung", "mma"}, {"split_k", 2}};
-    CHECK(failure(j).find("launch.split_k: a key of the \"wgmma\" policy; this one is \"mma\"") != std::string::npos);
+    CHECK(failure(j).find("launch.split_k: a key of the \"wgmma\" and \"stream\" policies; this one is \"mma\"") != std::string::npos);
 
     // Rows of 17 elements do not start on 16-byte boundaries: the producer's threads copy.
     j = gemm_config(300, 200, 17, "float16");

@@ -156,14 +156,16 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
 
 TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, at odd shapes, fused and separate") {
     session s;
-    // (launch, dtype, TF32): the stream rung's auto launch and a narrow one in every dtype; mma's TF32
+    // (launch, dtype, TF32): the stream rung's auto launch in every dtype, narrow and wide ones,
+    // the depth split over clusters of 2 and 4; mma's TF32
     const std::vector<std::tuple<json, std::string, bool>> cases{
         {{{"rung", "stream"}}, "bfloat16", false},
         {{{"rung", "stream"}}, "float16", false},
         {{{"rung", "stream"}}, "float32", false},
         {{{"rung", "stream"}}, "float64", false},
         {{{"rung", "stream"}, {"tile_n", 8}, {"warps_n", 2}}, "bfloat16", false},
-        {{{"rung", "stream"}, {"tile_n", 64}, {"warps_n", 32}}, "float32", false},
+        {{{"rung", "stream"}, {"tile_n", 32}, {"warps_n", 32}, {"split_k", 2}}, "float32", false},
+        {{{"rung", "stream"}, {"split_k", 4}, {"buffers", 4}}, "bfloat16", false},
         {{{"rung", "auto"}}, "float32", true},
         {{{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"buffers", 2}}, "float32", true}};
     for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {1, 4096, 4096}, {3, 1001, 17}, {8, 264, 4097}, {5, 24, 1000}})

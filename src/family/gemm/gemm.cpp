@@ -116,6 +116,10 @@ program program_frame(const pipeline& p, const gemm::policy& t, const gemm::size
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
     }
+    if (t.kind == rung::stream && t.split_k > 1) {
+        prog.min_arch = 90;
+        prog.min_arch_why = "the stream rung's split of the depth: a cluster of blocks";
+    }
     if (t.kind == rung::mma) {
         prog.min_arch = 80;
         prog.min_arch_why = "the mma rung: its copies (cp.async) and their barriers (mbarrier)";
@@ -146,6 +150,8 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
     data.set("stream", codegen::flag(t.kind == rung::stream));
+    data.set("split_k", std::to_string(t.split_k));
+    data.set("split", codegen::flag(t.split_k > 1));
     data.set("tensor_cores", codegen::flag(t.kind == rung::mma || t.kind == rung::wgmma));
     data.set("mma", codegen::flag(t.kind == rung::mma));
     data.set("wgmma", codegen::flag(t.kind == rung::wgmma));
@@ -157,9 +163,7 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set("pingpong", t.pingpong ? "1" : "0");
         data.set("cluster_m", std::to_string(t.cluster_m));
         data.set("clustered", codegen::flag(t.cluster_m > 1));
-        data.set("split_k", std::to_string(t.split_k));
         data.set("a_rows_copied", std::to_string(t.async_copies ? t.a_rows_copied : t.tile_m));
-        data.set("split", codegen::flag(t.split_k > 1));
         data.set("cluster_blocks", std::to_string(t.cluster_blocks()));
         data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));
         data.set("a_map", a + "_map");
@@ -182,12 +186,13 @@ struct matmul_kernel {
 };
 
 /// The matmul's grid: a block per tile, or for wgmma clusters of cluster_m blocks, each on
-/// cluster_m tiles one under another, or of split_k blocks on one tile, each on a part of its depth.
+/// cluster_m tiles one under another, or (wgmma, stream) of split_k blocks on one tile, each on a
+/// part of its depth.
 void set_grid(kernel& k, const gemm::policy& t, const gemm::sizes& s) {
     const bool wgmma = t.kind == rung::wgmma;
     const long long band = static_cast<long long>(t.tile_m) * (wgmma ? t.cluster_m : 1);
     const long long tiles_n = (s.n + t.tile_n - 1) / t.tile_n;
-    k.grid = {((s.m + band - 1) / band) * tiles_n * (wgmma ? t.cluster_blocks() : 1), 1, 1};
+    k.grid = {((s.m + band - 1) / band) * tiles_n * t.cluster_blocks(), 1, 1};
     // Single wgmma blocks are persistent, a tile after another, as many as fit at once. Clusters
     // take one tile each: the occupancy API kjit asks counts blocks, not clusters, so a
     // persistent grid could hold more clusters than fit at once, and one left over would run its

@@ -178,8 +178,8 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
         if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
         chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
     }
-    for (const char* key : {"cluster_m", "split_k"})
-        if (!wgmma && given(key)) l.fail(key, "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
+    if (!wgmma) not_for("cluster_m", "\"wgmma\" policy");
+    if (!wgmma && !stream) not_for("split_k", "\"wgmma\" and \"stream\" policies");
     read("cluster_m", chosen.cluster_m, {1, 2});
     read("split_k", chosen.split_k, {1, 2, 4});
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
@@ -191,15 +191,15 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
     if (!mma) not_for("warps_m", "\"mma\" policy");
     if (!mma && !stream) not_for("warps_n", "\"mma\" and \"stream\" policies");
-    if (!mma && !wgmma) not_for("buffers", "\"mma\" and \"wgmma\" policies");
+    if (kind == rung::simt) not_for("buffers", "\"mma\", \"wgmma\" and \"stream\" policies");
     read("warps_m", chosen.warps_m, {1, 2, 4, 8});
     read("warps_n", chosen.warps_n, stream ? std::vector{1, 2, 4, 8, 16, 32} : std::vector{1, 2, 4, 8});
-    read("buffers", chosen.stages, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    read("buffers", chosen.stages, stream ? std::vector{1, 2, 4} : std::vector{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
 }
 
 /// What each rung's kernel needs of its tile: warps of whole mma tiles, consumers of 64 rows and
 /// accumulators that fit, loads that divide among the threads.
-void check_tile(const object_reader& l, rung kind, const policy& chosen, const sizes& s) {
+void check_tile(const object_reader& l, rung kind, const policy& chosen, const sizes& s, int arch) {
     const std::string tile = tile_text(chosen);
     if (kind == rung::mma) {
         const int warp_m = chosen.tile_m / chosen.warps_m, warp_n = chosen.tile_n / chosen.warps_n;
@@ -224,6 +224,8 @@ void check_tile(const object_reader& l, rung kind, const policy& chosen, const s
         if (s.m > k_stream_rows)
             l.fail("rung", "\"stream\" multiplies at most " + std::to_string(k_stream_rows) + " rows (a decode step); this product has " +
                                std::to_string(s.m));
+        if (chosen.split_k > 1 && arch < 90)
+            l.fail("split_k", "the blocks that split the depth are a cluster, which sm_" + std::to_string(arch) + " has not (sm_90 and newer)");
         if (stream_vectors(chosen) > 32)
             l.fail("tile_n", "a warp's threads take at least one vector of " + std::to_string(chosen.width_b) + " columns each: " +
                                  std::to_string(chosen.tile_n) + " columns are more than a warp holds; use at most " +
@@ -270,7 +272,7 @@ void resolve(pipeline& p, const std::string& source) {
     chosen.tf32 = kind == rung::mma && takes_tf32(p);
     read_given(l, kind, chosen);
     fit_to(chosen, sizes_of(p), p.type);
-    check_tile(l, kind, chosen, sizes_of(p));
+    check_tile(l, kind, chosen, sizes_of(p), config::compiled_arch(p));
     fit_shared_memory(l, kind, p, chosen);
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
@@ -286,7 +288,8 @@ config::json_value policy::choices() const {
     }
     if (kind == rung::mma) chosen["warps_m"] = warps_m;
     if (kind == rung::mma || kind == rung::stream) chosen["warps_n"] = warps_n;
-    if (kind == rung::mma || kind == rung::wgmma) chosen["buffers"] = stages;
+    if (kind != rung::simt) chosen["buffers"] = stages;
+    if (kind == rung::stream) chosen["split_k"] = split_k;
     if (kind == rung::wgmma) {
         chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
         chosen["cluster_m"] = cluster_m;

@@ -19,7 +19,9 @@ struct policy final : config::launch_policy {
     /// mma: the block's warps, down and across its tile; stream: warps_n warps, their threads
     /// across the tile's columns and down slices of the depth
     int warps_m = 2, warps_n = 4;
-    int stages = 1;      ///< mma, wgmma: shared-memory buffers in the copy pipeline (simt: two, fixed)
+    /// mma, wgmma: shared-memory buffers in the copy pipeline (simt: two, fixed); stream: steps of
+    /// the depth whose loads a thread has in flight at once
+    int stages = 1;
     int group_m = 8;     ///< blocks run down groups of this many tile rows before moving across
     /// wgmma: the two consumer warp groups take turns, a whole tile each ("pingpong"), instead of
     /// sharing each tile ("cooperative").
@@ -27,8 +29,8 @@ struct policy final : config::launch_policy {
     /// wgmma: blocks in a cluster, on tiles one under another, sharing B's tile by TMA multicast
     /// (1 where the tiles are not copied by TMA).
     int cluster_m = 1;
-    /// wgmma: blocks in a cluster that split the depth of one tile, the first adding the others'
-    /// partial tiles (read from their shared memory) before the epilogue.
+    /// wgmma, stream: blocks in a cluster that split the depth of one tile, the first adding the
+    /// others' partial tiles (read from their shared memory) before the epilogue.
     int split_k = 1;
     /// mma: float32 operands rounded to TF32 (8 deep an mma.sync, not 16).
     bool tf32 = false;

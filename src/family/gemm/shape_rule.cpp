@@ -37,7 +37,7 @@ policy large_shape_policy(rung kind, config::dtype type) {
         chosen.group_m = 16;
     }
     if (kind == rung::stream) {
-        chosen.tile_n = 32;
+        chosen.tile_n = 64;
         chosen.warps_n = 16;
     }
     return chosen;
@@ -178,13 +178,17 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
     return std::nullopt;
 }
 
-/// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, on the widest tile (32
-/// columns at most) whose blocks fill every SM, else a vector of B's columns a block.
+/// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, each warp's loads 8
+/// vectors of a row of B (128 bytes of 16-bit elements) by 4 slices of the depth; on sm_90 the
+/// depth split over the fewest blocks of a cluster (2 or 4) that fill every SM. The fewer rows
+/// of A, the more steps of the depth in flight: 4 for 1 or 2 rows, 2 for up to 4, else 1.
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     fit_to(chosen, s, type);
-    for (chosen.tile_n = 32; chosen.tile_n > chosen.width_b; chosen.tile_n /= 2)
-        if (tiles_of(chosen.tile_m, chosen.tile_n, s) >= gpu.sm_count) break;
+    chosen.tile_n = 8 * chosen.width_b;
+    for (chosen.split_k = 1; chosen.split_k < 4 && gpu.arch >= 90; chosen.split_k *= 2)
+        if (tiles_of(chosen.tile_m, chosen.tile_n, s) * chosen.split_k >= gpu.sm_count) break;
+    chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
     return chosen;
 }
 
