@@ -73,7 +73,7 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     CHECK(failure(j).find("\"buffers\"") != std::string::npos);
     j["launch"] = {{"rung", "wgmma"}};
     CHECK(failure(j) == "g.json: launch.rung: \"wgmma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\", or \"mma\" with compile.fp32_precision \"tf32\" (TF32 operands)");
-    j = gemm_config(4, 4, 4, "bfloat16");
+    j = gemm_config(64, 4, 4, "bfloat16");
     j["launch"] = {{"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
     CHECK(failure(j).find("g.json: launch.warps_n: each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece") == 0);
     j["launch"] = {{"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"buffers", 8}};
@@ -162,6 +162,45 @@ TEST_CASE("gemm: float32 multiplies as TF32 on mma where compile.fp32_precision 
     CHECK(failure(j).find("float32: use \"simt\", or \"mma\" with compile.fp32_precision \"tf32\"") != std::string::npos);
     j["compile"]["fp32_precision"] = "high";
     CHECK(failure(j).find("g.json: compile.fp32_precision: expected one of \"ieee\", \"tf32\"") == 0);
+}
+
+TEST_CASE("gemm: a decode step of at most 4 rows streams B on CUDA cores, its tile and split by the SMs they fill") {
+    const auto policy_for = [](long long m, long long n, long long k, const std::string& target, const std::string& dtype = "bfloat16") {
+        json j = gemm_config(m, n, k, dtype);
+        j["compile"] = {{"target", target}};
+        return family::gemm::policy_of(parsed(j));
+    };
+    const family::gemm::policy one = policy_for(1, 4096, 4096, "h200");
+    CHECK(one.kind == family::gemm::rung::stream);
+    CHECK(one.tile_n == 64);  // 128 bytes of a row of B a warp's load
+    CHECK(one.split_k == 2);  // 64 tiles, 128 blocks: one wave of 132 SMs
+    CHECK(one.stages == 4);   // one row of A: four steps in flight
+    CHECK(one.threads() == 512);
+    CHECK(one.shared_bytes(config::dtype::bfloat16) == 16 * 1 * 64 * 4);  // each warp's sums, in float
+    CHECK(policy_for(4, 4096, 4096, "h200").stages == 2);
+    CHECK(policy_for(5, 4096, 4096, "h200").kind == family::gemm::rung::wgmma);
+    const family::gemm::policy narrow = policy_for(1, 768, 3072, "h200");  // 12 tiles of 64: 24 of 32, in 4 parts
+    CHECK(narrow.tile_n == 32);
+    CHECK(narrow.split_k == 4);
+    CHECK(policy_for(1, 11008, 4096, "h200").split_k == 1);  // 172 tiles are more than a wave already
+    CHECK(policy_for(1, 4096, 4096, "a100").split_k == 1);   // no clusters before sm_90
+    const family::gemm::policy f32 = policy_for(2, 4096, 4096, "l4", "float32");
+    CHECK(f32.kind == family::gemm::rung::stream);
+    CHECK(f32.tile_n % f32.width_b == 0);
+    CHECK(f32.width_b == 4);
+    json j = gemm_config(9, 4096, 4096, "bfloat16");
+    j["launch"] = {{"rung", "stream"}};
+    CHECK(failure(j) == "g.json: launch.rung: \"stream\" multiplies at most 8 rows (a decode step); this product has 9");
+    j = gemm_config(2, 1001, 64, "bfloat16");  // a vector of 1 column: 32 at most a block
+    j["launch"] = {{"rung", "stream"}, {"tile_n", 64}};
+    CHECK(failure(j).find("g.json: launch.tile_n: a warp's threads take at least one vector of 1 columns each") == 0);
+    j["launch"] = {{"rung", "stream"}, {"tile_m", 8}};
+    CHECK(failure(j).find("g.json: launch.tile_m: a key of the \"simt\", \"mma\" and \"wgmma\" policies") == 0);
+    j["launch"] = {{"rung", "stream"}, {"split_k", 2}};
+    j["compile"] = {{"target", "a100"}};
+    CHECK(failure(j) == "g.json: launch.split_k: the blocks that split the depth are a cluster, which sm_80 has not (sm_90 and newer)");
+    j["launch"] = {{"rung", "stream"}, {"buffers", 2}};  // a key alone starts from the rule's tile, fitted to N
+    CHECK(family::gemm::policy_of(parsed(j)).tile_n == 8);
 }
 
 TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the launch block stays as written") {
@@ -365,15 +404,16 @@ TEST_CASE("gemm's reference: every element exact when small, with the dot produc
 }
 
 TEST_CASE("gemm's reference as TF32: each operand rounded to 10 bits of mantissa, to the nearest, ties away from zero") {
-    json j = gemm_config(1, 3, 1);
+    json j = gemm_config(5, 3, 1);  // (5 rows: mma's, not a decode step's stream)
     j["compile"] = {{"fp32_precision", "tf32"}, {"target", "h200"}};
     const auto p = parsed(j);
+    REQUIRE(family::gemm::policy_of(p).tf32);
     reference::input_arrays in;
-    in.emplace("a", filled(p.type, {1 + 0x1p-11}));  // halfway between TF32's 1 and 1 + 2^-10: away from zero
+    in.emplace("a", filled(p.type, {1 + 0x1p-11, 0, 0, 0, 0}));  // halfway between TF32's 1 and 1 + 2^-10: away from zero
     in.emplace("w", filled(p.type, {1 + 0x1p-12, -(1 + 0x1p-11), 0x1p-11 * 3}));  // below half; a negative tie; 1.1b · 2^-10
     in.emplace("b", filled(p.type, {0, 0, 0}));
     const auto ref = family::family_of(p).reference(p, in);
-    REQUIRE(ref.values.size() == 3);
+    REQUIRE(ref.values.size() == 15);
     CHECK(ref.values[0] == 1 + 0x1p-10);
     CHECK(ref.values[1] == -(1 + 0x1p-10) * (1 + 0x1p-10));
     CHECK(ref.values[2] == (1 + 0x1p-10) * 0x1p-11 * 3);  // already TF32: as it is

@@ -94,6 +94,9 @@ const std::vector<golden_case>& cases() {
           {"stages[2]", {{"op", "map"}, {"expr", "tanh(x) * scale"}}}}},
         // Two blocks a cluster, sharing the weights' tile by TMA multicast.
         {"mlp_layer_wgmma_cluster", "mlp_layer.json", {{"launch", {{"rung", "wgmma"}, {"cluster_m", 2}}}}},
+        // A decode step of one row at the defaults: CUDA cores stream the weights, each cluster of
+        // two blocks on a tile of 64 columns, a half of the depth each.
+        {"mlp_layer_stream_split", "mlp_layer.json", {{"shape", {1, 4096}}, {"compile", {{"target", "h200"}}}}},
         // A decode step (M = 16) at the defaults: few tiles, each split along the depth over a
         // cluster of blocks.
         {"mlp_layer_wgmma_split", "mlp_layer.json", {{"shape", {16, 4096}}, {"compile", {{"target", "h200"}}}}},

@@ -176,14 +176,14 @@ TEST_CASE("the wgmma rung compiles for sm_90a in both dtypes, every tile shape a
 TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC refuses a plan a byte short or a warp off") {
     // (mma in float32 multiplies TF32 operands: its B padded by 32 bytes, not 16)
     for (const auto& rung_and_depth : std::vector<std::pair<std::string, long long>>{
-                 {"simt", 64}, {"mma", 64}, {"mma-tf32", 64}, {"wgmma", 64}, {"wgmma", 17}}) {
+                 {"simt", 64}, {"mma", 64}, {"mma-tf32", 64}, {"wgmma", 64}, {"wgmma", 17}, {"stream", 64}}) {
         const std::string rung = rung_and_depth.first.substr(0, rung_and_depth.first.find('-'));  // (clang 14 captures no bindings)
         const bool tf32 = rung_and_depth.first.ends_with("tf32");
         const long long k = rung_and_depth.second;
         auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
         if (tf32) doc.json["compile"] = {{"fp32_precision", "tf32"}};
         doc.json.merge_patch(config::json_value({{"dtype", rung == "simt" || tf32 ? "float32" : "bfloat16"},
-                                                 {"shape", {1000, k}},
+                                                 {"shape", {rung == "stream" ? 4 : 1000, k}},
                                                  {"inputs", {{"W", {{"shape", {k, 1000}}}}}},
                                                  {"launch", {{"rung", rung}}}}));
         const auto p = family::load(doc);

@@ -29,12 +29,15 @@ bool sixteen_bit(config::dtype t) { return t == config::dtype::bfloat16 || t == 
 /// float32 operands rounded to TF32 on mma's tensor cores (compile.fp32_precision "tf32").
 bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && p.compile.tf32; }
 
-/// The rung where "auto": 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
+/// The rung where "auto": a decode step of at most 4 rows streams B on CUDA cores (stream: on an
+/// H100, 21.2–22.2 µs at 1–4 × 4096 × 4096 where wgmma's split took 24.2 and 25.6 against 24.3 at
+/// 8 rows: bench/results/2026-12-06-tf32/third); 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
 /// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
 /// bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32 takes mma: wgmma reads TF32
 /// operands depth-major alone, and B's rows run along N. CUDA cores for the rest.
 rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
+    if (sizes_of(p).m <= k_stream_auto_rows) return rung::stream;
     if (arch < 80) return rung::simt;
     if (takes_tf32(p)) return rung::mma;
     if (!sixteen_bit(p.type)) return rung::simt;
@@ -268,7 +271,9 @@ void resolve(pipeline& p, const std::string& source) {
     // The shape rule chooses a whole tile (its size, schedule or warps, and depth) or none of it:
     // a launch that gives any of these starts from the large-shape policy, as it always did.
     const bool tile_given = std::any_of(std::begin(k_tile_keys), std::end(k_tile_keys), given);
-    policy chosen = tile_given ? large_shape_policy(kind, p.type) : auto_policy(kind, sizes_of(p), p.target, p.type);
+    // (stream's tile follows from the shape: it always starts from the rule's)
+    const bool from_large = tile_given && kind != rung::stream;
+    policy chosen = from_large ? large_shape_policy(kind, p.type) : auto_policy(kind, sizes_of(p), p.target, p.type);
     chosen.tf32 = kind == rung::mma && takes_tf32(p);
     read_given(l, kind, chosen);
     fit_to(chosen, sizes_of(p), p.type);

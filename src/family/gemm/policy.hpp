@@ -73,7 +73,8 @@ void resolve(config::pipeline& p, const std::string& source);
 [[nodiscard]] int consumer_rows(const policy& t);
 /// stream: the vectors of B across a block's columns (threads on one slice of the depth).
 [[nodiscard]] int stream_vectors(const policy& t);
-/// stream: the most rows of A a product may have.
+/// stream: the most rows of A a product may have, and the most "auto" gives it.
 constexpr long long k_stream_rows = 8;
+constexpr long long k_stream_auto_rows = 4;
 
 }  // namespace kjit::family::gemm

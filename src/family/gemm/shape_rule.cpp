@@ -178,18 +178,33 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
     return std::nullopt;
 }
 
-/// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, each warp's loads 8
-/// vectors of a row of B (128 bytes of 16-bit elements) by 4 slices of the depth; on sm_90 the
-/// depth split over the fewest blocks of a cluster (2 or 4) that fill every SM. The fewer rows
-/// of A, the more steps of the depth in flight: 4 for 1 or 2 rows, 2 for up to 4, else 1.
+/// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, each warp's loads 8 or 4
+/// vectors of a row of B (128 or 64 bytes of 16-bit elements) by 4 or 8 slices of the depth, on
+/// sm_90 the depth split over a cluster of 1, 2 or 4 blocks: of these, the launch with the most
+/// blocks that still run in one wave, else the fewest (ties: the wider tile, the fewer parts). The
+/// fewer rows of A, the more steps of the depth in flight: 4 for 1 or 2 rows, 2 for 3 or 4, else 1.
+/// On an H100 (bench/results/2026-12-06-tf32/third), of 10 launches at each of 9 decode shapes:
+/// at 1–4 × 4096 × 4096 64 columns split in 2 (21.2–22.2 µs, where 4 parts took 27.5–33.6 and
+/// wgmma's split 24.2), at 1 × 768 × 3072 32 columns in 4 parts (9.7, 64 columns 11.4), at
+/// 1 × 11008 × 4096 64 columns unsplit (43.6, split 2 47.9); more steps: 21.2 µs where one took 25.8.
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     fit_to(chosen, s, type);
-    chosen.tile_n = 8 * chosen.width_b;
-    for (chosen.split_k = 1; chosen.split_k < 4 && gpu.arch >= 90; chosen.split_k *= 2)
-        if (tiles_of(chosen.tile_m, chosen.tile_n, s) * chosen.split_k >= gpu.sm_count) break;
     chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
-    return chosen;
+    policy best = chosen;
+    long long best_blocks = 0;
+    for (const int vectors : {8, 4})
+        for (const int split : {1, 2, 4}) {
+            if (split > 1 && gpu.arch < 90) continue;
+            const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
+            const bool fits = blocks <= gpu.sm_count, best_fits = best_blocks > 0 && best_blocks <= gpu.sm_count;
+            if (best_blocks > 0 && (fits ? best_fits && blocks <= best_blocks : best_fits || blocks >= best_blocks)) continue;
+            best = chosen;
+            best.tile_n = vectors * chosen.width_b;
+            best.split_k = split;
+            best_blocks = blocks;
+        }
+    return best;
 }
 
 }  // namespace
