@@ -173,7 +173,7 @@ TEST_CASE("gemm: a decode step of at most 4 rows streams B on CUDA cores, its ti
     const family::gemm::policy one = policy_for(1, 4096, 4096, "h200");
     CHECK(one.kind == family::gemm::rung::stream);
     CHECK(one.tile_n == 64);  // 128 bytes of a row of B a warp's load
-    CHECK(one.split_k == 2);  // 64 tiles, 128 blocks: one wave of 132 SMs
+    CHECK(one.split_k == 2);  // 64 tiles, 128 blocks (4 parts: 256, more than 1.5 a SM)
     CHECK(one.stages == 4);   // one row of A: four steps in flight
     CHECK(one.threads() == 512);
     CHECK(one.shared_bytes(config::dtype::bfloat16) == 16 * 1 * 64 * 4);  // each warp's sums, in float
@@ -182,7 +182,8 @@ TEST_CASE("gemm: a decode step of at most 4 rows streams B on CUDA cores, its ti
     const family::gemm::policy narrow = policy_for(1, 768, 3072, "h200");  // 12 tiles of 64: 24 of 32, in 4 parts
     CHECK(narrow.tile_n == 32);
     CHECK(narrow.split_k == 4);
-    CHECK(policy_for(1, 11008, 4096, "h200").split_k == 1);  // 172 tiles are more than a wave already
+    CHECK(policy_for(1, 11008, 4096, "h200").split_k == 1);  // 172 tiles: at most 1.5 blocks a SM already
+    CHECK(policy_for(1, 5120, 5120, "h200").split_k == 2);    // 80 tiles, 160 blocks
     CHECK(policy_for(1, 4096, 4096, "a100").split_k == 1);   // no clusters before sm_90
     const family::gemm::policy f32 = policy_for(2, 4096, 4096, "l4", "float32");
     CHECK(f32.kind == family::gemm::rung::stream);

@@ -181,12 +181,14 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
 /// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, each warp's loads 8 or 4
 /// vectors of a row of B (128 or 64 bytes of 16-bit elements) by 4 or 8 slices of the depth, on
 /// sm_90 the depth split over a cluster of 1, 2 or 4 blocks: of these, the launch with the most
-/// blocks that still run in one wave, else the fewest (ties: the wider tile, the fewer parts). The
-/// fewer rows of A, the more steps of the depth in flight: 4 for 1 or 2 rows, 2 for 3 or 4, else 1.
-/// On an H100 (bench/results/2026-12-06-tf32/third), of 10 launches at each of 9 decode shapes:
-/// at 1–4 × 4096 × 4096 64 columns split in 2 (21.2–22.2 µs, where 4 parts took 27.5–33.6 and
-/// wgmma's split 24.2), at 1 × 768 × 3072 32 columns in 4 parts (9.7, 64 columns 11.4), at
-/// 1 × 11008 × 4096 64 columns unsplit (43.6, split 2 47.9); more steps: 21.2 µs where one took 25.8.
+/// blocks up to 1.5 a SM, else the fewest (ties: the wider tile, the fewer parts). The fewer rows
+/// of A, the more steps of the depth in flight: 4 for 1 or 2 rows, 2 for 3 or 4, else 1. On an
+/// H100 (bench/results/2026-12-06-tf32/third and fifth), of 6–10 launches at each of 15 decode
+/// shapes it chose the fastest or one within 3 % at 13: at 1–4 × 4096 × 4096 64 columns split in 2
+/// (21.2–22.2 µs; 4 parts 27.5–33.6, wgmma's split 24.2), at 1 × 5120 × 5120 and 1 × 6144 × 4096
+/// split in 2 (30.5 and 29.5; unsplit 35.4 and 31.5), at 1 × 11008 × 4096 unsplit (43.6; split 47.9),
+/// at 1 × 768 × 3072 32 columns in 4 parts (9.7; 64 columns 11.4); more steps: 21.2 µs where one
+/// took 25.8. It misses at 1 × 3072 × 768 (64 columns in 4 parts, 10.2 µs; in 2, 9.3).
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     fit_to(chosen, s, type);
@@ -197,7 +199,8 @@ policy stream_policy(const sizes& s, const config::target& gpu, config::dtype ty
         for (const int split : {1, 2, 4}) {
             if (split > 1 && gpu.arch < 90) continue;
             const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
-            const bool fits = blocks <= gpu.sm_count, best_fits = best_blocks > 0 && best_blocks <= gpu.sm_count;
+            const auto within = [&](long long b) { return 2 * b <= 3LL * gpu.sm_count; };
+            const bool fits = within(blocks), best_fits = best_blocks > 0 && within(best_blocks);
             if (best_blocks > 0 && (fits ? best_fits && blocks <= best_blocks : best_fits || blocks >= best_blocks)) continue;
             best = chosen;
             best.tile_n = vectors * chosen.width_b;
