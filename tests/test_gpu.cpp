@@ -36,6 +36,20 @@ struct session {
     }
 };
 
+/// configs/mlp_layer.json as an M × K by K × N product in `dtype`, `fusion` and `launch`, briefly timed.
+config::document matmul_document(long long m, long long n, long long k, const std::string& dtype, const char* fusion,
+                                 const json& launch) {
+    auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
+    doc.json.erase("sweep");
+    doc.json["shape"] = {m, k};
+    doc.json["inputs"]["W"]["shape"] = {k, n};
+    doc.json["dtype"] = dtype;
+    doc.json["fusion"] = fusion;
+    doc.json["launch"] = launch;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+    return doc;
+}
+
 config::pipeline with_measure(config::pipeline p) {
     p.measure = {1, 5, 0.05, 50};
     return p;
@@ -140,15 +154,7 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
                 CAPTURE(dtype);
                 CAPTURE(launch.dump());
                 CAPTURE(std::string(fusion));
-                auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
-                doc.json.erase("sweep");
-                doc.json["shape"] = {m, k};
-                doc.json["inputs"]["W"]["shape"] = {k, n};
-                doc.json["dtype"] = dtype;
-                doc.json["fusion"] = fusion;
-                doc.json["launch"] = launch;
-                doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
-                const auto rec = s.run(family::load(doc));
+                const auto rec = s.run(family::load(matmul_document(m, n, k, dtype, fusion, launch)));
                 CHECK(rec.status == report::outcome::pass);
                 CHECK(rec.flops == 2.0 * static_cast<double>(m * n * k));
             }
@@ -180,15 +186,8 @@ TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, a
                 CAPTURE(dtype);
                 CAPTURE(launch.dump());
                 CAPTURE(std::string(fusion));
-                auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
-                doc.json.erase("sweep");
-                doc.json["shape"] = {m, k};
-                doc.json["inputs"]["W"]["shape"] = {k, n};
-                doc.json["dtype"] = dtype;
-                doc.json["fusion"] = fusion;
-                doc.json["launch"] = launch;
+                auto doc = matmul_document(m, n, k, dtype, fusion, launch);
                 if (std::get<2>(one)) doc.json["compile"] = {{"fp32_precision", "tf32"}};
-                doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
                 const auto p = family::load(doc);
                 const family::gemm::policy& t = family::gemm::policy_of(p);
                 if (std::get<2>(one))  // TF32 on mma (auto streams a decode step of at most 4 rows, in float)

@@ -43,14 +43,18 @@ public:
     void resolve(pipeline& p, const std::string& source) const override { gemm::resolve(p, source); }
 
     /// The tile and, for mma, the warps that share it and the pipeline's depth; for wgmma, how
-    /// its consumers share tiles, clusters, splits of the depth and buffers (a combination the
-    /// policy refuses is not measured).
+    /// its consumers share tiles, clusters, splits of the depth and buffers; for stream, its
+    /// warps, split and steps in flight (a combination the policy refuses is not measured).
     config::json_value tune_space(const pipeline& p) const override {
         const rung kind = gemm::policy_of(p).kind;
         if (kind == rung::simt)
             return {{"axes", {{"launch.tile_m", {64, 128}}, {"launch.tile_n", {64, 128}}, {"launch.tile_k", {8, 16, 32}}}}};
         if (kind == rung::stream)
-            return {{"axes", {{"launch.tile_n", {8, 16, 32, 64}}, {"launch.warps_n", {4, 8, 16, 32}}}}};
+            return {{"axes",
+                     {{"launch.tile_n", {16, 32, 64, 128}},
+                      {"launch.warps_n", {8, 16, 32}},
+                      {"launch.split_k", {1, 2, 4}},
+                      {"launch.buffers", {1, 2, 4}}}}};
         if (kind == rung::wgmma)
             return {{"axes",
                      {{"launch.tile_m", {64, 128, 256}},
