@@ -65,8 +65,9 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 // and its time is B's bytes. Each thread sums kjit_width_b adjacent columns of C, for each of A's
 // kjit_tile_m rows, over one slice of the depth: kjit_width_a rows of B at a time, with A's
 // vectors there, kjit_steps such steps' loads in flight at once. A warp's slices are added up by
-// shuffles, the warps' in shared memory, the cluster's blocks' (each on a part of the
-// depth) by its first block; then the epilogue, once per element.
+// shuffles, the warps' in shared memory, and the blocks' of a cluster (each on a part of
+// the depth) by its first block, through distributed shared memory; then the epilogue,
+// once per element.
 enum : int {
     kjit_warps = 16,
     kjit_threads = 32 * kjit_warps,
@@ -156,19 +157,6 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
             }
         }
     }
-    // The block's warps added up, a thread an element of the tile, into the first warp's row.
-    __syncthreads();
-    for (int kjit_i = threadIdx.x; kjit_i < kjit_tile_m * kjit_tile_n; kjit_i += kjit_threads) {
-        const int kjit_m = kjit_i / kjit_tile_n, kjit_n = kjit_i % kjit_tile_n;
-        real kjit_sum = 0;
-#pragma unroll
-        for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
-            kjit_sum += kjit_smem.sums[kjit_w][kjit_m][kjit_n];
-        }
-        kjit_smem.sums[0][kjit_m][kjit_n] = kjit_sum;
-    }
-    // The cluster's blocks' sums: the first block reads the others' through distributed shared
-    // memory, one value an element each.
     __cluster_barrier_arrive();  // (with release: the sums are visible to the cluster)
     __cluster_barrier_wait();
     if (kjit_part == 0) {
@@ -178,10 +166,12 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
             const long long kjit_c = kjit_tile.y + kjit_n;  // the element's column
             if (kjit_c >= cols) continue;
             real x = 0;
-#pragma unroll
             for (int kjit_b = 0; kjit_b < kjit_split; ++kjit_b) {
                 const void* kjit_there = __cluster_map_shared_rank(&kjit_smem, kjit_b);
-                x += (*(const kjit_layout*)kjit_there).sums[0][kjit_m][kjit_n];
+                const kjit_layout& kjit_in = *(const kjit_layout*)kjit_there;
+                for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
+                    x += kjit_in.sums[kjit_w][kjit_m][kjit_n];
+                }
             }
             out[kjit_m * cols + kjit_c] = store(kjit_epilogue(x, load(b[kjit_c])));
         }
