@@ -256,8 +256,8 @@ void read_compile_options(const object_reader& c, const json& options, pipeline&
     }
 }
 
-/// "compile": fast math and the instructions it changes, float32 products' precision, the compile path and effort, the
-/// architecture or target, NVRTC options.
+/// "compile": fast math and the instructions it changes, float32 products' precision, the compile
+/// path and effort, the architecture or target, NVRTC options.
 void read_compile(const json& compile, const std::string& src, pipeline& p) {
     object_reader c(compile, "compile", src,
                     {"fast_math", "fp32_precision", "tanh", "exp", "arch", "target", "options", "method", "fast_compile", "effort"});

@@ -30,18 +30,19 @@ bool sixteen_bit(config::dtype t) { return t == config::dtype::bfloat16 || t == 
 bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && p.compile.tf32; }
 
 /// The rung where "auto": a decode step of at most 4 rows streams B on CUDA cores (stream: on an
-/// H100, 21.2–22.2 µs at 1–4 × 4096 × 4096 where wgmma's split took 24.2 and 25.6 against 24.3 at
-/// 8 rows: bench/results/2026-12-06-tf32/third); 16-bit inputs on tensor cores, the fastest rung the target has: wgmma on
-/// sm_90 where the TMA unit can copy the rows of A and B (K and N multiples of 8 elements: 16
-/// bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32 takes mma: wgmma reads TF32
-/// operands depth-major alone, and B's rows run along N. CUDA cores for the rest.
+/// H100, 21.2–22.2 µs at 1–4 × 4096 × 4096 where wgmma's split took 24.2, and 25.6 against 24.3
+/// at 8 rows: bench/results/2026-12-06-tf32/third); 16-bit inputs on tensor cores, the fastest
+/// rung the target has: wgmma on sm_90 where the TMA unit can copy the rows of A and B (K and N
+/// multiples of 8 elements: 16 bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32
+/// takes mma: wgmma reads TF32 operands depth-major alone, and B's rows run along N. CUDA cores
+/// for the rest.
 rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
-    if (sizes_of(p).m <= k_stream_auto_rows) return rung::stream;
+    const sizes s = sizes_of(p);
+    if (s.m <= k_stream_auto_rows) return rung::stream;
     if (arch < 80) return rung::simt;
     if (takes_tf32(p)) return rung::mma;
     if (!sixteen_bit(p.type)) return rung::simt;
-    const sizes s = sizes_of(p);
     return arch == 90 && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
 }
 
@@ -176,6 +177,7 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     if (stream) {  // a block takes every row of A, and the depth as its warps split it
         not_for("tile_m", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" takes every row of A a block)");
         not_for("tile_k", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" splits the depth among its warps)");
+        not_for("group_m", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" has one row of tiles)");
     }
     if (given("schedule")) {
         if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
@@ -251,10 +253,10 @@ void fit_shared_memory(const object_reader& l, rung kind, const pipeline& p, pol
         while (chosen.stages > 2 && chosen.shared_bytes(p.type) > p.target.shared_per_block) --chosen.stages;
     if (chosen.shared_bytes(p.type) <= p.target.shared_per_block) return;
     const std::string tile = tile_text(chosen);
-    l.fail(buffered ? "buffers" : kind == rung::stream ? "tile_n" : "tile_k", "a block of " + tile + (buffered ? " in " + std::to_string(chosen.stages) + " buffers" : "") +
-                                                " needs " + std::to_string(chosen.shared_bytes(p.type)) + " bytes of shared memory, more than the " +
-                                                std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
-                                                p.target.describe());
+    const char* key = buffered ? "buffers" : kind == rung::stream ? "tile_n" : "tile_k";
+    l.fail(key, "a block of " + tile + (buffered ? " in " + std::to_string(chosen.stages) + " buffers" : "") + " needs " +
+                        std::to_string(chosen.shared_bytes(p.type)) + " bytes of shared memory, more than the " +
+                        std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " + p.target.describe());
 }
 
 }  // namespace

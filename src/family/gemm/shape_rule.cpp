@@ -183,25 +183,30 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
 /// sm_90 the depth split over a cluster of 1, 2 or 4 blocks: of these, the launch with the most
 /// blocks up to 1.5 a SM, else the fewest (ties: the wider tile, the fewer parts). The fewer rows
 /// of A, the more steps of the depth in flight: 4 for 1 or 2 rows, 2 for 3 or 4, else 1. On an
-/// H100 (bench/results/2026-12-06-tf32/third and fifth), of 6–10 launches at each of 15 decode
-/// shapes it chose the fastest or one within 3 % at 13: at 1–4 × 4096 × 4096 64 columns split in 2
-/// (21.2–22.2 µs; 4 parts 27.5–33.6, wgmma's split 24.2), at 1 × 5120 × 5120 and 1 × 6144 × 4096
-/// split in 2 (30.5 and 29.5; unsplit 35.4 and 31.5), at 1 × 11008 × 4096 unsplit (43.6; split 47.9),
-/// at 1 × 768 × 3072 32 columns in 4 parts (9.7; 64 columns 11.4); more steps: 21.2 µs where one
-/// took 25.8. It misses at 1 × 3072 × 768 (64 columns in 4 parts, 10.2 µs; in 2, 9.3).
+/// H100 (bench/results/2026-12-06-tf32/third and fifth), of 6–10 stream launches at each of 13
+/// decode shapes it chose the fastest or one within 3 % at 12: at 1–4 × 4096 × 4096 64 columns
+/// split in 2 (21.2–22.2 µs; 4 parts 27.5–33.6, wgmma's split 24.2), at 1 × 5120 × 5120 and
+/// 1 × 6144 × 4096 split in 2 (30.5 and 29.5; unsplit 35.4 and 31.5), at 1 × 11008 × 4096
+/// unsplit (43.6; split 47.9), at 1 × 768 × 3072 32 columns in 4 parts (9.7; 64 columns 11.4);
+/// more steps: 21.2 µs where one took 25.8. It misses at 1 × 3072 × 768 (64 columns in 4 parts,
+/// 10.2 µs; in 2, 9.3).
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     fit_to(chosen, s, type);
     chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
+    const auto within = [&](long long blocks) { return 2 * blocks <= 3LL * gpu.sm_count; };
+    // Within 1.5 a SM beats beyond; within, more blocks are better, beyond, fewer.
+    const auto better = [&](long long blocks, long long than) {
+        if (within(blocks) != within(than)) return within(blocks);
+        return within(blocks) ? blocks > than : blocks < than;
+    };
     policy best = chosen;
-    long long best_blocks = 0;
+    long long best_blocks = 0;  // (none yet)
     for (const int vectors : {8, 4})
         for (const int split : {1, 2, 4}) {
             if (split > 1 && gpu.arch < 90) continue;
             const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
-            const auto within = [&](long long b) { return 2 * b <= 3LL * gpu.sm_count; };
-            const bool fits = within(blocks), best_fits = best_blocks > 0 && within(best_blocks);
-            if (best_blocks > 0 && (fits ? best_fits && blocks <= best_blocks : best_fits || blocks >= best_blocks)) continue;
+            if (best_blocks > 0 && !better(blocks, best_blocks)) continue;
             best = chosen;
             best.tile_n = vectors * chosen.width_b;
             best.split_k = split;
