@@ -35,6 +35,19 @@ struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
     store_t e[kjit_width_c];
 };
 
+// On CUDA cores, A and B are loaded in vectors: kjit_width_a elements along a row of A (its
+// depth), kjit_width_b along a row of B (its columns).
+enum : int {
+    kjit_width_a = 4,
+    kjit_width_b = 4,
+};
+struct alignas(kjit_width_a * sizeof(store_t)) vec_a {
+    store_t e[kjit_width_a];
+};
+struct alignas(kjit_width_b * sizeof(store_t)) vec_b {
+    store_t e[kjit_width_b];
+};
+
 // Where the t-th tile of C is: tiles run down groups of kjit_group_m tile rows, column by column,
 // so that the tiles computed at once share their pieces of A and B in the L2 cache. Returns its
 // first row (x) and column (y).
@@ -67,8 +80,6 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 // stored into the other of two shared-memory buffers.
 enum : int {
     kjit_threads = kjit_tile_m / 8 * (kjit_tile_n / 8),
-    kjit_width_a = 4,  // elements of A a thread loads at once, along a row
-    kjit_width_b = 4,  // and of B
     // Vectors of A and of B a thread loads per tile.
     kjit_loads_a = kjit_tile_m * kjit_tile_k / kjit_width_a / kjit_threads,
     kjit_loads_b = kjit_tile_k * kjit_tile_n / kjit_width_b / kjit_threads,
@@ -86,12 +97,6 @@ static_assert(kjit_threads == kjit_plan_threads, "the plan launches another numb
 static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the tiles take");
 
-struct alignas(kjit_width_a * sizeof(store_t)) vec_a {
-    store_t e[kjit_width_a];
-};
-struct alignas(kjit_width_b * sizeof(store_t)) vec_b {
-    store_t e[kjit_width_b];
-};
 struct alignas(4 * sizeof(real)) quad {
     real e[4];
 };

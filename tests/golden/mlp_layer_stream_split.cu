@@ -35,6 +35,19 @@ struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
     store_t e[kjit_width_c];
 };
 
+// On CUDA cores, A and B are loaded in vectors: kjit_width_a elements along a row of A (its
+// depth), kjit_width_b along a row of B (its columns).
+enum : int {
+    kjit_width_a = 8,
+    kjit_width_b = 8,
+};
+struct alignas(kjit_width_a * sizeof(store_t)) vec_a {
+    store_t e[kjit_width_a];
+};
+struct alignas(kjit_width_b * sizeof(store_t)) vec_b {
+    store_t e[kjit_width_b];
+};
+
 // Where the t-th tile of C is: tiles run down groups of kjit_group_m tile rows, column by column,
 // so that the tiles computed at once share their pieces of A and B in the L2 cache. Returns its
 // first row (x) and column (y).
@@ -71,8 +84,6 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 enum : int {
     kjit_warps = 16,
     kjit_threads = 32 * kjit_warps,
-    kjit_width_a = 8,  // elements of a row of A loaded at once, along the depth
-    kjit_width_b = 8,  // elements of a row of B loaded at once, along its columns
     kjit_steps = 4,  // steps of the depth in flight
     kjit_split = 2,  // blocks of a cluster, each on a part of the depth
     kjit_vectors = kjit_tile_n / kjit_width_b,  // a slice's threads, across the block's columns
@@ -87,13 +98,6 @@ struct kjit_layout {
 };
 static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the sums take");
-
-struct alignas(kjit_width_a * sizeof(store_t)) vec_a {
-    store_t e[kjit_width_a];
-};
-struct alignas(kjit_width_b * sizeof(store_t)) vec_b {
-    store_t e[kjit_width_b];
-};
 
 // (The plan's numbers: a cluster of kjit_split blocks, kjit_threads threads.)
 extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_layer_matmul(

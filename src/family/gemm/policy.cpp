@@ -24,6 +24,12 @@ int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 /// The launch keys the shape rule chooses together.
 constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "buffers", "warps_m", "warps_n"};
 
+/// stream: the most rows of A "auto" gives it.
+constexpr long long k_stream_auto_rows = 4;
+
+/// stream: the vectors of B across a block's columns (threads on one slice of the depth).
+int stream_vectors(const policy& t) { return t.tile_n / t.width_b; }
+
 bool sixteen_bit(config::dtype t) { return t == config::dtype::bfloat16 || t == config::dtype::float16; }
 
 /// float32 operands rounded to TF32 on mma's tensor cores (compile.fp32_precision "tf32").
@@ -112,8 +118,6 @@ std::string_view to_string(rung r) {
     return "?";
 }
 
-int stream_vectors(const policy& t) { return t.tile_n / t.width_b; }
-
 int policy::threads() const {
     if (kind == rung::wgmma) return 3 * 128;  // a producer warp group and two consumers
     if (kind == rung::stream) return 32 * warps_n;
@@ -179,10 +183,8 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
         not_for("tile_k", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" splits the depth among its warps)");
         not_for("group_m", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" has one row of tiles)");
     }
-    if (given("schedule")) {
-        if (!wgmma) l.fail("schedule", "a key of the \"wgmma\" policy; this one is \"" + std::string(to_string(kind)) + "\"");
-        chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
-    }
+    if (!wgmma) not_for("schedule", "\"wgmma\" policy");
+    if (given("schedule")) chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
     if (!wgmma) not_for("cluster_m", "\"wgmma\" policy");
     if (!wgmma && !stream) not_for("split_k", "\"wgmma\" and \"stream\" policies");
     read("cluster_m", chosen.cluster_m, {1, 2});

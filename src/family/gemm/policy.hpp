@@ -71,10 +71,7 @@ void resolve(config::pipeline& p, const std::string& source);
 [[nodiscard]] std::string_view to_string(rung r);
 /// wgmma: the rows of a tile a consumer warp group computes (half of them, or all in ping-pong).
 [[nodiscard]] int consumer_rows(const policy& t);
-/// stream: the vectors of B across a block's columns (threads on one slice of the depth).
-[[nodiscard]] int stream_vectors(const policy& t);
-/// stream: the most rows of A a product may have, and the most "auto" gives it.
+/// stream: the most rows of A a product may have.
 constexpr long long k_stream_rows = 8;
-constexpr long long k_stream_auto_rows = 4;
 
 }  // namespace kjit::family::gemm
