@@ -284,26 +284,41 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     // The item the block works on: its first query, its head and batch, its head of Q of all
     // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
     int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
+    // The 32 tiles of keys kjit_needed_from tested last (none yet), a bit each that the item needs.
+    int kjit_window = -1;
+    unsigned kjit_window_needed = 0;
     const auto kjit_start_item = [&](int kjit_item) {
         kjit_head = kjit_item / kjit_query_tiles;
         kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
         kjit_head_index = kjit_head % kjit_heads;
         kjit_batch_index = kjit_head / kjit_heads;
         kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
+        kjit_window = -1;
     };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
     // The first tile of keys from t on that the block needs: the next one not masked for
-    // all of its queries.
+    // all of its queries. A mask may skip most (a window of 1,024 keys needs 9 tiles of 64 at 8k):
+    // the warp tests 32 tiles at once, a lane each, and keeps its ballot (kjit_window_needed, a
+    // bit a tile from kjit_window) for the calls after, until t leaves those 32. Every lane of the
+    // warp calls it.
     const auto kjit_needed_from = [&](int kjit_t) {
         const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
-        for (; kjit_t < kjit_tiles; ++kjit_t) {
-            const long long kjit_c0 = (long long)kjit_t * kjit_block_n;
-            const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
-            const bool kjit_masked = kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1,
-                                                      (int)rows, (int)cols);
-            if (!kjit_masked) break;
+        for (; kjit_t < kjit_tiles; kjit_t = (kjit_t | 31) + 1) {
+            if ((kjit_t & ~31) != kjit_window) {
+                kjit_window = kjit_t & ~31;
+                const int kjit_tested = kjit_window + (int)threadIdx.x % 32;
+                const long long kjit_c0 = (long long)kjit_tested * kjit_block_n;
+                const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
+                const bool kjit_needed =
+                        kjit_tested < kjit_tiles &&
+                        !kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1, (int)rows,
+                                          (int)cols);
+                kjit_window_needed = __ballot_sync(0xffffffffu, kjit_needed);
+            }
+            const unsigned kjit_ahead = kjit_window_needed >> (kjit_t - kjit_window);
+            if (kjit_ahead != 0) return kjit_t + __ffs(kjit_ahead) - 1;
         }
-        return kjit_t;
+        return kjit_tiles;
     };
     // True where tile t of keys is plain for all of the block's queries (kjit_tile_plain).
     const auto kjit_plain_at = [&](int kjit_t) {
@@ -386,7 +401,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         float kjit_s[kjit_pieces][kjit_block_n / 8][4] = {};
         kjit_multiply_keys<kjit_block_n>(kjit_s, kjit_smem.q, kjit_smem.k[kjit_b], kjit_warp_row);
         float kjit_rescale[2 * kjit_pieces];
-        // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
+        // Each score scaled and modified, and each query's max over the tile; in a plain tile
+        // (every score x itself, no key past the last) with a positive scale, its raw products'
+        // max times the scale, the scale going into the exponent's multiply-add below.
         // Positions are ints: a head's queries and keys fit one.
         const bool kjit_edge = kjit_key0 + kjit_block_n > cols;
         float kjit_tile_max[2 * kjit_pieces];
@@ -394,9 +411,11 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
         }
-        // A plain tile (every score x itself, no key past the last) with a positive scale skips the
-        // score expression: each query's max is its raw products' max times the scale, and the
-        // scale goes into the exponent's multiply-add below.
+        // Takes score kjit_value into its query's max (element kjit_e of piece kjit_p).
+        const auto kjit_take_max = [&](int kjit_p, int kjit_e, float kjit_value) {
+            float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
+            kjit_m = fmaxf(kjit_m, kjit_value);
+        };
         const bool kjit_plain = s0_scale > 0.0f && !kjit_edge && kjit_plain_at(kjit_t);
         const float kjit_to_base2 = (kjit_plain ? (float)s0_scale : 1.0f) * kjit_log2e;
         if (kjit_plain) {
@@ -406,8 +425,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
                 for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
                     for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
-                        float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
-                        kjit_m = fmaxf(kjit_m, kjit_s[kjit_p][kjit_j][kjit_e]);
+                        kjit_take_max(kjit_p, kjit_e, kjit_s[kjit_p][kjit_j][kjit_e]);
                     }
                 }
             }
@@ -415,24 +433,45 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
             for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
                 kjit_tile_max[kjit_h] *= (float)s0_scale;
             }
-        }
+        } else {
+            // the thread's first query and key in the tile (as an mma's C piece holds them)
+            const int kjit_row0 = (int)kjit_q0 + kjit_row_in;
+            const int kjit_col0 = (int)kjit_key0 + kjit_lane % 4 * 2;
 #pragma unroll
-        for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
-            if (kjit_plain) break;  // (its max is taken above)
+            for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
 #pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
+                for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
-                for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
-                    const int kjit_row = (int)kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_e / 2 * 8;
-                    const int kjit_col =
-                            (int)kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2 + kjit_e % 2;
-                    float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
-                    const real x = kjit_value * s0_scale;
-                    const float kjit_scored = (float)kjit_score(
-                            x, kjit_row, kjit_col, (int)rows, (int)cols);
-                    kjit_value = kjit_edge && kjit_col >= cols ? KJIT_MINUS_INF : kjit_scored;
-                    float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
-                    kjit_m = fmaxf(kjit_m, kjit_value);
+                    for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                        const int kjit_row = kjit_row0 + kjit_p * 16 + kjit_e / 2 * 8;
+                        const int kjit_col = kjit_col0 + kjit_j * 8 + kjit_e % 2;
+                        float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
+                        const real x = kjit_value * s0_scale;
+                        kjit_value = (float)kjit_score(
+                                x, kjit_row, kjit_col, (int)rows, (int)cols);
+                        kjit_take_max(kjit_p, kjit_e, kjit_value);
+                    }
+                }
+            }
+            // Keys past the last (in the last tile alone) are −inf, and the max is taken again
+            // without them: a pass of its own, so that the other tiles' scores test nothing.
+            if (kjit_edge) {
+                const int kjit_past = (int)cols - kjit_col0;  // its first key past the last
+#pragma unroll
+                for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+                    kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
+                }
+#pragma unroll
+                for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+#pragma unroll
+                    for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
+#pragma unroll
+                        for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                            float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
+                            if (kjit_j * 8 + kjit_e % 2 >= kjit_past) kjit_value = KJIT_MINUS_INF;
+                            kjit_take_max(kjit_p, kjit_e, kjit_value);
+                        }
+                    }
                 }
             }
         }

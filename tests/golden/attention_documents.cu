@@ -478,28 +478,43 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
     // The item the block works on: its first query, its head and batch, its head of Q of all
     // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
     int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
+    // The 32 tiles of keys kjit_needed_from tested last (none yet), a bit each that the item needs.
+    int kjit_window = -1;
+    unsigned kjit_window_needed = 0;
     const auto kjit_start_item = [&](int kjit_item) {
         kjit_head = kjit_item / kjit_query_tiles;
         kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
         kjit_head_index = kjit_head % kjit_heads;
         kjit_batch_index = kjit_head / kjit_heads;
         kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
+        kjit_window = -1;
     };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
     // The first tile of keys from t on that the block needs: the next one not masked for
-    // all of its queries.
+    // all of its queries. A mask may skip most (a window of 1,024 keys needs 9 tiles of 64 at 8k):
+    // the warp tests 32 tiles at once, a lane each, and keeps its ballot (kjit_window_needed, a
+    // bit a tile from kjit_window) for the calls after, until t leaves those 32. Every lane of the
+    // warp calls it.
     const auto kjit_needed_from = [&](int kjit_t) {
         const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
-        for (; kjit_t < kjit_tiles; ++kjit_t) {
-            const long long kjit_c0 = (long long)kjit_t * kjit_block_n;
-            const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
-            const bool kjit_masked = kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1,
-                                                      (int)rows, (int)cols,
-                                                      doc + kjit_batch_index * rows,
-                                                      doc + kjit_batch_index * cols);
-            if (!kjit_masked) break;
+        for (; kjit_t < kjit_tiles; kjit_t = (kjit_t | 31) + 1) {
+            if ((kjit_t & ~31) != kjit_window) {
+                kjit_window = kjit_t & ~31;
+                const int kjit_tested = kjit_window + (int)threadIdx.x % 32;
+                const long long kjit_c0 = (long long)kjit_tested * kjit_block_n;
+                const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
+                const bool kjit_needed =
+                        kjit_tested < kjit_tiles &&
+                        !kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1, (int)rows,
+                                          (int)cols,
+                                          doc + kjit_batch_index * rows,
+                                          doc + kjit_batch_index * cols);
+                kjit_window_needed = __ballot_sync(0xffffffffu, kjit_needed);
+            }
+            const unsigned kjit_ahead = kjit_window_needed >> (kjit_t - kjit_window);
+            if (kjit_ahead != 0) return kjit_t + __ffs(kjit_ahead) - 1;
         }
-        return kjit_t;
+        return kjit_tiles;
     };
     // True where tile t of keys is plain for all of the block's queries (kjit_tile_plain).
     const auto kjit_plain_at = [&](int kjit_t) {
@@ -520,10 +535,15 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
     if (threadIdx.x < 128) {
         // The producer needs few registers: it gives them to the consumers.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
-        if (threadIdx.x != 0) return;  // one thread asks the TMA unit for every copy
-        kjit_prefetch_map(q_map);
-        kjit_prefetch_map(k_map);
-        kjit_prefetch_map(v_map);
+        // One warp walks the tiles (kjit_needed_from takes a warp); its first thread asks the TMA
+        // unit for every copy.
+        if (threadIdx.x >= 32) return;
+        const bool kjit_issuer = threadIdx.x == 0;
+        if (kjit_issuer) {
+            kjit_prefetch_map(q_map);
+            kjit_prefetch_map(k_map);
+            kjit_prefetch_map(v_map);
+        }
         int kjit_n = 0, kjit_i = 0;
         for (int kjit_item = blockIdx.x; kjit_item < kjit_items;
              kjit_item = kjit_next_item(kjit_item), ++kjit_i) {
@@ -531,16 +551,19 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
             // The queries' buffer is free once the consumers' last scores of the item before are
             // done: its keys and values are copied meanwhile.
             if (kjit_i > 0) kjit_wait(kjit_q_free, (kjit_i - 1) % 2);
-            kjit_arrive_expecting(kjit_q_full, kjit_slabs * kjit_q_slab_bytes);
-            for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
-                kjit_copy_box_of(kjit_address(kjit_smem.q[kjit_slab]), q_map, 64 * kjit_slab,
-                                 (int)kjit_q0, (int)kjit_head, kjit_q_full);
+            if (kjit_issuer) {
+                kjit_arrive_expecting(kjit_q_full, kjit_slabs * kjit_q_slab_bytes);
+                for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+                    kjit_copy_box_of(kjit_address(kjit_smem.q[kjit_slab]), q_map,
+                                     64 * kjit_slab, (int)kjit_q0, (int)kjit_head, kjit_q_full);
+                }
             }
             for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
                  kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
                 const int kjit_buffer = kjit_n % kjit_stages;
                 // free since its last use
                 kjit_wait(kjit_free + 8 * kjit_buffer, (kjit_n / kjit_stages % 2) ^ 1);
+                if (!kjit_issuer) continue;
                 const int kjit_key0 = kjit_t * kjit_block_n;
                 const unsigned kjit_k_landed = kjit_k_full + 8 * kjit_buffer;
                 const unsigned kjit_v_landed = kjit_v_full + 8 * kjit_buffer;
@@ -605,7 +628,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
     using kjit_scores = float[kjit_pieces][kjit_block_n / 8][4];
     const auto kjit_take_scores = [&](kjit_scores& kjit_s, int kjit_t) {
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
-        // Each score scaled and modified; keys past the last (in the last tile alone) are −inf.
+        // Each score scaled and modified, and each query's max over the tile; in a plain tile
+        // (every score x itself, no key past the last) with a positive scale, its raw products'
+        // max times the scale, the scale going into the exponent's multiply-add below.
         // Positions are ints: a head's queries and keys fit one.
         const bool kjit_edge = kjit_key0 + kjit_block_n > cols;
         float kjit_tile_max[2 * kjit_pieces];
@@ -613,9 +638,11 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
             kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
         }
-        // A plain tile (every score x itself, no key past the last) with a positive scale skips the
-        // score expression: each query's max is its raw products' max times the scale, and the
-        // scale goes into the exponent's multiply-add below.
+        // Takes score kjit_value into its query's max (element kjit_e of piece kjit_p).
+        const auto kjit_take_max = [&](int kjit_p, int kjit_e, float kjit_value) {
+            float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
+            kjit_m = fmaxf(kjit_m, kjit_value);
+        };
         const bool kjit_plain = s0_scale > 0.0f && !kjit_edge && kjit_plain_at(kjit_t);
         const float kjit_to_base2 = (kjit_plain ? (float)s0_scale : 1.0f) * kjit_log2e;
         if (kjit_plain) {
@@ -625,8 +652,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
                 for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
                     for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
-                        float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
-                        kjit_m = fmaxf(kjit_m, kjit_s[kjit_p][kjit_j][kjit_e]);
+                        kjit_take_max(kjit_p, kjit_e, kjit_s[kjit_p][kjit_j][kjit_e]);
                     }
                 }
             }
@@ -634,26 +660,47 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_document
             for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
                 kjit_tile_max[kjit_h] *= (float)s0_scale;
             }
-        }
+        } else {
+            // the thread's first query and key in the tile (as an mma's C piece holds them)
+            const int kjit_row0 = (int)kjit_q0 + kjit_row_in;
+            const int kjit_col0 = (int)kjit_key0 + kjit_lane % 4 * 2;
 #pragma unroll
-        for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
-            if (kjit_plain) break;  // (its max is taken above)
+            for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
 #pragma unroll
-            for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
+                for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
 #pragma unroll
-                for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
-                    const int kjit_row = (int)kjit_q0 + kjit_row_in + kjit_p * 16 + kjit_e / 2 * 8;
-                    const int kjit_col =
-                            (int)kjit_key0 + kjit_j * 8 + kjit_lane % 4 * 2 + kjit_e % 2;
-                    float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
-                    const real x = kjit_value * s0_scale;
-                    const float kjit_scored = (float)kjit_score(
-                            x, kjit_row, kjit_col, (int)rows, (int)cols,
-                            load(doc[kjit_batch_index * rows + min(kjit_row, (int)rows - 1)]),
-                            load(doc[kjit_batch_index * cols + min(kjit_col, (int)cols - 1)]));
-                    kjit_value = kjit_edge && kjit_col >= cols ? KJIT_MINUS_INF : kjit_scored;
-                    float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
-                    kjit_m = fmaxf(kjit_m, kjit_value);
+                    for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                        const int kjit_row = kjit_row0 + kjit_p * 16 + kjit_e / 2 * 8;
+                        const int kjit_col = kjit_col0 + kjit_j * 8 + kjit_e % 2;
+                        float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
+                        const real x = kjit_value * s0_scale;
+                        kjit_value = (float)kjit_score(
+                                x, kjit_row, kjit_col, (int)rows, (int)cols,
+                                load(doc[kjit_batch_index * rows + min(kjit_row, (int)rows - 1)]),
+                                load(doc[kjit_batch_index * cols + min(kjit_col, (int)cols - 1)]));
+                        kjit_take_max(kjit_p, kjit_e, kjit_value);
+                    }
+                }
+            }
+            // Keys past the last (in the last tile alone) are −inf, and the max is taken again
+            // without them: a pass of its own, so that the other tiles' scores test nothing.
+            if (kjit_edge) {
+                const int kjit_past = (int)cols - kjit_col0;  // its first key past the last
+#pragma unroll
+                for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
+                    kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
+                }
+#pragma unroll
+                for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
+#pragma unroll
+                    for (int kjit_j = 0; kjit_j < kjit_block_n / 8; ++kjit_j) {
+#pragma unroll
+                        for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
+                            float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
+                            if (kjit_j * 8 + kjit_e % 2 >= kjit_past) kjit_value = KJIT_MINUS_INF;
+                            kjit_take_max(kjit_p, kjit_e, kjit_value);
+                        }
+                    }
                 }
             }
         }

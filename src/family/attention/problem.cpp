@@ -150,8 +150,11 @@ rung auto_rung(const pipeline& p, long long head_dim) {
 ///   nor their scores with the output rows in a consumer's registers at 256.
 /// - mma: up to head dim 128, 4 warps of 2 pieces each and tiles of 64 keys: the fastest at 8k ×
 ///   128 on the H200 (309 TFLOP/s against 284 with tiles of 32 keys and 231 with 8 warps of one
-///   piece; bench/results/2026-12-04-attention/second), and at 2k and 8k × 64. Past 128 the
-///   output rows of 2 pieces would not fit in registers: 8 warps of one piece and tiles of 32 keys.
+///   piece; bench/results/2026-12-04-attention/second). Up to head dim 64, tiles of 128 keys: at
+///   1k, 4k and 16k × 64, causal or not, 9-18 % faster than 64 (on an H100,
+///   bench/results/2026-12-06-short/first: 289 TFLOP/s against 260 at 1k, 307 against 261 at 16k
+///   causal). Past 128 the output rows of 2 pieces would not fit in registers: 8 warps of one
+///   piece and tiles of 32 keys.
 policy auto_policy(rung kind, long long head_dim) {
     policy t;
     t.kind = kind;
@@ -161,7 +164,7 @@ policy auto_policy(rung kind, long long head_dim) {
         return t;
     }
     t.warps = head_dim > 128 ? 8 : 4;
-    t.block_n = head_dim > 128 ? 32 : 64;
+    t.block_n = head_dim > 128 ? 32 : head_dim > 64 ? 64 : 128;
     return t;
 }
 

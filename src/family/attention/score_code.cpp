@@ -131,7 +131,7 @@ void set_tile_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("plain", codegen::flag(t.plain_tiles()));
     data.set("plain_test", codegen::flag(plain_test));
     // (the columns of the calls' parentheses, in attention_tiles.cu.mustache)
-    data.set("masked_args", tail.arguments(54));
+    data.set("masked_args", tail.arguments(42));
     data.set("plain_args", tail.arguments(31));
 }
 
@@ -142,7 +142,7 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("score_text", expr::to_text(score, 40));
     data.set("score_code", expr::to_cuda(score, score_style(p)));
     data.set("score_params", codegen::parameter_list(call.params));
-    data.set("score_call", codegen::parameter_list(call.args, 28));  // (called on lines indented by 20)
+    data.set("score_call", codegen::parameter_list(call.args, 32));  // (called on lines indented by 24)
     set_tile_data(p, call, data);
 }
 
