@@ -284,41 +284,27 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     // The item the block works on: its first query, its head and batch, its head of Q of all
     // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
     int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
-    // The 32 tiles of keys kjit_needed_from tested last (none yet), a bit each that the item needs.
-    int kjit_window = -1;
-    unsigned kjit_window_needed = 0;
     const auto kjit_start_item = [&](int kjit_item) {
         kjit_head = kjit_item / kjit_query_tiles;
         kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
         kjit_head_index = kjit_head % kjit_heads;
         kjit_batch_index = kjit_head / kjit_heads;
         kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
-        kjit_window = -1;
     };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
     // The first tile of keys from t on that the block needs: the next one not masked for
-    // all of its queries. A mask may skip most (a window of 1,024 keys needs 9 tiles of 64 at 8k):
-    // the warp tests 32 tiles at once, a lane each, and keeps its ballot (kjit_window_needed, a
-    // bit a tile from kjit_window) for the calls after, until t leaves those 32. Every lane of the
-    // warp calls it.
+    // all of its queries.
     const auto kjit_needed_from = [&](int kjit_t) {
         const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
-        for (; kjit_t < kjit_tiles; kjit_t = (kjit_t | 31) + 1) {
-            if ((kjit_t & ~31) != kjit_window) {
-                kjit_window = kjit_t & ~31;
-                const int kjit_tested = kjit_window + (int)threadIdx.x % 32;
-                const long long kjit_c0 = (long long)kjit_tested * kjit_block_n;
-                const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
-                const bool kjit_needed =
-                        kjit_tested < kjit_tiles &&
-                        !kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1, (int)rows,
-                                          (int)cols);
-                kjit_window_needed = __ballot_sync(0xffffffffu, kjit_needed);
+        for (; kjit_t < kjit_tiles; ++kjit_t) {
+            const long long kjit_c0 = (long long)kjit_t * kjit_block_n;
+            const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
+            if (!kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1, (int)rows,
+                                  (int)cols)) {
+                break;
             }
-            const unsigned kjit_ahead = kjit_window_needed >> (kjit_t - kjit_window);
-            if (kjit_ahead != 0) return kjit_t + __ffs(kjit_ahead) - 1;
         }
-        return kjit_tiles;
+        return kjit_t;
     };
     // True where tile t of keys is plain for all of the block's queries (kjit_tile_plain).
     const auto kjit_plain_at = [&](int kjit_t) {

@@ -478,13 +478,14 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
     };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
     // The first tile of keys from t on that the block needs: the next one not masked for
-    // all of its queries. A mask may skip most (a window of 1,024 keys needs 9 tiles of 64 at 8k):
-    // the warp tests 32 tiles at once, a lane each, and keeps its ballot (kjit_window_needed, a
-    // bit a tile from kjit_window) for the calls after, until t leaves those 32. Every lane of the
-    // warp calls it.
+    // all of its queries.
+    // A mask may skip most (a window of 1,024 keys needs 9 tiles of 64 at 8k): the warp tests 32
+    // tiles at once, a lane each, and keeps its ballot (kjit_window_needed, a bit a tile from
+    // kjit_window) for the calls after, until t leaves those 32. Every lane of the warp calls it.
+    // (The mma rung's threads test one tile after another: its registers hold no more.)
     const auto kjit_needed_from = [&](int kjit_t) {
         const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
-        for (; kjit_t < kjit_tiles; kjit_t = (kjit_t | 31) + 1) {
+        for (; kjit_t < kjit_tiles; kjit_t = min((kjit_t | 31) + 1, kjit_tiles)) {
             if ((kjit_t & ~31) != kjit_window) {
                 kjit_window = kjit_t & ~31;
                 const int kjit_tested = kjit_window + (int)threadIdx.x % 32;
@@ -499,7 +500,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_gated_at
             const unsigned kjit_ahead = kjit_window_needed >> (kjit_t - kjit_window);
             if (kjit_ahead != 0) return kjit_t + __ffs(kjit_ahead) - 1;
         }
-        return kjit_tiles;
+        return kjit_t;
     };
     // True where tile t of keys is plain for all of the block's queries (kjit_tile_plain).
     const auto kjit_plain_at = [&](int kjit_t) {
