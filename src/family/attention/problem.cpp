@@ -181,11 +181,11 @@ int wgmma_accumulators(const policy& t) { return t.consumers == 2 ? 168 : 96; }
 /// - buffers: as many as fit the target's shared memory, up to four at head dim 64 and three
 ///   above: a consumer that overlaps holds two tiles (S of one, P · V of the one before) while the
 ///   producer fills the next;
-/// - schedule: with three buffers or more, the overlapped ones: ping-pong (584 against serial's 467
-///   at 8k × 128), but at head dim 64 without a mask whose tiles are skipped, overlap alone (364
-///   against 322 at 16k × 64: the softmax there is too short for a turn to hide it); with two, as
-///   at head dim 256, serial (606 against ping-pong's 472).
-void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
+/// - schedule: with three buffers or more, ping-pong (584 against serial's 467 at 8k × 128; at head
+///   dim 64 without a mask, 385 against overlap's 362-368 at 1k, 502-505 against 485-489 at 4k,
+///   either ahead at 16k: bench/results/2026-12-06-short/sixth, since plain tiles shortened the
+///   softmax); with two, as at head dim 256, serial (606 against ping-pong's 472).
+void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
     const bool narrow = padded_head_dim(pr.head_dim) == 64;
     chosen.consumers = l.leaves_auto("consumers") ? (narrow ? 3 : 2) : static_cast<int>(l.integer("consumers", 2, 3, std::nullopt));
     chosen.block_m = policy::k_wgmma_consumer_rows * chosen.consumers;
@@ -199,13 +199,13 @@ void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem&
     if (!l.leaves_auto("schedule"))
         chosen.order = l.choice<order>("schedule", {{"serial", order::serial}, {"overlap", order::overlap}, {"pingpong", order::pingpong}},
                                        std::nullopt);
-    else chosen.order = chosen.stages < 3 ? order::serial : narrow && !skips ? order::overlap : order::pingpong;
+    else chosen.order = chosen.stages < 3 ? order::serial : order::pingpong;
 }
 
 /// The wgmma rung's keys over its "auto": the consumers and their 64 queries each, the buffers, the
 /// schedule, a tile the registers hold.
-void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
-    choose_wgmma_ring(l, p, pr, skips, chosen);
+void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
+    choose_wgmma_ring(l, p, pr, chosen);
     // persistent blocks only where asked: "auto" keeps a block an item until they are measured
     chosen.persistent = !l.leaves_auto("persistent") && l.boolean("persistent", false);
     if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
@@ -233,7 +233,7 @@ void read_mma_launch(const object_reader& l, policy& chosen) {
 
 /// The launch keys given, over the rung's "auto" policy, each checked for the rung. Where the rung is
 /// "auto" and a key of one rung is given (warps; consumers, buffers, schedule), that rung.
-policy read_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips) {
+policy read_launch(const object_reader& l, const pipeline& p, const problem& pr) {
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
@@ -249,7 +249,7 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
         chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
         if (chosen.block_n % 16 != 0) l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
     }
-    if (kind == rung::wgmma) read_wgmma_launch(l, p, pr, skips, chosen);
+    if (kind == rung::wgmma) read_wgmma_launch(l, p, pr, chosen);
     else read_mma_launch(l, chosen);
     return chosen;
 }
@@ -329,11 +329,11 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    const tile_tests tests = tile_tests_of(p);
-    policy chosen = read_launch(l, p, pr, tests.masked.has_value());
+    policy chosen = read_launch(l, p, pr);
     if (p.fuse == config::fusion::separate) {
         read_separate_launch(l, pr, p.type, source, chosen);
     } else {
+        const tile_tests tests = tile_tests_of(p);
         const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
         chosen.tiles = {tests.masked, plain_wanted ? tests.plain : std::nullopt};
     }
