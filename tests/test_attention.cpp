@@ -88,7 +88,7 @@ TEST_CASE("attention: its stage reads Q, K and V as matrices; the result is Q's 
     REQUIRE(prog.kernels.size() == 1);
     const auto& k = prog.kernels.front();
     CHECK(k.grid == family::dims{1 * 8 * 2, 1, 1});  // work items: query tiles of 192 of each head of each batch
-    CHECK(k.resident == family::resident_rule::none);  // a block an item
+    CHECK(k.resident == family::resident_rule::at_most);  // at head dim 64, persistent: a block an SM at most
     CHECK(k.block == family::dims{512, 1, 1});  // sm_90 at head dim 64: a producer and three consumers
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 8 * 17 * 33 * 64));  // no mask: every pair
     CHECK(prog.source.find("kjit_group = 4,") != std::string::npos);
@@ -542,7 +542,21 @@ TEST_CASE("attention: persistent blocks (launch.persistent) take work items as m
     CHECK(family::plan(parsed(attention_config(2, 4, 2, 1000, 1000, 128)), codegen::template_set::embedded())
               .source.find("kjit_persistent = 0,") != std::string::npos);  // they run once
     CHECK(prog.source.find("kjit_wait(kjit_q_free, (kjit_i - 1) % 2);") != std::string::npos);  // the next queries wait for the last scores
+    CHECK(prog.source.find("kjit_prefetch_box_of(q_map, 64 * kjit_slab, kjit_next_q0,") != std::string::npos);  // the next queries into L2
+    // "auto": persistent at head dim 64 (three consumers) up to 8,192 keys where no mask skips tiles
+    const auto persistent = [](long long keys, const std::string& score) {
+        return policy_of(parsed(attention_config(1, 2, 2, keys, keys, 64, score))).persistent;
+    };
+    CHECK(persistent(1024, "x"));
+    CHECK(persistent(8192, "x"));
+    CHECK_FALSE(persistent(16384, "x"));
+    CHECK_FALSE(persistent(1024, "col > row ? -inf : x"));
+    CHECK_FALSE(policy_of(parsed(attention_config(1, 2, 2, 1024, 1024, 128))).persistent);
+    j = attention_config(1, 2, 2, 1024, 1024, 64);
+    j["launch"] = {{"persistent", false}};
+    CHECK_FALSE(policy_of(parsed(j)).persistent);  // as given
     // a key of the wgmma rung alone, true or false
+    j = attention_config(2, 4, 2, 1000, 1000, 128, "col > row ? -inf : x");
     j["launch"] = {{"rung", "mma"}, {"persistent", true}};
     CHECK(failure(j).find("a.json: launch.persistent: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
     j["launch"] = {{"persistent", 1}};

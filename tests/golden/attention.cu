@@ -223,6 +223,16 @@ __device__ __forceinline__ void kjit_copy_box_of(unsigned to, const kjit_tensor_
             : "memory");
 }
 
+// TMA: fetches the box of `map` at (x, y, z) into L2 alone, to be copied from there later.
+__device__ __forceinline__ void kjit_prefetch_box_of(const kjit_tensor_map& map, int x, int y,
+                                                     int z)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
+                 :
+                 : "l"(&map), "r"(x), "r"(y), "r"(z)
+                 : "memory");
+}
+
 // wgmma's view of a matrix in shared memory: its address; the byte offset between its 8 × 128-
 // byte swizzle patterns along the leading dimension, and along the other (8 rows of 128 bytes:
 // 1024); and the 128-byte swizzle.
@@ -437,9 +447,14 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
     // The item the block works on: its first query, its head and batch, its head of Q of all
     // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
     int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
+    // An item's head (of all batch · heads) and first query.
+    const auto kjit_item_head = [&](int kjit_item) { return kjit_item / kjit_query_tiles; };
+    const auto kjit_item_q0 = [&](int kjit_item) {
+        return (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
+    };
     const auto kjit_start_item = [&](int kjit_item) {
-        kjit_head = kjit_item / kjit_query_tiles;
-        kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
+        kjit_head = kjit_item_head(kjit_item);
+        kjit_q0 = kjit_item_q0(kjit_item);
         kjit_head_index = kjit_head % kjit_heads;
         kjit_batch_index = kjit_head / kjit_heads;
         kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
@@ -480,6 +495,17 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_attentio
                 for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
                     kjit_copy_box_of(kjit_address(kjit_smem.q[kjit_slab]), q_map,
                                      64 * kjit_slab, (int)kjit_q0, (int)kjit_head, kjit_q_full);
+                }
+                // The next item's queries into L2 now: their copy waits for this item's last
+                // scores, and then comes from L2 rather than memory.
+                const int kjit_next = kjit_next_item(kjit_item);
+                if (kjit_persistent && kjit_next < kjit_items) {
+                    const int kjit_next_q0 = kjit_item_q0(kjit_next);
+                    const int kjit_next_head = kjit_item_head(kjit_next);
+                    for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
+                        kjit_prefetch_box_of(q_map, 64 * kjit_slab, kjit_next_q0,
+                                             kjit_next_head);
+                    }
                 }
             }
             for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;

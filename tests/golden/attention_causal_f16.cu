@@ -284,9 +284,14 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     // The item the block works on: its first query, its head and batch, its head of Q of all
     // batch · heads, and of K and V (ints: resolve checked that the items' count fits one).
     int kjit_q0 = 0, kjit_head = 0, kjit_kv_head = 0, kjit_head_index = 0, kjit_batch_index = 0;
+    // An item's head (of all batch · heads) and first query.
+    const auto kjit_item_head = [&](int kjit_item) { return kjit_item / kjit_query_tiles; };
+    const auto kjit_item_q0 = [&](int kjit_item) {
+        return (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
+    };
     const auto kjit_start_item = [&](int kjit_item) {
-        kjit_head = kjit_item / kjit_query_tiles;
-        kjit_q0 = (kjit_query_tiles - 1 - kjit_item % kjit_query_tiles) * kjit_block_m;
+        kjit_head = kjit_item_head(kjit_item);
+        kjit_q0 = kjit_item_q0(kjit_item);
         kjit_head_index = kjit_head % kjit_heads;
         kjit_batch_index = kjit_head / kjit_heads;
         kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;

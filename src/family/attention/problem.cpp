@@ -202,12 +202,21 @@ void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem&
     else chosen.order = chosen.stages < 3 ? order::serial : order::pingpong;
 }
 
+/// Persistent blocks (each taking item after item, the next one's queries fetched into L2 as it
+/// starts one) where "auto": at head dim 64 (three consumers, 192 queries an item) up to 8,192
+/// keys, where no mask skips tiles. On an H100 (bench/results/2026-12-06-short/eighth, ninth; two
+/// rounds each) 385 → 416 TFLOP/s at 1k × 64, 470 → 500 at 2k, 507 → 528 at 4k, 545 → 570 at 8k,
+/// but 561 → 526 at 16k; at head dim 128 2–3 % slower from 1k to 8k; under a causal mask, whose
+/// items differ in length and are dealt in a fixed order, 229 → 189 at 1k × 64 (…/first).
+bool auto_persistent(const policy& chosen, const problem& pr, bool skips) {
+    return chosen.consumers == 3 && pr.keys <= 8192 && !skips;
+}
+
 /// The wgmma rung's keys over its "auto": the consumers and their 64 queries each, the buffers, the
-/// schedule, a tile the registers hold.
-void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
+/// schedule, persistent blocks, a tile the registers hold.
+void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips, policy& chosen) {
     choose_wgmma_ring(l, p, pr, chosen);
-    // persistent blocks only where asked: "auto" keeps a block an item until they are measured
-    chosen.persistent = !l.leaves_auto("persistent") && l.boolean("persistent", false);
+    chosen.persistent = l.leaves_auto("persistent") ? auto_persistent(chosen, pr, skips) : l.boolean("persistent", false);
     if (!l.leaves_auto("block_m") && l.integer("block_m", 16, 256, std::nullopt) != chosen.block_m)
         l.fail("block_m", "the wgmma rung's consumer warp groups take 64 queries each: expected " + std::to_string(chosen.block_m) +
                               " for " + std::to_string(chosen.consumers) + " consumers");
@@ -233,7 +242,7 @@ void read_mma_launch(const object_reader& l, policy& chosen) {
 
 /// The launch keys given, over the rung's "auto" policy, each checked for the rung. Where the rung is
 /// "auto" and a key of one rung is given (warps; consumers, buffers, schedule), that rung.
-policy read_launch(const object_reader& l, const pipeline& p, const problem& pr) {
+policy read_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips) {
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
@@ -249,7 +258,7 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr)
         chosen.block_n = static_cast<int>(l.integer("block_n", 16, 256, std::nullopt));
         if (chosen.block_n % 16 != 0) l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
     }
-    if (kind == rung::wgmma) read_wgmma_launch(l, p, pr, chosen);
+    if (kind == rung::wgmma) read_wgmma_launch(l, p, pr, skips, chosen);
     else read_mma_launch(l, chosen);
     return chosen;
 }
@@ -329,11 +338,11 @@ void resolve(pipeline& p, const std::string& source) {
     p.scalars.push_back({k_scale_scalar, pr.scale});
 
     const object_reader l(p.launch.given, "launch", source, launch_keys());
-    policy chosen = read_launch(l, p, pr);
+    const tile_tests tests = tile_tests_of(p);
+    policy chosen = read_launch(l, p, pr, tests.masked.has_value());
     if (p.fuse == config::fusion::separate) {
         read_separate_launch(l, pr, p.type, source, chosen);
     } else {
-        const tile_tests tests = tile_tests_of(p);
         const bool plain_wanted = l.leaves_auto("plain_tiles") || l.boolean("plain_tiles", true);
         chosen.tiles = {tests.masked, plain_wanted ? tests.plain : std::nullopt};
     }
