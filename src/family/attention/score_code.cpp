@@ -130,8 +130,9 @@ void set_tile_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("skips", codegen::flag(t.skips_tiles()));
     data.set("plain", codegen::flag(t.plain_tiles()));
     data.set("plain_test", codegen::flag(plain_test));
-    // (the columns of the calls' parentheses, in attention_tiles.cu.mustache)
-    data.set("masked_args", tail.arguments(42));
+    // (the columns of the calls' parentheses, in attention_tiles.cu.mustache: the wgmma rung's
+    // warp and the mma rung's threads call kjit_tile_masked from lines of their own)
+    data.set("masked_args", tail.arguments(t.kind == rung::wgmma ? 42 : 34));
     data.set("plain_args", tail.arguments(31));
 }
 
