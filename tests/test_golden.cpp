@@ -97,9 +97,13 @@ const std::vector<golden_case>& cases() {
         // A decode step of one row at the defaults: CUDA cores stream the weights, each cluster of
         // two blocks on a tile of 64 columns, a half of the depth each.
         {"mlp_layer_stream_split", "mlp_layer.json", {{"shape", {1, 4096}}, {"compile", {{"target", "h200"}}}}},
-        // A decode step (M = 16) at the defaults: few tiles, each split along the depth over a
-        // cluster of blocks.
-        {"mlp_layer_wgmma_split", "mlp_layer.json", {{"shape", {16, 4096}}, {"compile", {{"target", "h200"}}}}},
+        // A decode step of 16 rows at the defaults: tensor cores stream the weights, 64 columns
+        // of them a warp's mma rows, each cluster of two blocks on a half of the depth.
+        {"mlp_layer_stream_tensor", "mlp_layer.json", {{"shape", {16, 4096}}, {"compile", {{"target", "h200"}}}}},
+        // The same on wgmma, at its rule for thin products: few tiles, each split along the depth
+        // over a cluster of blocks.
+        {"mlp_layer_wgmma_split", "mlp_layer.json",
+         {{"shape", {16, 4096}}, {"compile", {{"target", "h200"}}}, {"launch", {{"rung", "wgmma"}}}}},
         // K = 17 again: the producer's threads copy element by element, swizzled as TMA would;
         // the consumers take turns.
         {"mlp_layer_wgmma_odd", "mlp_layer.json",

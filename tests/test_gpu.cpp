@@ -160,6 +160,35 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
             }
 }
 
+TEST_CASE("decode steps of up to 64 rows verify on the stream rung's tensor cores, at odd shapes, fused and separate") {
+    session s;
+    // The rule's launch in both 16-bit types; narrow and wide warps' columns, few and many warps,
+    // the depth split over clusters of 2 and 4, one and two steps in flight.
+    const std::vector<std::pair<json, std::string>> cases{
+        {{{"rung", "stream"}, {"cores", "tensor"}}, "bfloat16"},
+        {{{"rung", "stream"}, {"cores", "tensor"}}, "float16"},
+        {{{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 16}, {"warps_n", 2}, {"buffers", 1}}, "bfloat16"},
+        {{{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 32}, {"warps_n", 8}, {"split_k", 4}}, "bfloat16"},
+        {{{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 4}, {"split_k", 1}, {"buffers", 2}}, "float16"}};
+    for (const auto& size : std::vector<std::array<long long, 3>>{
+                 {1, 8, 8}, {5, 24, 1000}, {16, 4096, 4096}, {33, 264, 4104}, {64, 1000, 3072}, {64, 8, 24}, {9, 4104, 40}})
+        for (const auto& one : cases)
+            for (const char* fusion : {"fused", "separate"}) {
+                const long long m = size[0], n = size[1], k = size[2];
+                const json& launch = one.first;
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(one.second);
+                CAPTURE(launch.dump());
+                CAPTURE(std::string(fusion));
+                const auto p = family::load(matmul_document(m, n, k, one.second, fusion, launch));
+                REQUIRE(family::gemm::policy_of(p).tensor);
+                const auto rec = s.run(p);
+                CHECK(rec.status == report::outcome::pass);
+            }
+}
+
 TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, at odd shapes, fused and separate") {
     session s;
     // (launch, dtype, TF32): the stream rung's auto launch in every dtype, narrow and wide ones,

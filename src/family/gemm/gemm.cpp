@@ -44,15 +44,16 @@ public:
 
     /// The tile and, for mma, the warps that share it and the pipeline's depth; for wgmma, how
     /// its consumers share tiles, clusters, splits of the depth and buffers; for stream, its
-    /// warps, split and steps in flight (a combination the policy refuses is not measured).
+    /// cores, warps, split and steps in flight (a combination the policy refuses is not measured).
     config::json_value tune_space(const pipeline& p) const override {
         const rung kind = gemm::policy_of(p).kind;
         if (kind == rung::simt)
             return {{"axes", {{"launch.tile_m", {64, 128}}, {"launch.tile_n", {64, 128}}, {"launch.tile_k", {8, 16, 32}}}}};
         if (kind == rung::stream)
             return {{"axes",
-                     {{"launch.tile_n", {16, 32, 64, 128}},
-                      {"launch.warps_n", {8, 16, 32}},
+                     {{"launch.cores", {"cuda", "tensor"}},
+                      {"launch.tile_n", {16, 32, 64, 128}},
+                      {"launch.warps_n", {4, 8, 16, 32}},
                       {"launch.split_k", {1, 2, 4}},
                       {"launch.buffers", {1, 2, 4}}}}};
         if (kind == rung::wgmma)
@@ -120,6 +121,10 @@ program program_frame(const pipeline& p, const gemm::policy& t, const gemm::size
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
     }
+    if (t.kind == rung::stream && t.tensor) {
+        prog.min_arch = 80;
+        prog.min_arch_why = "the stream rung on tensor cores: mma.sync on 16-bit operands";
+    }
     if (t.kind == rung::stream && t.split_k > 1) {
         prog.min_arch = 90;
         prog.min_arch_why = "the stream rung's split of the depth: a cluster of blocks";
@@ -154,6 +159,7 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set(key, std::to_string(value));
     data.set("simt", codegen::flag(t.kind == rung::simt));
     data.set("stream", codegen::flag(t.kind == rung::stream));
+    data.set("stream_tensor", codegen::flag(t.kind == rung::stream && t.tensor));
     data.set("split_k", std::to_string(t.split_k));
     data.set("split", codegen::flag(t.split_k > 1));
     data.set("tensor_cores", codegen::flag(t.kind == rung::mma || t.kind == rung::wgmma));
@@ -239,7 +245,7 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     k.bytes_read = static_cast<double>((s.m * s.k + s.k * s.n) * element + column_arrays * s.n * element);
     k.bytes_written = static_cast<double>(s.m * s.n * element);
     k.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-    k.flops_on = t.kind == rung::simt || t.kind == rung::stream ? math_unit::fma : math_unit::tensor;
+    k.flops_on = t.kind == rung::simt || (t.kind == rung::stream && !t.tensor) ? math_unit::fma : math_unit::tensor;
     return out;
 }
 

@@ -24,9 +24,6 @@ int accumulators(const policy& t) { return consumer_rows(t) * t.tile_n / 128; }
 /// The launch keys the shape rule chooses together.
 constexpr const char* k_tile_keys[] = {"tile_m", "tile_n", "schedule", "buffers", "warps_m", "warps_n"};
 
-/// stream: the most rows of A "auto" gives it.
-constexpr long long k_stream_auto_rows = 4;
-
 /// stream: the vectors of B across a block's columns (threads on one slice of the depth).
 int stream_vectors(const policy& t) { return t.tile_n / t.width_b; }
 
@@ -37,7 +34,8 @@ bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && 
 
 /// The rung where "auto": a decode step of at most 4 rows streams B on CUDA cores (stream: on an
 /// H100, 21.2–22.2 µs at 1–4 × 4096 × 4096 where wgmma's split took 24.2, and 25.6 against 24.3
-/// at 8 rows: bench/results/2026-12-06-tf32/third); 16-bit inputs on tensor cores, the fastest
+/// at 8 rows: bench/results/2026-12-06-tf32/third), one of at most 64 on tensor cores where they
+/// take it (stream_tensor_refusal); 16-bit inputs on tensor cores, the fastest
 /// rung the target has: wgmma on sm_90 where the TMA unit can copy the rows of A and B (K and N
 /// multiples of 8 elements: 16 bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32
 /// takes mma: wgmma reads TF32 operands depth-major alone, and B's rows run along N. CUDA cores
@@ -46,6 +44,7 @@ rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
     const sizes s = sizes_of(p);
     if (s.m <= k_stream_auto_rows) return rung::stream;
+    if (s.m <= k_stream_tensor_rows && !stream_tensor_refusal(s, p.type, arch)) return rung::stream;
     if (arch < 80) return rung::simt;
     if (takes_tf32(p)) return rung::mma;
     if (!sixteen_bit(p.type)) return rung::simt;
@@ -106,6 +105,15 @@ void check_stages(const pipeline& p, const std::string& source) {
 
 }  // namespace
 
+std::optional<std::string> stream_tensor_refusal(const sizes& s, config::dtype type, int arch) {
+    if (!sixteen_bit(type)) return "multiplies bfloat16 or float16; this pipeline is " + std::string(config::to_string(type));
+    if (arch < 80) return "needs mma.sync on 16-bit operands, which sm_" + std::to_string(arch) + " has not (sm_80 and newer)";
+    if (s.k % 8 != 0 || s.n % 8 != 0)
+        return "reads A and B in vectors of 8 elements: K and N must be multiples of 8, got " + std::to_string(s.k) + " and " +
+               std::to_string(s.n);
+    return std::nullopt;
+}
+
 int consumer_rows(const policy& t) { return t.pingpong ? t.tile_m : t.tile_m / 2; }
 
 std::string_view to_string(rung r) {
@@ -151,7 +159,7 @@ sizes sizes_of(const pipeline& p) {
 std::string multiplier(const pipeline& p) { return p.stages.front().options.at("by").get<std::string>(); }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "buffers", "group_m", "schedule", "cluster_m", "split_k"};
+    return {"rung", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "buffers", "group_m", "schedule", "cluster_m", "split_k", "cores"};
 }
 
 namespace {
@@ -183,6 +191,8 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
         not_for("tile_k", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" splits the depth among its warps)");
         not_for("group_m", "\"simt\", \"mma\" and \"wgmma\" policies (\"stream\" has one row of tiles)");
     }
+    if (!stream) not_for("cores", "\"stream\" policy (the other rungs' cores follow from the rung)");
+    if (given("cores")) chosen.tensor = l.choice<bool>("cores", {{"cuda", false}, {"tensor", true}}, std::nullopt);
     if (!wgmma) not_for("schedule", "\"wgmma\" policy");
     if (given("schedule")) chosen.pingpong = l.choice<bool>("schedule", {{"cooperative", false}, {"pingpong", true}}, std::nullopt);
     if (!wgmma) not_for("cluster_m", "\"wgmma\" policy");
@@ -190,9 +200,10 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     read("cluster_m", chosen.cluster_m, {1, 2});
     read("split_k", chosen.split_k, {1, 2, 4});
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
-    read("tile_n", chosen.tile_n, wgmma    ? std::vector{64, 128, 192, 256}
-                                  : mma    ? std::vector{32, 64, 128, 256}
-                                  : stream ? std::vector{8, 16, 32, 64, 128, 256}
+    read("tile_n", chosen.tile_n, wgmma                      ? std::vector{64, 128, 192, 256}
+                                  : mma                      ? std::vector{32, 64, 128, 256}
+                                  : stream && chosen.tensor  ? std::vector{16, 32, 64}
+                                  : stream                   ? std::vector{8, 16, 32, 64, 128, 256}
                                            : std::vector{32, 64, 128});
     read("tile_k", chosen.tile_k, wgmma ? std::vector{64} : mma ? std::vector{16, 32, 64} : std::vector{8, 16, 32});
     read("group_m", chosen.group_m, {1, 2, 4, 8, 16, 32});
@@ -206,7 +217,7 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
 
 /// What each rung's kernel needs of its tile: warps of whole mma tiles, consumers of 64 rows and
 /// accumulators that fit, loads that divide among the threads.
-void check_tile(const object_reader& l, rung kind, const policy& chosen, const sizes& s, int arch) {
+void check_tile(const object_reader& l, rung kind, const policy& chosen, const sizes& s, config::dtype type, int arch) {
     const std::string tile = tile_text(chosen);
     if (kind == rung::mma) {
         const int warp_m = chosen.tile_m / chosen.warps_m, warp_n = chosen.tile_n / chosen.warps_n;
@@ -228,9 +239,12 @@ void check_tile(const object_reader& l, rung kind, const policy& chosen, const s
             l.fail("tile_n", "a consumer warp group of a " + tile + " tile holds " + std::to_string(accumulators(chosen)) +
                                  " accumulators a thread, more than the 128 that fit beside its other registers");
     } else if (kind == rung::stream) {
-        if (s.m > k_stream_rows)
-            l.fail("rung", "\"stream\" multiplies at most " + std::to_string(k_stream_rows) + " rows (a decode step); this product has " +
-                               std::to_string(s.m));
+        if (chosen.tensor)
+            if (const auto refusal = stream_tensor_refusal(s, type, arch)) l.fail("cores", "\"tensor\" " + *refusal);
+        const long long most_rows = chosen.tensor ? k_stream_tensor_rows : k_stream_rows;
+        if (s.m > most_rows)
+            l.fail("rung", "\"stream\" multiplies at most " + std::to_string(most_rows) + " rows (a decode step) on " +
+                               (chosen.tensor ? "tensor" : "CUDA") + " cores; this product has " + std::to_string(s.m));
         if (chosen.split_k > 1 && arch < 90)
             l.fail("split_k", "the blocks that split the depth are a cluster, which sm_" + std::to_string(arch) + " has not (sm_90 and newer)");
         if (stream_vectors(chosen) > 32)
@@ -281,7 +295,7 @@ void resolve(pipeline& p, const std::string& source) {
     chosen.tf32 = kind == rung::mma && takes_tf32(p);
     read_given(l, kind, chosen);
     fit_to(chosen, sizes_of(p), p.type);
-    check_tile(l, kind, chosen, sizes_of(p), config::compiled_arch(p));
+    check_tile(l, kind, chosen, sizes_of(p), p.type, config::compiled_arch(p));
     fit_shared_memory(l, kind, p, chosen);
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
@@ -298,7 +312,10 @@ config::json_value policy::choices() const {
     if (kind == rung::mma) chosen["warps_m"] = warps_m;
     if (kind == rung::mma || kind == rung::stream) chosen["warps_n"] = warps_n;
     if (kind != rung::simt) chosen["buffers"] = stages;
-    if (kind == rung::stream) chosen["split_k"] = split_k;
+    if (kind == rung::stream) {
+        chosen["split_k"] = split_k;
+        chosen["cores"] = tensor ? "tensor" : "cuda";
+    }
     if (kind == rung::wgmma) {
         chosen["schedule"] = pingpong ? "pingpong" : "cooperative";
         chosen["cluster_m"] = cluster_m;

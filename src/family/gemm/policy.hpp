@@ -1,6 +1,7 @@
 // The GEMM family's policy: which rung computes the product, and its tiles. Resolved once from
 // the launch block (every "auto" chosen here) and carried with the pipeline (pipeline::policy).
 #pragma once
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
@@ -9,7 +10,7 @@ namespace kjit::family::gemm {
 
 /// The rungs: CUDA cores; warp-level tensor cores (mma.sync); or Hopper's warp-group tensor
 /// cores fed by the TMA unit (wgmma, sm_90 alone); or, for a product of a few rows (a decode
-/// step), CUDA cores streaming B once (stream). The tensor-core rungs take bfloat16 and float16;
+/// step), CUDA cores or warp-level tensor cores streaming B once (stream). The tensor-core rungs take bfloat16 and float16;
 /// mma also float32 rounded to TF32, where compile.fp32_precision asks.
 enum class rung { simt, mma, wgmma, stream };
 
@@ -34,6 +35,9 @@ struct policy final : config::launch_policy {
     int split_k = 1;
     /// mma: float32 operands rounded to TF32 (8 deep an mma.sync, not 16).
     bool tf32 = false;
+    /// stream: multiplied on tensor cores (mma.sync, B's columns on its rows and A's rows on its
+    /// columns), not CUDA cores.
+    bool tensor = false;
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
     /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
     /// on 16-byte boundaries; else the tiles are copied element by element.
@@ -71,7 +75,13 @@ void resolve(config::pipeline& p, const std::string& source);
 [[nodiscard]] std::string_view to_string(rung r);
 /// wgmma: the rows of a tile a consumer warp group computes (half of them, or all in ping-pong).
 [[nodiscard]] int consumer_rows(const policy& t);
-/// stream: the most rows of A a product may have.
+/// stream: the most rows of A a product may have on CUDA cores, and on tensor cores.
 constexpr long long k_stream_rows = 8;
+constexpr long long k_stream_tensor_rows = 64;
+/// stream: the most rows of A "auto" multiplies on CUDA cores (more, on tensor cores).
+constexpr long long k_stream_auto_rows = 4;
+/// stream on tensor cores: what it takes of a product (16-bit elements, rows of A and B of whole
+/// 16-byte vectors, sm_80 and newer); else the reason it cannot, for messages.
+[[nodiscard]] std::optional<std::string> stream_tensor_refusal(const sizes& s, config::dtype type, int arch);
 
 }  // namespace kjit::family::gemm

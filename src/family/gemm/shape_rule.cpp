@@ -178,6 +178,9 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
     return std::nullopt;
 }
 
+/// Shared memory the stream rung's warps' sums may take on tensor cores: three blocks an SM.
+constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
+
 /// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, each warp's loads 8 or 4
 /// vectors of a row of B (128 or 64 bytes of 16-bit elements) by 4 or 8 slices of the depth, on
 /// sm_90 the depth split over a cluster of 1, 2 or 4 blocks: of these, the launch with the most
@@ -190,10 +193,18 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
 /// unsplit (43.6; split 47.9), at 1 × 768 × 3072 32 columns in 4 parts (9.7; 64 columns 11.4);
 /// more steps: 21.2 µs where one took 25.8. It misses at 1 × 3072 × 768 (64 columns in 4 parts,
 /// 10.2 µs; in 2, 9.3).
+/// On tensor cores (more than 4 rows, where they take them), warps of 64 or 32 columns by the same
+/// count of blocks, 2 steps in flight up to 16 rows, else 1, and half as many warps while their
+/// sums take more than k_stream_tensor_sums.
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
+    chosen.tensor = s.m > k_stream_auto_rows && !stream_tensor_refusal(s, type, gpu.arch);
     fit_to(chosen, s, type);
     chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
+    if (chosen.tensor) {  // whole warps' sums in 64 KiB: three blocks an SM hold them
+        chosen.stages = s.m <= 16 ? 2 : 1;
+        while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
+    }
     const auto within = [&](long long blocks) { return 2 * blocks <= 3LL * gpu.sm_count; };
     // Within 1.5 a SM beats beyond; within, more blocks are better, beyond, fewer.
     const auto better = [&](long long blocks, long long than) {
@@ -205,13 +216,15 @@ policy stream_policy(const sizes& s, const config::target& gpu, config::dtype ty
     for (const int vectors : {8, 4})
         for (const int split : {1, 2, 4}) {
             if (split > 1 && gpu.arch < 90) continue;
-            const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
+            const int columns = chosen.tensor ? vectors * 8 : vectors * chosen.width_b;  // (tensor: width_b follows)
+            const long long blocks = tiles_of(chosen.tile_m, columns, s) * split;
             if (best_blocks > 0 && !better(blocks, best_blocks)) continue;
             best = chosen;
-            best.tile_n = vectors * chosen.width_b;
+            best.tile_n = columns;
             best.split_k = split;
             best_blocks = blocks;
         }
+    fit_to(best, s, type);
     return best;
 }
 
@@ -219,6 +232,13 @@ policy stream_policy(const sizes& s, const config::target& gpu, config::dtype ty
 
 void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     const std::size_t element = config::element_size(type);
+    if (chosen.kind == rung::stream && chosen.tensor) {  // a lane's 8 depths of A, its columns of each mma tile of B
+        chosen.tile_m = static_cast<int>(std::min(s.m, k_stream_tensor_rows));
+        chosen.width_a = 8;
+        chosen.width_b = chosen.tile_n / 8;
+        chosen.width_c = 1;
+        return;
+    }
     if (chosen.kind == rung::stream) {  // 16-byte loads along A's rows and B's, C an element at a time
         const auto widest = static_cast<int>(16 / element);
         chosen.tile_m = static_cast<int>(std::min(s.m, k_stream_rows));
