@@ -164,7 +164,7 @@ TEST_CASE("gemm: float32 multiplies as TF32 on mma where compile.fp32_precision 
     CHECK(failure(j).find("g.json: compile.fp32_precision: expected one of \"ieee\", \"tf32\"") == 0);
 }
 
-TEST_CASE("gemm: a decode step of at most 4 rows streams B on CUDA cores, its tile and split by the SMs they fill") {
+TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up to 64 on tensor cores; its tile and split by the SMs they fill") {
     const auto policy_for = [](long long m, long long n, long long k, const std::string& target, const std::string& dtype = "bfloat16") {
         json j = gemm_config(m, n, k, dtype);
         j["compile"] = {{"target", target}};
@@ -177,8 +177,29 @@ TEST_CASE("gemm: a decode step of at most 4 rows streams B on CUDA cores, its ti
     CHECK(one.stages == 4);   // one row of A: four steps in flight
     CHECK(one.threads() == 512);
     CHECK(one.shared_bytes(config::dtype::bfloat16) == 16 * 1 * 64 * 4);  // each warp's sums, in float
-    CHECK(policy_for(4, 4096, 4096, "h200").stages == 2);
-    CHECK(policy_for(5, 4096, 4096, "h200").kind == family::gemm::rung::wgmma);
+    CHECK(policy_for(3, 4096, 4096, "h200").stages == 2);
+    CHECK(policy_for(4, 4096, 4096, "h200").tensor);
+    CHECK_FALSE(one.tensor);
+    const family::gemm::policy five = policy_for(5, 4096, 4096, "h200");
+    CHECK(five.kind == family::gemm::rung::stream);
+    CHECK(five.tensor);
+    CHECK(five.width_a == 8);  // a lane's 8 depths of A
+    CHECK(five.width_b == 8);  // 64 columns a warp: 8 lane groups of 8
+    CHECK(five.stages == 1);
+    CHECK(five.split_k == 1);  // the depth split among its 16 warps alone
+    CHECK(five.warps_n == 16);
+    CHECK(policy_for(16, 3072, 768, "h200").tile_n == 32);  // 48 blocks of 64 columns: 96 of 32
+    CHECK(policy_for(16, 4096, 4096, "h200").warps_n == 16);  // 4 KiB of sums a warp
+    CHECK(policy_for(17, 4096, 4096, "h200").kind == family::gemm::rung::wgmma);
+    json on_tensor = gemm_config(64, 4096, 4096, "bfloat16");
+    on_tensor["launch"] = {{"rung", "stream"}};
+    const family::gemm::policy sixty_four = family::gemm::policy_of(parsed(on_tensor));
+    CHECK(sixty_four.tensor);
+    CHECK(sixty_four.warps_n == 4);  // 16 KiB of sums a warp: 64 KiB a block
+    CHECK(policy_for(16, 4096, 4096, "a100").tensor);  // mma.sync from sm_80
+    CHECK(policy_for(16, 4096, 4096, "t4").kind == family::gemm::rung::simt);
+    CHECK(policy_for(16, 4096, 4095, "h200").kind == family::gemm::rung::mma);  // K odd: rows neither TMA nor vectors of 8 copy
+    CHECK(policy_for(16, 4096, 4096, "h200", "float32").kind == family::gemm::rung::simt);
     const family::gemm::policy narrow = policy_for(1, 768, 3072, "h200");  // 12 tiles of 64: 24 of 32, in 4 parts
     CHECK(narrow.tile_n == 32);
     CHECK(narrow.split_k == 4);
@@ -190,8 +211,22 @@ TEST_CASE("gemm: a decode step of at most 4 rows streams B on CUDA cores, its ti
     CHECK(f32.tile_n % f32.width_b == 0);
     CHECK(f32.width_b == 4);
     json j = gemm_config(9, 4096, 4096, "bfloat16");
+    j["launch"] = {{"rung", "stream"}, {"cores", "cuda"}};
+    CHECK(failure(j) == "g.json: launch.rung: \"stream\" multiplies at most 8 rows (a decode step) on CUDA cores; this product has 9");
+    j = gemm_config(65, 4096, 4096, "bfloat16");
     j["launch"] = {{"rung", "stream"}};
-    CHECK(failure(j) == "g.json: launch.rung: \"stream\" multiplies at most 8 rows (a decode step); this product has 9");
+    CHECK(failure(j) == "g.json: launch.rung: \"stream\" multiplies at most 64 rows (a decode step) on tensor cores; this product has 65");
+    j = gemm_config(16, 4096, 4096, "float32");
+    j["launch"] = {{"rung", "stream"}, {"cores", "tensor"}};
+    CHECK(failure(j) == "g.json: launch.cores: \"tensor\" multiplies bfloat16 or float16; this pipeline is float32");
+    j = gemm_config(16, 4096, 4100, "bfloat16");
+    j["launch"] = {{"rung", "stream"}, {"cores", "tensor"}};
+    CHECK(failure(j).find("g.json: launch.cores: \"tensor\" reads A and B in vectors of 8 elements") == 0);
+    j["launch"] = {{"rung", "mma"}, {"cores", "tensor"}};
+    CHECK(failure(j).find("g.json: launch.cores: a key of the \"stream\" policy") == 0);
+    j = gemm_config(16, 4096, 4096, "bfloat16");
+    j["launch"] = {{"rung", "stream"}, {"tile_n", 128}};
+    CHECK(failure(j) == "g.json: launch.tile_n: expected one of 16, 32, 64 or \"auto\", got 128");
     j = gemm_config(2, 1001, 64, "bfloat16");  // a vector of 1 column: 32 at most a block
     j["launch"] = {{"rung", "stream"}, {"tile_n", 64}};
     CHECK(failure(j).find("g.json: launch.tile_n: a warp's threads take at least one vector of 1 columns each") == 0);
@@ -220,9 +255,10 @@ TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the la
 }
 
 TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the rows, tiles that fill the SMs") {
-    const auto policy_at = [](long long m, long long n, long long k, const std::string& target) {
+    const auto policy_at = [](long long m, long long n, long long k, const std::string& target, const json& launch = json::object()) {
         json j = gemm_config(m, n, k, "bfloat16");
         j["compile"] = {{"target", target}};
+        if (!launch.empty()) j["launch"] = launch;
         const auto p = parsed(j);
         CHECK(p.target.name == target);
         return family::family_of(p).policy(p);
@@ -232,7 +268,10 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(llama.at("tile_m") == 128);
     CHECK(llama.at("tile_n") == 256);
     CHECK(llama.at("buffers") == 3);
-    const auto decode = policy_at(16, 4096, 4096, "h100");  // one tile row: the smallest tiles, most blocks
+    // A decode step on wgmma (auto streams it on tensor cores): one tile row, the smallest tiles,
+    // most blocks.
+    const json on_wgmma = {{"rung", "wgmma"}};
+    const auto decode = policy_at(16, 4096, 4096, "h100", on_wgmma);
     CHECK(decode.at("rung") == "wgmma");
     CHECK(decode.at("tile_m") == 64);
     CHECK(decode.at("tile_n") == 64);
@@ -240,11 +279,11 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(decode.at("buffers") == 8);   // streams W: more of it in flight
     CHECK(decode.at("split_k") == 2);  // 64 tiles on 132 SMs: two blocks each
     CHECK(decode.at("a_rows_copied") == 16);  // x's 16 rows of the tile's 64
-    const auto wide_decode = policy_at(8, 5120, 5120, "h200");  // 80 tiles: split, they would need 160 SMs
+    const auto wide_decode = policy_at(8, 5120, 5120, "h200", on_wgmma);  // 80 tiles: split, they would need 160 SMs
     CHECK(wide_decode.at("tile_n") == 64);
     CHECK(wide_decode.at("split_k") == 1);
     CHECK(wide_decode.at("buffers") == 12);  // no partial tiles: room for more of W in flight
-    const auto shallow_decode = policy_at(16, 3072, 768, "h200");  // GPT-2's up-projection, 12 tiles deep
+    const auto shallow_decode = policy_at(16, 3072, 768, "h200", on_wgmma);  // GPT-2's up-projection, 12 tiles deep
     CHECK(shallow_decode.at("split_k") == 2);
     CHECK(shallow_decode.at("buffers") == 6);  // each half's 6 tiles
     // A thin product (M ≤ 256): the narrowest 64-row tile whose tiles fit one wave.
@@ -260,12 +299,12 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(policy_at(4096, 11008, 4096, "t4").at("rung") == "simt");    // no cp.async / mbarrier before sm_80
     CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "mma");   // N odd: rows TMA cannot copy
     // On an L4's 58 SMs the 64 tiles of 64 × 64 would take two waves: 64 × 128 takes one.
-    const auto small_on_l4 = policy_at(16, 4096, 4096, "l4");
+    const auto small_on_l4 = policy_at(16, 4096, 4096, "l4", on_wgmma);
     CHECK(small_on_l4.at("tile_m") == 64);
     CHECK(small_on_l4.at("tile_n") == 128);
     // A launch that gives part of a tile starts from the large-shape launch, not the shape rule's.
     json partial = gemm_config(16, 4096, 4096, "bfloat16");
-    partial["launch"] = {{"tile_n", 128}};
+    partial["launch"] = {{"rung", "wgmma"}, {"tile_n", 128}};
     const auto given = parsed(partial);
     CHECK(family::family_of(given).policy(given).at("tile_m") == 128);
     // The shared-memory limit is the target's: 4 buffers of 256 × 128 × 64 fit an H200, not an L4.

@@ -191,16 +191,16 @@ TEST_CASE("decode steps of up to 64 rows verify on the stream rung's tensor core
 
 TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, at odd shapes, fused and separate") {
     session s;
-    // (launch, dtype, TF32): the stream rung's auto launch in every dtype, narrow and wide ones,
-    // the depth split over clusters of 2 and 4; mma's TF32
+    // (launch, dtype, TF32): the stream rung on CUDA cores in every dtype, narrow and wide
+    // launches, the depth split over clusters of 2 and 4; mma's TF32
     const std::vector<std::tuple<json, std::string, bool>> cases{
-        {{{"rung", "stream"}}, "bfloat16", false},
-        {{{"rung", "stream"}}, "float16", false},
+        {{{"rung", "stream"}, {"cores", "cuda"}}, "bfloat16", false},
+        {{{"rung", "stream"}, {"cores", "cuda"}}, "float16", false},
         {{{"rung", "stream"}}, "float32", false},
         {{{"rung", "stream"}}, "float64", false},
-        {{{"rung", "stream"}, {"tile_n", 8}, {"warps_n", 2}}, "bfloat16", false},
+        {{{"rung", "stream"}, {"cores", "cuda"}, {"tile_n", 8}, {"warps_n", 2}}, "bfloat16", false},
         {{{"rung", "stream"}, {"tile_n", 32}, {"warps_n", 32}, {"split_k", 2}}, "float32", false},
-        {{{"rung", "stream"}, {"split_k", 4}, {"buffers", 4}}, "bfloat16", false},
+        {{{"rung", "stream"}, {"cores", "cuda"}, {"split_k", 4}, {"buffers", 4}}, "bfloat16", false},
         {{{"rung", "auto"}}, "float32", true},
         {{{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"buffers", 2}}, "float32", true}};
     for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {1, 4096, 4096}, {3, 1001, 17}, {8, 264, 4097}, {5, 24, 1000}})
@@ -222,7 +222,7 @@ TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, a
                 if (std::get<2>(one))  // TF32 on mma (auto streams a decode step of at most 4 rows, in float)
                     CHECK(t.tf32 == (t.kind == family::gemm::rung::mma));
                 else
-                    CHECK(t.kind == family::gemm::rung::stream);
+                    CHECK((t.kind == family::gemm::rung::stream && !t.tensor));
                 const auto rec = s.run(p);
                 CHECK(rec.status == report::outcome::pass);
             }

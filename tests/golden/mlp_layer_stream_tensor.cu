@@ -82,8 +82,8 @@ __device__ __forceinline__ real kjit_epilogue(real x, real b)
 enum : int {
     kjit_warps = 16,
     kjit_threads = 32 * kjit_warps,
-    kjit_steps = 2,  // steps of the depth in flight
-    kjit_split = 2,  // blocks of a cluster, each on a part of the depth
+    kjit_steps = 1,  // steps of the depth in flight
+    kjit_split = 1,  // blocks of a cluster, each on a part of the depth
     kjit_slices = kjit_warps * kjit_split,  // slices of the depth in a tile: a warp each
 };
 static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
@@ -208,7 +208,7 @@ static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the sums take");
 
 // (The plan's numbers: a cluster of kjit_split blocks, kjit_threads threads.)
-extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_layer_matmul(
+extern "C" __global__ __launch_bounds__(512) void mlp_layer_matmul(
         const store_t* __restrict__ x_in, const store_t* __restrict__ W,
         const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols,
         long long kjit_depth)
@@ -217,7 +217,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
     kjit_layout& kjit_smem = *reinterpret_cast<kjit_layout*>(kjit_shared);
     // (one tile row: the tile's x is 0)
     const longlong2 kjit_tile = kjit_tile_of(blockIdx.x / kjit_split, rows, cols);
-    const int kjit_part = (int)__clusterRelativeBlockRank();  // the block's part of the depth
+    const int kjit_part = 0;
     // The warp's slice of the depth: whole steps, as many a slice (the last may have fewer).
     const int kjit_slice = kjit_part * kjit_warps + threadIdx.x / 32;
     const long long kjit_per_slice =
@@ -226,9 +226,8 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
     kjit_warp_sums(x_in, W, rows, cols, kjit_depth, kjit_begin,
                    min(kjit_depth, kjit_begin + kjit_per_slice), kjit_tile.y,
                    kjit_smem.sums[threadIdx.x / 32]);
-    __cluster_barrier_arrive();  // (with release: the sums are visible to the cluster)
-    __cluster_barrier_wait();
-    if (kjit_part == 0) {
+    __syncthreads();
+    {
         // A thread an element of the tile: the sums, the epilogue, C.
         for (int kjit_i = threadIdx.x; kjit_i < kjit_tile_m * kjit_tile_n; kjit_i += kjit_threads) {
             const int kjit_m = kjit_i / kjit_tile_n, kjit_n = kjit_i % kjit_tile_n;
@@ -236,8 +235,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
             if (kjit_c >= cols) continue;
             real x = 0;
             for (int kjit_b = 0; kjit_b < kjit_split; ++kjit_b) {
-                const void* kjit_there = __cluster_map_shared_rank(&kjit_smem, kjit_b);
-                const kjit_layout& kjit_in = *(const kjit_layout*)kjit_there;
+                const kjit_layout& kjit_in = kjit_smem;
                 for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
                     x += kjit_in.sums[kjit_w][kjit_m][kjit_n];
                 }
@@ -245,7 +243,4 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
             out[kjit_m * cols + kjit_c] = store(kjit_epilogue(x, load(b[kjit_c])));
         }
     }
-    // No block leaves while the first may still read its shared memory.
-    __cluster_barrier_arrive();
-    __cluster_barrier_wait();
 }

@@ -34,8 +34,10 @@ bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && 
 
 /// The rung where "auto": a decode step of at most 4 rows streams B on CUDA cores (stream: on an
 /// H100, 21.2–22.2 µs at 1–4 × 4096 × 4096 where wgmma's split took 24.2, and 25.6 against 24.3
-/// at 8 rows: bench/results/2026-12-06-tf32/third), one of at most 64 on tensor cores where they
-/// take it (stream_tensor_refusal); 16-bit inputs on tensor cores, the fastest
+/// at 8 rows: bench/results/2026-12-06-tf32/third), one of at most 16 on tensor cores where they
+/// take it (stream_tensor_refusal: 21.6–22.4 µs at 8–16 × 4096 × 4096 where wgmma's split took
+/// 24.2–24.3; at 32 and 64 rows wgmma was ahead, 24.2 against 25.1 and 28.8 µs:
+/// bench/results/2026-12-06-stream-tensor/first); 16-bit inputs on tensor cores, the fastest
 /// rung the target has: wgmma on sm_90 where the TMA unit can copy the rows of A and B (K and N
 /// multiples of 8 elements: 16 bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32
 /// takes mma: wgmma reads TF32 operands depth-major alone, and B's rows run along N. CUDA cores
@@ -44,7 +46,7 @@ rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
     const sizes s = sizes_of(p);
     if (s.m <= k_stream_auto_rows) return rung::stream;
-    if (s.m <= k_stream_tensor_rows && !stream_tensor_refusal(s, p.type, arch)) return rung::stream;
+    if (s.m <= k_stream_tensor_auto_rows && !stream_tensor_refusal(s, p.type, arch)) return rung::stream;
     if (arch < 80) return rung::simt;
     if (takes_tf32(p)) return rung::mma;
     if (!sixteen_bit(p.type)) return rung::simt;

@@ -178,9 +178,6 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
     return std::nullopt;
 }
 
-/// Shared memory the stream rung's warps' sums may take on tensor cores: three blocks an SM.
-constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
-
 /// A decode step on CUDA cores (M ≤ k_stream_rows): 16 warps a block, each warp's loads 8 or 4
 /// vectors of a row of B (128 or 64 bytes of 16-bit elements) by 4 or 8 slices of the depth, on
 /// sm_90 the depth split over a cluster of 1, 2 or 4 blocks: of these, the launch with the most
@@ -193,18 +190,10 @@ constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
 /// unsplit (43.6; split 47.9), at 1 × 768 × 3072 32 columns in 4 parts (9.7; 64 columns 11.4);
 /// more steps: 21.2 µs where one took 25.8. It misses at 1 × 3072 × 768 (64 columns in 4 parts,
 /// 10.2 µs; in 2, 9.3).
-/// On tensor cores (more than 4 rows, where they take them), warps of 64 or 32 columns by the same
-/// count of blocks, 2 steps in flight up to 16 rows, else 1, and half as many warps while their
-/// sums take more than k_stream_tensor_sums.
-policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
+policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
-    chosen.tensor = s.m > k_stream_auto_rows && !stream_tensor_refusal(s, type, gpu.arch);
     fit_to(chosen, s, type);
     chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
-    if (chosen.tensor) {  // whole warps' sums in 64 KiB: three blocks an SM hold them
-        chosen.stages = s.m <= 16 ? 2 : 1;
-        while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
-    }
     const auto within = [&](long long blocks) { return 2 * blocks <= 3LL * gpu.sm_count; };
     // Within 1.5 a SM beats beyond; within, more blocks are better, beyond, fewer.
     const auto better = [&](long long blocks, long long than) {
@@ -216,7 +205,7 @@ policy stream_policy(const sizes& s, const config::target& gpu, config::dtype ty
     for (const int vectors : {8, 4})
         for (const int split : {1, 2, 4}) {
             if (split > 1 && gpu.arch < 90) continue;
-            const int columns = chosen.tensor ? vectors * 8 : vectors * chosen.width_b;  // (tensor: width_b follows)
+            const int columns = vectors * chosen.width_b;
             const long long blocks = tiles_of(chosen.tile_m, columns, s) * split;
             if (best_blocks > 0 && !better(blocks, best_blocks)) continue;
             best = chosen;
@@ -224,8 +213,37 @@ policy stream_policy(const sizes& s, const config::target& gpu, config::dtype ty
             best.split_k = split;
             best_blocks = blocks;
         }
-    fit_to(best, s, type);
     return best;
+}
+
+/// Shared memory the stream rung's warps' sums may take on tensor cores: three blocks an SM.
+constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
+/// On tensor cores, warps of 64 columns where they make this many blocks, else of 32.
+constexpr long long k_stream_tensor_wide_blocks = 64;
+
+/// A decode step on tensor cores: 16 warps a block (fewer where their sums would take more than
+/// k_stream_tensor_sums), one step of the depth in flight, the depth split among the warps alone,
+/// and warps of 64 columns where those make k_stream_tensor_wide_blocks blocks, else of 32. On an
+/// H100 (bench/results/2026-12-06-stream-tensor/first), of 36 launches `kjit tune` measured at
+/// each decode shape (columns, warps, split in 1, 2 or 4 blocks, steps in flight), the fastest
+/// had one block on the depth at 12 of 14, 16 warps at 10; a second step in flight was within
+/// 0.1 µs of one. At 8–16 × 4096 × 4096 64 columns unsplit 21.6–22.4 µs, split in 2 23.6–23.9;
+/// at 16 × 3072 × 768 32 columns 8.3 (64: 9.2); at 16 × 11008 × 4096 64 columns on 8 warps 43.8.
+policy stream_tensor_policy(const sizes& s, config::dtype type) {
+    policy chosen = large_shape_policy(rung::stream, type);
+    chosen.tensor = true;
+    chosen.stages = 1;
+    chosen.tile_n = (s.n + 63) / 64 >= k_stream_tensor_wide_blocks ? 64 : 32;  // (a block a tile of columns)
+    fit_to(chosen, s, type);
+    while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
+    return chosen;
+}
+
+/// A decode step's stream policy: on tensor cores from k_stream_tensor_from_rows rows, where they
+/// take the product; else on CUDA cores.
+policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
+    if (s.m >= k_stream_tensor_from_rows && !stream_tensor_refusal(s, type, gpu.arch)) return stream_tensor_policy(s, type);
+    return stream_cuda_policy(s, gpu, type);
 }
 
 }  // namespace
