@@ -2,7 +2,7 @@
 # The stream rung's tensor-core rule (16 warps, unsplit, one step in flight; 64 or 32 columns) as
 # "auto" up to 16 rows: the gpu tests of both stream paths, CUDA cores beside tensor cores at 1 to
 # 4 rows, the decode shapes at the defaults beside cuBLASLt's addmm (two rounds), then issue 40's
-# GEMM set at the defaults (bench/defaults/run.py --only gemm, two rounds, the peers in the call).
+# GEMM set at the defaults (bench/defaults/run.py --only its GEMM cases, two rounds, the peers in the call).
 set -uo pipefail
 source bench/gemm_call.sh
 cmake --build build-gpu --target gpu_tests -j "$(nproc)" >> "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
@@ -24,7 +24,7 @@ for round in 1 2; do
   pack
 done
 } 2>&1 | tee "$OUT/decode.txt"
-timeout 300 python3 bench/defaults/run.py "$kjit" "$OUT/logs/defaults-run" --rounds 2 --only gemm > "$OUT/logs/defaults.txt" 2>&1
+timeout 300 python3 bench/defaults/run.py "$kjit" "$OUT/logs/defaults-run" --rounds 2 --only llama_up_silu,llama_down,gpt2_up_gelu,gpt2_up_gelu_8k,gpt2_down_bias,decode_m1,decode_m16,decode_m64 > "$OUT/logs/defaults.txt" 2>&1
 echo "defaults: exit $?"
 python3 scripts/defaults_table.py "$OUT/logs/defaults-run" > "$OUT/table.md" 2>&1; cat "$OUT/table.md"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
