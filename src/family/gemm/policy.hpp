@@ -10,8 +10,8 @@ namespace kjit::family::gemm {
 
 /// The rungs: CUDA cores; warp-level tensor cores (mma.sync); or Hopper's warp-group tensor
 /// cores fed by the TMA unit (wgmma, sm_90 alone); or, for a product of a few rows (a decode
-/// step), CUDA cores or warp-level tensor cores streaming B once (stream). The tensor-core rungs take bfloat16 and float16;
-/// mma also float32 rounded to TF32, where compile.fp32_precision asks.
+/// step), CUDA cores or warp-level tensor cores streaming B once (stream). The tensor-core rungs
+/// take bfloat16 and float16; mma also float32 rounded to TF32, where compile.fp32_precision asks.
 enum class rung { simt, mma, wgmma, stream };
 
 struct policy final : config::launch_policy {

@@ -205,11 +205,10 @@ policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dty
     for (const int vectors : {8, 4})
         for (const int split : {1, 2, 4}) {
             if (split > 1 && gpu.arch < 90) continue;
-            const int columns = vectors * chosen.width_b;
-            const long long blocks = tiles_of(chosen.tile_m, columns, s) * split;
+            const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
             if (best_blocks > 0 && !better(blocks, best_blocks)) continue;
             best = chosen;
-            best.tile_n = columns;
+            best.tile_n = vectors * chosen.width_b;
             best.split_k = split;
             best_blocks = blocks;
         }
