@@ -82,7 +82,7 @@ constexpr long long k_stream_tensor_rows = 64;
 /// cores take the product; and from how many rows it takes tensor cores.
 constexpr long long k_stream_auto_rows = 4;
 constexpr long long k_stream_tensor_auto_rows = 16;
-constexpr long long k_stream_tensor_from_rows = 4;
+constexpr long long k_stream_tensor_from_rows = 3;
 /// stream on tensor cores: what it takes of a product (16-bit elements, rows of A and B of whole
 /// 16-byte vectors, sm_80 and newer); else the reason it cannot, for messages.
 [[nodiscard]] std::optional<std::string> stream_tensor_refusal(const sizes& s, config::dtype type, int arch);

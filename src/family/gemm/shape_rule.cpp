@@ -228,11 +228,14 @@ constexpr long long k_stream_tensor_wide_blocks = 64;
 /// had one block on the depth at 12 of 14, 16 warps at 10; a second step in flight was within
 /// 0.1 µs of one. At 8–16 × 4096 × 4096 64 columns unsplit 21.6–22.4 µs, split in 2 23.6–23.9;
 /// at 16 × 3072 × 768 32 columns 8.3 (64: 9.2); at 16 × 11008 × 4096 64 columns on 8 warps 43.8.
-policy stream_tensor_policy(const sizes& s, config::dtype type) {
+policy stream_tensor_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     chosen.tensor = true;
     chosen.stages = 1;
     chosen.tile_n = (s.n + 63) / 64 >= k_stream_tensor_wide_blocks ? 64 : 32;  // (a block a tile of columns)
+    const long long blocks = (s.n + chosen.tile_n - 1) / chosen.tile_n;
+    if (gpu.arch >= 90 && 4 * blocks <= gpu.sm_count) chosen.split_k = 4;
+    if (blocks * chosen.split_k > gpu.sm_count) chosen.warps_n = 8;  // (16 warps' registers fill an SM)
     fit_to(chosen, s, type);
     while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
     return chosen;
@@ -241,7 +244,7 @@ policy stream_tensor_policy(const sizes& s, config::dtype type) {
 /// A decode step's stream policy: on tensor cores from k_stream_tensor_from_rows rows, where they
 /// take the product; else on CUDA cores.
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
-    if (s.m >= k_stream_tensor_from_rows && !stream_tensor_refusal(s, type, gpu.arch)) return stream_tensor_policy(s, type);
+    if (s.m >= k_stream_tensor_from_rows && !stream_tensor_refusal(s, type, gpu.arch)) return stream_tensor_policy(s, gpu, type);
     return stream_cuda_policy(s, gpu, type);
 }
 
