@@ -2,10 +2,9 @@
 # The stream rung's tensor-core rule refined from the second call: from 3 rows, 8 warps where the
 # blocks outnumber the SMs (16 warps' registers fill one), the depth split over clusters of 4 where
 # four times the blocks fit one a SM. Decode shapes at the defaults, the launches the rule changed
-# beside them, cuBLASLt's addmm in the same call, two rounds; the gpu tests of both stream paths.
+# beside them, cuBLASLt's addmm in the same call, two rounds (each run verifies its product).
 set -uo pipefail
 source bench/gemm_call.sh
-cmake --build build-gpu --target gpu_tests -j "$(nproc)" >> "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
 shapes=3x4096x4096,8x4096x4096,16x4096x4096,16x11008x4096,16x4096x11008,16x768x3072,16x3072x768,12x14336x4096
 {
 for round in 1 2; do
@@ -20,7 +19,5 @@ for round in 1 2; do
   pack
 done
 } 2>&1 | tee "$OUT/decode.txt"
-timeout 200 build-gpu/tests/gpu_tests -tc="decode steps*" > "$OUT/logs/gpu_tests.log" 2>&1
-{ echo "gpu_tests: exit $?"; tail -3 "$OUT/logs/gpu_tests.log"; grep -m5 -B8 -A12 "ERROR" "$OUT/logs/gpu_tests.log"; } | tee "$OUT/gpu_tests.txt"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
 pack
