@@ -177,8 +177,9 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     CHECK(one.stages == 4);   // one row of A: four steps in flight
     CHECK(one.threads() == 512);
     CHECK(one.shared_bytes(config::dtype::bfloat16) == 16 * 1 * 64 * 4);  // each warp's sums, in float
-    CHECK(policy_for(3, 4096, 4096, "h200").stages == 2);
-    CHECK(policy_for(4, 4096, 4096, "h200").tensor);
+    CHECK_FALSE(policy_for(2, 4096, 4096, "h200").tensor);
+    CHECK(policy_for(2, 4096, 4096, "h200").stages == 4);  // two rows of A: four steps in flight
+    CHECK(policy_for(3, 4096, 4096, "h200").tensor);
     CHECK_FALSE(one.tensor);
     const family::gemm::policy five = policy_for(5, 4096, 4096, "h200");
     CHECK(five.kind == family::gemm::rung::stream);
@@ -190,6 +191,7 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     CHECK(five.warps_n == 16);
     CHECK(policy_for(16, 3072, 768, "h200").tile_n == 32);  // 48 blocks of 64 columns: 96 of 32
     CHECK(policy_for(16, 4096, 4096, "h200").warps_n == 16);  // 4 KiB of sums a warp
+    CHECK(policy_for(16, 11008, 4096, "h100").warps_n == 8);  // 172 blocks on 132 SMs: two an SM
     CHECK(policy_for(17, 4096, 4096, "h200").kind == family::gemm::rung::wgmma);
     json on_tensor = gemm_config(64, 4096, 4096, "bfloat16");
     on_tensor["launch"] = {{"rung", "stream"}};

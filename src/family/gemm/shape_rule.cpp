@@ -220,29 +220,32 @@ constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
 /// On tensor cores, warps of 64 columns where they make this many blocks, else of 32.
 constexpr long long k_stream_tensor_wide_blocks = 64;
 
-/// A decode step on tensor cores: 16 warps a block (fewer where their sums would take more than
+/// A decode step on tensor cores: 16 warps a block, 8 where its blocks outnumber the SMs (16 warps
+/// of some 100 registers fill an SM; fewer still where their sums would take more than
 /// k_stream_tensor_sums), one step of the depth in flight, the depth split among the warps alone,
 /// and warps of 64 columns where those make k_stream_tensor_wide_blocks blocks, else of 32. On an
-/// H100 (bench/results/2026-12-06-stream-tensor/first), of 36 launches `kjit tune` measured at
-/// each decode shape (columns, warps, split in 1, 2 or 4 blocks, steps in flight), the fastest
-/// had one block on the depth at 12 of 14, 16 warps at 10; a second step in flight was within
+/// H100 (bench/results/2026-12-06-stream-tensor), of 36 launches `kjit tune` measured at each of
+/// 14 decode shapes (columns, warps, split in 1, 2 or 4 blocks, steps in flight; `first`), the
+/// fastest had one block on the depth at 12, 16 warps at 10; a second step in flight was within
 /// 0.1 µs of one. At 8–16 × 4096 × 4096 64 columns unsplit 21.6–22.4 µs, split in 2 23.6–23.9;
-/// at 16 × 3072 × 768 32 columns 8.3 (64: 9.2); at 16 × 11008 × 4096 64 columns on 8 warps 43.8.
+/// at 16 × 3072 × 768 32 columns 8.3 (64: 9.2). 8 warps where 16 left blocks waiting (`third`):
+/// 16 × 11008 × 4096 44.8 µs against 51.1, 12 × 14336 × 4096 54.1–54.4 against 56.5; a split in
+/// 4 where the blocks are few lost there too (16 × 768 × 3072: 11.5 against 11.3 unsplit).
 policy stream_tensor_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     chosen.tensor = true;
     chosen.stages = 1;
     chosen.tile_n = (s.n + 63) / 64 >= k_stream_tensor_wide_blocks ? 64 : 32;  // (a block a tile of columns)
-    const long long blocks = (s.n + chosen.tile_n - 1) / chosen.tile_n;
-    if (gpu.arch >= 90 && 4 * blocks <= gpu.sm_count) chosen.split_k = 4;
-    if (blocks * chosen.split_k > gpu.sm_count) chosen.warps_n = 8;  // (16 warps' registers fill an SM)
+    if ((s.n + chosen.tile_n - 1) / chosen.tile_n > gpu.sm_count) chosen.warps_n = 8;  // (16 warps' registers fill an SM)
     fit_to(chosen, s, type);
     while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
     return chosen;
 }
 
 /// A decode step's stream policy: on tensor cores from k_stream_tensor_from_rows rows, where they
-/// take the product; else on CUDA cores.
+/// take the product; else on CUDA cores (on an H100, 3 × 4096 × 4096 21.9 µs on tensor cores
+/// where CUDA cores took 23.0–23.2; at 1 and 2 rows CUDA cores ahead, 21.2 against 21.8 and 21.4
+/// against 21.6: bench/results/2026-12-06-stream-tensor/second).
 policy stream_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     if (s.m >= k_stream_tensor_from_rows && !stream_tensor_refusal(s, type, gpu.arch)) return stream_tensor_policy(s, gpu, type);
     return stream_cuda_policy(s, gpu, type);
