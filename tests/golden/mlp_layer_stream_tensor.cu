@@ -132,9 +132,9 @@ __device__ __forceinline__ unsigned kjit_pair(unsigned first, unsigned second, b
 // kjit_width_b columns kjit_width_b · (l / 4) onward: 8 rows of B in vectors (a warp's load is
 // 4 whole pieces of rows of B), and one vector of each row of A. The depths and columns are the
 // mma's, renamed: the sum is the same in any order of the depths, and the columns come back to
-// their places in the sums. Row r of the mma's A (r < 8) is the lane group's column 2j of tile j,
-// row r + 8 its column 2j + 1; the mma's depths 2q, 2q + 1, 2q + 8, 2q + 9 are a lane's depths
-// 4s to 4s + 3 of its 8, at the step's s-th mma.
+// their places in the sums. Row r of the mma's A (r < 8) is lane group r's column 2j of tile j,
+// row r + 8 its column 2j + 1; the mma's depths 2q, 2q + 1, 2q + 8, 2q + 9 (q = l % 4) are a
+// lane's depths 4s to 4s + 3 of its 8, at the step's s-th mma.
 __device__ __forceinline__ void kjit_warp_sums(
         const store_t* __restrict__ a, const store_t* __restrict__ b, long long rows,
         long long cols, long long depth, long long begin, long long end, long long col0,
