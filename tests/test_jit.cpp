@@ -179,12 +179,12 @@ TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC re
                  {"simt", 64}, {"mma", 64}, {"mma-tf32", 64}, {"wgmma", 64}, {"wgmma", 17}, {"stream", 64}, {"stream-tensor", 64}}) {
         const std::string rung = rung_and_depth.first.substr(0, rung_and_depth.first.find('-'));  // (clang 14 captures no bindings)
         const bool tf32 = rung_and_depth.first.ends_with("tf32");
-        const bool tensor_stream = rung_and_depth.first.ends_with("tensor");  // (16 rows: stream on tensor cores)
+        const bool tensor_stream = rung_and_depth.first.ends_with("tensor");  // (16 rows: tensor cores; 2: CUDA cores)
         const long long k = rung_and_depth.second;
         auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
         if (tf32) doc.json["compile"] = {{"fp32_precision", "tf32"}};
         doc.json.merge_patch(config::json_value({{"dtype", rung == "simt" || tf32 ? "float32" : "bfloat16"},
-                                                 {"shape", {tensor_stream ? 16 : rung == "stream" ? 4 : 1000, k}},
+                                                 {"shape", {tensor_stream ? 16 : rung == "stream" ? 2 : 1000, k}},
                                                  {"inputs", {{"W", {{"shape", {k, 1000}}}}}},
                                                  {"launch", {{"rung", rung}}}}));
         const auto p = family::load(doc);
