@@ -169,8 +169,9 @@ __device__ __forceinline__ void kjit_warp_sums(
             const kjit_b_words* kjit_ws = kjit_w + 4 * kjit_s;  // the step's 4 depths of B
 #pragma unroll
             for (int kjit_j = 0; kjit_j < kjit_n_tiles; ++kjit_j) {
-                // (registers 0 and 2: rows r < 8, the words' low halves; 1 and 3: rows r + 8)
-                const unsigned kjit_b_rows[4] = {
+                // The mma's A, 16 of B's columns: registers 0 and 2 rows r < 8 (the words' low
+                // halves), 1 and 3 rows r + 8.
+                const unsigned kjit_mma_a[4] = {
                         kjit_pair(kjit_ws[0].w[kjit_j], kjit_ws[1].w[kjit_j], false),
                         kjit_pair(kjit_ws[0].w[kjit_j], kjit_ws[1].w[kjit_j], true),
                         kjit_pair(kjit_ws[2].w[kjit_j], kjit_ws[3].w[kjit_j], false),
@@ -178,7 +179,7 @@ __device__ __forceinline__ void kjit_warp_sums(
 #pragma unroll
                 for (int kjit_i = 0; kjit_i < kjit_m_tiles; ++kjit_i) {
                     // (the step's 2 words of A's vector: the mma's 2 registers of its columns)
-                    kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_b_rows, kjit_x[kjit_i].w + 2 * kjit_s);
+                    kjit_mma(kjit_acc[kjit_i][kjit_j], kjit_mma_a, kjit_x[kjit_i].w + 2 * kjit_s);
                 }
             }
         }
