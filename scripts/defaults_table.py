@@ -2,13 +2,14 @@
 """Issue 40's benchmark as a table: each case of bench/defaults/cases.json at kjit's defaults
 against its peers measured in the same run (bench/defaults/run.py writes DIR):
 
-    python3 scripts/defaults_table.py DIR [--only gemm|rows|transposes] [--plot PNG]
+    python3 scripts/defaults_table.py DIR [--cases FILE] [--only gemm|rows|transposes] [--plot PNG]
 
 kjit: the median over rounds of each run's cold median (L2 flushed). GEMM: the case's peers (the
 fastest of those named: cuBLAS alone, or an epilogue's cuBLASLt / eager kernels). Rows and
 transposes: the fastest of PyTorch eager and torch.compile, and a same-size copy (x.clone()), whose
 time over kjit's is the share of the copy's speed. The causal softmax also against kjit's own
-unmasked softmax at its shape. DIR may hold its records packed in .tgz archives.
+unmasked softmax at its shape. DIR may hold its records packed in .tgz archives. FILE: the cases
+run.py ran (bench/defaults/cases.json unless given).
 """
 import argparse
 import json
@@ -93,12 +94,13 @@ def copy_table(title, files, cases, peers_file, ratios):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
+    parser.add_argument("--cases", default=os.path.join(HERE, "..", "bench", "defaults", "cases.json"))
     parser.add_argument("--only", choices=("gemm", "rows", "transposes"), help="print this table alone")
     parser.add_argument("--plot", help="also draw each case's peer ÷ kjit as a bar chart")
     args = parser.parse_args()
     ratios = []  # (case, peer ÷ kjit) for the plot
     files = files_of(args.dir)
-    cases = json.load(open(os.path.join(HERE, "..", "bench", "defaults", "cases.json")))
+    cases = json.load(open(args.cases))
     tables = {
         "gemm": gemm_table(files, cases, ratios),
         "rows": copy_table("rows (bfloat16)", files, cases["rows"], "row_peers.jsonl", ratios),

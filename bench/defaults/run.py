@@ -2,12 +2,13 @@
 """Every case of bench/defaults/cases.json at kjit's defaults, then the peers at the same shapes,
 all in one run (issue 40's benchmark):
 
-    python3 bench/defaults/run.py KJIT OUT [--rounds R] [--only CASE,…] [--no-peers]
+    python3 bench/defaults/run.py KJIT OUT [--cases FILE] [--rounds R] [--only CASE,…] [--no-peers]
 
 Each case runs as `kjit run` of a shipped config with --set lines for its shape and stages, the
 launch left to kjit, R rounds alternated case by case: OUT/defaults/CASE.ROUND.json. The peers:
 bench/peers/gemm_peers.py, row_peers.py and transpose_peers.py, bfloat16, into OUT/*_peers.jsonl.
-scripts/defaults_table.py makes the table.
+scripts/defaults_table.py makes the table. FILE is cases.json unless given: other_models.json
+holds shapes of other public models, which no rule was measured on.
 """
 import argparse
 import json
@@ -33,11 +34,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kjit")
     parser.add_argument("out")
+    parser.add_argument("--cases", default=os.path.join(HERE, "cases.json"))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
-    cases = json.load(open(os.path.join(HERE, "cases.json")))
+    cases = json.load(open(args.cases))
     only = set(filter(None, args.only.split(",")))
     os.makedirs(os.path.join(args.out, "defaults"), exist_ok=True)
     log = open(os.path.join(args.out, "defaults.log"), "a")
@@ -61,7 +63,9 @@ def main():
     gemm = ",".join(f"{c['m']}x{c['n']}x{c['k']}" for c in cases["gemm"] if not only or c["case"] in only)
     rows = ",".join(sorted({f"{c['rows']}x{c['cols']}" for c in cases["rows"] if not only or c["case"] in only}))
     transposes = ",".join(f"{c['rows']}x{c['cols']}" for c in cases["transpose"] if not only or c["case"] in only)
-    runs = [("gemm_peers.jsonl", ["gemm_peers.py", "--shapes", gemm, "--compile-mode", "default", "--no-fp32"]),
+    # The tools the table compares with: each case's peers and cuBLAS's product alone.
+    gemm_tools = ",".join(sorted({"cublas"}.union(*(c["peer"] for c in cases["gemm"]))))
+    runs = [("gemm_peers.jsonl", ["gemm_peers.py", "--shapes", gemm, "--tools", gemm_tools, "--no-fp32"]),
             ("row_peers.jsonl", ["row_peers.py", "--shapes", rows, "--dtypes", "bfloat16"]),
             ("transpose_peers.jsonl", ["transpose_peers.py", "--shapes", transposes, "--dtypes", "bfloat16"])]
     for name, command in runs:
