@@ -8,6 +8,7 @@
 #include "family/attention/attention.hpp"
 #include "family/attention/problem.hpp"
 #include "family/attention/reference.hpp"
+#include "family/attention/score_folds.hpp"
 #include "family/attention/tile_mask.hpp"
 #include "helpers.hpp"
 #include "run/runner.hpp"
@@ -511,12 +512,49 @@ TEST_CASE("attention: plain tiles take the short softmax, by the policy (launch.
             const auto [off, text] = source(score, launch);
             CHECK_FALSE(off);
             CHECK(text.find("kjit_plain") == std::string::npos);
-            CHECK(text.find("kjit_exp2(fmaf(kjit_value, kjit_log2e, -kjit_base2[kjit_h]))") != std::string::npos);
+            CHECK(text.find("const float kjit_to_base2 = kjit_log2e;") != std::string::npos);
+            CHECK(text.find("kjit_exp2(fmaf(kjit_value, kjit_to_base2, -kjit_base2[kjit_h]))") != std::string::npos);
         }
     }
     auto j = attention_config(1, 4, 4, 8, 8, 64);
     j["launch"] = {{"plain_tiles", "yes"}};
     CHECK(failure(j).find("a.json: launch.plain_tiles: expected true or false, got \"yes\"") == 0);
+}
+
+TEST_CASE("attention: a score's constant factors go into the products' scale and the exponents' multiply-add") {
+    expr::scope names;
+    names.has_shape = true;
+    names.has_heads = true;
+    const auto folded = [&](const std::string& score, bool division_as_product = true) {
+        const auto folds = family::attention::fold_score(expr::parse(score, names), division_as_product);
+        return std::tuple{expr::to_text(folds.folded), folds.inner, folds.outer};
+    };
+    // soft-capping: x / 30 is x scaled by 1/30, and 30 · tanh leaves its 30 to the softmax
+    CHECK(folded("30 * tanh(x / 30)") == std::tuple{std::string("tanh(x)"), 1.0 / 30, 30.0});
+    CHECK(folded("col > row ? -inf : 30 * tanh(x / 30)") == std::tuple{std::string("col > row ? -inf : tanh(x)"), 1.0 / 30, 30.0});
+    CHECK(folded("x / 2 * 3") == std::tuple{std::string("x"), 0.5, 3.0});
+    // a division stays where the kernel divides (no approximated division)
+    CHECK(folded("30 * tanh(x / 30)", false) == std::tuple{std::string("tanh(x / 30)"), 1.0, 30.0});
+    // nothing folds: x also alone, two factors of x, a negative factor (the max would be the
+    // min), a branch neither −inf nor the same factor's
+    CHECK(folded("x * 2 + x") == std::tuple{std::string("x * 2 + x"), 1.0, 1.0});
+    CHECK(folded("tanh(x * 2) + x / 3") == std::tuple{std::string("tanh(x * 2) + x / 3"), 1.0, 1.0});
+    CHECK(folded("-2 * tanh(x)") == std::tuple{std::string("-2 * tanh(x)"), 1.0, 1.0});
+    CHECK(folded("col > row ? 0 : 2 * tanh(x)") == std::tuple{std::string("col > row ? 0 : 2 * tanh(x)"), 1.0, 1.0});
+    CHECK(folded("x + 0.5 * (col - row)") == std::tuple{std::string("x + 0.5 * (col - row)"), 1.0, 1.0});
+
+    // the fused kernel takes them; the separate kernels store the score as the expression says
+    auto j = attention_config(1, 2, 2, 256, 256, 64, "col > row ? -inf : 30 * tanh(x / 30)");
+    const std::string fused = family::plan(parsed(j), codegen::template_set::embedded()).source;
+    CHECK(fused.find("constexpr float kjit_score_inner = 0.03333333333333333f, kjit_score_outer = 30.0f;") != std::string::npos);
+    CHECK(fused.find("const real x = kjit_value * (s0_scale * kjit_score_inner);") != std::string::npos);
+    CHECK(fused.find("return col > row ? -__int_as_float(0x7f800000) : __tanhf(x);") != std::string::npos);
+    CHECK(fused.find("kjit_tile_max[kjit_h] *= kjit_score_outer;") != std::string::npos);
+    CHECK(fused.find("const float kjit_to_base2 = kjit_score_outer * kjit_log2e;") != std::string::npos);
+    j["fusion"] = "separate";
+    const std::string separate = family::plan(parsed(j), codegen::template_set::embedded()).source;
+    CHECK(separate.find("kjit_score_inner") == std::string::npos);
+    CHECK(separate.find("30.0f * __tanhf(x * 0.03333333333333333f)") != std::string::npos);
 }
 
 TEST_CASE("attention: persistent blocks (launch.persistent) take work items as many as are resident, each item its own") {

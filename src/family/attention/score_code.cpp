@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "family/attention/problem.hpp"
+#include "family/attention/score_folds.hpp"
 #include "family/attention/tile_mask.hpp"
 #include "family/stage_chain.hpp"
 
@@ -138,10 +139,33 @@ void set_tile_data(const pipeline& p, const score_call& call, mu::data& data) {
 
 }  // namespace
 
+namespace {
+
+/// The score's folds (score_folds.hpp) as the template's kjit_score_inner and kjit_score_outer; a
+/// factor of 1 is no constant.
+void set_fold_data(const score_folds& folds, const expr::cuda_style& style, mu::data& data) {
+    const auto literal = [&](double value) {
+        expr::node number;
+        number.number = value;
+        return expr::to_cuda(std::make_shared<const expr::node>(number), style);
+    };
+    const bool inner = folds.inner != 1, outer = folds.outer != 1;
+    data.set("folds", codegen::flag(inner || outer));
+    data.set("both", codegen::flag(inner && outer));
+    if (inner) data.set("inner", literal(folds.inner));
+    if (outer) data.set("outer", literal(folds.outer));
+}
+
+}  // namespace
+
 void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     const expr::tree& score = p.stages.front().kernel;
+    const expr::cuda_style style = score_style(p);
+    // The separate kernels store each score as it is: only the fused kernel's softmax takes factors.
+    const score_folds folds = policy_of(p).separate ? score_folds{score} : fold_score(score, style.approximated.division);
+    set_fold_data(folds, style, data);
     data.set("score_text", expr::to_text(score, 40));
-    data.set("score_code", expr::to_cuda(score, score_style(p)));
+    data.set("score_code", expr::to_cuda(folds.folded, style));
     data.set("score_params", codegen::parameter_list(call.params));
     data.set("score_call", codegen::parameter_list(call.args, 32));  // (called on lines indented by 24)
     set_tile_data(p, call, data);

@@ -7,17 +7,18 @@
 #include "codegen/codegen.hpp"
 
 namespace kjit::family::attention {
+bool is_minus_inf(const expr::node& n) {
+    using expr::node_kind;
+    if (n.kind == node_kind::number) return std::isinf(n.number) && n.number < 0;
+    return n.kind == node_kind::negate && n.args[0]->kind == node_kind::number && std::isinf(n.args[0]->number) &&
+           n.args[0]->number > 0;
+}
+
 namespace {
 
 using expr::binary_op;
 using expr::node;
 using expr::node_kind;
-
-bool is_minus_inf(const node& n) {
-    if (n.kind == node_kind::number) return std::isinf(n.number) && n.number < 0;
-    return n.kind == node_kind::negate && n.args[0]->kind == node_kind::number && std::isinf(n.args[0]->number) &&
-           n.args[0]->number > 0;
-}
 
 bool uses_row_or_col(const expr::tree& t) {
     expr::used_names used;

@@ -42,6 +42,9 @@ inline constexpr const char* k_every_tile = "true";
 [[nodiscard]] std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_style& style,
                                                   const std::vector<std::string>& ascending);
 
+/// True where `n` is −inf: the number, or `-inf` as written (the negation of inf).
+[[nodiscard]] bool is_minus_inf(const expr::node& n);
+
 /// Adds `read` to `reads` unless it is there: the reads several tests bound, each once.
 void add_read(std::vector<expr::token_read>& reads, const expr::token_read& read);
 
