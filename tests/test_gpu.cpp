@@ -50,6 +50,36 @@ config::document matmul_document(long long m, long long n, long long k, const st
     return doc;
 }
 
+/// A launch the matmul tests run at each of their sizes: the dtype, the launch, and the compile
+/// section where it sets one (TF32).
+struct matmul_launch {
+    std::string dtype;
+    json launch;
+    json compile = nullptr;
+};
+
+/// Runs `check` on the pipeline of each size × launch × fusion, whose values are CAPTUREd for a
+/// failure's message; its second argument is M · N · K.
+template <class Check>
+void for_each_matmul(const std::vector<std::array<long long, 3>>& sizes, const std::vector<matmul_launch>& launches,
+                     const std::vector<const char*>& fusions, Check check) {
+    // (No structured bindings: clang does not let CAPTURE's lambda name them.)
+    for (const auto& size : sizes)
+        for (const auto& one : launches)
+            for (const char* fusion : fusions) {
+                const long long m = size[0], n = size[1], k = size[2];
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(one.dtype);
+                CAPTURE(one.launch.dump());
+                CAPTURE(std::string(fusion));
+                auto doc = matmul_document(m, n, k, one.dtype, fusion, one.launch);
+                if (!one.compile.is_null()) doc.json["compile"] = one.compile;
+                check(family::load(doc), static_cast<double>(m * n * k));
+            }
+}
+
 config::pipeline with_measure(config::pipeline p) {
     p.measure = {1, 5, 0.05, 50};
     return p;
@@ -129,133 +159,80 @@ TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector
 
 TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separate, at the auto launch and a small one") {
     session s;
-    const std::vector<std::pair<std::string, json>> rungs{
-        {"float32", {{"rung", "simt"}}},
-        {"float64", {{"rung", "simt"}}},
-        {"bfloat16", {{"rung", "simt"}, {"tile_m", 64}, {"tile_n", 32}, {"tile_k", 16}}},
-        {"float16", {{"rung", "mma"}}},
-        {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"buffers", 2}, {"group_m", 1}}},
-        {"bfloat16", {{"rung", "wgmma"}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"buffers", 2}, {"group_m", 1}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"buffers", 3}, {"schedule", "pingpong"}}},
-        {"float16", {{"rung", "wgmma"}, {"schedule", "pingpong"}, {"tile_n", 128}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"cluster_m", 2}}},
-        {"float16", {{"rung", "wgmma"}, {"cluster_m", 2}, {"schedule", "pingpong"}, {"tile_n", 128}, {"buffers", 3}}}};
-    // (No structured bindings: clang does not let CAPTURE's lambda name them.)
-    for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}})
-        for (const auto& rung : rungs)
-            for (const char* fusion : {"fused", "separate"}) {
-                const long long m = size[0], n = size[1], k = size[2];
-                const std::string& dtype = rung.first;
-                const json& launch = rung.second;
-                CAPTURE(m);
-                CAPTURE(n);
-                CAPTURE(k);
-                CAPTURE(dtype);
-                CAPTURE(launch.dump());
-                CAPTURE(std::string(fusion));
-                const auto rec = s.run(family::load(matmul_document(m, n, k, dtype, fusion, launch)));
-                CHECK(rec.status == report::outcome::pass);
-                CHECK(rec.flops == 2.0 * static_cast<double>(m * n * k));
-            }
+    const std::vector<matmul_launch> launches{
+            {"float32", {{"rung", "simt"}}},
+            {"float64", {{"rung", "simt"}}},
+            {"bfloat16", {{"rung", "simt"}, {"tile_m", 64}, {"tile_n", 32}, {"tile_k", 16}}},
+            {"float16", {{"rung", "mma"}}},
+            {"bfloat16", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"buffers", 2}, {"group_m", 1}}},
+            {"bfloat16", {{"rung", "wgmma"}}},
+            {"float16", {{"rung", "wgmma"}, {"tile_m", 256}, {"tile_n", 128}, {"buffers", 2}, {"group_m", 1}}},
+            {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"buffers", 3}, {"schedule", "pingpong"}}},
+            {"float16", {{"rung", "wgmma"}, {"schedule", "pingpong"}, {"tile_n", 128}}},
+            {"bfloat16", {{"rung", "wgmma"}, {"cluster_m", 2}}},
+            {"float16", {{"rung", "wgmma"}, {"cluster_m", 2}, {"schedule", "pingpong"}, {"tile_n", 128}, {"buffers", 3}}}};
+    for_each_matmul({{1, 1, 1}, {17, 1000, 24}, {1000, 17, 4097}, {130, 264, 64}}, launches, {"fused", "separate"},
+                    [&](const config::pipeline& p, double mnk) {
+                        const auto rec = s.run(p);
+                        CHECK(rec.status == report::outcome::pass);
+                        CHECK(rec.flops == 2.0 * mnk);
+                    });
 }
 
 TEST_CASE("decode steps of up to 64 rows verify on the stream rung's tensor cores, at odd shapes, fused and separate") {
     session s;
     // The rule's launch in both 16-bit types; narrow and wide warps' columns, few and many warps,
     // the depth split over clusters of 2 and 4, one and two steps in flight.
-    const std::vector<std::pair<json, std::string>> cases{
-        {{{"rung", "stream"}, {"cores", "tensor"}}, "bfloat16"},
-        {{{"rung", "stream"}, {"cores", "tensor"}}, "float16"},
-        {{{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 16}, {"warps_n", 2}, {"buffers", 1}}, "bfloat16"},
-        {{{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 32}, {"warps_n", 8}, {"split_k", 4}}, "bfloat16"},
-        {{{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 4}, {"split_k", 1}, {"buffers", 2}}, "float16"}};
-    for (const auto& size : std::vector<std::array<long long, 3>>{
-                 {1, 8, 8}, {5, 24, 1000}, {16, 4096, 4096}, {33, 264, 4104}, {64, 1000, 3072}, {64, 8, 24}, {9, 4104, 40}})
-        for (const auto& one : cases)
-            for (const char* fusion : {"fused", "separate"}) {
-                const long long m = size[0], n = size[1], k = size[2];
-                const json& launch = one.first;
-                CAPTURE(m);
-                CAPTURE(n);
-                CAPTURE(k);
-                CAPTURE(one.second);
-                CAPTURE(launch.dump());
-                CAPTURE(std::string(fusion));
-                const auto p = family::load(matmul_document(m, n, k, one.second, fusion, launch));
-                REQUIRE(family::gemm::policy_of(p).tensor);
-                const auto rec = s.run(p);
-                CHECK(rec.status == report::outcome::pass);
-            }
+    const std::vector<matmul_launch> launches{
+            {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}}},
+            {"float16", {{"rung", "stream"}, {"cores", "tensor"}}},
+            {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 16}, {"warps_n", 2}, {"buffers", 1}}},
+            {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 32}, {"warps_n", 8}, {"split_k", 4}}},
+            {"float16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 4}, {"split_k", 1}, {"buffers", 2}}}};
+    for_each_matmul({{1, 8, 8}, {5, 24, 1000}, {16, 4096, 4096}, {33, 264, 4104}, {64, 1000, 3072}, {64, 8, 24}, {9, 4104, 40}},
+                    launches, {"fused", "separate"}, [&](const config::pipeline& p, double) {
+                        REQUIRE(family::gemm::policy_of(p).tensor);
+                        CHECK(s.run(p).status == report::outcome::pass);
+                    });
 }
 
 TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, at odd shapes, fused and separate") {
     session s;
-    // (launch, dtype, TF32): the stream rung on CUDA cores in every dtype, narrow and wide
-    // launches, the depth split over clusters of 2 and 4; mma's TF32
-    const std::vector<std::tuple<json, std::string, bool>> cases{
-        {{{"rung", "stream"}, {"cores", "cuda"}}, "bfloat16", false},
-        {{{"rung", "stream"}, {"cores", "cuda"}}, "float16", false},
-        {{{"rung", "stream"}}, "float32", false},
-        {{{"rung", "stream"}}, "float64", false},
-        {{{"rung", "stream"}, {"cores", "cuda"}, {"tile_n", 8}, {"warps_n", 2}}, "bfloat16", false},
-        {{{"rung", "stream"}, {"tile_n", 32}, {"warps_n", 32}, {"split_k", 2}}, "float32", false},
-        {{{"rung", "stream"}, {"cores", "cuda"}, {"split_k", 4}, {"buffers", 4}}, "bfloat16", false},
-        {{{"rung", "auto"}}, "float32", true},
-        {{{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"buffers", 2}}, "float32", true}};
-    for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1, 1}, {1, 4096, 4096}, {3, 1001, 17}, {8, 264, 4097}, {5, 24, 1000}})
-        for (const auto& one : cases)
-            for (const char* fusion : {"fused", "separate"}) {
-                const long long m = size[0], n = size[1], k = size[2];
-                const json& launch = std::get<0>(one);
-                const std::string& dtype = std::get<1>(one);
-                CAPTURE(m);
-                CAPTURE(n);
-                CAPTURE(k);
-                CAPTURE(dtype);
-                CAPTURE(launch.dump());
-                CAPTURE(std::string(fusion));
-                auto doc = matmul_document(m, n, k, dtype, fusion, launch);
-                if (std::get<2>(one)) doc.json["compile"] = {{"fp32_precision", "tf32"}};
-                const auto p = family::load(doc);
-                const family::gemm::policy& t = family::gemm::policy_of(p);
-                if (std::get<2>(one))  // TF32 on mma (auto streams a decode step of at most 4 rows, in float)
-                    CHECK(t.tf32 == (t.kind == family::gemm::rung::mma));
-                else
-                    CHECK((t.kind == family::gemm::rung::stream && !t.tensor));
-                const auto rec = s.run(p);
-                CHECK(rec.status == report::outcome::pass);
-            }
+    // The stream rung on CUDA cores in every dtype, narrow and wide launches, the depth split over
+    // clusters of 2 and 4; mma's TF32
+    const json tf32 = {{"fp32_precision", "tf32"}};
+    const std::vector<matmul_launch> launches{
+            {"bfloat16", {{"rung", "stream"}, {"cores", "cuda"}}},
+            {"float16", {{"rung", "stream"}, {"cores", "cuda"}}},
+            {"float32", {{"rung", "stream"}}},
+            {"float64", {{"rung", "stream"}}},
+            {"bfloat16", {{"rung", "stream"}, {"cores", "cuda"}, {"tile_n", 8}, {"warps_n", 2}}},
+            {"float32", {{"rung", "stream"}, {"tile_n", 32}, {"warps_n", 32}, {"split_k", 2}}},
+            {"bfloat16", {{"rung", "stream"}, {"cores", "cuda"}, {"split_k", 4}, {"buffers", 4}}},
+            {"float32", {{"rung", "auto"}}, tf32},
+            {"float32", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"buffers", 2}}, tf32}};
+    for_each_matmul({{1, 1, 1}, {1, 4096, 4096}, {3, 1001, 17}, {8, 264, 4097}, {5, 24, 1000}}, launches, {"fused", "separate"},
+                    [&](const config::pipeline& p, double) {
+                        const family::gemm::policy& t = family::gemm::policy_of(p);
+                        if (p.compile.tf32)  // TF32 on mma (auto streams a decode step of at most 4 rows, in float)
+                            CHECK(t.tf32 == (t.kind == family::gemm::rung::mma));
+                        else
+                            CHECK((t.kind == family::gemm::rung::stream && !t.tensor));
+                        CHECK(s.run(p).status == report::outcome::pass);
+                    });
 }
 
 TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths, both copy paths, schedules and dtypes") {
     session s;
-    const std::vector<std::pair<std::string, json>> launches{
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"split_k", 2}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"schedule", "pingpong"}, {"buffers", 4}, {"split_k", 4}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 128}, {"tile_n", 128}, {"buffers", 2}, {"split_k", 4}}},
-        {"bfloat16", {{"rung", "wgmma"}, {"tile_n", 192}, {"buffers", 4}}},
-        {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"buffers", 2}, {"split_k", 2}}},
-        {"bfloat16", {{"rung", "auto"}}}};
-    // (No structured bindings: clang does not let CAPTURE's lambda name them.)
-    for (const auto& size : std::vector<std::array<long long, 3>>{{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}})
-        for (const auto& launch : launches) {
-            const long long m = size[0], n = size[1], k = size[2];
-            CAPTURE(m);
-            CAPTURE(n);
-            CAPTURE(k);
-            CAPTURE(launch.first);
-            CAPTURE(launch.second.dump());
-            auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/mlp_layer.json");
-            doc.json.erase("sweep");
-            doc.json["shape"] = {m, k};
-            doc.json["inputs"]["W"]["shape"] = {k, n};
-            doc.json["dtype"] = launch.first;
-            doc.json["launch"] = launch.second;
-            doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
-            const auto rec = s.run(family::load(doc));
-            CHECK(rec.status == report::outcome::pass);
-        }
+    const std::vector<matmul_launch> launches{
+            {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"split_k", 2}}},
+            {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 128}, {"schedule", "pingpong"}, {"buffers", 4}, {"split_k", 4}}},
+            {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 128}, {"tile_n", 128}, {"buffers", 2}, {"split_k", 4}}},
+            {"bfloat16", {{"rung", "wgmma"}, {"tile_n", 192}, {"buffers", 4}}},
+            {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"buffers", 2}, {"split_k", 2}}},
+            {"bfloat16", {{"rung", "auto"}}}};
+    for_each_matmul({{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}}, launches, {"fused"},
+                    [&](const config::pipeline& p, double) { CHECK(s.run(p).status == report::outcome::pass); });
 }
 
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {
