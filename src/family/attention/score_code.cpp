@@ -137,10 +137,6 @@ void set_tile_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("plain_args", tail.arguments(31));
 }
 
-}  // namespace
-
-namespace {
-
 /// The score's folds (score_folds.hpp) as the template's kjit_score_inner and kjit_score_outer; a
 /// factor of 1 is no constant.
 void set_fold_data(const score_folds& folds, const expr::cuda_style& style, mu::data& data) {

@@ -7,12 +7,6 @@
 #include "codegen/codegen.hpp"
 
 namespace kjit::family::attention {
-bool is_minus_inf(const expr::node& n) {
-    using expr::node_kind;
-    if (n.kind == node_kind::number) return std::isinf(n.number) && n.number < 0;
-    return n.kind == node_kind::negate && n.args[0]->kind == node_kind::number && std::isinf(n.args[0]->number) &&
-           n.args[0]->number > 0;
-}
 
 namespace {
 
@@ -230,6 +224,12 @@ std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_st
     const auto by_rest = tile_plain(mask->rest, style, ascending);
     if (!by_condition || !by_rest) return std::nullopt;
     return by_rest->code == k_every_tile ? by_condition : joined(*by_condition, " && ", *by_rest);
+}
+
+bool is_minus_inf(const node& n) {
+    if (n.kind == node_kind::number) return std::isinf(n.number) && n.number < 0;
+    return n.kind == node_kind::negate && n.args[0]->kind == node_kind::number && std::isinf(n.args[0]->number) &&
+           n.args[0]->number > 0;
 }
 
 void add_read(std::vector<expr::token_read>& reads, const expr::token_read& read) {
