@@ -190,6 +190,9 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     CHECK(five.split_k == 1);  // the depth split among its 16 warps alone
     CHECK(five.warps_n == 16);
     CHECK(policy_for(16, 3072, 768, "h200").tile_n == 32);  // 48 blocks of 64 columns: 96 of 32
+    const family::gemm::policy narrow_tensor = policy_for(8, 3584, 18944, "h100");  // 56 blocks of 64 columns: 112 of 32
+    CHECK(narrow_tensor.tile_n == 32);
+    CHECK(narrow_tensor.stages == 2);  // half a wide warp's bytes a step: two steps in flight
     CHECK(policy_for(16, 4096, 4096, "h200").warps_n == 16);  // 4 KiB of sums a warp
     CHECK(policy_for(16, 11008, 4096, "h100").warps_n == 8);  // 172 blocks on 132 SMs: two an SM
     CHECK(policy_for(17, 4096, 4096, "h200").kind == family::gemm::rung::wgmma);

@@ -222,20 +222,25 @@ constexpr long long k_stream_tensor_wide_blocks = 64;
 
 /// A decode step on tensor cores: 16 warps a block, 8 where its blocks outnumber the SMs (16 warps
 /// of some 100 registers fill an SM; fewer still where their sums would take more than
-/// k_stream_tensor_sums), one step of the depth in flight, the depth split among the warps alone,
-/// and warps of 64 columns where those make k_stream_tensor_wide_blocks blocks, else of 32. On an
+/// k_stream_tensor_sums), the depth split among the warps alone, and warps of 64 columns where
+/// those make k_stream_tensor_wide_blocks blocks, one step of the depth in flight; else of 32,
+/// two steps in flight, which keep as many of W's bytes in flight as a 64-column warp's one. On an
 /// H100 (bench/results/2026-12-06-stream-tensor), of 36 launches `kjit tune` measured at each of
 /// 14 decode shapes (columns, warps, split in 1, 2 or 4 blocks, steps in flight; `first`), the
 /// fastest had one block on the depth at 12, 16 warps at 10; a second step in flight was within
 /// 0.1 µs of one. At 8–16 × 4096 × 4096 64 columns unsplit 21.6–22.4 µs, split in 2 23.6–23.9;
 /// at 16 × 3072 × 768 32 columns 8.3 (64: 9.2). 8 warps where 16 left blocks waiting (`third`):
 /// 16 × 11008 × 4096 44.8 µs against 51.1, 12 × 14336 × 4096 54.1–54.4 against 56.5; a split in
-/// 4 where the blocks are few lost there too (16 × 768 × 3072: 11.5 against 11.3 unsplit).
+/// 4 where the blocks are few lost there too (16 × 768 × 3072: 11.5 against 11.3 unsplit). Two
+/// steps for 32 columns (bench/results/2026-12-06-other-models/second): 8 × 3584 × 18944 72.1 →
+/// 60.7 µs (cuBLASLt 61.4), 8 × 1024 × 16384 49.7 → 38.5; with 64 columns two were within 1 % of
+/// one at five shapes of 4096 columns and 4096–14336 deep.
 policy stream_tensor_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     chosen.tensor = true;
-    chosen.stages = 1;
-    chosen.tile_n = (s.n + 63) / 64 >= k_stream_tensor_wide_blocks ? 64 : 32;  // (a block a tile of columns)
+    const bool wide = (s.n + 63) / 64 >= k_stream_tensor_wide_blocks;  // (a block a tile of columns)
+    chosen.tile_n = wide ? 64 : 32;
+    chosen.stages = wide ? 1 : 2;
     if ((s.n + chosen.tile_n - 1) / chosen.tile_n > gpu.sm_count) chosen.warps_n = 8;  // (16 warps' registers fill an SM)
     fit_to(chosen, s, type);
     while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
