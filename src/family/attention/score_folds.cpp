@@ -3,6 +3,7 @@
 
 #include "family/attention/tile_mask.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -20,6 +21,13 @@ bool is_flowing(const tree& t) { return t->kind == node_kind::name && t->binding
 /// A finite, positive constant: a factor that keeps the order of scores (so the max of the
 /// products is the product of the max) and the sign of −inf.
 bool is_positive_number(const tree& t) { return t->kind == node_kind::number && std::isfinite(t->number) && t->number > 0; }
+
+/// `n` as a tree, its depth recomputed from its (replaced) arguments.
+tree rebuilt(node n) {
+    n.depth = 1;
+    for (const auto& arg : n.args) n.depth = std::max(n.depth, arg->depth + 1);
+    return std::make_shared<const node>(std::move(n));
+}
 
 /// The factor of x in `t` where t is x · c, c · x or (folding divisions) x / c; nullopt otherwise.
 std::optional<double> factor_of_x(const tree& t, bool division_as_product) {
@@ -43,13 +51,11 @@ tree without_inner_factor(const tree& t, std::optional<double>& factor, bool div
     }
     if (t->args.empty()) return t;
     node copy = *t;
-    copy.depth = 1;
     for (auto& arg : copy.args) {
         arg = without_inner_factor(arg, factor, division_as_product);
         if (!arg) return nullptr;
-        copy.depth = std::max(copy.depth, arg->depth + 1);
     }
-    return std::make_shared<const node>(std::move(copy));
+    return rebuilt(std::move(copy));
 }
 
 /// `t` as c · E: E and c where every branch of t's conditionals is −inf or c · E with the same
@@ -75,9 +81,7 @@ std::optional<outer_factor> outer_factor_of(const tree& t) {
     node copy = *t;
     if (yes_factor) copy.args[1] = yes_factor->rest;
     if (no_factor) copy.args[2] = no_factor->rest;
-    copy.depth = 1;
-    for (const auto& arg : copy.args) copy.depth = std::max(copy.depth, arg->depth + 1);
-    return outer_factor{std::make_shared<const node>(std::move(copy)), factor};
+    return outer_factor{rebuilt(std::move(copy)), factor};
 }
 
 }  // namespace
