@@ -3,6 +3,7 @@
 // reference against a direct softmax(q · kᵀ) · v written here.
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <set>
 
 #include "family/attention/attention.hpp"
@@ -549,12 +550,71 @@ TEST_CASE("attention: a score's constant factors go into the products' scale and
     CHECK(fused.find("constexpr float kjit_score_inner = 0.03333333333333333f, kjit_score_outer = 30.0f;") != std::string::npos);
     CHECK(fused.find("const real x = kjit_value * (s0_scale * kjit_score_inner);") != std::string::npos);
     CHECK(fused.find("return col > row ? -__int_as_float(0x7f800000) : __tanhf(x);") != std::string::npos);
-    CHECK(fused.find("kjit_tile_max[kjit_h] *= kjit_score_outer;") != std::string::npos);
     CHECK(fused.find("const float kjit_to_base2 = kjit_score_outer * kjit_log2e;") != std::string::npos);
+    // where a running max is kept (float16: below), the factor goes into each tile's max too
+    j["dtype"] = "float16";
+    CHECK(family::plan(parsed(j), codegen::template_set::embedded()).source.find("kjit_tile_max[kjit_h] *= kjit_score_outer;") !=
+          std::string::npos);
+    j["dtype"] = "bfloat16";
     j["fusion"] = "separate";
     const std::string separate = family::plan(parsed(j), codegen::template_set::embedded()).source;
     CHECK(separate.find("kjit_score_inner") == std::string::npos);
     CHECK(separate.find("30.0f * __tanhf(x * 0.03333333333333333f)") != std::string::npos);
+}
+
+TEST_CASE("attention: a score bounded whatever x is takes its exponents from a fixed base, with no running max") {
+    expr::scope names;
+    names.has_shape = true;
+    names.has_heads = true;
+    names.scalars = {"cap"};
+    using config::dtype;
+    const auto base = [&](const std::string& score, dtype storage = dtype::bfloat16) {
+        return family::attention::fixed_base_of(expr::parse(score, names), storage);
+    };
+    const auto bounds = [&](const std::string& score, dtype storage = dtype::bfloat16) {
+        const auto b = base(score, storage);
+        REQUIRE(b);
+        return std::pair{b->low, b->high};
+    };
+    // soft-capping keeps within ±30: the base is its top, where the lowest weight is e^−60 ≈ 2^−87
+    CHECK(base("30 * tanh(x / 30)")->base == 30);
+    CHECK(bounds("col > row ? -inf : 30 * tanh(x / 30)") == std::pair{-30.0, 30.0});  // a mask bounds nothing
+    // Gemma 2's cap of 50: e^−100 would be 2^−144, so the base sits 100 / log2 e above the bottom
+    CHECK(base("50 * tanh(x / 50)")->base == doctest::Approx(-50 + 100 / std::numbers::log2e));
+    // sums, products, quotients by constants, negation, and the bounded functions
+    CHECK(bounds("2 * sigmoid(x) - tanh(x) / 4") == std::pair{-0.25, 2.25});
+    CHECK(bounds("-(3 * erf(x)) + sin(x) * cos(x)") == std::pair{-4.0, 4.0});
+    CHECK(bounds("clamp(x, -5, 5)") == std::pair{-5.0, 5.0});
+    CHECK(bounds("max(tanh(x), 0.5) + min(sigmoid(x), 0.25)") == std::pair{0.5, 1.25});
+    CHECK(bounds("col > row ? -inf : row - col > 8 ? tanh(x) : 2 * tanh(x)") == std::pair{-2.0, 2.0});
+    // float16's weights stay within 2^−14 … 2^15: a cap of 30 is too wide there, one of 5 is not
+    CHECK_FALSE(base("30 * tanh(x / 30)", dtype::float16));
+    CHECK(base("4 * tanh(x / 4)", dtype::float16)->base == 4);
+    // no fixed base: x, a position or a param anywhere, −inf inside arithmetic (its negation is
+    // +inf), a division by a bounded term, bounds too far apart for the weights, a function whose
+    // bounds kjit does not take from its argument's
+    for (const char* score : {"x", "col > row ? -inf : x", "tanh(x) + x", "tanh(x) * col", "cap * tanh(x / cap)",
+                              "-(col > row ? -inf : tanh(x))", "tanh(x) / sigmoid(x)", "min(x, 3)", "1000 * tanh(x / 1000)",
+                              "exp(tanh(x))"})
+        CHECK_MESSAGE(!base(score), score);
+
+    // the kernel keeps no max: no tile max, no shuffles for it, no rescale factor but 1
+    const auto source = [](const std::string& score, const std::string& type) {
+        auto j = attention_config(1, 2, 2, 1000, 1000, 64, score);
+        j["dtype"] = type;
+        return family::plan(parsed(j), codegen::template_set::embedded()).source;
+    };
+    const std::string fixed = source("col > row ? -inf : 30 * tanh(x / 30)", "bfloat16");
+    CHECK(fixed.find("constexpr float kjit_score_base = 30.0f;") != std::string::npos);
+    CHECK(fixed.find("kjit_rescale[kjit_h] = 1.0f;") != std::string::npos);
+    CHECK(fixed.find("kjit_tile_max") == std::string::npos);
+    const std::string running = source("col > row ? -inf : 30 * tanh(x / 30)", "float16");
+    CHECK(running.find("kjit_score_base") == std::string::npos);
+    CHECK(running.find("kjit_rescale[kjit_h] = kjit_exp2(kjit_from);") != std::string::npos);
+    // (and the mma rung shares the softmax)
+    auto j = attention_config(1, 2, 2, 1000, 1000, 64, "30 * tanh(x / 30)");
+    j["launch"] = {{"rung", "mma"}};
+    CHECK(family::plan(parsed(j), codegen::template_set::embedded()).source.find("kjit_score_base") != std::string::npos);
 }
 
 TEST_CASE("attention: persistent blocks (launch.persistent) take work items as many as are resident, each item its own") {

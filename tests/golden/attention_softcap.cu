@@ -91,6 +91,11 @@ __device__ __forceinline__ real kjit_score(
 // exponent's multiply-add.
 constexpr float kjit_score_inner = 0.03333333333333333f, kjit_score_outer = 30.0f;
 
+// Every score but −inf lies within -30 … 30 whatever x is, so the online softmax takes
+// each exponent from one base, e^(score − kjit_score_base), between 2^-87 and 2^0, rather
+// than from each query's running max: it keeps no max and rescales nothing.
+constexpr float kjit_score_base = 30.0f;
+
 // The epilogue: the stages after the attention, on one element of the output (x).
 __device__ __forceinline__ real kjit_epilogue(real x)
 {
@@ -624,19 +629,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
     using kjit_scores = float[kjit_pieces][kjit_block_n / 8][4];
     const auto kjit_take_scores = [&](kjit_scores& kjit_s, int kjit_t) {
         const long long kjit_key0 = (long long)kjit_t * kjit_block_n;
-        // Each score scaled and modified, and each query's max over the tile.
+        // Each score scaled and modified.
         // Positions are ints: a head's queries and keys fit one.
         const bool kjit_edge = kjit_key0 + kjit_block_n > cols;
-        float kjit_tile_max[2 * kjit_pieces];
-#pragma unroll
-        for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-            kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
-        }
-        // Takes score kjit_value into its query's max (element kjit_e of piece kjit_p).
-        const auto kjit_take_max = [&](int kjit_p, int kjit_e, float kjit_value) {
-            float& kjit_m = kjit_tile_max[2 * kjit_p + kjit_e / 2];
-            kjit_m = fmaxf(kjit_m, kjit_value);
-        };
         const float kjit_to_base2 = kjit_score_outer * kjit_log2e;
         {
             // the thread's first query and key in the tile (as an mma's C piece holds them)
@@ -654,18 +649,13 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
                         const real x = kjit_value * (s0_scale * kjit_score_inner);
                         kjit_value = (float)kjit_score(
                                 x, kjit_row, kjit_col, (int)rows, (int)cols);
-                        kjit_take_max(kjit_p, kjit_e, kjit_value);
                     }
                 }
             }
-            // Keys past the last (in the last tile alone) are −inf, and the max is taken again
-            // without them: a pass of its own, so that the other tiles' scores test nothing.
+            // Keys past the last (in the last tile alone) are −inf: a pass of its own, so that the
+            // other tiles' scores test nothing.
             if (kjit_edge) {
                 const int kjit_past = (int)cols - kjit_col0;  // its first key past the last
-#pragma unroll
-                for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-                    kjit_tile_max[kjit_h] = KJIT_MINUS_INF;
-                }
 #pragma unroll
                 for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {
 #pragma unroll
@@ -674,35 +664,20 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
                         for (int kjit_e = 0; kjit_e < 4; ++kjit_e) {
                             float& kjit_value = kjit_s[kjit_p][kjit_j][kjit_e];
                             if (kjit_j * 8 + kjit_e % 2 >= kjit_past) kjit_value = KJIT_MINUS_INF;
-                            kjit_take_max(kjit_p, kjit_e, kjit_value);
                         }
                     }
                 }
             }
-            // The scores are kjit_score_outer times these: so is their max.
-#pragma unroll
-            for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-                kjit_tile_max[kjit_h] *= kjit_score_outer;
-            }
         }
-        // The online softmax: the new max of each query (its row is spread over 4 lanes), what
-        // was summed so far rescaled to it (the output row too: kjit_rescale, which the includer
-        // applies), and this tile's e^(score − max) added, each as 2^(score · log2 e − max ·
-        // log2 e): one fused multiply-add and one exp2.
+        // The softmax from the fixed base: this tile's e^(score − kjit_score_base) added, each as
+        // 2^(score · log2 e − kjit_score_base · log2 e), one fused multiply-add and one exp2; what
+        // was summed so far stays as it is (kjit_rescale is 1: the compiler drops the products by
+        // it).
         float kjit_base2[2 * kjit_pieces];
 #pragma unroll
         for (int kjit_h = 0; kjit_h < 2 * kjit_pieces; ++kjit_h) {
-            float kjit_m = kjit_tile_max[kjit_h];
-            kjit_m = fmaxf(kjit_m, __shfl_xor_sync(0xffffffffu, kjit_m, 1));
-            kjit_m = fmaxf(kjit_m, __shfl_xor_sync(0xffffffffu, kjit_m, 2));
-            const float kjit_new_max = fmaxf(kjit_max[kjit_h], kjit_m);
-            // (a query with no key yet, max −inf, subtracts 0: 2^(−inf − (−inf)) would be NaN)
-            const float kjit_base = kjit_new_max == KJIT_MINUS_INF ? 0.0f : kjit_new_max;
-            kjit_base2[kjit_h] = kjit_base * kjit_log2e;
-            const float kjit_from = fmaf(kjit_max[kjit_h], kjit_log2e, -kjit_base2[kjit_h]);
-            kjit_rescale[kjit_h] = kjit_exp2(kjit_from);
-            kjit_max[kjit_h] = kjit_new_max;
-            kjit_sum[kjit_h] *= kjit_rescale[kjit_h];
+            kjit_base2[kjit_h] = kjit_score_base * kjit_log2e;
+            kjit_rescale[kjit_h] = 1.0f;
         }
 #pragma unroll
         for (int kjit_p = 0; kjit_p < kjit_pieces; ++kjit_p) {

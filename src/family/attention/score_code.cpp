@@ -2,6 +2,8 @@
 #include "family/attention/score_code.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 #include <optional>
 
 #include "family/attention/problem.hpp"
@@ -137,19 +139,39 @@ void set_tile_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("plain_args", tail.arguments(31));
 }
 
+expr::tree number_tree(double value) {
+    expr::node number;
+    number.number = value;
+    return std::make_shared<const expr::node>(number);
+}
+
+/// `value` as a CUDA literal of the compute type.
+std::string literal_of(double value, const expr::cuda_style& style) { return expr::to_cuda(number_tree(value), style); }
+
 /// The score's folds (score_folds.hpp) as the template's kjit_score_inner and kjit_score_outer; a
 /// factor of 1 is no constant.
 void set_fold_data(const score_folds& folds, const expr::cuda_style& style, mu::data& data) {
-    const auto literal = [&](double value) {
-        expr::node number;
-        number.number = value;
-        return expr::to_cuda(std::make_shared<const expr::node>(number), style);
-    };
     const bool inner = folds.inner != 1, outer = folds.outer != 1;
     data.set("folds", codegen::flag(inner || outer));
     data.set("both", codegen::flag(inner && outer));
-    if (inner) data.set("inner", literal(folds.inner));
-    if (outer) data.set("outer", literal(folds.outer));
+    if (inner) data.set("inner", literal_of(folds.inner, style));
+    if (outer) data.set("outer", literal_of(folds.outer, style));
+}
+
+/// The fixed base the softmax takes its exponents from (score_folds.hpp), as the template's
+/// kjit_score_base and its bounds; absent where the softmax keeps a running max, whose tiles' max
+/// then takes the score's outer factor.
+void set_base_data(const std::optional<fixed_base>& base, const score_folds& folds, const expr::cuda_style& style,
+                   mu::data& data) {
+    data.set("fixed_base", codegen::flag(base.has_value()));
+    data.set("outer_max", codegen::flag(!base && folds.outer != 1));
+    if (!base) return;
+    const auto exponent = [](double score) { return std::to_string((int)std::lround(score * std::numbers::log2e)); };
+    data.set("base", literal_of(base->base, style));
+    data.set("low", expr::to_text(number_tree(base->low)));
+    data.set("high", expr::to_text(number_tree(base->high)));
+    data.set("lowest", exponent(base->low - base->base));
+    data.set("highest", exponent(base->high - base->base));
 }
 
 }  // namespace
@@ -158,8 +180,11 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     const expr::tree& score = p.stages.front().kernel;
     const expr::cuda_style style = score_style(p);
     // The separate kernels store each score as it is: only the fused kernel's softmax takes factors.
-    const score_folds folds = policy_of(p).separate ? score_folds{score} : fold_score(score, style.approximated.division);
+    const policy& t = policy_of(p);
+    const score_folds folds = t.separate ? score_folds{score} : fold_score(score, style.approximated.division);
     set_fold_data(folds, style, data);
+    // (a score that is x itself somewhere has no bounds, so never both a fixed base and plain tiles)
+    set_base_data(t.separate ? std::nullopt : fixed_base_of(score, p.type), folds, style, data);
     data.set("score_text", expr::to_text(score, 40));
     data.set("score_code", expr::to_cuda(folds.folded, style));
     data.set("score_params", codegen::parameter_list(call.params));

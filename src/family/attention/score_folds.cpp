@@ -1,11 +1,15 @@
 // The score's constant factors, taken out for the fused kernels (score_folds.hpp).
 #include "family/attention/score_folds.hpp"
 
+#include "expr/functions.hpp"
 #include "family/attention/tile_mask.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <optional>
+#include <numbers>
+#include <string_view>
+#include <vector>
 
 namespace kjit::family::attention {
 
@@ -84,6 +88,77 @@ std::optional<outer_factor> outer_factor_of(const tree& t) {
     return outer_factor{rebuilt(std::move(copy)), factor};
 }
 
+/// The values a score (or a term of it) takes whatever x and the positions are.
+struct bounds {
+    double low, high;
+};
+
+std::optional<bounds> bounds_of(const tree& t, bool is_score);
+
+/// A product's or a quotient's bounds: the extremes of the corners.
+bounds corners(const bounds& a, const bounds& b, double (*op)(double, double)) {
+    const std::array values{op(a.low, b.low), op(a.low, b.high), op(a.high, b.low), op(a.high, b.high)};
+    return {*std::min_element(values.begin(), values.end()), *std::max_element(values.begin(), values.end())};
+}
+
+std::optional<bounds> binary_bounds(const node& n) {
+    const auto a = bounds_of(n.args[0], false);
+    const auto b = bounds_of(n.args[1], false);
+    if (!a || !b) return std::nullopt;
+    switch (n.op) {
+    case binary_op::add: return bounds{a->low + b->low, a->high + b->high};
+    case binary_op::sub: return bounds{a->low - b->high, a->high - b->low};
+    case binary_op::mul: return corners(*a, *b, [](double u, double v) { return u * v; });
+    case binary_op::div:  // by a constant alone: a bounded divisor may come as near 0 as it likes
+        if (b->low != b->high || b->low == 0) return std::nullopt;
+        return corners(*a, *b, [](double u, double v) { return u / v; });
+    default: return std::nullopt;
+    }
+}
+
+std::optional<bounds> call_bounds(const node& n) {
+    const std::string_view f = n.function->name;
+    if (f == "tanh" || f == "erf" || f == "sin" || f == "cos") return bounds{-1, 1};
+    if (f == "sigmoid") return bounds{0, 1};
+    if (f != "min" && f != "max" && f != "clamp") return std::nullopt;
+    std::vector<bounds> args;
+    for (const auto& arg : n.args) {
+        const auto b = bounds_of(arg, false);
+        if (!b && !(f == "clamp" && args.empty())) return std::nullopt;  // (clamp's value may be anything)
+        args.push_back(b.value_or(bounds{}));
+    }
+    if (f == "min") return bounds{std::min(args[0].low, args[1].low), std::min(args[0].high, args[1].high)};
+    if (f == "max") return bounds{std::max(args[0].low, args[1].low), std::max(args[0].high, args[1].high)};
+    return bounds{std::min(args[1].low, args[2].low), args[2].high};  // clamp(v, lo, hi): fmin(fmax(v, lo), hi)
+}
+
+/// The bounds of `t`; where `is_score` (the score, or a branch of its conditionals), a −inf branch
+/// is a masked score and bounds nothing. nullopt where a value is unbounded (x, a position, a
+/// param, −inf within arithmetic).
+std::optional<bounds> bounds_of(const tree& t, bool is_score) {
+    switch (t->kind) {
+    case node_kind::number:
+        if (!std::isfinite(t->number)) return std::nullopt;
+        return bounds{t->number, t->number};
+    case node_kind::negate:
+        if (const auto b = bounds_of(t->args[0], false)) return bounds{-b->high, -b->low};
+        return std::nullopt;
+    case node_kind::binary: return binary_bounds(*t);
+    case node_kind::call: return call_bounds(*t);
+    case node_kind::conditional: {
+        std::optional<bounds> hull;
+        for (const tree& branch : {t->args[1], t->args[2]}) {
+            if (is_score && is_minus_inf(*branch)) continue;
+            const auto b = bounds_of(branch, is_score);
+            if (!b) return std::nullopt;
+            hull = hull ? bounds{std::min(hull->low, b->low), std::max(hull->high, b->high)} : *b;
+        }
+        return hull;
+    }
+    default: return std::nullopt;
+    }
+}
+
 }  // namespace
 
 score_folds fold_score(const tree& score, bool division_as_product) {
@@ -98,6 +173,18 @@ score_folds fold_score(const tree& score, bool division_as_product) {
         folds.outer = outer->factor;
     }
     return folds;
+}
+
+std::optional<fixed_base> fixed_base_of(const tree& score, config::dtype storage) {
+    const auto b = bounds_of(score, true);
+    if (!b || !std::isfinite(b->low) || !std::isfinite(b->high)) return std::nullopt;
+    // the exponents' limits, as powers of 2: the lowest weight's and the highest's
+    const bool half = storage == config::dtype::float16;
+    const double lowest = half ? -14 : -100, highest = half ? 15 : 64;
+    const double low2 = b->low * std::numbers::log2e, high2 = b->high * std::numbers::log2e;
+    const double base2 = std::min(high2, low2 - lowest);
+    if (!(high2 - base2 <= highest)) return std::nullopt;
+    return fixed_base{base2 / std::numbers::log2e, b->low, b->high};
 }
 
 }  // namespace kjit::family::attention
