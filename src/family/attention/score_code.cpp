@@ -139,6 +139,7 @@ void set_tile_data(const pipeline& p, const score_call& call, mu::data& data) {
     data.set("plain_args", tail.arguments(31));
 }
 
+/// `value` as an expression: a number node.
 expr::tree number_tree(double value) {
     expr::node number;
     number.number = value;
