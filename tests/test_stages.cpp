@@ -533,11 +533,11 @@ TEST_CASE("a sum that leaves its formula is online where the row is read in each
 TEST_CASE("launch.copy_groups: a row in shared memory on a block or cluster per row lands in groups; auto by the passes over it") {
     json j = softmax_config();
     j["dtype"] = "bfloat16";
-    j["shape"] = {1024, 128256};  // a cluster of 8 blocks of 128, 16 vectors a thread
+    j["shape"] = {1024, 128256};  // a cluster of 8 blocks of 256, 8 vectors a thread
     const auto p = parsed(j);
     CHECK(family::rows::policy_of(p).cluster == 8);
     CHECK(family::rows::policy_of(p).copy_groups == 8);  // one pass (the online sum's) before the store
-    CHECK(family::rows::copy_group_vectors(p) == 2);
+    CHECK(family::rows::copy_group_vectors(p) == 1);
     CHECK(config::variant_label(p).find(" copy-groups=8") != std::string::npos);
     j["stages"][2]["formula"] = "classic";  // two passes: max, then sum
     CHECK(family::rows::policy_of(parsed(j)).copy_groups == 1);
@@ -659,9 +659,14 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     CHECK(policy(50257, "bfloat16") == "shared 512 streaming");
     CHECK(policy(25129, "float32") == "shared 512 streaming");
     CHECK(policy(30000, "float32") == "shared 1024 streaming");  // two of 120,000 bytes do not fit
-    // Longer than a block's shared memory: an eighth of it in each of a cluster of 8 blocks of 128.
-    CHECK(policy(128256, "bfloat16") == "shared 128 streaming cluster");
-    CHECK(policy(128256, "float32") == "shared 128 streaming cluster");
+    // Longer than a block's shared memory: an eighth of it in each of a cluster of 8 blocks, not
+    // streamed, the block the power of two nearest a thread per 128 bytes of its eighth (32,064
+    // bytes: 250 threads; 37,984: 297; 64,000 and 64,128: 500).
+    CHECK(policy(128256, "bfloat16") == "shared 256 cluster");
+    CHECK(policy(151936, "bfloat16") == "shared 256 cluster");
+    CHECK(policy(256000, "bfloat16") == "shared 512 cluster");
+    CHECK(policy(128256, "float32") == "shared 512 cluster");
+    CHECK(policy(65537, "float32") == "shared 256 cluster");  // 32,768.5 bytes: 256 threads
     // Longer than a cluster's shared memory holds: read again in each pass, any length, by a
     // cluster of 8 blocks of 1024.
     CHECK(policy(1 << 20, "float32") == "none 1024 streaming cluster");

@@ -26,15 +26,14 @@ struct alignas(16) vec {
 // an enum so that they take no storage.
 enum : int {
     kjit_width = 8,  // elements in a vector
-    kjit_block = 128,  // threads in a block
+    kjit_block = 256,  // threads in a block
     kjit_cluster = 8,  // blocks that share a row
-    kjit_row_stride = 1024,  // a thread's vectors of a row are this far apart: the row's threads
-    kjit_vectors_per_thread = 16,  // of a row, at most
+    kjit_row_stride = 2048,  // a thread's vectors of a row are this far apart: the row's threads
+    kjit_vectors_per_thread = 8,  // of a row, at most
     kjit_copy_groups = 8,  // a thread's copies of a row land in this many groups
-    kjit_group_vectors = 2,  // of its vectors each, at most
-    kjit_words = 1,  // a vector moves as this many words (kjit_word)
+    kjit_group_vectors = 1,  // of its vectors each, at most
 };
-typedef uint4 kjit_word;  // a built-in type of that size
+
 static_assert(kjit_copy_groups * kjit_group_vectors >= kjit_vectors_per_thread,
               "the copy groups hold every vector of the row a thread copies");
 
@@ -130,24 +129,19 @@ __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value
     return v;
 }
 
-// A vector of the result written to global memory, once. Evict-first too
-// (st.global.cs).
+// A vector of the result written to global memory, once.
 __device__ __forceinline__ void kjit_write_once(vec* at, const vec& v)
 {
-#pragma unroll
-    for (int i = 0; i < kjit_words; ++i) {
-        __stcs(reinterpret_cast<kjit_word*>(at) + i, reinterpret_cast<const kjit_word*>(&v)[i]);
-    }
+    *at = v;
 }
 
 // Copies one vector from global to shared memory without passing through registers (cp.async,
 // sm_80 and newer), so a thread's copies of the row are all in flight at once. The copies a
 // thread has issued since the last commit form a group; it can wait for all but its newest
-// `pending` groups. cp.async.cg (16-byte copies only) leaves L1 alone, as
-// launch.streaming asks.
+// `pending` groups.
 __device__ __forceinline__ void kjit_copy_to_shared(vec* shared, const vec* global)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n"
                  :
                  : "r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global));
 }

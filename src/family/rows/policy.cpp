@@ -4,6 +4,7 @@
 #include "family/rows/policy.hpp"
 
 #include <algorithm>
+#include <numbers>
 
 #include "config/reader.hpp"
 #include "expr/expr.hpp"
@@ -89,16 +90,30 @@ bool choose_warp_rows(pipeline& p, policy& chosen, bool cluster_auto) {
     return true;
 }
 
+/// A block of a cluster that holds a row in shared memory, an eighth of it each: the power of two
+/// from 128 to 1024 nearest (by ratio) a thread per k_auto_shared_bytes_per_thread of its share.
+/// Softmax over 1024 rows of bfloat16 on an H100, the best of the row family's 88–116 launches at
+/// each length (bench/results/2026-12-06-fixed-base/second): 128,256 and 151,936 columns in blocks
+/// of 256 (125 and 148 bytes a thread), 256,000 in blocks of 512 (125), where blocks of 128 took
+/// 2.4 %, 5.6 % and 13.7 % longer.
+int cluster_block(const pipeline& p) {
+    const double share = static_cast<double>(row_bytes(p)) / 8;
+    int block = 128;
+    while (block < 1024 && block * std::numbers::sqrt2 * k_auto_shared_bytes_per_thread < share) block *= 2;
+    return block;
+}
+
 /// The row cache, its streaming, the block and the row mapping where "auto", by the rule measured
 /// on the H200 over the exhaustive launch spaces of softmax, layer norm and RMS norm
 /// (docs/tuning.md): a row that a block holds in registers at k_auto_row_items elements a thread
 /// stays there, in the smallest such block; a longer row goes to shared memory where it fits,
 /// streamed, with 128 bytes of it per thread; a row longer still stays in shared memory spread over a
-/// cluster of 8 blocks of 128 (sm_90), each holding an eighth (softmax over 1024 rows of 128,256
-/// bfloat16: 189 µs, the best of the row family's 152 launches, where reading it again in each
-/// pass took 412: bench/results/2026-12-03-defaults/second); one whose eighth does not fit either
-/// is read again from memory in each pass by a cluster of 8 blocks of 1024 (one row of 2^20: 5.4
-/// times faster than one block).
+/// cluster of 8 blocks (sm_90), each holding an eighth, about 128 bytes of it a thread
+/// (cluster_block), not streamed (softmax over 1024 rows of 128,256 bfloat16 on the H200: 189 µs
+/// in blocks of 128, the best of the row family's 152 launches then, where reading it again in
+/// each pass took 412: bench/results/2026-12-03-defaults/second); one whose eighth does not fit
+/// either is read again from memory in each pass by a cluster of 8 blocks of 1024 (one row of
+/// 2^20: 5.4 times faster than one block).
 /// A pipeline that computes from positions does work per element that a copy does not (the
 /// causal mask's compare and select): where its row stays in registers it takes
 /// k_positional_row_items elements a thread, on one warp per row where a warp holds the row so.
@@ -136,10 +151,12 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
         p.launch.block_auto = false;
     }
     const bool clusters = cluster_auto && !rows_loop(p) && config::compiled_arch(p) >= 90;
+    bool over_cluster = false;  // the row in shared memory over a cluster
     if (chosen.cache == cache::shared && shared_bytes(p) > max_shared_row_bytes(p) && clusters && is_auto(p, "cluster")) {
         chosen.cluster = 8;  // an eighth of the row a block, if that fits
-        if (is_auto(p, "block")) p.launch.block = 128;
-        if (shared_bytes(p) <= max_shared_row_bytes(p)) {
+        if (is_auto(p, "block")) p.launch.block = cluster_block(p);
+        over_cluster = shared_bytes(p) <= max_shared_row_bytes(p);
+        if (over_cluster) {
             cluster_auto = false;
         } else {
             chosen.cluster = 1;
@@ -153,7 +170,9 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
             cluster_auto = false;
         }
     }
-    if (is_auto(p, "streaming")) chosen.streaming = true;
+    // (over a cluster, streamed loads were as fast or up to 6 % slower: 151,936 columns in blocks
+    // of 256, 251.4 µs against 237.1)
+    if (is_auto(p, "streaming")) chosen.streaming = !over_cluster;
 }
 
 /// row_mapping "warp": each row on one warp, block / 32 rows a block (every block is whole warps;
