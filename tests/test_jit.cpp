@@ -218,7 +218,8 @@ TEST_CASE("each GEMM rung asserts the plan's threads and shared memory: NVRTC re
 
 TEST_CASE("a row landing in groups of copies compiles with its waits as immediates; NVRTC refuses groups that miss a vector") {
     auto doc = config::load_document(kjit::testing::config_path("softmax.json"));
-    doc.json.merge_patch(config::json_value({{"dtype", "bfloat16"}, {"shape", {1024, 128256}}}));
+    // blocks of 128 in a cluster of 8: 16 vectors a thread, 2 in each group
+    doc.json.merge_patch(config::json_value({{"dtype", "bfloat16"}, {"shape", {1024, 128256}}, {"launch", {{"block", 128}}}}));
     const auto honest = request_for(family::load(doc));
     const auto compiled = jit::compile(honest);
     INFO(compiled.nvrtc_log);
