@@ -90,14 +90,15 @@ bool choose_warp_rows(pipeline& p, policy& chosen, bool cluster_auto) {
     return true;
 }
 
-/// A block of a cluster that holds a row in shared memory, an eighth of it each: the power of two
-/// from 128 to 1024 nearest (by ratio) a thread per k_auto_shared_bytes_per_thread of its share.
+/// A block of a cluster of `cluster` blocks that hold a row in shared memory, a share each: the
+/// power of two from 128 to 1024 nearest (by ratio) a thread per k_auto_shared_bytes_per_thread of
+/// its share.
 /// Softmax over 1024 rows of bfloat16 on an H100, the best of the row family's 88–116 launches at
 /// each length (bench/results/2026-12-06-fixed-base/second): 128,256 and 151,936 columns in blocks
 /// of 256 (125 and 148 bytes a thread), 256,000 in blocks of 512 (125), where blocks of 128 took
 /// 2.4 %, 5.6 % and 13.7 % longer.
-int cluster_block(const pipeline& p) {
-    const double share = static_cast<double>(row_bytes(p)) / 8;
+int cluster_block(const pipeline& p, int cluster) {
+    const double share = static_cast<double>(row_bytes(p)) / cluster;
     int block = 128;
     while (block < 1024 && block * std::numbers::sqrt2 * k_auto_shared_bytes_per_thread < share) block *= 2;
     return block;
@@ -154,7 +155,7 @@ void choose_row_cache(pipeline& p, policy& chosen, bool& cluster_auto) {
     bool over_cluster = false;  // the row in shared memory over a cluster
     if (chosen.cache == cache::shared && shared_bytes(p) > max_shared_row_bytes(p) && clusters && is_auto(p, "cluster")) {
         chosen.cluster = 8;  // an eighth of the row a block, if that fits
-        if (is_auto(p, "block")) p.launch.block = cluster_block(p);
+        if (is_auto(p, "block")) p.launch.block = cluster_block(p, chosen.cluster);
         over_cluster = shared_bytes(p) <= max_shared_row_bytes(p);
         if (over_cluster) {
             cluster_auto = false;
