@@ -149,7 +149,7 @@ std::filesystem::path golden_path(const golden_case& c) {
 TEST_CASE("golden: every variant's source is its golden file, line for line") {
     const bool update = std::getenv("KJIT_UPDATE_GOLDENS") != nullptr;
     for (const auto& c : cases()) {
-        CAPTURE(c.name);
+        CAPTURE(std::string(c.name));
         const std::string source = source_of(c);
         if (update) {
             std::filesystem::create_directories(golden_path(c).parent_path());
@@ -194,7 +194,7 @@ TEST_CASE("golden: the record's columns (schema 1.10.0) are tests/golden/record_
 
 TEST_CASE("golden: no generated source has a blank line in a body, or two in a row, or an unrendered tag") {
     for (const auto& c : cases()) {
-        CAPTURE(c.name);
+        CAPTURE(std::string(c.name));
         const std::string source = source_of(c);
         CHECK(source.find("\n\n\n") == std::string::npos);
         CHECK(source.find("{\n\n") == std::string::npos);
@@ -207,7 +207,7 @@ TEST_CASE("golden: every generated line is within 100 columns, and every helper 
         return std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
     };
     for (const auto& c : cases()) {
-        CAPTURE(c.name);
+        CAPTURE(std::string(c.name));
         const std::string source = source_of(c);
         std::istringstream lines(source);
         std::string line;
