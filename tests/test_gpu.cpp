@@ -182,13 +182,14 @@ TEST_CASE("matmuls verify at odd shapes on every rung and dtype, fused and separ
 TEST_CASE("decode steps of up to 64 rows verify on the stream rung's tensor cores, at odd shapes, fused and separate") {
     session s;
     // The rule's launch in both 16-bit types; narrow and wide warps' columns, few and many warps,
-    // the depth split over clusters of 2 and 4, one and two steps in flight.
+    // the depth split over clusters of 2, 4 and 8, one and two steps in flight.
     const std::vector<matmul_launch> launches{
             {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}}},
             {"float16", {{"rung", "stream"}, {"cores", "tensor"}}},
             {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 16}, {"warps_n", 2}, {"buffers", 1}}},
             {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 32}, {"warps_n", 8}, {"split_k", 4}}},
-            {"float16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 4}, {"split_k", 1}, {"buffers", 2}}}};
+            {"float16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 4}, {"split_k", 1}, {"buffers", 2}}},
+            {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 16}, {"split_k", 8}, {"buffers", 2}}}};
     for_each_matmul({{1, 8, 8}, {5, 24, 1000}, {16, 4096, 4096}, {33, 264, 4104}, {64, 1000, 3072}, {64, 8, 24}, {9, 4104, 40}},
                     launches, {"fused", "separate"}, [&](const config::pipeline& p, double) {
                         REQUIRE(family::gemm::policy_of(p).tensor);
@@ -199,7 +200,7 @@ TEST_CASE("decode steps of up to 64 rows verify on the stream rung's tensor core
 TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, at odd shapes, fused and separate") {
     session s;
     // The stream rung on CUDA cores in every dtype, narrow and wide launches, the depth split over
-    // clusters of 2 and 4; mma's TF32
+    // clusters of 2, 4 and 8; mma's TF32
     const json tf32 = {{"fp32_precision", "tf32"}};
     const std::vector<matmul_launch> launches{
             {"bfloat16", {{"rung", "stream"}, {"cores", "cuda"}}},
@@ -209,6 +210,7 @@ TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, a
             {"bfloat16", {{"rung", "stream"}, {"cores", "cuda"}, {"tile_n", 8}, {"warps_n", 2}}},
             {"float32", {{"rung", "stream"}, {"tile_n", 32}, {"warps_n", 32}, {"split_k", 2}}},
             {"bfloat16", {{"rung", "stream"}, {"cores", "cuda"}, {"split_k", 4}, {"buffers", 4}}},
+            {"float16", {{"rung", "stream"}, {"cores", "cuda"}, {"tile_n", 32}, {"split_k", 8}}},
             {"float32", {{"rung", "auto"}}, tf32},
             {"float32", {{"rung", "mma"}, {"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"buffers", 2}}, tf32}};
     for_each_matmul({{1, 1, 1}, {1, 4096, 4096}, {3, 1001, 17}, {8, 264, 4097}, {5, 24, 1000}}, launches, {"fused", "separate"},

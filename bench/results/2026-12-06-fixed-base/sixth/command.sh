@@ -19,10 +19,8 @@ three() {  # NAME SEQ DIM BATCH HEADS SCORE: handed-over persistent, persistent,
 {
 for round in 1 2; do
   three "r${round}_1k128" 1024 128 16 16 16 x
-  three "r${round}_2k128" 2048 128 8 16 16 x
   three "r${round}_4k128" 4096 128 4 16 16 x
   three "r${round}_1k64" 1024 64 16 32 32 x
-  three "r${round}_4k64" 4096 64 4 32 32 x
   three "r${round}_window8k128" 8192 128 2 16 16 "$window"
   three "r${round}_causal4k128" 4096 128 4 16 16 "col > row ? -inf : x"
   pack
