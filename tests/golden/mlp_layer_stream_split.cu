@@ -99,6 +99,17 @@ struct kjit_layout {
 static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the sums take");
 
+// Element (m, n) of the block's tile: its warps' sums added up.
+__device__ __forceinline__ real kjit_warps_sum(const kjit_layout& kjit_in, int kjit_m, int kjit_n)
+{
+    real kjit_sum = 0;
+#pragma unroll
+    for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
+        kjit_sum += kjit_in.sums[kjit_w][kjit_m][kjit_n];
+    }
+    return kjit_sum;
+}
+
 // (The plan's numbers: a cluster of kjit_split blocks, kjit_threads threads.)
 extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_layer_matmul(
         const store_t* __restrict__ x_in, const store_t* __restrict__ W,
@@ -161,6 +172,14 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
             }
         }
     }
+    __syncthreads();
+    // Each block adds up its own warps' sums first (into warp 0's), so that the first block reads
+    // one sum an element of each block through distributed shared memory, whose reads take far
+    // longer than its own.
+    for (int kjit_i = threadIdx.x; kjit_i < kjit_tile_m * kjit_tile_n; kjit_i += kjit_threads) {
+        const int kjit_m = kjit_i / kjit_tile_n, kjit_n = kjit_i % kjit_tile_n;
+        kjit_smem.sums[0][kjit_m][kjit_n] = kjit_warps_sum(kjit_smem, kjit_m, kjit_n);
+    }
     __cluster_barrier_arrive();  // (with release: the sums are visible to the cluster)
     __cluster_barrier_wait();
     if (kjit_part == 0) {
@@ -170,12 +189,10 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(512) void mlp_
             const long long kjit_c = kjit_tile.y + kjit_n;  // the element's column
             if (kjit_c >= cols) continue;
             real x = 0;
+#pragma unroll
             for (int kjit_b = 0; kjit_b < kjit_split; ++kjit_b) {
                 const void* kjit_there = __cluster_map_shared_rank(&kjit_smem, kjit_b);
-                const kjit_layout& kjit_in = *(const kjit_layout*)kjit_there;
-                for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
-                    x += kjit_in.sums[kjit_w][kjit_m][kjit_n];
-                }
+                x += static_cast<const kjit_layout*>(kjit_there)->sums[0][kjit_m][kjit_n];
             }
             out[kjit_m * cols + kjit_c] = store(kjit_epilogue(x, load(b[kjit_c])));
         }

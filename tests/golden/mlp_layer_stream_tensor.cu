@@ -208,6 +208,17 @@ struct kjit_layout {
 static_assert(sizeof(kjit_layout) <= kjit_plan_shared_bytes,
               "the plan gives less shared memory than the sums take");
 
+// Element (m, n) of the block's tile: its warps' sums added up.
+__device__ __forceinline__ real kjit_warps_sum(const kjit_layout& kjit_in, int kjit_m, int kjit_n)
+{
+    real kjit_sum = 0;
+#pragma unroll
+    for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
+        kjit_sum += kjit_in.sums[kjit_w][kjit_m][kjit_n];
+    }
+    return kjit_sum;
+}
+
 // (The plan's numbers: a cluster of kjit_split blocks, kjit_threads threads.)
 extern "C" __global__ __launch_bounds__(512) void mlp_layer_matmul(
         const store_t* __restrict__ x_in, const store_t* __restrict__ W,
@@ -234,13 +245,7 @@ extern "C" __global__ __launch_bounds__(512) void mlp_layer_matmul(
             const int kjit_m = kjit_i / kjit_tile_n, kjit_n = kjit_i % kjit_tile_n;
             const long long kjit_c = kjit_tile.y + kjit_n;  // the element's column
             if (kjit_c >= cols) continue;
-            real x = 0;
-            for (int kjit_b = 0; kjit_b < kjit_split; ++kjit_b) {
-                const kjit_layout& kjit_in = kjit_smem;
-                for (int kjit_w = 0; kjit_w < kjit_warps; ++kjit_w) {
-                    x += kjit_in.sums[kjit_w][kjit_m][kjit_n];
-                }
-            }
+            real x = kjit_warps_sum(kjit_smem, kjit_m, kjit_n);
             out[kjit_m * cols + kjit_c] = store(kjit_epilogue(x, load(b[kjit_c])));
         }
     }

@@ -200,7 +200,7 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     if (!wgmma) not_for("cluster_m", "\"wgmma\" policy");
     if (!wgmma && !stream) not_for("split_k", "\"wgmma\" and \"stream\" policies");
     read("cluster_m", chosen.cluster_m, {1, 2});
-    read("split_k", chosen.split_k, {1, 2, 4});
+    read("split_k", chosen.split_k, stream ? std::vector{1, 2, 4, 8} : std::vector{1, 2, 4});
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_n", chosen.tile_n, wgmma                      ? std::vector{64, 128, 192, 256}
                                   : mma                      ? std::vector{32, 64, 128, 256}
