@@ -181,7 +181,7 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     CHECK(policy_for(2, 4096, 4096, "h200").stages == 4);  // two rows of A: four steps in flight
     CHECK(policy_for(3, 4096, 4096, "h200").tensor);
     CHECK_FALSE(one.tensor);
-    const family::gemm::policy five = policy_for(5, 4096, 4096, "h200");
+    const family::gemm::policy five = policy_for(5, 4096, 4096, "h200");  // 64 blocks of 64 columns
     CHECK(five.kind == family::gemm::rung::stream);
     CHECK(five.tensor);
     CHECK(five.width_a == 8);  // a lane's 8 depths of A
@@ -193,6 +193,23 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     const family::gemm::policy narrow_tensor = policy_for(8, 3584, 18944, "h100");  // 56 blocks of 64 columns: 112 of 32
     CHECK(narrow_tensor.tile_n == 32);
     CHECK(narrow_tensor.stages == 2);  // half a wide warp's bytes a step: two steps in flight
+    // Few columns: the depth split over clusters until there are 64 blocks, of 64 columns where the
+    // product is 8192 deep, else of 32
+    const family::gemm::policy few_columns = policy_for(8, 1024, 16384, "h100");  // 16 blocks of 64 columns
+    CHECK(few_columns.tile_n == 64);
+    CHECK(few_columns.split_k == 4);
+    CHECK(few_columns.stages == 1);
+    const family::gemm::policy shallow_few = policy_for(16, 768, 3072, "h200");  // 24 blocks of 32 columns
+    CHECK(shallow_few.tile_n == 32);
+    CHECK(shallow_few.split_k == 4);
+    CHECK(shallow_few.stages == 2);
+    CHECK(policy_for(16, 512, 3584, "h200").split_k == 4);   // 16 blocks of 32 columns
+    CHECK(policy_for(8, 2048, 8192, "h200").split_k == 2);   // 32 blocks of 64 columns
+    CHECK(policy_for(8, 2048, 4096, "h200").split_k == 1);   // 64 blocks of 32 columns
+    CHECK(policy_for(8, 2112, 4096, "h200").split_k == 1);   // 33 blocks of 64 columns: 66 split in two
+    CHECK(policy_for(8, 2112, 4096, "h200").tile_n == 32);
+    CHECK(policy_for(8, 1024, 16384, "a100").split_k == 1);  // no clusters before sm_90
+    CHECK(policy_for(8, 1024, 16384, "a100").tile_n == 32);
     CHECK(policy_for(16, 4096, 4096, "h200").warps_n == 16);  // 4 KiB of sums a warp
     CHECK(policy_for(16, 11008, 4096, "h100").warps_n == 8);  // 172 blocks on 132 SMs: two an SM
     CHECK(policy_for(17, 4096, 4096, "h200").kind == family::gemm::rung::wgmma);

@@ -189,7 +189,7 @@ TEST_CASE("decode steps of up to 64 rows verify on the stream rung's tensor core
             {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 16}, {"warps_n", 2}, {"buffers", 1}}},
             {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 32}, {"warps_n", 8}, {"split_k", 4}}},
             {"float16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 4}, {"split_k", 1}, {"buffers", 2}}},
-            {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 16}, {"split_k", 8}, {"buffers", 2}}}};
+            {"bfloat16", {{"rung", "stream"}, {"cores", "tensor"}, {"tile_n", 64}, {"warps_n", 8}, {"split_k", 8}, {"buffers", 2}}}};
     for_each_matmul({{1, 8, 8}, {5, 24, 1000}, {16, 4096, 4096}, {33, 264, 4104}, {64, 1000, 3072}, {64, 8, 24}, {9, 4104, 40}},
                     launches, {"fused", "separate"}, [&](const config::pipeline& p, double) {
                         REQUIRE(family::gemm::policy_of(p).tensor);

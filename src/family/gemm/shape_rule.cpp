@@ -219,6 +219,11 @@ policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dty
 constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
 /// On tensor cores, warps of 64 columns where they make this many blocks, else of 32.
 constexpr long long k_stream_tensor_wide_blocks = 64;
+/// On tensor cores and sm_90, where blocks of 64 columns would be at most half this many, the
+/// depth is split over clusters of 2, 4 or 8 blocks, until they are this many.
+constexpr long long k_stream_tensor_split_blocks = 64;
+/// Split so, a product this deep takes 64 columns a block, a shallower one 32.
+constexpr long long k_stream_tensor_split_wide_depth = 8192;
 
 /// A decode step on tensor cores: 16 warps a block, 8 where its blocks outnumber the SMs (16 warps
 /// of some 100 registers fill an SM; fewer still where their sums would take more than
@@ -234,14 +239,27 @@ constexpr long long k_stream_tensor_wide_blocks = 64;
 /// 4 where the blocks are few lost there too (16 × 768 × 3072: 11.5 against 11.3 unsplit). Two
 /// steps for 32 columns (bench/results/2026-12-06-other-models/second): 8 × 3584 × 18944 72.1 →
 /// 60.7 µs (cuBLASLt 61.4), 8 × 1024 × 16384 49.7 → 38.5; with 64 columns two were within 1 % of
-/// one at five shapes of 4096 columns and 4096–14336 deep.
+/// one at five shapes of 4096 columns and 4096–14336 deep. Few columns (up to 2048, as grouped-
+/// query K and V projections have) leave most SMs idle: there the depth is split over a cluster
+/// of blocks until they are k_stream_tensor_split_blocks, once a block's warps add up their own
+/// sums before the cluster's first block reads them, in blocks of 64 columns where the product is
+/// k_stream_tensor_split_wide_depth deep, else of 32 (on an H100, bench/results/2026-12-06-narrow-
+/// decode/first, 32 launches tuned at each shape: 8 × 1024 × 16384 64 columns in 4 parts 23.1 µs,
+/// the best, where 32 unsplit took 38.7 and cuBLASLt 21.9; 8 × 1024 × 4096 32 columns in 2 parts
+/// 11.6, best 11.0, unsplit 12.7, cuBLASLt 11.1; 16 × 512 × 3584 32 in 4 parts 10.2, best 10.0,
+/// unsplit 14.1, cuBLASLt 10.6; `second`: 16 × 768 × 3072 32 in 4 parts 10.7–10.9 µs, 64 in 4
+/// parts 12.2).
 policy stream_tensor_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     chosen.tensor = true;
-    const bool wide = (s.n + 63) / 64 >= k_stream_tensor_wide_blocks;  // (a block a tile of columns)
+    const long long wide_tiles = (s.n + 63) / 64;  // (a block a tile of columns)
+    const bool split = gpu.arch >= 90 && 2 * wide_tiles <= k_stream_tensor_split_blocks;
+    const bool wide = split ? s.k >= k_stream_tensor_split_wide_depth : wide_tiles >= k_stream_tensor_wide_blocks;
     chosen.tile_n = wide ? 64 : 32;
     chosen.stages = wide ? 1 : 2;
-    if ((s.n + chosen.tile_n - 1) / chosen.tile_n > gpu.sm_count) chosen.warps_n = 8;  // (16 warps' registers fill an SM)
+    const long long tiles = (s.n + chosen.tile_n - 1) / chosen.tile_n;
+    while (split && chosen.split_k < 8 && chosen.split_k * tiles < k_stream_tensor_split_blocks) chosen.split_k *= 2;
+    if (tiles > gpu.sm_count) chosen.warps_n = 8;  // (16 warps' registers fill an SM)
     fit_to(chosen, s, type);
     while (chosen.warps_n > 4 && chosen.shared_bytes(type) > k_stream_tensor_sums) chosen.warps_n /= 2;
     return chosen;
