@@ -241,6 +241,11 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     j = gemm_config(16, 4096, 4096, "float32");
     j["launch"] = {{"rung", "stream"}, {"cores", "tensor"}};
     CHECK(failure(j) == "g.json: launch.cores: \"tensor\" multiplies bfloat16 or float16; this pipeline is float32");
+    j = gemm_config(8, 1024, 4096, "bfloat16");  // a cluster of 8 splits the stream rung's depth, not wgmma's
+    j["launch"] = {{"rung", "stream"}, {"split_k", 8}};
+    CHECK(family::gemm::policy_of(parsed(j)).split_k == 8);
+    j["launch"] = {{"rung", "wgmma"}, {"split_k", 8}};
+    CHECK(failure(j) == "g.json: launch.split_k: expected one of 1, 2, 4 or \"auto\", got 8");
     j = gemm_config(16, 4096, 4100, "bfloat16");
     j["launch"] = {{"rung", "stream"}, {"cores", "tensor"}};
     CHECK(failure(j).find("g.json: launch.cores: \"tensor\" reads A and B in vectors of 8 elements") == 0);

@@ -239,16 +239,17 @@ constexpr long long k_stream_tensor_split_wide_depth = 8192;
 /// 4 where the blocks are few lost there too (16 × 768 × 3072: 11.5 against 11.3 unsplit). Two
 /// steps for 32 columns (bench/results/2026-12-06-other-models/second): 8 × 3584 × 18944 72.1 →
 /// 60.7 µs (cuBLASLt 61.4), 8 × 1024 × 16384 49.7 → 38.5; with 64 columns two were within 1 % of
-/// one at five shapes of 4096 columns and 4096–14336 deep. Few columns (up to 2048, as grouped-
-/// query K and V projections have) leave most SMs idle: there the depth is split over a cluster
-/// of blocks until they are k_stream_tensor_split_blocks, once a block's warps add up their own
-/// sums before the cluster's first block reads them, in blocks of 64 columns where the product is
-/// k_stream_tensor_split_wide_depth deep, else of 32 (on an H100, bench/results/2026-12-06-narrow-
-/// decode/first, 32 launches tuned at each shape: 8 × 1024 × 16384 64 columns in 4 parts 23.1 µs,
-/// the best, where 32 unsplit took 38.7 and cuBLASLt 21.9; 8 × 1024 × 4096 32 columns in 2 parts
-/// 11.6, best 11.0, unsplit 12.7, cuBLASLt 11.1; 16 × 512 × 3584 32 in 4 parts 10.2, best 10.0,
-/// unsplit 14.1, cuBLASLt 10.6; `second`: 16 × 768 × 3072 32 in 4 parts 10.7–10.9 µs, 64 in 4
-/// parts 12.2).
+/// one at five shapes of 4096 columns and 4096–14336 deep.
+///
+/// Few columns (up to 2048, as grouped-query K and V projections have) leave most SMs idle: there
+/// the depth is split over a cluster of blocks until they are k_stream_tensor_split_blocks (since
+/// a block's warps add up their own sums before the cluster's first block reads them), in blocks
+/// of 64 columns where the product is k_stream_tensor_split_wide_depth deep, else of 32. On an
+/// H100 (bench/results/2026-12-06-narrow-decode, 32 launches tuned at each shape in `first`):
+/// 8 × 1024 × 16384 64 columns in 4 parts 23.1 µs, the best, where 32 unsplit took 38.7 and
+/// cuBLASLt 21.9; 8 × 1024 × 4096 32 columns in 2 parts 11.6, best 11.0, unsplit 12.7, cuBLASLt
+/// 11.1; 16 × 512 × 3584 32 in 4 parts 10.2, best 10.0, unsplit 14.1, cuBLASLt 10.6; `second`:
+/// 16 × 768 × 3072 32 in 4 parts 10.7–10.9 µs, 64 in 4 parts 12.2.
 policy stream_tensor_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     chosen.tensor = true;
