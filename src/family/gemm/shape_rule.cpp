@@ -217,7 +217,8 @@ policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dty
 
 /// Shared memory the stream rung's warps' sums may take on tensor cores: three blocks an SM.
 constexpr std::size_t k_stream_tensor_sums = 64 * 1024;
-/// On tensor cores, warps of 64 columns where they make this many blocks, else of 32.
+/// On tensor cores, where the depth is not split: warps of 64 columns where they make this many
+/// blocks, else of 32.
 constexpr long long k_stream_tensor_wide_blocks = 64;
 /// On tensor cores and sm_90, where blocks of 64 columns would be at most half this many, the
 /// depth is split over clusters of 2, 4 or 8 blocks, until they are this many.
