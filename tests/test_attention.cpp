@@ -274,6 +274,31 @@ TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 128 keys
     CHECK(prog.min_arch == 80);
 }
 
+TEST_CASE("attention: auto fits the mma tile to a target of 99 KiB a block, keys' tile first, then queries'") {
+    using family::attention::policy_of;
+    const auto on = [](json j, const char* target) {
+        j["compile"] = {{"target", target}};
+        return parsed(j);
+    };
+    const auto hd128 = on(attention_config(1, 2, 2, 64, 64, 128), "l4");  // 128 × 64 would take 102 KiB
+    CHECK(policy_of(hd128).block_m == 128);
+    CHECK(policy_of(hd128).block_n == 32);
+    const auto hd256 = on(attention_config(1, 2, 2, 64, 64, 256), "rtx4090");
+    CHECK(policy_of(hd256).block_m == 64);
+    CHECK(policy_of(hd256).block_n == 32);
+    CHECK(policy_of(hd256).warps == 4);  // a piece of 16 queries each
+    CHECK(policy_of(hd256).shared_bytes(256, config::dtype::bfloat16) <= 99 * 1024);
+    CHECK(policy_of(on(attention_config(1, 2, 2, 64, 64, 128), "a100")).block_n == 64);  // 163 KiB hold it
+    // What is given is kept (the queries' tile gives way to the keys'), and refused where it does
+    // not fit.
+    auto given = attention_config(1, 2, 2, 64, 64, 128);
+    given["launch"] = {{"block_n", 64}};
+    CHECK(policy_of(on(given, "l4")).block_m == 64);
+    given["launch"]["block_m"] = 128;
+    given["compile"] = {{"target", "l4"}};
+    CHECK(failure(given).find("a.json: launch: block_m 128 and block_n 64 need 104448 bytes") == 0);
+}
+
 TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners; others compute every tile") {
     const auto causal = tile_test("col > row ? -inf : x");
     REQUIRE(causal);

@@ -229,9 +229,22 @@ void read_wgmma_launch(const object_reader& l, const pipeline& p, const problem&
                               " consumers, got " + std::to_string(held));
 }
 
-/// The mma rung's keys over its "auto": queries in whole pieces of 16 a warp.
-void read_mma_launch(const object_reader& l, policy& chosen) {
+/// The fused mma rung's tile where "auto" and the head dim's does not fit the target's shared
+/// memory (99 KiB a block on sm_86 and sm_89, where 128 × 64 at head dim 128 needs 102 KiB): the
+/// keys' tile halves first, down to 32, then the queries', down to 64, as FlashAttention-2 takes
+/// 128 × 32 at head dim 128 and 64 × 32 at 256 on those GPUs. Not measured on them (none was
+/// lent); a tile given that does not fit is refused by resolve.
+void fit_mma_tile(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
+    const auto fits = [&] { return chosen.shared_bytes(pr.head_dim, p.type) <= p.target.shared_per_block; };
+    while (!fits() && l.leaves_auto("block_n") && chosen.block_n > 32) chosen.block_n /= 2;
+    while (!fits() && l.leaves_auto("block_m") && chosen.block_m > 64) chosen.block_m /= 2;
+}
+
+/// The mma rung's keys over its "auto": a tile the target holds, queries in whole pieces of 16 a
+/// warp.
+void read_mma_launch(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
     if (!l.leaves_auto("block_m")) chosen.block_m = static_cast<int>(l.integer("block_m", 16, 256, std::nullopt));
+    if (p.fuse != config::fusion::separate) fit_mma_tile(l, p, pr, chosen);
     if (!l.leaves_auto("warps")) chosen.warps = static_cast<int>(l.integer("warps", 1, 16, std::nullopt));
     else chosen.warps = std::min(chosen.warps, std::max(1, chosen.block_m / 16));
     const int pieces = chosen.block_m / (16 * chosen.warps);
@@ -259,7 +272,7 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
         if (chosen.block_n % 16 != 0) l.fail("block_n", "expected a multiple of 16 keys, got " + std::to_string(chosen.block_n));
     }
     if (kind == rung::wgmma) read_wgmma_launch(l, p, pr, skips, chosen);
-    else read_mma_launch(l, chosen);
+    else read_mma_launch(l, p, pr, chosen);
     return chosen;
 }
 

@@ -26,3 +26,20 @@ for mnk in 16x768x3072 16x512x3584 8x1024x4096; do IFS=x read -r m n k <<< "$mnk
 python3 bench/peers/gemm_peers.py --shapes 16x768x3072,16x512x3584,8x1024x4096 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers.err"
 } 2>&1 | tee "$OUT/decode.txt"
 pack
+# wgmma's thin tiles where few columns leave most SMs idle (32 and 64 rows: the default splits
+# the depth in 2 at most): 64-row ping-pong tiles, 64 or 128 columns, the depth in 1, 2 or 4
+# parts, 4 or 8 buffers; and the decode step at 64 × 4096 × 4096 (0.87 of cuBLASLt).
+tune_wgmma() {  # M N K
+  local m=$1 n=$2 k=$3
+  timeout 120 "$kjit" tune configs/mlp_layer.json --strategy exhaustive --set dtype=bfloat16 --set "shape=[$m,$k]" \
+    --set "inputs.W.shape=[$k,$n]" --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]' \
+    --set 'launch={"rung":"wgmma","tile_m":64,"schedule":"pingpong"}' \
+    --set 'tune={"axes":{"launch.tile_n":[64,128],"launch.split_k":[1,2,4],"launch.buffers":[4,8]}}' \
+    --json "$OUT/logs/tune_wgmma_${m}x${n}x${k}.json" > "$OUT/logs/tune_wgmma_${m}x${n}x${k}.txt" 2>&1
+  echo "tune wgmma ${m}x${n}x${k}: exit $?"; grep -A5 "  best" "$OUT/logs/tune_wgmma_${m}x${n}x${k}.txt"
+}
+{
+for mnk in 32x1024x8192 64x2048x4096 64x4096x4096; do IFS=x read -r m n k <<< "$mnk"; tune_wgmma "$m" "$n" "$k"; gemm "${mnk}_default" "$m" "$n" "$k" bfloat16; done
+python3 bench/peers/gemm_peers.py --shapes 32x1024x8192,64x2048x4096,64x4096x4096 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers_wgmma.err"
+} 2>&1 | tee "$OUT/wgmma.txt"
+pack
