@@ -43,3 +43,25 @@ for mnk in 32x1024x8192 64x2048x4096 64x4096x4096; do IFS=x read -r m n k <<< "$
 python3 bench/peers/gemm_peers.py --shapes 32x1024x8192,64x2048x4096,64x4096x4096 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers_wgmma.err"
 } 2>&1 | tee "$OUT/wgmma.txt"
 pack
+# The mma rung's weights packed to 16 bits for the whole tile before its P · V (they were packed
+# 16 keys at a time, S's floats live until then): 255 registers, 120 → 80 bytes spilled at head
+# dim 128, 72 → 52 at 64 (packed-weights.patch). Against the templates as they are, alternated,
+# FlashAttention-2 (sdpa's FLASH backend) in the same call.
+packed=$(mktemp -d)
+cp -r kernel_templates "$packed/"
+patch -s -d "$packed" -p1 < bench/results/2026-12-06-narrow-decode/third/packed-weights.patch
+{
+for round in 1 2; do
+  for v in now packed; do
+    t=(); [ $v = packed ] && t=(--templates "$packed/kernel_templates")
+    point "r${round}_mma_8k128_$v" 8192 128 2 16 16 x --set 'launch.rung="mma"' "${t[@]}"
+    point "r${round}_mma_8k128_causal_$v" 8192 128 2 16 16 "col > row ? -inf : x" --set 'launch.rung="mma"' "${t[@]}"
+    point "r${round}_mma_1k128_$v" 1024 128 16 16 16 x --set 'launch.rung="mma"' "${t[@]}"
+    point "r${round}_mma_4k64_$v" 4096 64 4 32 32 x --set 'launch.rung="mma"' "${t[@]}"
+  done
+done
+point mma_odd_packed 4097 128 1 8 2 "col > row ? -inf : x" --set 'launch.rung="mma"' --templates "$packed/kernel_templates"
+point mma_odd64_packed 1000 64 2 8 1 x --set 'launch.rung="mma"' --templates "$packed/kernel_templates"
+(cd bench/peers && timeout 90 python3 attention_peers.py --repeat 10 --tools flash --grid 1024:128,8192:128,4096:64 --causal both)
+} 2>&1 | tee "$OUT/mma.txt"
+pack
