@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prepared, not run (the session's device time ran out). `second` found a persistent launch of
-# three consumers (head dim 64) unfinished after 40 s where whole items are masked
-# (`row >= 1000 ? -inf : x` at 4097 queries), with the ping-pong's turn handed across items. Here:
+# Prepared, not run (device time ran out, and on 2026-12-07 every start was refused). `second`
+# found a persistent launch of three consumers (head dim 64) unfinished after 40 s where whole
+# items are masked (`row >= 1000 ? -inf : x` at 4097 queries), with the ping-pong's turn handed
+# across items. Here:
 # that point with the handoff (handoff.patch, which also takes, at a block's end, a first turn
 # given for items that all turned out masked), with the templates as they are (no handoff), and
 # a block an item; 1k × 64 at the defaults with and without the handoff. Then the decode rule
