@@ -1,6 +1,6 @@
-// On a GPU: every shipped config runs and verifies, fused and separate agree, odd sizes and
-// every vector width are right, a warm run loads the cubin from the cache, and the exp formula's
-// NaN shows up as a FAIL. Where there is no usable driver or device this program says why and
+// On a GPU: every shipped config runs and verifies, fused and separate agree, odd sizes (of
+// attention too) and every vector width are right, a warm run loads the cubin from the cache, and
+// the exp formula's NaN shows up as a FAIL. Where there is no usable driver or device this program says why and
 // exits 77, which CTest reports as skipped.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <array>
@@ -78,6 +78,48 @@ void for_each_matmul(const std::vector<std::array<long long, 3>>& sizes, const s
                 if (!one.compile.is_null()) doc.json["compile"] = one.compile;
                 check(family::load(doc), static_cast<double>(m * n * k));
             }
+}
+
+/// configs/attention.json over 2 batches of `heads` query heads, `kv_heads` K/V heads, `tokens`
+/// queries and keys of head dim `dim`, scored by `score`, in `dtype`, `fusion` and `launch`, briefly
+/// timed.
+struct attention_case {
+    long long tokens, dim, heads, kv_heads;
+    std::string score, dtype;
+    const char* fusion;
+    json launch;
+};
+config::pipeline attention_pipeline(const attention_case& c) {
+    constexpr long long batch = 2;
+    auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/attention.json");
+    doc.json["shape"] = {batch * c.heads * c.tokens, c.dim};
+    const json kv_shape = {batch * c.kv_heads * c.tokens, c.dim};
+    doc.json["inputs"]["k"]["shape"] = kv_shape;
+    doc.json["inputs"]["v"]["shape"] = kv_shape;
+    json& stage = doc.json["stages"][0];
+    stage["batch"] = batch;
+    stage["heads"] = c.heads;
+    stage["kv_heads"] = c.kv_heads;
+    stage["score"] = c.score;
+    doc.json["dtype"] = c.dtype;
+    doc.json["fusion"] = c.fusion;
+    doc.json["launch"] = c.launch;
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+    return family::load(doc);
+}
+
+/// Runs `c` and checks that it verifies, its values CAPTUREd for a failure's message.
+void check_attention(session& s, const attention_case& c) {
+    CAPTURE(c.tokens);
+    CAPTURE(c.dim);
+    CAPTURE(c.heads / c.kv_heads);
+    CAPTURE(c.score);
+    CAPTURE(c.dtype);
+    CAPTURE(std::string(c.fusion));
+    CAPTURE(c.launch.dump());
+    const auto rec = s.run(attention_pipeline(c));
+    CHECK(rec.status == report::outcome::pass);
+    CHECK(rec.check->nan_count == 0);
 }
 
 config::pipeline with_measure(config::pipeline p) {
@@ -235,6 +277,32 @@ TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths, both c
             {"bfloat16", {{"rung", "auto"}}}};
     for_each_matmul({{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}}, launches, {"fused"},
                     [&](const config::pipeline& p, double) { CHECK(s.run(p).status == report::outcome::pass); });
+}
+
+TEST_CASE("attention verifies at odd shapes on both rungs, fused and separate: 1, 17, 1000 and 4097 tokens, head dims 64, 96 and 128, 1, 4 and 8 query heads a K/V head, causal and not") {
+    session s;
+    const std::vector<std::pair<const char*, json>> launches{
+            {"fused", {{"rung", "mma"}}}, {"fused", {{"rung", "wgmma"}}}, {"separate", json::object()}};
+    int turn = 0;  // the grouped-query ratio turns with the shape
+    for (const long long tokens : {1, 17, 1000, 4097})
+        for (const long long dim : {64, 96, 128}) {
+            const long long ratio = std::array{1, 4, 8}[turn++ % 3];
+            const std::string dtype = dim == 96 ? "float16" : "bfloat16";
+            for (const char* score : {"x", "col > row ? -inf : x"})
+                for (const auto& [fusion, launch] : launches)
+                    check_attention(s, {tokens, dim, 8, 8 / ratio, score, dtype, fusion, launch});
+        }
+}
+
+TEST_CASE("persistent attention blocks finish and verify where whole work items are masked") {
+    // On 2026-12-06 a persistent launch of three consumers (head dim 64) with the ping-pong's turn
+    // handed across work items did not finish here (docs/attention.md): its items past query 1000
+    // take no tile. The templates left the handoff out; each rung, a block an item beside.
+    session s;
+    for (const long long dim : {64, 128})
+        for (const bool persistent : {true, false})
+            for (const char* score : {"row >= 1000 ? -inf : x", "col > row || row >= 1000 ? -inf : x"})
+                check_attention(s, {4097, dim, 8, 2, score, "bfloat16", "fused", {{"rung", "wgmma"}, {"persistent", persistent}}});
 }
 
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {
