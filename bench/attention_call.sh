@@ -2,8 +2,12 @@
 # GPU and its driver into $OUT/env.txt, kjit built in build-gpu, and
 #   point NAME SEQ DIM BATCH HEADS KV_HEADS SCORE [more kjit run options]
 # which runs configs/attention.json at that point into $OUT/logs/NAME.json and prints one line:
-# its status, mismatches, cold median, TFLOP/s and registers. `pack` tars $OUT/logs into
-# $OUT/data.tgz (early and often: a call cut short still brings back what it packed).
+# its status, mismatches, cold median, TFLOP/s and registers;
+#   gpu_tests PATTERN [LIMIT]
+# which builds tests/test_gpu.cpp and runs the test cases PATTERN names (doctest's -tc) within
+# LIMIT seconds (300), printing their summary and first failures into $OUT/gpu_tests.txt. `pack`
+# tars $OUT/logs into $OUT/data.tgz (early and often: a call cut short still brings back what it
+# packed).
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT/logs"
@@ -22,6 +26,11 @@ point() {
   local rc=$?
   echo "$name: exit $rc $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "of", r.get("compared"), "cold_ms", r.get("kernel_cold_median_ms"), "tflops", round(r.get("tflops") or 0), "regs", r.get("registers"), "first_bad", r.get("first_bad"), r.get("error") or "")' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
   return $rc
+}
+gpu_tests() {
+  cmake --build build-gpu --target gpu_tests -j "$(nproc)" >> "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; return 1; }
+  timeout "${2:-300}" build-gpu/tests/gpu_tests -tc="$1" > "$OUT/logs/gpu_tests.log" 2>&1
+  { echo "gpu_tests $1: exit $?"; tail -3 "$OUT/logs/gpu_tests.log"; grep -m5 -B8 -A12 "ERROR" "$OUT/logs/gpu_tests.log"; } | tee -a "$OUT/gpu_tests.txt"
 }
 pack() { (cd "$OUT/logs" && tar czf ../data.tgz .); }
 export -f point

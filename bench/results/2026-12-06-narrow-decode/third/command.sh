@@ -66,3 +66,7 @@ point mma_odd64_packed 1000 64 2 8 1 x --set 'launch.rung="mma"' --templates "$p
 (cd bench/peers && timeout 90 python3 attention_peers.py --repeat 10 --tools flash --grid 1024:128,8192:128,4096:64 --causal both)
 } 2>&1 | tee "$OUT/mma.txt"
 pack
+# The attention GPU tests since 2026-12-07: persistent blocks with whole items masked, and the
+# odd shapes on both rungs and separate.
+gpu_tests "persistent attention blocks*,attention verifies at odd shapes*" 400
+pack
