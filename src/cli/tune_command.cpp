@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "report/files.hpp"
+#include "report/progress.hpp"
 #include "run/stats.hpp"
 #include "tune/summary.hpp"
 #include "util/fs.hpp"
@@ -78,7 +79,12 @@ exit_status replay_command(const options& o, const config::document& doc, std::o
 /// --dry-run: the space sized and every allowed point compiled, with no GPU.
 exit_status dry_run_command(const options& o, const config::document& doc, std::ostream& out, std::ostream& err) {
     run::session s = session_for(o);
-    const tune::dry_run_result r = tune::dry_run(s, doc, o.tune);
+    report::progress_bar bar(err, 0, report::progress_wanted(2, o.quiet));  // a large space compiles for minutes
+    const tune::dry_run_result r = tune::dry_run(s, doc, o.tune, [&](std::size_t done, std::size_t total, const std::string& label) {
+        if (done == 0) bar.stage("compile", total);
+        else bar.step(label);
+    });
+    bar.finish();
     finish(s, err);
     const auto& c = r.compiled;
     out << "kjit tune --dry-run · " << doc.source << " for " << r.target.describe() << "\n"

@@ -9,7 +9,7 @@ namespace kjit::report {
 bool progress_wanted(int fd, bool quiet) { return !quiet && ::isatty(fd) == 1; }
 
 progress_bar::progress_bar(std::ostream& out, std::size_t total, bool enabled)
-    : m_out(out), m_total(total), m_enabled(enabled && total > 0) {}
+    : m_out(out), m_total(total), m_enabled(enabled) {}
 
 void progress_bar::stage(std::string name, std::size_t total) {
     const std::lock_guard lock(m_mutex);

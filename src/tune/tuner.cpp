@@ -282,7 +282,8 @@ tune_result replay(const config::document& doc, const std::vector<report::row>& 
     return r;
 }
 
-dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o) {
+dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o,
+                       const run::compile_progress& progress) {
     const config::document base = base_of(doc);
     dry_run_result r;
     r.target = family::configured_target(family::load(base).compile);
@@ -295,7 +296,7 @@ dry_run_result dry_run(run::session& s, const config::document& doc, const tune_
     r.space_points = sp.size();
     r.allowed_points = allowed.size();
     std::tie(r.strategy, r.budget) = strategy_for(o, r.allowed_points);
-    r.compiled = s.sweep(allowed, base.source, {.compile_only = true, .jobs = o.jobs}).compiled;
+    r.compiled = s.sweep(allowed, base.source, {.compile_only = true, .jobs = o.jobs, .compiled = progress}).compiled;
     return r;
 }
 

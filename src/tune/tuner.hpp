@@ -102,8 +102,9 @@ struct dry_run_result {
 
 /// Sizes `doc`'s tune space for its configured target, applies the constraints and the family's
 /// refusals, and compiles every allowed point's distinct source into the session's cache, so that
-/// the tune on the GPU compiles nothing.
-[[nodiscard]] dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o);
+/// the tune on the GPU compiles nothing. `progress` sees each distinct source compiled.
+[[nodiscard]] dry_run_result dry_run(run::session& s, const config::document& doc, const tune_options& o,
+                                     const run::compile_progress& progress = {});
 
 /// The same search on recorded results (kjit tune --json rows): no GPU, no compile. A point the
 /// recording lacks counts as not allowed (r.unrecorded_points); "auto" and a budget of 0 are
