@@ -273,6 +273,12 @@ TEST_CASE("progress: silent off a terminal and when disabled") {
     on.step("point b");
     CHECK(out.str().find("\r\033[Krun [") != std::string::npos);
     CHECK(out.str().find("] 1/3 ") != std::string::npos);
+    // A bar whose count is known only when its first stage starts (tune --dry-run) still shows.
+    std::ostringstream later;
+    report::progress_bar unsized(later, 0, true);
+    unsized.stage("compile", 2);
+    unsized.step("source a");
+    CHECK(later.str().find("compile [") != std::string::npos);
 }
 
 TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows as one sweep") {
