@@ -36,6 +36,9 @@ struct session {
     }
 };
 
+/// A config's measure block for a test: a timing that shows the kernel ran, not a benchmark.
+json brief_measure() { return {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}}; }
+
 /// configs/mlp_layer.json as an M × K by K × N product in `dtype`, `fusion` and `launch`, briefly timed.
 config::document matmul_document(long long m, long long n, long long k, const std::string& dtype, const char* fusion,
                                  const json& launch) {
@@ -46,7 +49,7 @@ config::document matmul_document(long long m, long long n, long long k, const st
     doc.json["dtype"] = dtype;
     doc.json["fusion"] = fusion;
     doc.json["launch"] = launch;
-    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+    doc.json["measure"] = brief_measure();
     return doc;
 }
 
@@ -104,7 +107,7 @@ config::pipeline attention_pipeline(const attention_case& c) {
     doc.json["dtype"] = c.dtype;
     doc.json["fusion"] = c.fusion;
     doc.json["launch"] = c.launch;
-    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+    doc.json["measure"] = brief_measure();
     return family::load(doc);
 }
 
@@ -190,7 +193,7 @@ TEST_CASE("the transpose verifies at odd shapes, in every dtype, tile and vector
                         doc.json["shape"] = {rows, cols};
                         doc.json["dtype"] = dtype;
                         doc.json["launch"] = {{"tile", tile}, {"vector_width", width}, {"layout", layout}};
-                        doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}};
+                        doc.json["measure"] = brief_measure();
                         doc.json["inputs"]["b"] = {{"fill", "normal"}};
                         doc.json["params"] = {{"k", 2.5}};
                         doc.json["stages"] = variant.first;
