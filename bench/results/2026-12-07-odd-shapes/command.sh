@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU tests "attention verifies at odd shapes…" and "persistent attention blocks…" ran
+# together on 2026-12-07 (narrow-decode/third) and printed nothing in 400 s: a case that does not
+# finish, or one far slower than the rest. Here the odd shapes' 72 cases as one `kjit run` each,
+# 20 s apiece, so that one that hangs is named and costs 20 s; then the persistent test alone.
+set -uo pipefail
+source bench/attention_call.sh
+{
+turn=0
+for tokens in 1 17 1000 4097; do
+  for dim in 64 96 128; do
+    ratios=(1 4 8); ratio=${ratios[$((turn++ % 3))]}
+    dtype=bfloat16; [ "$dim" = 96 ] && dtype=float16
+    for score in x "col > row ? -inf : x"; do
+      causal=plain; [ "$score" = x ] || causal=causal
+      for variant in mma wgmma separate; do
+        opts=(--set "dtype=$dtype")
+        if [ $variant = separate ]; then opts+=(--set fusion=separate --set 'launch={}')
+        else opts+=(--set fusion=fused --set "launch={\"rung\":\"$variant\"}"); fi
+        SECONDS=0
+        LIMIT=20 point "odd_${tokens}_${dim}_${ratio}_${causal}_${variant}" "$tokens" "$dim" 2 8 $((8 / ratio)) "$score" "${opts[@]}"
+        echo "  ($SECONDS s)"
+      done
+    done
+  done
+done
+} 2>&1 | tee "$OUT/odd.txt"
+pack
+gpu_tests "persistent attention blocks*" 120
+pack
