@@ -313,6 +313,11 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     const auto shallow_decode = policy_at(16, 3072, 768, "h200", on_wgmma);  // GPT-2's up-projection, 12 tiles deep
     CHECK(shallow_decode.at("split_k") == 2);
     CHECK(shallow_decode.at("buffers") == 6);  // each half's 6 tiles
+    const auto deep_narrow = policy_at(32, 1024, 8192, "h100");  // 16 tiles, 8192 deep: 4 parts of 2048
+    CHECK(deep_narrow.at("rung") == "wgmma");
+    CHECK(deep_narrow.at("split_k") == 4);
+    CHECK(deep_narrow.at("buffers") == 8);
+    CHECK(policy_at(64, 2048, 4096, "h100").at("split_k") == 2);  // 4 parts of 1024 would not fill the ring
     // A thin product (M ≤ 256): the narrowest 64-row tile whose tiles fit one wave.
     const auto thin = policy_at(256, 4096, 4096, "h200");  // 64 × 64 would make 256 tiles, 64 × 128 128
     CHECK(thin.at("tile_m") == 64);

@@ -150,6 +150,8 @@ constexpr long long k_thin_rows = 256;
 /// The most buffers a thin product's unsplit tile keeps: more of W in flight than the wave
 /// model's depths, as far as shared memory holds them.
 constexpr int k_thin_stages = 12;
+/// The depth from which a thin product's parts may be 4 (each at least 2048 deep).
+constexpr long long k_thin_quarters_from = 8192;
 
 /// A thin product on wgmma (M ≤ 256) streams W, and its time is W's bytes (how many SMs pull them,
 /// how much of it each keeps in flight) more than the tiles' area the wave model weighs. It takes
@@ -162,14 +164,22 @@ constexpr int k_thin_stages = 12;
 /// (80 tiles of 64 × 64): 12 buffers 23.4 µs, 8 27.8, 64 × 128 split 30.9; at 16 × 3072 × 768:
 /// split 9.9, 64 × 128 split 10.9; at 256 × 4096 × 4096 the fastest of 40 launches `kjit tune`
 /// tried was 64 × 128 in 8 buffers, 23.0 µs, where 128 × 128 split took 28.6.
+///
+/// A product k_thin_quarters_from deep or deeper is split in 4 where its blocks fit one wave: on an
+/// H100 (bench/results/2026-12-06-narrow-decode/third, 12 launches tuned), 32 × 1024 × 8192 in 4
+/// parts 19.1 µs, in 2 (the rule before) 21.0–21.1, cuBLASLt 15.5; at K = 4096 four parts of 1024
+/// lost (64 × 2048 × 4096: 2 parts 17.7, unsplit 17.6, 4 parts more than 21.7).
 std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     for (const int columns : {64, 128, 256}) {
         if (tiles_of(64, columns, s) > gpu.sm_count) continue;
         const tile_choice tile{64, columns, true, 0, 0, 8, 0.0};
-        policy split = with_tile(rung::wgmma, tile, 2, s, type);
-        const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's halves fill fewer
-        split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / 2, 2, tile.stages));
-        if (split_fits(split, s, gpu, type)) return split;
+        for (const int parts : {4, 2}) {
+            if (parts == 4 && s.k < k_thin_quarters_from) continue;
+            policy split = with_tile(rung::wgmma, tile, parts, s, type);
+            const long long depth_tiles = (s.k + split.tile_k - 1) / split.tile_k;  // a shallow one's parts fill fewer
+            split.stages = static_cast<int>(std::clamp<long long>(depth_tiles / parts, 2, tile.stages));
+            if (split_fits(split, s, gpu, type)) return split;
+        }
         policy deep = with_tile(rung::wgmma, tile, 1, s, type);
         deep.stages = k_thin_stages;
         while (deep.stages > 2 && deep.shared_bytes(type) > gpu.shared_per_block) --deep.stages;
