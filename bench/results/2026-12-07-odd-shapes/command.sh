@@ -3,13 +3,10 @@
 # together on 2026-12-07 (narrow-decode/third) and printed nothing in 400 s: a case that does not
 # finish, or one far slower than the rest. Here the odd shapes' 72 cases as one `kjit run` each,
 # 20 s apiece, so that one that hangs is named and costs 20 s; then the persistent test alone.
-# First, the thin rule's split in 4 (32 × 1024 × 8192) at the defaults beside cuBLASLt.
+# Between them, the thin rule's split in 4 (32 × 1024 × 8192) at the defaults beside cuBLASLt.
+# What a call cut short has written to $OUT comes back: the most wanted runs first.
 set -uo pipefail
 source bench/gemm_call.sh
-{
-for round in 1 2; do gemm "r${round}_32x1024x8192_default" 32 1024 8192 bfloat16; done
-python3 bench/peers/gemm_peers.py --shapes 32x1024x8192 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers.err"
-} 2>&1 | tee "$OUT/decode.txt"
 {
 turn=0
 for tokens in 1 17 1000 4097; do
@@ -30,6 +27,11 @@ for tokens in 1 17 1000 4097; do
   done
 done
 } 2>&1 | tee "$OUT/odd.txt"
+pack
+{
+for round in 1 2; do gemm "r${round}_32x1024x8192_default" 32 1024 8192 bfloat16; done
+python3 bench/peers/gemm_peers.py --shapes 32x1024x8192 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers.err"
+} 2>&1 | tee "$OUT/decode.txt"
 pack
 gpu_tests "persistent attention blocks*" 120
 pack
