@@ -7,9 +7,8 @@
 # which builds tests/test_gpu.cpp and runs the test cases PATTERN names (doctest's -tc), each in a
 # process of its own within LIMIT seconds (300), so that one that hangs is named and the rest still
 # run (doctest prints nothing until a case ends), printing each one's summary and first failures
-# into $OUT/gpu_tests.txt. `pack`
-# tars $OUT/logs into $OUT/data.tgz (early and often: a call cut short still brings back what it
-# packed).
+# into $OUT/gpu_tests.txt. `pack` tars $OUT/logs into $OUT/data.tgz (early and often: a call cut
+# short still brings back what it packed).
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT/logs"
@@ -31,14 +30,14 @@ point() {
 }
 gpu_tests() {
   cmake --build build-gpu --target gpu_tests -j "$(nproc)" >> "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; return 1; }
-  local name names rc
+  local name names outcome
   mapfile -t names < <(build-gpu/tests/gpu_tests -ltc -tc="$1" | grep -v '^\[doctest\]\|^====')
   for name in "${names[@]}"; do
     # (a comma in a filter separates two: `?` matches it)
     { echo "=== $name"; timeout "${2:-300}" build-gpu/tests/gpu_tests -tc="${name//,/?}" 2>&1; echo "exit $?"; } > "$OUT/logs/gpu_test.log"
     cat "$OUT/logs/gpu_test.log" >> "$OUT/logs/gpu_tests.log"
-    rc=$(tail -1 "$OUT/logs/gpu_test.log")
-    { echo "gpu_tests \"$name\": $rc"; tail -4 "$OUT/logs/gpu_test.log" | head -3; grep -m5 -B8 -A12 "ERROR" "$OUT/logs/gpu_test.log"; } | tee -a "$OUT/gpu_tests.txt"
+    outcome=$(tail -1 "$OUT/logs/gpu_test.log")  # "exit N"
+    { echo "gpu_tests \"$name\": $outcome"; tail -4 "$OUT/logs/gpu_test.log" | head -3; grep -m5 -B8 -A12 "ERROR" "$OUT/logs/gpu_test.log"; } | tee -a "$OUT/gpu_tests.txt"
   done
 }
 pack() { (cd "$OUT/logs" && tar czf ../data.tgz .); }
