@@ -276,9 +276,10 @@ TEST_CASE("progress: silent off a terminal and when disabled") {
     // A bar whose count is known only when its first stage starts (tune --dry-run) still shows.
     std::ostringstream later;
     report::progress_bar unsized(later, 0, true);
-    unsized.stage("compile", 2);
-    unsized.step("source a");
+    unsized.compiled(0, 2, "");  // a compile pool's first report opens its stage
+    unsized.compiled(1, 2, "source a");
     CHECK(later.str().find("compile [") != std::string::npos);
+    CHECK(later.str().ends_with("] 1/2    0 s, ETA   0 s  source a"));
 }
 
 TEST_CASE("kjit sweep --compile-only and kjit merge of shards give the same rows as one sweep") {

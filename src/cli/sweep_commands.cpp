@@ -72,8 +72,7 @@ exit_status cmd_sweep(const options& o, std::ostream& out, std::ostream& err) {
     // Two stages, each with its own pace: the distinct sources compiled, then the points run.
     report::progress_bar bar(err, points.size(), report::progress_wanted(2, o.quiet));
     const auto show_compiles = [&](std::size_t done, std::size_t total, const std::string& label) {
-        if (done == 0) bar.stage("compile", total);
-        else bar.step(label);
+        bar.compiled(done, total, label);
         if (done == total) bar.stage(o.compile_only ? "build" : "run", points.size());
     };
     const auto result = s.sweep(points, doc.source, {o.devices, o.compile_only, o.jobs, o.host_threads, o.save, o.counter_set, show_compiles},

@@ -81,8 +81,7 @@ exit_status dry_run_command(const options& o, const config::document& doc, std::
     run::session s = session_for(o);
     report::progress_bar bar(err, 0, report::progress_wanted(2, o.quiet));  // a large space compiles for minutes
     const tune::dry_run_result r = tune::dry_run(s, doc, o.tune, [&](std::size_t done, std::size_t total, const std::string& label) {
-        if (done == 0) bar.stage("compile", total);
-        else bar.step(label);
+        bar.compiled(done, total, label);
     });
     bar.finish();
     finish(s, err);

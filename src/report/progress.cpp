@@ -34,6 +34,11 @@ void progress_bar::step(const std::string& label) {
           << std::flush;
 }
 
+void progress_bar::compiled(std::size_t done, std::size_t total, const std::string& label) {
+    if (done == 0) stage("compile", total);
+    else step(label);
+}
+
 void progress_bar::finish() {
     if (m_enabled) m_out << "\r\033[K" << std::flush;
 }

@@ -19,6 +19,9 @@ public:
     void stage(std::string name, std::size_t total);
     /// One more step done; thread-safe.
     void step(const std::string& label);
+    /// One report of a compile pool's progress (run::compile_progress): the first, with none
+    /// done, opens a "compile" stage of `total` steps; each later one is a step.
+    void compiled(std::size_t done, std::size_t total, const std::string& label);
     /// Clears the line.
     void finish();
 
