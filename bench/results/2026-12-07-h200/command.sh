@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Usage: command.sh SECTION... (defaults attention modifiers)
+# The "done" figures of issues 40 and 43 on an H200, which no call has run since 2026-12-04:
+#   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, two rounds
+#              alternated, the peers in the same call, and its table;
+#   attention: the FlashAttention-3 grid at the defaults (wgmma) and on the mma rung, causal and
+#              not, with cuDNN and FlashAttention-2 in the same call;
+#   modifiers: window (1024), ALiBi and soft-capping at 8k × 128 beside FlexAttention's, and the
+#              plain kernel again beside them.
+# Each section packs what it wrote, so a call cut short still brings back what it finished.
+set -uo pipefail
+source bench/attention_call.sh
+causal="col > row ? -inf : x"
+grid="1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64"
+defaults() {
+  timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs" --rounds 2 > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
+  python3 scripts/defaults_table.py "$OUT/logs" | tee "$OUT/defaults_table.md"
+  pack
+}
+grid_points() {  # NAME [kjit run options]
+  local name=$1; shift
+  for p in $grid; do
+    seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+    point "${name}_s${seq}_d${dim}_full" "$seq" "$dim" "$batch" "$heads" "$heads" x "$@"
+    point "${name}_s${seq}_d${dim}_causal" "$seq" "$dim" "$batch" "$heads" "$heads" "$causal" "$@"
+  done
+}
+attention() {
+  { grid_points default; grid_points mma --set 'launch.rung="mma"'; } 2>&1 | tee "$OUT/grid.txt"
+  pack
+  (cd bench/peers && timeout 200 python3 attention_peers.py --repeat 10 --tools cudnn,flash > "$OUT/peers.jsonl" 2> "$OUT/logs/peers.err"; echo "peers: exit $?")
+  pack
+}
+modifiers() {
+  {
+  point mod_plain 8192 128 2 16 16 x
+  point mod_plain_causal 8192 128 2 16 16 "$causal"
+  point mod_window 8192 128 2 16 16 "col > row || row - col >= 1024 ? -inf : x"
+  point mod_softcap 8192 128 2 16 16 "30 * tanh(x / 30)"
+  point mod_alibi 8192 128 2 16 16 "x + exp2(-8.0 * (head + 1) / 16) * (col - row)"
+  } 2>&1 | tee "$OUT/modifiers.txt"
+  cd bench/peers
+  for m in alibi softcap; do
+    timeout 60 python3 attention_peers.py --repeat 10 --tools flex --grid 8192:128 --causal no --modifier $m >> "$OUT/peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "peers $m: exit $?"
+  done
+  timeout 60 python3 attention_peers.py --repeat 10 --tools flex --grid 8192:128 --causal yes --modifier window >> "$OUT/peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "peers window: exit $?"
+  cd - > /dev/null
+  pack
+}
+for section in "$@"; do "$section"; done
+nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
