@@ -36,8 +36,20 @@ struct session {
     }
 };
 
-/// A config's measure block for a test: a timing that shows the kernel ran, not a benchmark.
-json brief_measure() { return {{"warmup", 1}, {"repeat", 3}, {"max_ms", 5}}; }
+/// A test's timing: one that shows the kernel ran, not a benchmark.
+constexpr config::measure_spec k_brief_measure{.warmup = 1, .repeat = 3, .noise = 0.05, .max_ms = 5};
+
+/// k_brief_measure as a config's measure block.
+json brief_measure() {
+    const auto& m = k_brief_measure;
+    return {{"warmup", m.warmup}, {"repeat", m.repeat}, {"noise", m.noise}, {"max_ms", m.max_ms}};
+}
+
+/// `p` timed by k_brief_measure.
+config::pipeline with_measure(config::pipeline p) {
+    p.measure = k_brief_measure;
+    return p;
+}
 
 /// configs/mlp_layer.json as an M × K by K × N product in `dtype`, `fusion` and `launch`, briefly timed.
 config::document matmul_document(long long m, long long n, long long k, const std::string& dtype, const char* fusion,
@@ -123,11 +135,6 @@ void check_attention(session& s, const attention_case& c) {
     const auto rec = s.run(attention_pipeline(c));
     CHECK(rec.status == report::outcome::pass);
     CHECK((rec.check && rec.check->nan_count == 0));
-}
-
-config::pipeline with_measure(config::pipeline p) {
-    p.measure = {1, 5, 0.05, 50};
-    return p;
 }
 
 }  // namespace
