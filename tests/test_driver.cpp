@@ -1,5 +1,6 @@
 // Loading libcuda without a GPU: a missing library and the toolkit's stub are recognised, and
 // the CLI says so clearly; how the copies are made, on a table of driver calls that records them.
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -20,15 +21,23 @@ CUresult CUDAAPI fake_copy_in(CUdeviceptr, const void*, size_t bytes, CUstream s
                       std::to_string(reinterpret_cast<std::uintptr_t>(stream)));
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI fake_synchronize(CUstream stream) {
-    g_calls.push_back("cuStreamSynchronize " + std::to_string(reinterpret_cast<std::uintptr_t>(stream)));
-    return CUDA_SUCCESS;
+/// A stream whose work is done at the third query.
+int g_queries = 0;
+CUresult CUDAAPI fake_query(CUstream stream) {
+    g_calls.push_back("cuStreamQuery " + std::to_string(reinterpret_cast<std::uintptr_t>(stream)));
+    return ++g_queries < 3 ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
+/// Sets an environment variable for the scope.
+struct environment_override {
+    const char* name;
+    environment_override(const char* n, const char* value) : name(n) { ::setenv(name, value, 1); }
+    ~environment_override() { ::unsetenv(name); }
+};
+
 /// Sets KJIT_LIBCUDA for the scope.
-struct libcuda_override {
-    explicit libcuda_override(const char* path) { ::setenv("KJIT_LIBCUDA", path, 1); }
-    ~libcuda_override() { ::unsetenv("KJIT_LIBCUDA"); }
+struct libcuda_override : environment_override {
+    explicit libcuda_override(const char* path) : environment_override("KJIT_LIBCUDA", path) {}
 };
 }  // namespace
 
@@ -87,10 +96,58 @@ TEST_CASE("an input is copied in kjit's stream, and has landed when the copy ret
     // 8,192 sampled elements wrong; bench/results/2026-12-05-wgmma/sixth).
     cuda::driver_api api;
     api.cuMemcpyHtoDAsync = fake_copy_in;
-    api.cuStreamSynchronize = fake_synchronize;
+    api.cuStreamQuery = fake_query;
     g_calls.clear();
+    g_queries = 0;
     const auto stream = reinterpret_cast<CUstream>(std::uintptr_t{42});
     const std::vector<char> host(4096);
-    cuda::copy_to_device_in(api, stream, CUdeviceptr{0x1000}, host.data(), host.size());
-    CHECK(g_calls == std::vector<std::string>{"cuMemcpyHtoDAsync 4096 in stream 42", "cuStreamSynchronize 42"});
+    CHECK(cuda::copy_to_device_in(api, stream, CUdeviceptr{0x1000}, host.data(), host.size(), std::chrono::seconds(5)));
+    CHECK(g_calls == std::vector<std::string>{"cuMemcpyHtoDAsync 4096 in stream 42", "cuStreamQuery 42", "cuStreamQuery 42",
+                                              "cuStreamQuery 42"});
+}
+
+TEST_CASE("a wait for the GPU's work returns when the limit passes first, and a failed query throws") {
+    // cuStreamSynchronize on a kernel that never ends never returns: kjit hung with it.
+    const cuda::driver_api api;
+    using std::chrono::milliseconds;
+    int queries = 0;
+    const auto never_done = [&] { return ++queries, CUDA_ERROR_NOT_READY; };
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_FALSE(cuda::wait_until_done(api, never_done, "cuStreamQuery", "a test", milliseconds(30)));
+    CHECK(std::chrono::steady_clock::now() - start >= milliseconds(30));
+    CHECK(queries > 1);
+    int answered = 0;
+    CHECK(cuda::wait_until_done(api, [&] { return ++answered < 5 ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; }, "cuStreamQuery",
+                                "a test", milliseconds(0)));  // no limit: until done
+    CHECK(answered == 5);
+    try {
+        (void)cuda::wait_until_done(api, [] { return CUDA_ERROR_LAUNCH_FAILED; }, "cuEventQuery", "the timed work", milliseconds(30));
+        FAIL("a failed query returned");
+    } catch (const error& e) {
+        CHECK(e.kind() == error_kind::driver);
+        CHECK(std::string(e.what()).starts_with("cuEventQuery(the timed work) failed: CUDA_ERROR_LAUNCH_FAILED"));
+    }
+}
+
+TEST_CASE("KJIT_GPU_WAIT_LIMIT: seconds, 60 unless set, 0 for no limit; anything else is a usage error") {
+    CHECK(cuda::gpu_wait_limit() == std::chrono::seconds(60));
+    {
+        const environment_override limit("KJIT_GPU_WAIT_LIMIT", "2.5");
+        CHECK(cuda::gpu_wait_limit() == std::chrono::milliseconds(2500));
+    }
+    {
+        const environment_override limit("KJIT_GPU_WAIT_LIMIT", "0");
+        CHECK(cuda::gpu_wait_limit().count() == 0);
+    }
+    for (const char* bad : {"ten", "-1", "5s"}) {
+        const environment_override limit("KJIT_GPU_WAIT_LIMIT", bad);
+        CAPTURE(bad);
+        try {
+            (void)cuda::gpu_wait_limit();
+            FAIL("accepted");
+        } catch (const error& e) {
+            CHECK(e.kind() == error_kind::usage);
+            CHECK(std::string(e.what()).find("KJIT_GPU_WAIT_LIMIT=" + std::string(bad) + ": expected seconds") == 0);
+        }
+    }
 }

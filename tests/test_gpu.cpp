@@ -3,10 +3,14 @@
 // the exp formula's NaN shows up as a FAIL. Where there is no usable driver or device this program
 // says why and exits 77, which CTest reports as skipped.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <sys/wait.h>
+
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "cuda/cuda_gpu.hpp"
@@ -14,6 +18,7 @@
 #include "helpers.hpp"
 #include "family/gemm/policy.hpp"
 #include "run/runner.hpp"
+#include "util/fs.hpp"
 
 using namespace kjit;
 using json = kjit::config::json_value;
@@ -555,4 +560,31 @@ int main(int argc, char** argv) {
     }
     doctest::Context context(argc, argv);
     return context.run();
+}
+
+TEST_CASE("a kernel that never ends: kjit gives up after KJIT_GPU_WAIT_LIMIT, says so, and its process ends") {
+    // The elementwise template with a loop that never ends before its work.
+    kjit::testing::temp_dir dir;
+    const auto templates = dir.path() / "kernel_templates";
+    std::filesystem::copy(std::string(KJIT_SOURCE_DIR) + "/kernel_templates", templates);
+    const auto kernel = templates / "elementwise.cu.mustache";
+    std::string text = fs::read_text_file(kernel);
+    const std::string anchor = "    long long kjit_done = 0;";
+    REQUIRE(text.find(anchor) != std::string::npos);
+    text.replace(text.find(anchor), 0, "    for (;;) __nanosleep(1000);  // never ends\n");
+    std::ofstream(kernel) << text;
+
+    const std::string out = (dir.path() / "out").string();
+    const std::string command = "KJIT_GPU_WAIT_LIMIT=2 timeout 60 " + std::string(KJIT_BINARY) + " run --no-cache --templates " +
+                                templates.string() + " > " + out + " 2>&1";
+    const auto start = std::chrono::steady_clock::now();
+    const int status = std::system(command.c_str());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string printed = fs::read_text_file(out);
+    CAPTURE(printed);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);  // a failure while working, not timeout's 124
+    CHECK(printed.find("did not finish in 2.00 s: a kernel that never ends?") != std::string::npos);
+    CHECK(seconds < 30);
+    MESSAGE("kjit gave up and ended in " << seconds << " s");
 }

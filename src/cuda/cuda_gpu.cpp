@@ -74,7 +74,7 @@ public:
         : cuda_gpu(driver, index, device_at(*driver.api, index, driver.device_count), times) {}
 
     cuda_gpu(const probe_result& driver, int index, CUdevice device, open_times& times)
-        : m_api(driver.api), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
+        : m_api(driver.api), m_wait_limit(gpu_wait_limit()), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
           m_info(query_device(*m_api, device, index, driver.driver_version)), m_device(device) {
         trace::span span("context");
         CUcontext context = nullptr;
@@ -87,8 +87,23 @@ public:
         m_stream = stream_handle(stream, {m_api});
         m_start = make_event();
         m_stop = make_event();
-        m_api->check(m_api->cuStreamSynchronize(stream), "cuStreamSynchronize", "first sync");
+        wait_for(stream, "first sync");
         times.context_ms = span.end();
+    }
+
+    cuda_gpu(const cuda_gpu&) = delete;
+    cuda_gpu& operator=(const cuda_gpu&) = delete;
+
+    // Work that never ended is still on the GPU: every destroy call could wait for it for ever.
+    ~cuda_gpu() override {
+        if (!m_abandoned) return;
+        for (auto& module : m_modules) module.abandon();
+        for (auto& buffer : m_buffers) buffer.abandon();
+        m_flush.abandon();
+        m_start.abandon();
+        m_stop.abandon();
+        m_stream.abandon();
+        m_context.abandon();
     }
 
     const run::device_info& device() const override { return m_info; }
@@ -102,7 +117,10 @@ public:
         return static_cast<run::module_id>(m_modules.size() - 1);
     }
 
-    void unload_module(run::module_id module) noexcept override { m_modules[module] = {}; }
+    void unload_module(run::module_id module) noexcept override {
+        if (m_abandoned) m_modules[module].abandon();
+        m_modules[module] = {};
+    }
 
     run::kernel_id get_kernel(run::module_id module, const std::string& name) override {
         CUfunction function = nullptr;
@@ -128,10 +146,15 @@ public:
         return static_cast<run::buffer_id>(m_buffers.size() - 1);
     }
 
-    void release(run::buffer_id buffer) override { m_buffers.at(buffer) = {}; }
+    void release(run::buffer_id buffer) override {
+        if (m_abandoned) m_buffers.at(buffer).abandon();
+        m_buffers.at(buffer) = {};
+    }
 
     void copy_to_device(run::buffer_id buffer, const void* source, std::size_t bytes) override {
-        copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes);
+        refuse_if_abandoned();
+        if (!copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes, m_wait_limit))
+            abandon("copying " + units::bytes(static_cast<double>(bytes)) + " in");
     }
 
     void copy_to_host(void* destination, run::buffer_id buffer, std::size_t bytes) override {
@@ -191,8 +214,7 @@ public:
 
     void copy_from_address(void* destination, std::uintptr_t address, std::size_t bytes, std::uintptr_t stream) override {
         m_api->check(m_api->cuCtxSetCurrent(m_context.get()), "cuCtxSetCurrent");
-        m_api->check(m_api->cuStreamSynchronize(reinterpret_cast<CUstream>(stream)), "cuStreamSynchronize",
-                     "the caller's stream");
+        wait_for(reinterpret_cast<CUstream>(stream), "the caller's stream");
         m_api->check(m_api->cuMemcpyDtoH(destination, static_cast<CUdeviceptr>(address), bytes), "cuMemcpyDtoH",
                      units::bytes(static_cast<double>(bytes)) + " of the caller's array");
     }
@@ -209,13 +231,16 @@ public:
                      "L2 flush");
     }
 
-    void synchronize() override { m_api->check(m_api->cuStreamSynchronize(m_stream.get()), "cuStreamSynchronize"); }
+    void synchronize() override { wait_for(m_stream.get(), "kjit's stream"); }
 
     double time_ms(const std::function<void()>& enqueue) override {
         m_api->check(m_api->cuEventRecord(m_start.get(), m_stream.get()), "cuEventRecord", "start");
         enqueue();
         m_api->check(m_api->cuEventRecord(m_stop.get(), m_stream.get()), "cuEventRecord", "stop");
-        m_api->check(m_api->cuEventSynchronize(m_stop.get()), "cuEventSynchronize");
+        refuse_if_abandoned();
+        const CUevent stop = m_stop.get();
+        if (!wait_until_done(*m_api, [&] { return m_api->cuEventQuery(stop); }, "cuEventQuery", "the timed work's end", m_wait_limit))
+            abandon("the timed work");
         float ms = 0;
         m_api->check(m_api->cuEventElapsedTime(&ms, m_start.get(), m_stop.get()), "cuEventElapsedTime");
         return ms;
@@ -258,8 +283,32 @@ public:
     }
 
 private:
+    /// Waits for `stream`'s work, within the wait limit.
+    void wait_for(CUstream stream, const std::string& what) {
+        refuse_if_abandoned();
+        if (!wait_until_done(*m_api, [&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what, m_wait_limit))
+            abandon(what);
+    }
+
+    /// The GPU's work did not finish within the wait limit: the context is left as it is (nothing
+    /// made in it is destroyed, the process's end frees it), and this device runs nothing more.
+    [[noreturn]] void abandon(const std::string& what) {
+        m_abandoned = true;
+        throw error(error_kind::driver, "device " + std::to_string(m_info.index) + ": the work waited for (" + what +
+                                                ") did not finish in " + units::duration_ms(static_cast<double>(m_wait_limit.count())) +
+                                                ": a kernel that never ends? kjit leaves the device as it is, its memory "
+                                                "freed when this process ends ($KJIT_GPU_WAIT_LIMIT: the seconds to wait)");
+    }
+
+    void refuse_if_abandoned() const {
+        if (m_abandoned)
+            throw error(error_kind::driver, "device " + std::to_string(m_info.index) +
+                                                    ": earlier work never finished there; restart the process to use it again");
+    }
+
     /// cuLaunchKernel on `stream`.
     void enqueue(run::kernel_id kernel, const run::kernel_launch& launch, CUstream stream) {
+        refuse_if_abandoned();
         void** const args = launch_arguments(*m_api, launch, [this](run::buffer_id b) { return pointer(b); });
         auto& k = m_kernels.at(kernel);
         allow_shared_memory(k, launch.shared_bytes);
@@ -309,6 +358,8 @@ private:
 
     // Member order is destruction order, reversed: everything made in the context goes before it.
     std::shared_ptr<const driver_api> m_api;
+    std::chrono::milliseconds m_wait_limit;
+    std::atomic<bool> m_abandoned{false};  ///< work waited for did not finish: see abandon()
     nvml_device m_nvml;
     run::device_info m_info;
     CUdevice m_device;

@@ -5,6 +5,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,11 +50,11 @@ struct driver_api {
     PFN_cuTensorMapEncodeTiled_v12000 cuTensorMapEncodeTiled = nullptr;
     PFN_cuStreamCreate_v2000 cuStreamCreate = nullptr;
     PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
-    PFN_cuStreamSynchronize_v2000 cuStreamSynchronize = nullptr;
+    PFN_cuStreamQuery_v2000 cuStreamQuery = nullptr;
     PFN_cuEventCreate_v2000 cuEventCreate = nullptr;
     PFN_cuEventDestroy_v4000 cuEventDestroy = nullptr;
     PFN_cuEventRecord_v2000 cuEventRecord = nullptr;
-    PFN_cuEventSynchronize_v2000 cuEventSynchronize = nullptr;
+    PFN_cuEventQuery_v2000 cuEventQuery = nullptr;
     PFN_cuEventElapsedTime_v2000 cuEventElapsedTime = nullptr;
     PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture = nullptr;
     PFN_cuStreamEndCapture_v10000 cuStreamEndCapture = nullptr;
@@ -73,11 +75,26 @@ struct driver_api {
     [[noreturn]] void fail(CUresult result, const char* call, const std::string& object) const;
 };
 
-/// Copies `bytes` from the host to device memory `to` in `stream`'s order, and waits for them to
-/// land. Not cuMemcpyHtoD: from pageable memory it returns once the bytes are staged, before they
-/// land, and it is ordered in the legacy stream, which a kernel launched in a non-blocking stream
-/// (kjit's) does not wait for; that kernel could read the input before it arrived.
-void copy_to_device_in(const driver_api& api, CUstream stream, CUdeviceptr to, const void* from, std::size_t bytes);
+/// How long kjit waits for work it gave the GPU before it calls that work stuck (a kernel that
+/// never ends): $KJIT_GPU_WAIT_LIMIT seconds, 60 unless set; 0 waits for ever. Throws
+/// kjit::error(usage) for a value that is not a number of seconds.
+[[nodiscard]] std::chrono::milliseconds gpu_wait_limit();
+
+/// Asks `query` (cuStreamQuery or cuEventQuery of the work waited for) until it stops answering
+/// CUDA_ERROR_NOT_READY, the way the driver's own synchronize waits (spinning, yielding the core)
+/// for the first 10 ms, then every 100 µs. True once the work is done; false when `limit` (none
+/// where zero) passed first; throws kjit::error(driver) naming `call` and `what` where the query
+/// fails. Unlike cuStreamSynchronize, it returns from a kernel that never ends.
+[[nodiscard]] bool wait_until_done(const driver_api& api, const std::function<CUresult()>& query, const char* call,
+                                   const std::string& what, std::chrono::milliseconds limit);
+
+/// Copies `bytes` from the host to device memory `to` in `stream`'s order, and waits up to `limit`
+/// for them to land: false where the limit passed first (the stream holds work that does not
+/// finish). Not cuMemcpyHtoD: from pageable memory it returns once the bytes are staged, before
+/// they land, and it is ordered in the legacy stream, which a kernel launched in a non-blocking
+/// stream (kjit's) does not wait for; that kernel could read the input before it arrived.
+[[nodiscard]] bool copy_to_device_in(const driver_api& api, CUstream stream, CUdeviceptr to, const void* from,
+                                     std::size_t bytes, std::chrono::milliseconds limit);
 
 /// The outcome of looking for a driver: the loaded table when state is ok, else why not.
 struct probe_result {

@@ -29,6 +29,9 @@ public:
     }
 
     [[nodiscard]] Handle get() const noexcept { return m_handle; }
+    /// Lets the handle go without destroying it (a context abandoned with work that never ends,
+    /// whose destroy calls could wait for ever: the process's end frees what it held).
+    void abandon() noexcept { m_handle = Handle{}; }
     explicit operator bool() const noexcept { return m_handle != Handle{}; }
 
 private:

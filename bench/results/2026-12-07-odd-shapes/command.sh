@@ -3,7 +3,8 @@
 # together on 2026-12-07 (narrow-decode/third) and printed nothing in 400 s: a case that does not
 # finish, or one far slower than the rest. Here the odd shapes' 72 cases as one `kjit run` each,
 # 20 s apiece, so that one that hangs is named and costs 20 s; then the persistent test alone.
-# Between them, the thin rule's split in 4 (32 × 1024 × 8192) at the defaults beside cuBLASLt.
+# Between them, the thin rule's split in 4 (32 × 1024 × 8192) at the defaults beside cuBLASLt, and
+# the new wait limit's GPU test (a kernel that never ends: kjit gives up and its process ends).
 # What a call cut short has written to $OUT comes back: the most wanted runs first.
 set -uo pipefail
 source bench/gemm_call.sh
@@ -33,5 +34,6 @@ for round in 1 2; do gemm "r${round}_32x1024x8192_default" 32 1024 8192 bfloat16
 python3 bench/peers/gemm_peers.py --shapes 32x1024x8192 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers.err"
 } 2>&1 | tee "$OUT/decode.txt"
 pack
+gpu_tests "a kernel that never ends*" 90
 gpu_tests "persistent attention blocks*" 120
 pack
