@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The GPU tests "attention verifies at odd shapes…" and "persistent attention blocks…" ran
 # together on 2026-12-07 (narrow-decode/third) and printed nothing in 400 s: a case that does not
-# finish, or one far slower than the rest. Here the odd shapes' 72 cases as one `kjit run` each,
-# 20 s apiece, so that one that hangs is named and costs 20 s; then the persistent test alone.
+# finish, or one far slower than the rest. Here the odd shapes' 72 cases as one `kjit run` each
+# (four at a time), 20 s apiece, so that one that hangs is named and costs 20 s; then the persistent test alone.
 # Between them, the thin rule's split in 4 (32 × 1024 × 8192) at the defaults beside cuBLASLt, and
 # the new wait limit's GPU test (a kernel that never ends: kjit gives up and its process ends).
 # What a call cut short has written to $OUT comes back: the most wanted runs first.
 set -uo pipefail
 source bench/gemm_call.sh
+odd_point() {  # four at a time: verification, not timing
+  local start=$SECONDS
+  LIMIT=20 point "$@" --set measure.warmup=1 --set measure.repeat=3
+  echo "  $1 took $((SECONDS - start)) s"
+}
 {
 turn=0
 for tokens in 1 17 1000 4097; do
@@ -20,13 +25,13 @@ for tokens in 1 17 1000 4097; do
         opts=(--set "dtype=$dtype")
         if [ $variant = separate ]; then opts+=(--set fusion=separate --set 'launch={}')
         else opts+=(--set fusion=fused --set "launch={\"rung\":\"$variant\"}"); fi
-        SECONDS=0
-        LIMIT=20 point "odd_${tokens}_${dim}_${ratio}_${causal}_${variant}" "$tokens" "$dim" 2 8 $((8 / ratio)) "$score" "${opts[@]}"
-        echo "  ($SECONDS s)"
+        odd_point "odd_${tokens}_${dim}_${ratio}_${causal}_${variant}" "$tokens" "$dim" 2 8 $((8 / ratio)) "$score" "${opts[@]}" &
+        (( $(jobs -rp | wc -l) >= 4 )) && wait -n
       done
     done
   done
 done
+wait
 } 2>&1 | tee "$OUT/odd.txt"
 pack
 {
