@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Usage: command.sh SECTION... (defaults attention modifiers)
 # The "done" figures of issues 40 and 43 on an H200, which no call has run since 2026-12-04:
-#   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, two rounds
-#              alternated, the peers in the same call, and its table;
+#   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, $ROUNDS
+#              rounds alternated (2 unless set), the peers in the same call, and its table;
 #   attention: the FlashAttention-3 grid at the defaults (wgmma) and on the mma rung, causal and
 #              not, with cuDNN and FlashAttention-2 in the same call;
 #   modifiers: window (1024), ALiBi and soft-capping at 8k × 128 beside FlexAttention's, and the
@@ -13,7 +13,7 @@ source bench/attention_call.sh
 causal="col > row ? -inf : x"
 grid="1024:128 2048:128 4096:128 8192:128 16384:128 1024:64 4096:64 16384:64"
 defaults() {
-  timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs" --rounds 2 > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
+  timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs" --rounds "${ROUNDS:-2}" > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
   python3 scripts/defaults_table.py "$OUT/logs" | tee "$OUT/defaults_table.md"
   pack
 }
