@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: command.sh [SECTION...] (odd wait_limit decode persistent; all four unless named)
 # The GPU tests "attention verifies at odd shapes…" and "persistent attention blocks…" ran
 # together on 2026-12-07 (narrow-decode/third) and printed nothing in 400 s: a case that does not
 # finish, or one far slower than the rest. Here the odd shapes' 72 cases as one `kjit run` each
@@ -13,6 +14,7 @@ odd_point() {  # four at a time: verification, not timing
   LIMIT=20 point "$@" --set measure.warmup=1 --set measure.repeat=3
   echo "  $1 took $((SECONDS - start)) s"
 }
+odd() {
 {
 turn=0
 for tokens in 1 17 1000 4097; do
@@ -34,11 +36,16 @@ done
 wait
 } 2>&1 | tee "$OUT/odd.txt"
 pack
-gpu_tests "a kernel that never ends*" 90
+}
+wait_limit() { gpu_tests "a kernel that never ends*" 90; pack; }
+decode() {
 {
 for round in 1 2; do gemm "r${round}_32x1024x8192_default" 32 1024 8192 bfloat16; done
 python3 bench/peers/gemm_peers.py --shapes 32x1024x8192 --tools cublaslt_bias --no-fp32 --repeat 20 2> "$OUT/logs/peers.err"
 } 2>&1 | tee "$OUT/decode.txt"
 pack
-gpu_tests "persistent attention blocks*" 120
-pack
+}
+persistent() { gpu_tests "persistent attention blocks*" 120; pack; }
+sections=("$@")
+[ $# -gt 0 ] || sections=(odd wait_limit decode persistent)
+for section in "${sections[@]}"; do "$section"; done
