@@ -38,6 +38,17 @@ wait
 pack
 }
 wait_limit() { gpu_tests "a kernel that never ends*" 90; pack; }
+# The same as kjit alone (no test build): the elementwise template with a loop that never ends.
+wait_limit_cli() {
+  local templates
+  templates=$(mktemp -d)
+  cp -r kernel_templates "$templates/"
+  sed -i 's|^    long long kjit_done = 0;|    for (;;) __nanosleep(1000);  // never ends\n&|' "$templates/kernel_templates/elementwise.cu.mustache"
+  SECONDS=0
+  KJIT_GPU_WAIT_LIMIT=2 timeout 60 "$kjit" run --no-cache --templates "$templates/kernel_templates" > "$OUT/logs/wait_limit.txt" 2>&1
+  echo "wait_limit_cli: exit $? after $SECONDS s; $(grep -c 'never ends' "$templates/kernel_templates/elementwise.cu.mustache") loop; $(grep -m1 'did not finish' "$OUT/logs/wait_limit.txt")" | tee "$OUT/wait_limit.txt"
+  pack
+}
 decode() {
 {
 for round in 1 2; do gemm "r${round}_32x1024x8192_default" 32 1024 8192 bfloat16; done
