@@ -109,6 +109,7 @@ public:
     const run::device_info& device() const override { return m_info; }
 
     run::module_id load_module(const std::string& image) override {
+        refuse_if_abandoned();
         CUmodule module = nullptr;
         // std::string keeps a terminating NUL, which PTX text needs.
         m_api->check(m_api->cuModuleLoadData(&module, image.c_str()), "cuModuleLoadData",
@@ -140,6 +141,7 @@ public:
     }
 
     run::buffer_id allocate(std::size_t bytes) override {
+        refuse_if_abandoned();
         CUdeviceptr pointer = 0;
         m_api->check(m_api->cuMemAlloc(&pointer, bytes), "cuMemAlloc", units::bytes(static_cast<double>(bytes)));
         m_buffers.emplace_back(pointer, api_deleter<CUdeviceptr, &driver_api::cuMemFree>{m_api});
@@ -237,10 +239,7 @@ public:
         m_api->check(m_api->cuEventRecord(m_start.get(), m_stream.get()), "cuEventRecord", "start");
         enqueue();
         m_api->check(m_api->cuEventRecord(m_stop.get(), m_stream.get()), "cuEventRecord", "stop");
-        refuse_if_abandoned();
-        const CUevent stop = m_stop.get();
-        if (!wait_until_done(*m_api, [&] { return m_api->cuEventQuery(stop); }, "cuEventQuery", "the timed work's end", m_wait_limit))
-            abandon("the timed work");
+        wait([&] { return m_api->cuEventQuery(m_stop.get()); }, "cuEventQuery", "the timed work");
         float ms = 0;
         m_api->check(m_api->cuEventElapsedTime(&ms, m_start.get(), m_stop.get()), "cuEventElapsedTime");
         return ms;
@@ -283,11 +282,14 @@ public:
     }
 
 private:
-    /// Waits for `stream`'s work, within the wait limit.
-    void wait_for(CUstream stream, const std::string& what) {
+    /// Waits for the work `query` asks about (`call`: its name), within the wait limit.
+    void wait(const std::function<CUresult()>& query, const char* call, const std::string& what) {
         refuse_if_abandoned();
-        if (!wait_until_done(*m_api, [&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what, m_wait_limit))
-            abandon(what);
+        if (!wait_until_done(*m_api, query, call, what, m_wait_limit)) abandon(what);
+    }
+
+    void wait_for(CUstream stream, const std::string& what) {
+        wait([&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what);
     }
 
     /// The GPU's work did not finish within the wait limit: the context is left as it is (nothing

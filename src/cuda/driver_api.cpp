@@ -85,7 +85,7 @@ std::chrono::milliseconds gpu_wait_limit() {
     if (!text || !*text) return k_default;
     char* end = nullptr;
     const double seconds = std::strtod(text, &end);
-    if (*end != '\0' || !(seconds >= 0) || seconds > 1e9)
+    if (*end != '\0' || !(seconds >= 0) || seconds > 1e9)  // (not NaN; and 30 years at most, which milliseconds hold)
         throw error(error_kind::usage,
                     std::string("KJIT_GPU_WAIT_LIMIT=") + text + ": expected seconds, e.g. 60 (0: wait for ever)");
     return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
