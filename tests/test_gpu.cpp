@@ -1,6 +1,6 @@
 // On a GPU: every shipped config runs and verifies, fused and separate agree, odd sizes (of
-// attention too) and every vector width are right, a warm run loads the cubin from the cache, and
-// the exp formula's NaN shows up as a FAIL. Where there is no usable driver or device this program
+// attention too) and every vector width are right, a warm run loads the cubin from the cache, the
+// exp formula's NaN shows up as a FAIL, and a kernel that never ends fails its run. Where there is no usable driver or device this program
 // says why and exits 77, which CTest reports as skipped.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <sys/wait.h>
@@ -552,16 +552,6 @@ TEST_CASE("kjit first-call on the GPU: the warm cubin start has no NVRTC phase, 
     MESSAGE(fs::read_file(dir.path() / "out"));
 }
 
-int main(int argc, char** argv) {
-    g_driver = cuda::probe_driver();
-    if (g_driver.state != cuda::availability::ok) {
-        std::printf("gpu tests skipped: %s (%s)\n", g_driver.detail.c_str(), cuda::to_string(g_driver.state));
-        return 77;
-    }
-    doctest::Context context(argc, argv);
-    return context.run();
-}
-
 TEST_CASE("a kernel that never ends: kjit gives up after KJIT_GPU_WAIT_LIMIT, says so, and its process ends") {
     // The elementwise template with a loop that never ends before its work.
     kjit::testing::temp_dir dir;
@@ -571,7 +561,7 @@ TEST_CASE("a kernel that never ends: kjit gives up after KJIT_GPU_WAIT_LIMIT, sa
     std::string text = fs::read_text_file(kernel);
     const std::string anchor = "    long long kjit_done = 0;";
     REQUIRE(text.find(anchor) != std::string::npos);
-    text.replace(text.find(anchor), 0, "    for (;;) __nanosleep(1000);  // never ends\n");
+    text.insert(text.find(anchor), "    for (;;) __nanosleep(1000);  // never ends\n");
     std::ofstream(kernel) << text;
 
     const std::string out = (dir.path() / "out").string();
@@ -587,4 +577,14 @@ TEST_CASE("a kernel that never ends: kjit gives up after KJIT_GPU_WAIT_LIMIT, sa
     CHECK(printed.find("did not finish in 2.00 s: a kernel that never ends?") != std::string::npos);
     CHECK(seconds < 30);
     MESSAGE("kjit gave up and ended in " << seconds << " s");
+}
+
+int main(int argc, char** argv) {
+    g_driver = cuda::probe_driver();
+    if (g_driver.state != cuda::availability::ok) {
+        std::printf("gpu tests skipped: %s (%s)\n", g_driver.detail.c_str(), cuda::to_string(g_driver.state));
+        return 77;
+    }
+    doctest::Context context(argc, argv);
+    return context.run();
 }
