@@ -9,6 +9,7 @@
 #include "cli/cli.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/nvml.hpp"
+#include "cuda/wait.hpp"
 #include "helpers.hpp"
 
 using namespace kjit;

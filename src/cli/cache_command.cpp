@@ -5,7 +5,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
-#include "cuda/cuda_gpu.hpp"
+#include "cuda/devices.hpp"
 #include "jit/cache_bundle.hpp"
 #include "run/session.hpp"
 #include "util/fs.hpp"

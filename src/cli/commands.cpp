@@ -8,6 +8,7 @@
 #include "family/family.hpp"
 #include "config/config.hpp"
 #include "cuda/cuda_gpu.hpp"
+#include "cuda/devices.hpp"
 #include "report/files.hpp"
 #include "report/trace.hpp"
 #include "report/table.hpp"

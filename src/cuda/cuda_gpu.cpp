@@ -4,7 +4,9 @@
 #include <chrono>
 #include <mutex>
 
+#include "cuda/devices.hpp"
 #include "cuda/handles.hpp"
+#include "cuda/wait.hpp"
 #include "cuda/cupti.hpp"
 #include "cuda/nvml.hpp"
 #include "cuda/launch_arguments.hpp"
@@ -14,52 +16,6 @@
 
 namespace kjit::cuda {
 namespace {
-
-/// CUDA's handle of device `index`, which must be one of `device_count`.
-CUdevice device_at(const driver_api& api, int index, int device_count) {
-    if (index < 0 || index >= device_count)
-        throw error(error_kind::usage,
-                    "--device " + std::to_string(index) + ": there are " + std::to_string(device_count) + " GPU(s)");
-    CUdevice device = 0;
-    api.check(api.cuDeviceGet(&device, index), "cuDeviceGet", "device " + std::to_string(index));
-    return device;
-}
-
-run::device_info query_device(const driver_api& api, CUdevice device, int index, int driver_version) {
-    run::device_info info;
-    info.index = index;
-    info.driver_version = driver_version;
-    char name[256] = {};
-    api.check(api.cuDeviceGetName(name, sizeof name, device), "cuDeviceGetName");
-    info.name = name;
-    auto attribute = [&](CUdevice_attribute which, const char* what) {
-        int value = 0;
-        api.check(api.cuDeviceGetAttribute(&value, which, device), "cuDeviceGetAttribute", what);
-        return value;
-    };
-    info.arch = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability major") * 10 +
-                attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability minor");
-    info.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
-    info.l2_bytes = static_cast<std::size_t>(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size"));
-    info.clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "clock rate") / 1000;
-    info.memory_clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock rate") / 1000;
-    info.memory_bus_bits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "memory bus width");
-    info.max_threads_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per SM");
-    info.shared_per_block = static_cast<std::size_t>(
-            attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "shared memory per block (opt-in)"));
-    info.shared_per_sm = static_cast<std::size_t>(
-            attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "shared memory per SM"));
-    info.registers_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "registers per SM");
-    api.check(api.cuDeviceTotalMem(&info.memory_bytes, device), "cuDeviceTotalMem");
-    return info;
-}
-
-/// The device's PCI bus id, which NVML knows it by (its indices may differ from CUDA's).
-std::string pci_bus_id(const driver_api& api, CUdevice device) {
-    char id[64] = {};
-    api.check(api.cuDeviceGetPCIBusId(id, sizeof id, device), "cuDeviceGetPCIBusId");
-    return id;
-}
 
 nvml_device timed_nvml(const std::string& bus_id, open_times& times) {
     trace::span span("nvml");
@@ -74,7 +30,7 @@ public:
         : cuda_gpu(driver, index, device_at(*driver.api, index, driver.device_count), times) {}
 
     cuda_gpu(const probe_result& driver, int index, CUdevice device, open_times& times)
-        : m_api(driver.api), m_wait_limit(gpu_wait_limit()), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
+        : m_api(driver.api), m_watch(driver.api, index), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
           m_info(query_device(*m_api, device, index, driver.driver_version)), m_device(device) {
         trace::span span("context");
         CUcontext context = nullptr;
@@ -96,7 +52,7 @@ public:
 
     // Work that never ended is still on the GPU: every destroy call could wait for it for ever.
     ~cuda_gpu() override {
-        if (!m_abandoned) return;
+        if (!m_watch.abandoned()) return;
         for (auto& module : m_modules) module.abandon();
         for (auto& buffer : m_buffers) buffer.abandon();
         m_flush.abandon();
@@ -109,7 +65,7 @@ public:
     const run::device_info& device() const override { return m_info; }
 
     run::module_id load_module(const std::string& image) override {
-        refuse_if_abandoned();
+        m_watch.refuse_if_abandoned();
         CUmodule module = nullptr;
         // std::string keeps a terminating NUL, which PTX text needs.
         m_api->check(m_api->cuModuleLoadData(&module, image.c_str()), "cuModuleLoadData",
@@ -119,7 +75,7 @@ public:
     }
 
     void unload_module(run::module_id module) noexcept override {
-        if (m_abandoned) m_modules[module].abandon();
+        if (m_watch.abandoned()) m_modules[module].abandon();
         m_modules[module] = {};
     }
 
@@ -141,7 +97,7 @@ public:
     }
 
     run::buffer_id allocate(std::size_t bytes) override {
-        refuse_if_abandoned();
+        m_watch.refuse_if_abandoned();
         CUdeviceptr pointer = 0;
         m_api->check(m_api->cuMemAlloc(&pointer, bytes), "cuMemAlloc", units::bytes(static_cast<double>(bytes)));
         m_buffers.emplace_back(pointer, api_deleter<CUdeviceptr, &driver_api::cuMemFree>{m_api});
@@ -149,14 +105,14 @@ public:
     }
 
     void release(run::buffer_id buffer) override {
-        if (m_abandoned) m_buffers.at(buffer).abandon();
+        if (m_watch.abandoned()) m_buffers.at(buffer).abandon();
         m_buffers.at(buffer) = {};
     }
 
     void copy_to_device(run::buffer_id buffer, const void* source, std::size_t bytes) override {
-        refuse_if_abandoned();
-        if (!copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes, m_wait_limit))
-            abandon("copying " + units::bytes(static_cast<double>(bytes)) + " in");
+        m_watch.refuse_if_abandoned();
+        if (!copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes, m_watch.limit()))
+            m_watch.abandon("copying " + units::bytes(static_cast<double>(bytes)) + " in");
     }
 
     void copy_to_host(void* destination, run::buffer_id buffer, std::size_t bytes) override {
@@ -239,7 +195,7 @@ public:
         m_api->check(m_api->cuEventRecord(m_start.get(), m_stream.get()), "cuEventRecord", "start");
         enqueue();
         m_api->check(m_api->cuEventRecord(m_stop.get(), m_stream.get()), "cuEventRecord", "stop");
-        wait([&] { return m_api->cuEventQuery(m_stop.get()); }, "cuEventQuery", "the timed work");
+        m_watch.wait([&] { return m_api->cuEventQuery(m_stop.get()); }, "cuEventQuery", "the timed work");
         float ms = 0;
         m_api->check(m_api->cuEventElapsedTime(&ms, m_start.get(), m_stop.get()), "cuEventElapsedTime");
         return ms;
@@ -282,35 +238,13 @@ public:
     }
 
 private:
-    /// Waits for the work `query` asks about (`call`: its name), within the wait limit.
-    void wait(const std::function<CUresult()>& query, const char* call, const std::string& what) {
-        refuse_if_abandoned();
-        if (!wait_until_done(*m_api, query, call, what, m_wait_limit)) abandon(what);
-    }
-
     void wait_for(CUstream stream, const std::string& what) {
-        wait([&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what);
-    }
-
-    /// The GPU's work did not finish within the wait limit: the context is left as it is (nothing
-    /// made in it is destroyed, the process's end frees it), and this device runs nothing more.
-    [[noreturn]] void abandon(const std::string& what) {
-        m_abandoned = true;
-        throw error(error_kind::driver, "device " + std::to_string(m_info.index) + ": the work waited for (" + what +
-                                                ") did not finish in " + units::duration_ms(static_cast<double>(m_wait_limit.count())) +
-                                                ": a kernel that never ends? kjit leaves the device as it is, its memory "
-                                                "freed when this process ends ($KJIT_GPU_WAIT_LIMIT: the seconds to wait)");
-    }
-
-    void refuse_if_abandoned() const {
-        if (m_abandoned)
-            throw error(error_kind::driver, "device " + std::to_string(m_info.index) +
-                                                    ": earlier work never finished there; restart the process to use it again");
+        m_watch.wait([&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what);
     }
 
     /// cuLaunchKernel on `stream`.
     void enqueue(run::kernel_id kernel, const run::kernel_launch& launch, CUstream stream) {
-        refuse_if_abandoned();
+        m_watch.refuse_if_abandoned();
         void** const args = launch_arguments(*m_api, launch, [this](run::buffer_id b) { return pointer(b); });
         auto& k = m_kernels.at(kernel);
         allow_shared_memory(k, launch.shared_bytes);
@@ -360,8 +294,7 @@ private:
 
     // Member order is destruction order, reversed: everything made in the context goes before it.
     std::shared_ptr<const driver_api> m_api;
-    std::chrono::milliseconds m_wait_limit;
-    std::atomic<bool> m_abandoned{false};  ///< work waited for did not finish: see abandon()
+    work_watch m_watch;  ///< its waits, and whether work it waited for never finished
     nvml_device m_nvml;
     run::device_info m_info;
     CUdevice m_device;
@@ -380,14 +313,6 @@ private:
 std::unique_ptr<run::gpu> open_gpu(const probe_result& driver, int index, open_times& times) {
     if (driver.state != availability::ok) throw error(error_kind::driver, driver.detail);
     return std::make_unique<cuda_gpu>(driver, index, times);
-}
-
-std::vector<run::device_info> list_devices(const probe_result& driver) {
-    std::vector<run::device_info> devices;
-    for (int i = 0; i < driver.device_count; ++i)
-        devices.push_back(
-            query_device(*driver.api, device_at(*driver.api, i, driver.device_count), i, driver.driver_version));
-    return devices;
 }
 
 namespace {

@@ -1,7 +1,6 @@
-// run::gpu on a real device through the Driver API, and device listing for `kjit devices`.
+// run::gpu on a real device through the Driver API, and the sessions' GPUs (devices.hpp says what each is).
 #pragma once
 #include <memory>
-#include <vector>
 
 #include "cuda/driver_api.hpp"
 #include "run/gpu.hpp"
@@ -21,8 +20,5 @@ struct open_times {
 /// The sessions' GPUs through the Driver API: libcuda is probed on first use, its start-up time
 /// reported with the first device opened.
 [[nodiscard]] std::unique_ptr<run::gpu_provider> driver_gpus();
-
-/// Properties of every device the driver sees.
-[[nodiscard]] std::vector<run::device_info> list_devices(const probe_result& driver);
 
 }  // namespace kjit::cuda

@@ -3,12 +3,11 @@
 #include <dlfcn.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <optional>
-#include <thread>
 #include <vector>
 
+#include "cuda/wait.hpp"
 #include "report/trace.hpp"
 #include "util/error.hpp"
 #include "util/units.hpp"
@@ -77,37 +76,6 @@ std::string driver_api::describe(CUresult result) const {
 void driver_api::fail(CUresult result, const char* call, const std::string& object) const {
     throw error(error_kind::driver,
                 std::string(call) + (object.empty() ? "" : "(" + object + ")") + " failed: " + describe(result));
-}
-
-std::chrono::milliseconds gpu_wait_limit() {
-    constexpr std::chrono::seconds k_default{60};
-    const char* text = std::getenv("KJIT_GPU_WAIT_LIMIT");
-    if (!text || !*text) return k_default;
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (*end != '\0' || !(seconds >= 0) || seconds > 1e9)  // (not NaN; and 30 years at most, which milliseconds hold)
-        throw error(error_kind::usage,
-                    std::string("KJIT_GPU_WAIT_LIMIT=") + text + ": expected seconds, e.g. 60 (0: wait for ever)");
-    return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
-}
-
-bool wait_until_done(const driver_api& api, const std::function<CUresult()>& query, const char* call,
-                     const std::string& what, std::chrono::milliseconds limit) {
-    using clock = std::chrono::steady_clock;
-    constexpr auto k_spin = std::chrono::milliseconds(10);  // a kernel's or a copy's usual wait, at the driver's latency
-    constexpr auto k_nap = std::chrono::microseconds(100);  // then a core spared, within 1 % of a longer wait
-    const auto start = clock::now();
-    for (;;) {
-        const CUresult answer = query();
-        if (answer != CUDA_ERROR_NOT_READY) {
-            api.check(answer, call, what);
-            return true;
-        }
-        const auto waited = clock::now() - start;
-        if (limit.count() > 0 && waited >= limit) return false;
-        if (waited < k_spin) std::this_thread::yield();
-        else std::this_thread::sleep_for(k_nap);
-    }
 }
 
 bool copy_to_device_in(const driver_api& api, CUstream stream, CUdeviceptr to, const void* from, std::size_t bytes,

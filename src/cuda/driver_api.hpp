@@ -6,7 +6,6 @@
 #include <cudaTypedefs.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,19 +73,6 @@ struct driver_api {
     }
     [[noreturn]] void fail(CUresult result, const char* call, const std::string& object) const;
 };
-
-/// How long kjit waits for work it gave the GPU before it calls that work stuck (a kernel that
-/// never ends): $KJIT_GPU_WAIT_LIMIT seconds, 60 unless set; 0 waits for ever. Throws
-/// kjit::error(usage) for a value that is not a number of seconds.
-[[nodiscard]] std::chrono::milliseconds gpu_wait_limit();
-
-/// Asks `query` (cuStreamQuery or cuEventQuery of the work waited for) until it stops answering
-/// CUDA_ERROR_NOT_READY, the way the driver's own synchronize waits (spinning, yielding the core)
-/// for the first 10 ms, then every 100 µs. True once the work is done; false when `limit` (none
-/// where zero) passed first; throws kjit::error(driver) naming `call` and `what` where the query
-/// fails. Unlike cuStreamSynchronize, it returns from a kernel that never ends.
-[[nodiscard]] bool wait_until_done(const driver_api& api, const std::function<CUresult()>& query, const char* call,
-                                   const std::string& what, std::chrono::milliseconds limit);
 
 /// Copies `bytes` from the host to device memory `to` in `stream`'s order, and waits up to `limit`
 /// for them to land: false where the limit passed first (the stream holds work that does not
