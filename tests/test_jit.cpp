@@ -7,8 +7,10 @@
 
 #include <nvrtc.h>
 
+#include <chrono>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "codegen/codegen.hpp"
 #include "config/ops.hpp"
@@ -764,20 +766,22 @@ TEST_CASE("two processes compiling the same variant at once leave one valid entr
 }
 
 TEST_CASE("Ctrl-C or SIGTERM inside NVRTC or ptxas: exit 130 with a message, no scratch folder left") {
-    // One map of 70 sin·tanh terms: about 2.5 s in NVRTC, then 4 s in ptxas on a development
-    // machine (40 terms took 2.8 s in all there, and a SIGTERM at 3 s came after the end). The
-    // signals come at 0.5 s and 4 s: inside NVRTC, then inside ptxas (or NVRTC, on a slower
-    // machine: either way inside the compile).
+    // One map of 150 sin·tanh terms: 5.8 s of NVRTC, then 12 s of ptxas on a development machine
+    // (70 terms took 1.8 s + 2.2 s on CI's faster one). The child never runs to the end, so a slow
+    // program costs no time. The delays count from the moment the compile begins, seen as NVRTC's
+    // private scratch folder appearing in $TMPDIR, not from the fork: a fixed delay from the fork
+    // (4 s) once came after CI's machine had finished compiling 70 terms.
+    // The signals come 0.3 s and 2.5 s into the compile: both inside NVRTC's call.
     // NVRTC installs a SIGINT handler of its own while it compiles (a signal there used to end
     // kjit with exit 4 and no message); kjit blocks both signals and waits for them in one thread.
     kjit::testing::temp_dir dir;
     auto doc = kjit::testing::default_document().json;
     std::string terms = "x";
-    for (int i = 0; i < 70; ++i) terms += " + sin(x * " + std::to_string(i) + ".5) * tanh(x + " + std::to_string(i) + ")";
+    for (int i = 0; i < 150; ++i) terms += " + sin(x * " + std::to_string(i) + ".5) * tanh(x + " + std::to_string(i) + ")";
     doc["stages"] = json::array({{{"op", "map"}, {"input", "greyscales"}, {"expr", terms}}});
     const auto config = dir.path() / "slow.json";
     fs::write_file_atomic(config, doc.dump());
-    for (const auto& signal_and_delay : {std::pair{SIGINT, 500}, std::pair{SIGTERM, 4000}}) {
+    for (const auto& signal_and_delay : {std::pair{SIGINT, 300}, std::pair{SIGTERM, 2500}}) {
         const int signal_number = signal_and_delay.first, delay_ms = signal_and_delay.second;  // (clang 14 captures no bindings)
         CAPTURE(signal_number);
         const auto scratch = dir.path() / ("tmp" + std::to_string(signal_number));
@@ -792,9 +796,15 @@ TEST_CASE("Ctrl-C or SIGTERM inside NVRTC or ptxas: exit 130 with a message, no 
             ::execl(KJIT_BINARY, KJIT_BINARY, "compile", config.c_str(), "--no-cache", static_cast<char*>(nullptr));
             ::_exit(127);
         }
-        ::usleep(delay_ms * 1000);
-        ::kill(child, signal_number);
         int status = 0;
+        const auto running = [&] { return ::waitpid(child, &status, WNOHANG) == 0; };
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (running() && std::filesystem::is_empty(scratch) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        INFO("kjit's stderr: " << fs::read_file(log));
+        REQUIRE_MESSAGE(running(), "the compile ended before the signal: the program is too quick for this machine");
+        ::kill(child, signal_number);
         REQUIRE(::waitpid(child, &status, 0) == child);
         REQUIRE(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 130);

@@ -8,9 +8,11 @@
 #include <csignal>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "cli/cli.hpp"
 #include "fake_gpu.hpp"
@@ -232,9 +234,14 @@ TEST_CASE("kjit sweep stopped by SIGINT exits 130 and writes what it has, if any
                 json_path.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }
-    ::usleep(1500 * 1000);  // mid-compile: 48 sources take several seconds on one thread
-    ::kill(child, SIGINT);
+    // Mid-compile: the signal comes once the first of the 48 sources is stored. A fixed 1.5 s was
+    // the whole sweep's length on CI's machine.
+    const jit::disk_cache watched(dir.path() / "cache");
     int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::waitpid(child, &status, WNOHANG) == 0 && watched.list().empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    REQUIRE_MESSAGE(::kill(child, SIGINT) == 0, "the sweep ended before the signal");
     REQUIRE(::waitpid(child, &status, 0) == child);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 130);
