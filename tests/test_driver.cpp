@@ -1,12 +1,16 @@
 // Loading libcuda without a GPU: a missing library and the toolkit's stub are recognised, and
 // the CLI says so clearly; how the copies are made, on a table of driver calls that records them.
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cuda/cuda_gpu.hpp"
 #include "cuda/driver_api.hpp"
 #include "cuda/nvml.hpp"
 #include "cuda/wait.hpp"
@@ -149,6 +153,154 @@ TEST_CASE("KJIT_GPU_WAIT_LIMIT: seconds, 60 unless set, 0 for no limit; anything
         } catch (const error& e) {
             CHECK(e.kind() == error_kind::usage);
             CHECK(std::string(e.what()).find("KJIT_GPU_WAIT_LIMIT=" + std::string(bad) + ": expected seconds") == 0);
+        }
+    }
+}
+
+namespace {
+/// A device of the Driver API in a table: every call that makes or destroys something is
+/// recorded, and the work in its stream never ends while `hung` is set.
+namespace fake_device {
+std::vector<std::string> calls;
+bool hung = false;
+CUresult ok_for(const char* call) {
+    calls.emplace_back(call);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get(CUdevice* device, int) {
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI name(char* into, int length, CUdevice) {
+    std::snprintf(into, length, "fake");
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI attribute(int* value, CUdevice_attribute, CUdevice) {
+    *value = 1;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI total_memory(std::size_t* bytes, CUdevice) {
+    *bytes = 1 << 30;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI retain(CUcontext* context, CUdevice) {
+    *context = reinterpret_cast<CUcontext>(std::uintptr_t{0x10});
+    return ok_for("cuDevicePrimaryCtxRetain");
+}
+CUresult CUDAAPI release(CUdevice) { return ok_for("cuDevicePrimaryCtxRelease"); }
+CUresult CUDAAPI set_current(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI push_current(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI pop_current(CUcontext*) { return CUDA_SUCCESS; }
+CUresult CUDAAPI stream_create(CUstream* stream, unsigned) {
+    *stream = reinterpret_cast<CUstream>(std::uintptr_t{0x20});
+    return ok_for("cuStreamCreate");
+}
+CUresult CUDAAPI stream_destroy(CUstream) { return ok_for("cuStreamDestroy"); }
+CUresult CUDAAPI work_query(CUstream) { return hung ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; }
+CUresult CUDAAPI event_create(CUevent* event, unsigned) {
+    *event = reinterpret_cast<CUevent>(std::uintptr_t{0x30});
+    return ok_for("cuEventCreate");
+}
+CUresult CUDAAPI event_destroy(CUevent) { return ok_for("cuEventDestroy"); }
+CUresult CUDAAPI module_load(CUmodule* module, const void*) {
+    *module = reinterpret_cast<CUmodule>(std::uintptr_t{0x40});
+    return ok_for("cuModuleLoadData");
+}
+CUresult CUDAAPI module_unload(CUmodule) { return ok_for("cuModuleUnload"); }
+CUresult CUDAAPI get_function(CUfunction* function, CUmodule, const char*) {
+    *function = reinterpret_cast<CUfunction>(std::uintptr_t{0x50});
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI allocate(CUdeviceptr* pointer, std::size_t) {
+    *pointer = 0x1000;
+    return ok_for("cuMemAlloc");
+}
+CUresult CUDAAPI free_memory(CUdeviceptr) { return ok_for("cuMemFree"); }
+CUresult CUDAAPI pin(void*, std::size_t, unsigned) { return ok_for("cuMemHostRegister"); }
+CUresult CUDAAPI unpin(void*) { return ok_for("cuMemHostUnregister"); }
+CUresult CUDAAPI launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                        void**, void**) {
+    return ok_for("cuLaunchKernel");
+}
+
+std::shared_ptr<const cuda::driver_api> table() {
+    auto api = std::make_shared<cuda::driver_api>();
+    api->cuDeviceGet = device_get;
+    api->cuDeviceGetName = name;
+    api->cuDeviceGetAttribute = attribute;
+    api->cuDeviceTotalMem = total_memory;
+    api->cuDeviceGetPCIBusId = name;
+    api->cuDevicePrimaryCtxRetain = retain;
+    api->cuDevicePrimaryCtxRelease = release;
+    api->cuCtxSetCurrent = set_current;
+    api->cuCtxPushCurrent = push_current;
+    api->cuCtxPopCurrent = pop_current;
+    api->cuStreamCreate = stream_create;
+    api->cuStreamDestroy = stream_destroy;
+    api->cuStreamQuery = work_query;
+    api->cuEventCreate = event_create;
+    api->cuEventDestroy = event_destroy;
+    api->cuModuleLoadData = module_load;
+    api->cuModuleUnload = module_unload;
+    api->cuModuleGetFunction = get_function;
+    api->cuMemAlloc = allocate;
+    api->cuMemFree = free_memory;
+    api->cuMemHostRegister = pin;
+    api->cuMemHostUnregister = unpin;
+    api->cuLaunchKernel = launch;
+    return api;
+}
+}  // namespace fake_device
+}  // namespace
+
+TEST_CASE("a device whose work never ends is abandoned: later work refused, nothing it made destroyed, host memory left pinned") {
+    // Each destroy call (cuMemFree, cuModuleUnload, unpinning, the last release of the primary
+    // context) could wait for a kernel that never ends, and hang kjit after its run had failed.
+    const environment_override limit("KJIT_GPU_WAIT_LIMIT", "0.05");
+    for (const bool never_ends : {false, true}) {
+        CAPTURE(never_ends);
+        fake_device::calls.clear();
+        fake_device::hung = false;
+        cuda::probe_result driver{cuda::availability::ok, "", fake_device::table(), 1, 13000, 0};
+        cuda::open_times times;
+        auto gpu = cuda::open_gpu(driver, 0, times);
+        const auto module = gpu->load_module("cubin");
+        const auto kernel = gpu->get_kernel(module, "k");
+        const auto buffer = gpu->allocate(4096);
+        std::vector<char> host(4096);
+        auto pinned = gpu->pin(host.data(), host.size());
+        gpu->launch(kernel, {{1, 1, 1}, {32, 1, 1}, 0, {}});
+        fake_device::hung = never_ends;
+        const std::size_t made = fake_device::calls.size();
+        if (never_ends) {
+            const std::string message = kjit::testing::error_message([&] { gpu->synchronize(); }, error_kind::driver);
+            INFO(message);
+            CHECK(message.starts_with("device 0: the work waited for (kjit's stream) did not finish in 50.0 ms: "
+                                      "a kernel that never ends?"));
+            for (const auto& refused : std::vector<std::function<void()>>{
+                     [&] { gpu->launch(kernel, {{1, 1, 1}, {32, 1, 1}, 0, {}}); },
+                     [&] { gpu->copy_to_device(buffer, host.data(), host.size()); },
+                     [&] { gpu->copy_to_host(host.data(), buffer, host.size()); },
+                     [&] { gpu->fill_bytes(buffer, 0, host.size()); }, [&] { (void)gpu->allocate(64); },
+                     [&] { (void)gpu->load_module("cubin"); }, [&] { (void)gpu->pin(host.data(), 64); },
+                     [&] { (void)gpu->time_ms([] {}); }})
+                CHECK(kjit::testing::error_message(refused, error_kind::driver) ==
+                      "device 0: earlier work never finished there; restart the process to use it again");
+        } else {
+            gpu->synchronize();
+        }
+        gpu->release(buffer);
+        gpu->unload_module(module);
+        gpu.reset();
+        pinned.reset();  // the pinned memory outlives the device, as a run's result may
+        const std::vector<std::string> after(fake_device::calls.begin() + static_cast<std::ptrdiff_t>(made),
+                                             fake_device::calls.end());
+        if (never_ends) {
+            CHECK(after.empty());
+        } else {
+            CHECK(after == std::vector<std::string>{"cuMemFree", "cuModuleUnload", "cuEventDestroy", "cuEventDestroy",
+                                                    "cuStreamDestroy", "cuDevicePrimaryCtxRelease", "cuMemHostUnregister",
+                                                    "cuDevicePrimaryCtxRelease"});
         }
     }
 }

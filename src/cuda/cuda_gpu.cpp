@@ -30,7 +30,8 @@ public:
         : cuda_gpu(driver, index, device_at(*driver.api, index, driver.device_count), times) {}
 
     cuda_gpu(const probe_result& driver, int index, CUdevice device, open_times& times)
-        : m_api(driver.api), m_watch(driver.api, index), m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
+        : m_api(driver.api), m_watch(std::make_shared<work_watch>(driver.api, index)),
+          m_nvml(timed_nvml(pci_bus_id(*driver.api, device), times)),
           m_info(query_device(*m_api, device, index, driver.driver_version)), m_device(device) {
         trace::span span("context");
         CUcontext context = nullptr;
@@ -52,7 +53,7 @@ public:
 
     // Work that never ended is still on the GPU: every destroy call could wait for it for ever.
     ~cuda_gpu() override {
-        if (!m_watch.abandoned()) return;
+        if (!m_watch->abandoned()) return;
         for (auto& module : m_modules) module.abandon();
         for (auto& buffer : m_buffers) buffer.abandon();
         m_flush.abandon();
@@ -65,7 +66,7 @@ public:
     const run::device_info& device() const override { return m_info; }
 
     run::module_id load_module(const std::string& image) override {
-        m_watch.refuse_if_abandoned();
+        m_watch->refuse_if_abandoned();
         CUmodule module = nullptr;
         // std::string keeps a terminating NUL, which PTX text needs.
         m_api->check(m_api->cuModuleLoadData(&module, image.c_str()), "cuModuleLoadData",
@@ -75,7 +76,7 @@ public:
     }
 
     void unload_module(run::module_id module) noexcept override {
-        if (m_watch.abandoned()) m_modules[module].abandon();
+        if (m_watch->abandoned()) m_modules[module].abandon();
         m_modules[module] = {};
     }
 
@@ -97,7 +98,7 @@ public:
     }
 
     run::buffer_id allocate(std::size_t bytes) override {
-        m_watch.refuse_if_abandoned();
+        m_watch->refuse_if_abandoned();
         CUdeviceptr pointer = 0;
         m_api->check(m_api->cuMemAlloc(&pointer, bytes), "cuMemAlloc", units::bytes(static_cast<double>(bytes)));
         m_buffers.emplace_back(pointer, api_deleter<CUdeviceptr, &driver_api::cuMemFree>{m_api});
@@ -105,14 +106,14 @@ public:
     }
 
     void release(run::buffer_id buffer) override {
-        if (m_watch.abandoned()) m_buffers.at(buffer).abandon();
+        if (m_watch->abandoned()) m_buffers.at(buffer).abandon();
         m_buffers.at(buffer) = {};
     }
 
     void copy_to_device(run::buffer_id buffer, const void* source, std::size_t bytes) override {
-        m_watch.refuse_if_abandoned();
-        if (!copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes, m_watch.limit()))
-            m_watch.abandon("copying " + units::bytes(static_cast<double>(bytes)) + " in");
+        m_watch->refuse_if_abandoned();
+        if (!copy_to_device_in(*m_api, m_stream.get(), pointer(buffer), source, bytes, m_watch->limit()))
+            m_watch->abandon("copying " + units::bytes(static_cast<double>(bytes)) + " in");
     }
 
     void copy_to_host(void* destination, run::buffer_id buffer, std::size_t bytes) override {
@@ -131,18 +132,26 @@ public:
     }
 
     void fill_bytes(run::buffer_id buffer, std::uint8_t value, std::size_t bytes) override {
+        m_watch->refuse_if_abandoned();
         m_api->check(m_api->cuMemsetD8Async(pointer(buffer), value, bytes, m_stream.get()), "cuMemsetD8Async");
     }
 
     // Portable (pinned for every context), and holding a retain of the primary context of its
-    // own, which it makes current to unpin: it may outlive this gpu.
+    // own, which it makes current to unpin: it may outlive this gpu, so it shares its watch. On a
+    // device abandoned by work that never ends it stays pinned and the context retained: unpinning
+    // and a last release (which resets the context) could each wait for that work.
     struct cuda_pinned final : pinned_memory {
         std::shared_ptr<const driver_api> api;
+        std::shared_ptr<const work_watch> watch;
         context_handle context;
         void* host = nullptr;
-        cuda_pinned(std::shared_ptr<const driver_api> a, context_handle c, void* h)
-            : api(std::move(a)), context(std::move(c)), host(h) {}
+        cuda_pinned(std::shared_ptr<const driver_api> a, std::shared_ptr<const work_watch> w, context_handle c, void* h)
+            : api(std::move(a)), watch(std::move(w)), context(std::move(c)), host(h) {}
         ~cuda_pinned() override {
+            if (watch->abandoned()) {
+                context.abandon();
+                return;
+            }
             if (api->cuCtxPushCurrent(context.get()) != CUDA_SUCCESS) return;
             (void)api->cuMemHostUnregister(host);
             CUcontext popped = nullptr;
@@ -151,12 +160,13 @@ public:
     };
 
     std::unique_ptr<pinned_memory> pin(void* host, std::size_t bytes) override {
+        m_watch->refuse_if_abandoned();
         CUcontext retained = nullptr;
         m_api->check(m_api->cuDevicePrimaryCtxRetain(&retained, m_device), "cuDevicePrimaryCtxRetain", "to pin host memory");
         context_handle context(retained, primary_context_deleter{m_api, m_device});
         m_api->check(m_api->cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE), "cuMemHostRegister",
                      units::bytes(static_cast<double>(bytes)) + " of host memory");
-        return std::make_unique<cuda_pinned>(m_api, std::move(context), host);
+        return std::make_unique<cuda_pinned>(m_api, m_watch, std::move(context), host);
     }
 
     void launch(run::kernel_id kernel, const run::kernel_launch& launch) override {
@@ -178,6 +188,7 @@ public:
     }
 
     void flush_l2() override {
+        m_watch->refuse_if_abandoned();
         if (!m_flush) {
             // Twice the L2 size, so that nothing a kernel touched survives the memset.
             m_flush_bytes = std::max<std::size_t>(2 * m_info.l2_bytes, 1 << 20);
@@ -192,10 +203,11 @@ public:
     void synchronize() override { wait_for(m_stream.get(), "kjit's stream"); }
 
     double time_ms(const std::function<void()>& enqueue) override {
+        m_watch->refuse_if_abandoned();
         m_api->check(m_api->cuEventRecord(m_start.get(), m_stream.get()), "cuEventRecord", "start");
         enqueue();
         m_api->check(m_api->cuEventRecord(m_stop.get(), m_stream.get()), "cuEventRecord", "stop");
-        m_watch.wait([&] { return m_api->cuEventQuery(m_stop.get()); }, "cuEventQuery", "the timed work");
+        m_watch->wait([&] { return m_api->cuEventQuery(m_stop.get()); }, "cuEventQuery", "the timed work");
         float ms = 0;
         m_api->check(m_api->cuEventElapsedTime(&ms, m_start.get(), m_stop.get()), "cuEventElapsedTime");
         return ms;
@@ -239,12 +251,12 @@ public:
 
 private:
     void wait_for(CUstream stream, const std::string& what) {
-        m_watch.wait([&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what);
+        m_watch->wait([&] { return m_api->cuStreamQuery(stream); }, "cuStreamQuery", what);
     }
 
     /// cuLaunchKernel on `stream`.
     void enqueue(run::kernel_id kernel, const run::kernel_launch& launch, CUstream stream) {
-        m_watch.refuse_if_abandoned();
+        m_watch->refuse_if_abandoned();
         void** const args = launch_arguments(*m_api, launch, [this](run::buffer_id b) { return pointer(b); });
         auto& k = m_kernels.at(kernel);
         allow_shared_memory(k, launch.shared_bytes);
@@ -294,7 +306,7 @@ private:
 
     // Member order is destruction order, reversed: everything made in the context goes before it.
     std::shared_ptr<const driver_api> m_api;
-    work_watch m_watch;  ///< its waits, and whether work it waited for never finished
+    std::shared_ptr<work_watch> m_watch;  ///< its waits, and whether work it waited for never finished
     nvml_device m_nvml;
     run::device_info m_info;
     CUdevice m_device;
