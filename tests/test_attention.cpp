@@ -334,6 +334,37 @@ TEST_CASE("attention: masks of affine comparisons are tested on a tile's corners
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 * 0.502).epsilon(0.01));
 }
 
+TEST_CASE("attention: abs, min and max in a mask are the comparisons they hold by, so a band written with abs skips tiles") {
+    // |row − col| < w is row − col < w && −(row − col) < w: masked where either fails over the
+    // whole tile (||), plain where both hold over it (&&), each at the four corners.
+    const auto band = tile_test("abs(row - col) < w ? x : -inf");
+    REQUIRE(band);
+    CHECK(band->find("!((real)(kjit_r1 - kjit_c1) < w)) ||\n") != std::string::npos);
+    CHECK(band->find("!((real)(-((long long)kjit_r0 - (long long)kjit_c1)) < w)") != std::string::npos);
+    const auto inside = plain_test("abs(row - col) < w ? x : -inf");
+    REQUIRE(inside);
+    CHECK(inside->find("((real)(kjit_r1 - kjit_c1) < w)) &&\n") != std::string::npos);
+    CHECK(inside->find("((real)(-((long long)kjit_r0 - (long long)kjit_c1)) < w)") != std::string::npos);
+    CHECK(tile_test("w > abs(col - row) ? x : -inf"));  // abs on the right
+    // max(A, B) above a bound: both are (&&); min(A, B) below it: either is (||); turned round
+    // where the call is the greater side.
+    const auto past_max = tile_test("col > max(row, 300) ? -inf : x");
+    REQUIRE(past_max);
+    CHECK(past_max->find("(kjit_c1 > kjit_r1)) &&\n            ((kjit_c0 > 300)") != std::string::npos);
+    CHECK(plain_test("col > max(row, 300) ? -inf : x")->find("!(kjit_c1 > kjit_r1)) ||\n") != std::string::npos);
+    CHECK(tile_test("col < min(row - 50, 200) ? -inf : x")->find(" &&\n") != std::string::npos);
+    CHECK(tile_test("min(row, col) >= w ? -inf : x")->find(" &&\n") != std::string::npos);
+    CHECK(tile_test("max(row, col) >= w ? -inf : x")->find(" ||\n") != std::string::npos);
+    // what is inside them must be affine, as anywhere
+    CHECK_FALSE(tile_test("abs(col * row) < w ? x : -inf"));
+    CHECK_FALSE(tile_test("abs(abs(row - col) - 200) < w ? x : -inf"));
+    // the policy skips the band's tiles and counts its FLOPs on the pairs it keeps (3 in 16 here)
+    const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "abs(row - col) < 16 ? x : -inf"));
+    CHECK(family::attention::policy_of(p).skips_tiles());
+    const auto k = family::plan(p, codegen::template_set::embedded()).kernels.front();
+    CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 * (31.0 * 256 - 16 * 15) / (256.0 * 256)).epsilon(0.01));
+}
+
 TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per head, grouped heads sharing K and V, the score of each head and batch") {
     // A mask and an ALiBi bias that differ by head and batch.
     auto j = attention_config(2, 4, 2, 5, 7, 16, "col > row + 2 + head - batch ? -inf : x - 0.25 * (head + 1) * (row - col)");

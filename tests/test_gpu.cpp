@@ -321,6 +321,16 @@ TEST_CASE("persistent attention blocks finish and verify where whole work items 
                 check_attention(s, {4097, dim, 8, 2, score, "bfloat16", "fused", {{"rung", "wgmma"}, {"persistent", persistent}}});
 }
 
+TEST_CASE("masks written with abs, min and max skip the tiles they mask, and verify") {
+    // Their tile tests (src/family/attention/tile_mask.cpp) split each call into the comparisons
+    // it holds by; a tile wrongly skipped would leave its queries' sums short.
+    session s;
+    for (const char* score : {"abs(row - col) < 100 ? x : -inf", "col > max(row, 300) ? -inf : x",
+                              "col < min(row - 50, 2000) ? -inf : x"})
+        for (const char* rung : {"mma", "wgmma"})
+            check_attention(s, {1000, 128, 8, 2, score, "bfloat16", "fused", {{"rung", rung}}});
+}
+
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {
     session s;
     for (const char* dtype : {"float32", "float64"})

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "codegen/codegen.hpp"
+#include "expr/functions.hpp"
 
 namespace kjit::family::attention {
 
@@ -128,6 +129,55 @@ tile_test joined(const tile_test& a, const std::string& op, const tile_test& b) 
 /// True for <, <=, >, >=, == and !=.
 bool is_comparison(binary_op op) { return is_order(op) || op == binary_op::eq || op == binary_op::ne; }
 
+expr::tree made(node n) {
+    for (const auto& a : n.args) n.depth = std::max(n.depth, a->depth + 1);
+    return std::make_shared<const node>(std::move(n));
+}
+
+expr::tree negated(const expr::tree& t) {
+    node n;
+    n.kind = node_kind::negate;
+    n.column = t->column;
+    n.args = {t};
+    return made(std::move(n));
+}
+
+/// `comparison` with its side `side` (0: left, 1: right) replaced by `value`.
+expr::tree with_side(const expr::tree& comparison, int side, const expr::tree& value) {
+    node n = *comparison;
+    n.depth = 1;
+    n.args[static_cast<std::size_t>(side)] = value;
+    return made(std::move(n));
+}
+
+/// An order comparison with a side that is abs(E), max(A, B) or min(A, B), as the two
+/// comparisons it holds by, joined: `max(A, B) < R` is `A < R && B < R`, `min(A, B) < R` is
+/// `A < R || B < R`, `R < max(A, B)` is `R < A || R < B`, and abs(E) is max(E, -E). The same
+/// truth at every position, so the tile tests of the two are the comparison's: a band written
+/// `abs(row - col) < 128` is told at the corners as `row - col < 128 && -(row - col) < 128`.
+/// nullptr where neither side is such a call.
+expr::tree split_at_extreme(const expr::tree& comparison) {
+    for (const int side : {0, 1}) {
+        const node& call = *comparison->args[static_cast<std::size_t>(side)];
+        if (call.kind != node_kind::call) continue;
+        const std::string_view f = call.function->name;
+        if (f != "abs" && f != "max" && f != "min") continue;
+        const expr::tree& first = call.args[0];
+        const expr::tree second = f == "abs" ? negated(first) : call.args[1];
+        // The call is the lesser side: left of < and <=, or right of > and >=.
+        const bool lesser = (side == 0) == (comparison->op == binary_op::lt || comparison->op == binary_op::le);
+        const bool greater_of_two = f != "min";
+        node both;
+        both.kind = node_kind::binary;
+        both.type = expr::value_type::boolean;
+        both.column = comparison->column;
+        both.op = lesser == greater_of_two ? binary_op::logical_and : binary_op::logical_or;
+        both.args = {with_side(comparison, side, first), with_side(comparison, side, second)};
+        return made(std::move(both));
+    }
+    return nullptr;
+}
+
 class tile_tester {
 public:
     tile_tester(const expr::cuda_style& style, const std::vector<std::string>& ascending)
@@ -148,6 +198,8 @@ public:
             return joined(*a, both ? " && " : " || ", *b);
         }
         if (!is_comparison(n.op)) return std::nullopt;
+        if (is_order(n.op))
+            if (const expr::tree split = split_at_extreme(t)) return all(split, wanted);
         if (is_order(n.op) && is_affine(*n.args[0]) && is_affine(*n.args[1])) return tile_test{at_corners(t, wanted), {}};
         const auto a = bounds_of(n.args[0]), b = bounds_of(n.args[1]);
         if (!a || !b) return std::nullopt;
@@ -158,14 +210,16 @@ public:
     }
 
 private:
-    /// An affine comparison holds over the tile where it holds at its four corners.
+    /// An affine comparison holds over the tile where it holds at its four corners (two, where
+    /// it uses row or col alone).
     std::string at_corners(const expr::tree& t, bool wanted) const {
         std::vector<std::string> corners;
         for (const char* row : {"kjit_r0", "kjit_r1"})
             for (const char* col : {"kjit_c0", "kjit_c1"}) {
                 const expr::tree at = expr::rebind(t, {{"row", {expr::name_kind::position, row}},
                                                         {"col", {expr::name_kind::position, col}}});
-                corners.push_back(std::string(wanted ? "" : "!") + "(" + expr::to_cuda(at, m_style) + ")");
+                const std::string corner = std::string(wanted ? "" : "!") + "(" + expr::to_cuda(at, m_style) + ")";
+                if (std::find(corners.begin(), corners.end(), corner) == corners.end()) corners.push_back(corner);
             }
         return "(" + codegen::wrapped(corners, " &&", 12) + ")";  // (in a return indented by 4)
     }

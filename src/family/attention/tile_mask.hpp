@@ -3,7 +3,8 @@
 // comparisons of affine functions of the query and key positions (row, col) with &&, || and !,
 // such a comparison holds over a whole tile when it holds at the tile's four corners (an affine
 // function's extremes over a rectangle are at its corners). Causal masks, sliding windows and
-// prefixes are of this form. A comparison of reads by token of inputs that ascend along each
+// prefixes are of this form; a side that is abs, max or min of such functions is split first into
+// the two comparisons it holds by (`abs(row - col) < w`: `row - col < w && -(row - col) < w`). A comparison of reads by token of inputs that ascend along each
 // batch's tokens (fill "sorted": a document mask's ids) and of terms free of row and col is told
 // by bounds instead: over a tile, doc[row] runs from doc at its first query to doc at its last, so
 // `doc[row] != doc[col]` holds over the whole tile where those two ranges do not meet. Where C is
