@@ -365,6 +365,29 @@ TEST_CASE("attention: abs, min and max in a mask are the comparisons they hold b
     CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 * (31.0 * 256 - 16 * 15) / (256.0 * 256)).epsilon(0.01));
 }
 
+TEST_CASE("attention: a term that grows with row or col alone is bounded by its values at the tile's edges, so chunked attention skips tiles") {
+    // row // 512 runs from its value at the tile's first query to the one at its last: a chunk
+    // mask (LLaMA 4's local layers) skips the tiles whose chunks do not meet, compared as integers.
+    const auto chunks = tile_test("row // 512 != col // 512 ? -inf : x");
+    REQUIRE(chunks);
+    CHECK(chunks->find("kjit_floor_div(kjit_r1, 512) < kjit_floor_div(kjit_c0, 512) ||\n") != std::string::npos);
+    CHECK(chunks->find("kjit_floor_div(kjit_c1, 512) < kjit_floor_div(kjit_r0, 512))") != std::string::npos);
+    CHECK(chunks->find("(real)") == std::string::npos);
+    CHECK(plain_test("row // 512 != col // 512 ? -inf : x")->find("kjit_floor_div(kjit_r0, 512) == kjit_floor_div(kjit_c1, 512) &&") !=
+          std::string::npos);
+    // block-causal: a block of 64 sees its own and earlier blocks
+    CHECK(tile_test("row // 64 < col // 64 ? -inf : x") == "(kjit_floor_div(kjit_r1, 64) < kjit_floor_div(kjit_c0, 64))");
+    CHECK(tile_test("(col + 32) // 64 * 2 > row // 64 + w ? -inf : x"));  // plus, times a positive number
+    // what may fall as the position grows tells nothing
+    CHECK_FALSE(tile_test("row // (head + 1) != col // (head + 1) ? -inf : x"));  // a divisor not a number
+    CHECK_FALSE(tile_test("(0 - row) // 64 != col // 64 ? -inf : x"));
+    CHECK_FALSE(tile_test("row % 64 != col % 64 ? -inf : x"));
+    const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "row // 64 != col // 64 ? -inf : x"));
+    CHECK(family::attention::policy_of(p).skips_tiles());
+    const auto k = family::plan(p, codegen::template_set::embedded()).kernels.front();
+    CHECK(k.flops == doctest::Approx(4.0 * 2 * 256 * 256 * 64 / 4).epsilon(0.01));  // 4 chunks: a quarter of the pairs
+}
+
 TEST_CASE("attention: the reference is softmax(score(scale · q · k)) · v per head, grouped heads sharing K and V, the score of each head and batch") {
     // A mask and an ALiBi bias that differ by head and batch.
     auto j = attention_config(2, 4, 2, 5, 7, 16, "col > row + 2 + head - batch ? -inf : x - 0.25 * (head + 1) * (row - col)");

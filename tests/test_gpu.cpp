@@ -321,12 +321,14 @@ TEST_CASE("persistent attention blocks finish and verify where whole work items 
                 check_attention(s, {4097, dim, 8, 2, score, "bfloat16", "fused", {{"rung", "wgmma"}, {"persistent", persistent}}});
 }
 
-TEST_CASE("masks written with abs, min and max skip the tiles they mask, and verify") {
+TEST_CASE("masks written with abs, min, max and chunks (row // 256) skip the tiles they mask, and verify") {
     // Their tile tests (src/family/attention/tile_mask.cpp) split each call into the comparisons
-    // it holds by; a tile wrongly skipped would leave its queries' sums short.
+    // it holds by, and bound a chunk's index by its values at a tile's edges; a tile wrongly
+    // skipped would leave its queries' sums short.
     session s;
     for (const char* score : {"abs(row - col) < 100 ? x : -inf", "col > max(row, 300) ? -inf : x",
-                              "col < min(row - 50, 2000) ? -inf : x"})
+                              "col < min(row - 50, 2000) ? -inf : x", "row // 256 != col // 256 ? -inf : x",
+                              "col > row || (row + 100) // 256 != (col + 100) // 256 ? -inf : x"})
         for (const char* rung : {"mma", "wgmma"})
             check_attention(s, {1000, 128, 8, 2, score, "bfloat16", "fused", {{"rung", rung}}});
 }

@@ -6,6 +6,7 @@
 
 #include "codegen/codegen.hpp"
 #include "expr/functions.hpp"
+#include "util/strings.hpp"
 
 namespace kjit::family::attention {
 
@@ -47,6 +48,27 @@ bool is_affine(const node& n) {
     }
 }
 
+bool is_positive_number(const expr::tree& t) { return t->kind == node_kind::number && t->number > 0; }
+
+/// "row" or "col" where `t` never falls as that position grows and uses no other position that
+/// varies over a tile: the position plus or minus terms the same over the tile, times, divided or
+/// floored by a positive number (`row // 512`, a chunk's index); nullopt otherwise.
+std::optional<std::string> growing_with(const expr::tree& t) {
+    const node& n = *t;
+    if (n.kind == node_kind::name && n.binding == expr::name_kind::position && (n.name == "row" || n.name == "col"))
+        return n.name;
+    if (n.kind != node_kind::binary) return std::nullopt;
+    const expr::tree &a = n.args[0], &b = n.args[1];
+    switch (n.op) {
+        case binary_op::add: return same_over_tile(a) ? growing_with(b) : same_over_tile(b) ? growing_with(a) : std::nullopt;
+        case binary_op::sub: return same_over_tile(b) ? growing_with(a) : std::nullopt;
+        case binary_op::mul: return is_positive_number(a) ? growing_with(b) : is_positive_number(b) ? growing_with(a) : std::nullopt;
+        case binary_op::div:
+        case binary_op::floor_div: return is_positive_number(b) ? growing_with(a) : std::nullopt;
+        default: return std::nullopt;
+    }
+}
+
 bool is_order(binary_op op) {
     return op == binary_op::lt || op == binary_op::le || op == binary_op::gt || op == binary_op::ge;
 }
@@ -63,24 +85,63 @@ binary_op opposite(binary_op op) {
     }
 }
 
-/// The least and the greatest value of a term over a tile, in CUDA, and the read by token they
-/// load, if any.
+expr::tree made(node n) {
+    for (const auto& a : n.args) n.depth = std::max(n.depth, a->depth + 1);
+    return std::make_shared<const node>(std::move(n));
+}
+
+expr::tree negated(const expr::tree& t) {
+    node n;
+    n.kind = node_kind::negate;
+    n.column = t->column;
+    n.args = {t};
+    return made(std::move(n));
+}
+
+/// `a op b`: a comparison, or && and || of comparisons.
+expr::tree joined_by(const expr::tree& a, binary_op op, const expr::tree& b) {
+    node n;
+    n.kind = node_kind::binary;
+    n.type = expr::value_type::boolean;
+    n.op = op;
+    n.args = {a, b};
+    return made(std::move(n));
+}
+
+/// A value the tile test declares itself (bound_loads: kjit_doc_r0), in the compute type.
+expr::tree declared(const std::string& name) {
+    node n;
+    n.kind = node_kind::name;
+    n.binding = expr::name_kind::scalar;
+    n.name = name;
+    return made(std::move(n));
+}
+
+/// The least and the greatest value of a term over a tile, and the read by token they load, if
+/// any.
 struct bounds {
-    std::string low, high;
+    expr::tree low, high;
     std::optional<expr::token_read> read;
 };
 
-/// CUDA that is true only where `a op b` holds for every value a and b take within their bounds.
-std::string holds_between(const bounds& a, binary_op op, const bounds& b) {
+/// What is true only where `a op b` holds for every value a and b take within their bounds: the
+/// comparisons of which all must hold (`separator` " &&") or one (" ||"). Trees, so that integers
+/// (a chunk's index, `row // 512`) compare as integers.
+struct comparisons {
+    std::vector<expr::tree> parts;
+    const char* separator = " &&";
+};
+comparisons holds_between(const bounds& a, binary_op op, const bounds& b) {
     switch (op) {
-        case binary_op::lt: return "(" + a.high + " < " + b.low + ")";
-        case binary_op::le: return "(" + a.high + " <= " + b.low + ")";
-        case binary_op::gt: return "(" + a.low + " > " + b.high + ")";
-        case binary_op::ge: return "(" + a.low + " >= " + b.high + ")";
-        case binary_op::ne: return "(" + a.high + " < " + b.low + " || " + b.high + " < " + a.low + ")";
+        case binary_op::lt:
+        case binary_op::le: return {{joined_by(a.high, op, b.low)}};
+        case binary_op::gt:
+        case binary_op::ge: return {{joined_by(a.low, op, b.high)}};
+        case binary_op::ne:
+            return {{joined_by(a.high, binary_op::lt, b.low), joined_by(b.high, binary_op::lt, a.low)}, " ||"};
         default:  // eq: each is one value, and the same (a.low ≤ a.high = b.low ≤ b.high = a.low)
-            if (a.low == a.high && b.low == b.high) return "(" + a.low + " == " + b.low + ")";
-            return "(" + a.low + " == " + b.high + " && " + a.high + " == " + b.low + ")";
+            if (a.low == a.high && b.low == b.high) return {{joined_by(a.low, binary_op::eq, b.low)}};
+            return {{joined_by(a.low, binary_op::eq, b.high), joined_by(a.high, binary_op::eq, b.low)}};
     }
 }
 
@@ -129,19 +190,6 @@ tile_test joined(const tile_test& a, const std::string& op, const tile_test& b) 
 /// True for <, <=, >, >=, == and !=.
 bool is_comparison(binary_op op) { return is_order(op) || op == binary_op::eq || op == binary_op::ne; }
 
-expr::tree made(node n) {
-    for (const auto& a : n.args) n.depth = std::max(n.depth, a->depth + 1);
-    return std::make_shared<const node>(std::move(n));
-}
-
-expr::tree negated(const expr::tree& t) {
-    node n;
-    n.kind = node_kind::negate;
-    n.column = t->column;
-    n.args = {t};
-    return made(std::move(n));
-}
-
 /// `comparison` with its side `side` (0: left, 1: right) replaced by `value`.
 expr::tree with_side(const expr::tree& comparison, int side, const expr::tree& value) {
     node n = *comparison;
@@ -167,13 +215,9 @@ expr::tree split_at_extreme(const expr::tree& comparison) {
         // The call is the lesser side: left of < and <=, or right of > and >=.
         const bool lesser = (side == 0) == (comparison->op == binary_op::lt || comparison->op == binary_op::le);
         const bool greater_of_two = f != "min";
-        node both;
-        both.kind = node_kind::binary;
-        both.type = expr::value_type::boolean;
-        both.column = comparison->column;
-        both.op = lesser == greater_of_two ? binary_op::logical_and : binary_op::logical_or;
-        both.args = {with_side(comparison, side, first), with_side(comparison, side, second)};
-        return made(std::move(both));
+        return joined_by(with_side(comparison, side, first),
+                         lesser == greater_of_two ? binary_op::logical_and : binary_op::logical_or,
+                         with_side(comparison, side, second));
     }
     return nullptr;
 }
@@ -203,7 +247,14 @@ public:
         if (is_order(n.op) && is_affine(*n.args[0]) && is_affine(*n.args[1])) return tile_test{at_corners(t, wanted), {}};
         const auto a = bounds_of(n.args[0]), b = bounds_of(n.args[1]);
         if (!a || !b) return std::nullopt;
-        tile_test between{holds_between(*a, wanted ? n.op : opposite(n.op), *b), {}};
+        const comparisons held = holds_between(*a, wanted ? n.op : opposite(n.op), *b);
+        std::vector<std::string> parts;
+        for (const auto& part : held.parts) parts.push_back(expr::to_cuda(part, m_style));
+        // On the return's line where they fit it (a return indented by 4), else a line each.
+        constexpr std::size_t k_one_line = 80;
+        std::string code = join(parts, std::string(held.separator) + " ");
+        if (code.size() > k_one_line) code = codegen::wrapped(parts, held.separator, 12);
+        tile_test between{"(" + code + ")", {}};
         for (const auto* side : {&*a, &*b})
             if (side->read) add_read(between.bounded, *side->read);
         return between;
@@ -224,18 +275,25 @@ private:
         return "(" + codegen::wrapped(corners, " &&", 12) + ")";  // (in a return indented by 4)
     }
 
-    /// A term's bounds over a tile: a read by token of an ascending input runs from its value at
-    /// the tile's first position to the one at its last; a term the same over the tile is its own.
+    /// A term's bounds over a tile: a read by token of an ascending input, or a term that grows
+    /// with row or col alone, runs from its value at the tile's first position to the one at its
+    /// last; a term the same over the tile is its own.
     std::optional<bounds> bounds_of(const expr::tree& t) const {
         const node& n = *t;
+        if (const auto position = growing_with(t)) {
+            const bool row = *position == "row";
+            const auto at = [&](const char* edge) {
+                return expr::rebind(t, {{*position, {expr::name_kind::position, edge}}});
+            };
+            return bounds{at(row ? "kjit_r0" : "kjit_c0"), at(row ? "kjit_r1" : "kjit_c1"), std::nullopt};
+        }
         if (n.kind == node_kind::name && n.binding == expr::name_kind::token &&
             std::find(m_ascending.begin(), m_ascending.end(), n.name) != m_ascending.end()) {
             const expr::token_read read{n.name, n.index};
-            return bounds{bound_name(read, 0), bound_name(read, 1), read};
+            return bounds{declared(bound_name(read, 0)), declared(bound_name(read, 1)), read};
         }
         if (!same_over_tile(t)) return std::nullopt;
-        const std::string value = expr::to_cuda(t, m_style);
-        return bounds{value, value, std::nullopt};
+        return bounds{t, t, std::nullopt};
     }
 
     expr::cuda_style m_style;

@@ -5,8 +5,9 @@
 // function's extremes over a rectangle are at its corners). Causal masks, sliding windows and
 // prefixes are of this form; a side that is abs, max or min of such functions is split first into
 // the two comparisons it holds by (`abs(row - col) < w`: `row - col < w && -(row - col) < w`). A comparison of reads by token of inputs that ascend along each
-// batch's tokens (fill "sorted": a document mask's ids) and of terms free of row and col is told
-// by bounds instead: over a tile, doc[row] runs from doc at its first query to doc at its last, so
+// batch's tokens (fill "sorted": a document mask's ids), of terms that grow with row or col alone
+// (`row // 512`, a chunk's index) and of terms free of row and col is told by bounds instead: over
+// a tile, doc[row] runs from doc at its first query to doc at its last, so
 // `doc[row] != doc[col]` holds over the whole tile where those two ranges do not meet. Where C is
 // `A || B` and only A is told, A alone masking a tile suffices. Any other score computes every
 // tile (and stays exact). The same comparisons, turned round, tell a tile the mask does not reach
