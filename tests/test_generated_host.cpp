@@ -196,3 +196,82 @@ TEST_CASE("positions, constants and sigmoid run as host code at odd sizes and ma
             }));
     }
 }
+
+namespace {
+/// The definition of the generated function that starts with `head`, up to its closing brace.
+std::string generated_function(const std::string& source, const std::string& head) {
+    const auto at = source.find(head);
+    REQUIRE_MESSAGE(at != std::string::npos, "no " << head);
+    return source.substr(at, source.find("\n}\n", at) + 3 - at);
+}
+}  // namespace
+
+TEST_CASE("attention's tile tests run as host code: a tile is skipped only where every score is masked, and every such tile is") {
+    // Each mask's generated kjit_tile_masked and kjit_tile_plain, and the same mask written in
+    // C++ for one score, over every tile of a 700-token problem at tiles of 13, 64 and 128
+    // queries by 16, 37 and 128 keys (odd sizes too, so that a tile's edges meet the mask's at
+    // every offset). A tile skipped with a score kept in it would leave its queries' sums
+    // short on the GPU, silently; one not skipped costs time only. These masks are told exactly.
+    const std::vector<std::pair<const char*, const char*>> masks{
+        {"col > row ? -inf : x", "col > row"},
+        {"col > row || row - col >= 256 ? -inf : x", "col > row || row - col >= 256"},
+        {"abs(row - col) < 100 ? x : -inf", "std::llabs(row - col) >= 100"},
+        {"col > row || abs(row - col) >= 200 ? -inf : x", "col > row || std::llabs(row - col) >= 200"},
+        {"col > max(row, 300) ? -inf : x", "col > std::max(row, 300LL)"},
+        {"col < min(row - 50, 200) ? -inf : x", "col < std::min(row - 50, 200LL)"},
+        {"row // 128 != col // 128 ? -inf : x", "row / 128 != col / 128"},
+        {"(row + 30) // 64 < (col + 30) // 64 ? -inf : x", "(row + 30) / 64 < (col + 30) / 64"},
+        {"col > row || row // 256 != col // 256 ? -inf : x", "col > row || row / 256 != col / 256"},
+    };
+    std::ostringstream program;
+    program << "#include <algorithm>\n#include <cstdio>\n#include <cstdlib>\n#define __device__\n"
+               "#define __forceinline__ inline\ntypedef float real;\n"
+               "template <class Mask, class Masked, class Plain> void check(Mask mask, Masked masked, Plain plain) {\n"
+               "    const int S = 700;\n"
+               "    long wrong = 0, masked_told = 0, masked_tiles = 0, plain_told = 0, plain_tiles = 0;\n"
+               "    for (int tile_m : {13, 64, 128}) for (int tile_n : {16, 37, 128})\n"
+               "        for (int r0 = 0; r0 < S; r0 += tile_m) for (int c0 = 0; c0 < S; c0 += tile_n) {\n"
+               "            const int r1 = std::min(r0 + tile_m, S) - 1, c1 = std::min(c0 + tile_n, S) - 1;\n"
+               "            bool every = true, none = true;\n"
+               "            for (long long r = r0; r <= r1; ++r) for (long long c = c0; c <= c1; ++c)\n"
+               "                every = every && mask(r, c), none = none && !mask(r, c);\n"
+               "            const bool m = masked(r0, r1, c0, c1, S, S), p = plain(r0, r1, c0, c1, S, S);\n"
+               "            wrong += (m && !every) + (p && !none);\n"
+               "            masked_told += m, masked_tiles += every, plain_told += p, plain_tiles += none;\n"
+               "        }\n"
+               "    std::printf(\"%ld %ld %ld %ld %ld\\n\", wrong, masked_told, masked_tiles, plain_told, plain_tiles);\n"
+               "}\n";
+    for (std::size_t i = 0; i < masks.size(); ++i) {
+        auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/attention.json");
+        doc.json["stages"][0]["score"] = masks[i].first;
+        const auto source = family::plan(family::load(doc), codegen::template_set::embedded()).source;
+        program << "namespace mask" << i << " {\n";
+        if (source.find("kjit_floor_div(long long") != std::string::npos)
+            program << generated_function(source, "__device__ __forceinline__ long long kjit_floor_div(");
+        program << generated_function(source, "__device__ __forceinline__ bool kjit_tile_masked(")
+                << generated_function(source, "__device__ __forceinline__ bool kjit_tile_plain(") << "}\n";
+    }
+    program << "int main() {\n";
+    for (std::size_t i = 0; i < masks.size(); ++i)
+        program << "    check([](long long row, long long col) { return " << masks[i].second << "; }, mask" << i
+                << "::kjit_tile_masked, mask" << i << "::kjit_tile_plain);\n";
+    program << "}\n";
+    kjit::testing::temp_dir dir;
+    const std::string source = (dir.path() / "tiles.cpp").string(), binary = (dir.path() / "tiles").string(),
+                      log = (dir.path() / "log").string();
+    std::ofstream(source) << program.str();
+    const int built = shell("c++ -std=c++17 -O1 -w -o '" + binary + "' '" + source + "' > '" + log + "' 2>&1");
+    INFO(fs::read_file(log));
+    REQUIRE(built == 0);
+    REQUIRE(shell("'" + binary + "' > '" + log + "' 2>&1") == 0);
+    std::istringstream counts(fs::read_file(log));
+    for (const auto& mask : masks) {
+        INFO("score: " << mask.first);
+        long wrong = -1, masked_told = -1, masked_tiles = -2, plain_told = -1, plain_tiles = -2;
+        counts >> wrong >> masked_told >> masked_tiles >> plain_told >> plain_tiles;
+        CHECK(wrong == 0);
+        CHECK(masked_told == masked_tiles);
+        CHECK(plain_told == plain_tiles);
+        CHECK(masked_tiles > 0);
+    }
+}
