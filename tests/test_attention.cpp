@@ -358,6 +358,14 @@ TEST_CASE("attention: abs, min and max in a mask are the comparisons they hold b
     // what is inside them must be affine, as anywhere
     CHECK_FALSE(tile_test("abs(col * row) < w ? x : -inf"));
     CHECK_FALSE(tile_test("abs(abs(row - col) - 200) < w ? x : -inf"));
+    // calls on both sides multiply the comparisons: past 64, none is split (8 × 8 is split)
+    const auto nested = [](const char* f, const char* position, int terms) {
+        std::string side = position;
+        for (int i = 1; i < terms; ++i) side = std::string(f) + "(" + side + ", " + position + " + " + std::to_string(i) + ")";
+        return side;
+    };
+    CHECK(tile_test(nested("max", "row", 8) + " < " + nested("min", "col", 8) + " ? -inf : x"));
+    CHECK_FALSE(tile_test(nested("max", "row", 8) + " < " + nested("min", "col", 9) + " ? -inf : x"));
     // the policy skips the band's tiles and counts its FLOPs on the pairs it keeps (3 in 16 here)
     const auto p = parsed(attention_config(1, 2, 2, 256, 256, 64, "abs(row - col) < 16 ? x : -inf"));
     CHECK(family::attention::policy_of(p).skips_tiles());

@@ -198,6 +198,20 @@ expr::tree with_side(const expr::tree& comparison, int side, const expr::tree& v
     return made(std::move(n));
 }
 
+bool is_extreme(const node& n) {
+    if (n.kind != node_kind::call) return false;
+    const std::string_view f = n.function->name;
+    return f == "abs" || f == "max" || f == "min";
+}
+
+/// The comparisons a side of abs, max and min calls splits into (split_at_extreme): a max or min
+/// of two the sum of theirs, abs(E) one more than E's.
+std::size_t split_count(const node& n) {
+    if (!is_extreme(n)) return 1;
+    if (n.function->name == "abs") return split_count(*n.args[0]) + 1;
+    return split_count(*n.args[0]) + split_count(*n.args[1]);
+}
+
 /// An order comparison with a side that is abs(E), max(A, B) or min(A, B), as the two
 /// comparisons it holds by, joined: `max(A, B) < R` is `A < R && B < R`, `min(A, B) < R` is
 /// `A < R || B < R`, `R < max(A, B)` is `R < A || R < B`, and abs(E) is max(E, -E). The same
@@ -205,11 +219,14 @@ expr::tree with_side(const expr::tree& comparison, int side, const expr::tree& v
 /// `abs(row - col) < 128` is told at the corners as `row - col < 128 && -(row - col) < 128`.
 /// nullptr where neither side is such a call.
 expr::tree split_at_extreme(const expr::tree& comparison) {
+    // Calls on both sides multiply: past a few dozen comparisons (a score written to be slow to
+    // plan), none is split and every tile is computed.
+    constexpr std::size_t k_most_comparisons = 64;
+    if (split_count(*comparison->args[0]) * split_count(*comparison->args[1]) > k_most_comparisons) return nullptr;
     for (const int side : {0, 1}) {
         const node& call = *comparison->args[static_cast<std::size_t>(side)];
-        if (call.kind != node_kind::call) continue;
+        if (!is_extreme(call)) continue;
         const std::string_view f = call.function->name;
-        if (f != "abs" && f != "max" && f != "min") continue;
         const expr::tree& first = call.args[0];
         const expr::tree second = f == "abs" ? negated(first) : call.args[1];
         // The call is the lesser side: left of < and <=, or right of > and >=.
