@@ -263,3 +263,16 @@ TEST_CASE("row_cache \"shared\" in a cluster: each block copies and reads its sh
     REQUIRE(g.kernels.size() == 1);
     CHECK(g.kernels[0].shared_bytes == 32768 * 4 / 2);
 }
+
+TEST_CASE("reindented: continued lines as kernel_templates/.clang-format indents them, at any depth") {
+    // In `    return …` (the code at column 11 of a statement indented by 4): a break right after a
+    // parenthesis indents 8 from the content around it (4 + 8 at the top), else a line aligns
+    // with the content of the innermost open parenthesis. The whitespace given is replaced.
+    CHECK(codegen::reindented("(\n  a &&\n b)", 11, 4) == "(\n            a &&\n            b)");
+    CHECK(codegen::reindented("((\na &&\nb) ||\n(c &&\nd))", 11, 4) ==
+          "((\n                    a &&\n                    b) ||\n            (c &&\n             d))");
+    // three deep: the inner group's break is 8 in from the content of the one around it (13)
+    CHECK(codegen::reindented("(a ||\n((\nb &&\nc) ||\n(d)))", 11, 4) ==
+          "(a ||\n            ((\n                     b &&\n                     c) ||\n             (d)))");
+    CHECK(codegen::reindented("f(x) + g(y)", 11, 4) == "f(x) + g(y)");  // one line: as it is
+}

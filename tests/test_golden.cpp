@@ -124,6 +124,9 @@ const std::vector<golden_case>& cases() {
         // A sliding window inside a causal mask: tiles masked and tiles plain, each found from
         // their corners by two comparisons.
         {"attention_window", "attention_causal.json", {{"stages[0].score", "col > row || row - col >= 1024 ? -inf : x"}}},
+        // A band within a causal mask: the band's abs split into two comparisons told at the
+        // corners, the conditions nested three deep as clang-format lays them out.
+        {"attention_band", "attention_causal.json", {{"stages[0].score", "abs(row - col) >= 1500 || col > row ? -inf : x"}}},
         // Soft-capping inside a causal mask (Gemma 2's score): its constant factors taken out, the
         // division by 30 into the products' scale, the 30 into the exponents' multiply-add.
         {"attention_softcap", "attention_causal.json", {{"stages[0].score", "col > row ? -inf : 30 * tanh(x / 30)"}}},

@@ -184,6 +184,29 @@ std::string wrapped(const std::vector<std::string>& items, const std::string& se
     return list;
 }
 
+std::string reindented(const std::string& code, std::size_t column, std::size_t indent) {
+    constexpr std::size_t k_continuation = 8;
+    std::vector<std::size_t> contents;  // where the content of each open parenthesis starts
+    std::string text;
+    std::size_t at = column;  // the column of the next character
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        const char c = code[i];
+        if (c != '\n') {
+            if (c == '(') contents.push_back(at + 1);
+            if (c == ')' && !contents.empty()) contents.pop_back();
+            text += c;
+            ++at;
+            continue;
+        }
+        if (!contents.empty() && code[i - 1] == '(')  // broken right after it
+            contents.back() = (contents.size() > 1 ? contents[contents.size() - 2] : indent) + k_continuation;
+        at = contents.empty() ? indent + k_continuation : contents.back();
+        while (i + 1 < code.size() && code[i + 1] == ' ') ++i;
+        text += "\n" + std::string(at, ' ');
+    }
+    return text;
+}
+
 std::string heading(const std::string& kernel, const std::string& what) {
     constexpr std::size_t k_width = 100;
     std::string text, line = "// ---- " + kernel + ":";

@@ -80,6 +80,13 @@ std::string joined(const std::vector<std::string>& names, Spell spell, const std
 /// kernel_templates/.clang-format keeps: a wrapped list is 8 columns in from the line it starts
 /// on (`indent` is that line's indent + 8).
 [[nodiscard]] std::string wrapped(const std::vector<std::string>& items, const std::string& separator, int indent);
+/// `code`, whose first line starts at `column` of a statement indented by `indent`, with each
+/// further line indented as kernel_templates/.clang-format indents it (its ColumnLimit 0 keeps
+/// the line breaks): at the innermost open parenthesis's content, which starts 1 column in from
+/// it, or, where the line breaks right after it, 8 columns in from the content of the one around
+/// it (from `indent` where none is). Conditions nested at any depth then read as clang-format
+/// leaves them.
+[[nodiscard]] std::string reindented(const std::string& code, std::size_t column, std::size_t indent);
 
 /// Code whose indent is known only where it is put: text, or a call whose arguments (code too)
 /// are wrapped as `wrapped` does, 8 columns in from the line the call starts on.

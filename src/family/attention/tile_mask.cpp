@@ -151,40 +151,24 @@ std::string bound_name(const expr::token_read& read, int edge) {
     return "kjit_" + read.name + "_" + (read.index == "row" ? "r" : "c") + std::to_string(edge);
 }
 
-/// `code` one parenthesis deeper: its continued lines 8 columns further in, as clang-format
-/// indents them (kernel_templates/.clang-format).
-std::string nested(std::string code) {
-    for (std::size_t at = code.find('\n'); at != std::string::npos; at = code.find('\n', at + 9)) code.insert(at + 1, 8, ' ');
-    return code;
-}
-
-/// `code`, a group that breaks after its parenthesis, as clang-format lays it out where the group
-/// starts a line at `column`: its first line after the parenthesis, the others one column in from
-/// it (their indents relative to each other kept).
-std::string hugged(const std::string& code, std::size_t column) {
-    if (!code.starts_with("(\n")) return code;
-    std::vector<std::string> lines;
-    for (std::size_t at = 2, end = 0; at <= code.size(); at = end + 1) {
-        end = std::min(code.find('\n', at), code.size());
-        lines.push_back(code.substr(at, end - at));
-    }
-    std::size_t margin = std::string::npos;
-    for (const auto& line : lines) margin = std::min(margin, line.find_first_not_of(' '));
-    std::string text = "(" + lines.front().substr(margin);
-    for (std::size_t i = 1; i < lines.size(); ++i) text += "\n" + std::string(column + 1, ' ') + lines[i].substr(margin);
-    return text;
-}
-
 /// Two tests joined by `op` (" && " or " || "), loading what both load; on two lines where they
-/// are long (in a return indented by 4, as the corners' test).
+/// are long, the second's parenthesis then followed by its first line (tile_masked and tile_plain
+/// indent the lines as clang-format does).
 tile_test joined(const tile_test& a, const std::string& op, const tile_test& b) {
-    constexpr std::size_t k_second_line = 12;  // where the second starts when they take two lines
     const bool two_lines = a.code.size() + b.code.size() > 60;
-    const std::string between = two_lines ? op.substr(0, op.size() - 1) + "\n" + std::string(k_second_line, ' ') : op;
-    const std::string second = two_lines ? hugged(b.code, k_second_line) : nested(b.code);
-    tile_test both{"(" + nested(a.code) + between + second + ")", a.bounded};
+    std::string second = b.code;
+    if (two_lines && second.starts_with("(\n")) second.erase(1, second.find_first_not_of(" \n", 1) - 1);
+    const std::string between = two_lines ? op.substr(0, op.size() - 1) + "\n" : op;
+    tile_test both{"(" + a.code + between + second + ")", a.bounded};
     for (const auto& read : b.bounded) add_read(both.bounded, read);
     return both;
+}
+
+/// `test` laid out as the template's `return` (indented by 4) holds it.
+std::optional<tile_test> in_return(std::optional<tile_test> test) {
+    constexpr std::size_t k_indent = 4, k_after_return = 11;  // "    return "
+    if (test) test->code = codegen::reindented(test->code, k_after_return, k_indent);
+    return test;
 }
 
 /// True for <, <=, >, >=, == and !=.
@@ -340,8 +324,8 @@ std::optional<tile_test> tile_masked(const expr::tree& score, const expr::cuda_s
     // mask written as nested conditionals, `col > row ? -inf : doc[row] != doc[col] ? -inf : x`).
     const auto by_condition = tile_tester(style, ascending).all(mask->condition, mask->masked_when);
     const auto by_rest = tile_masked(mask->rest, style, ascending);
-    if (!by_condition || !by_rest) return by_condition ? by_condition : by_rest;
-    return joined(*by_condition, " || ", *by_rest);
+    if (!by_condition || !by_rest) return in_return(by_condition ? by_condition : by_rest);
+    return in_return(joined(*by_condition, " || ", *by_rest));
 }
 
 std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_style& style, const std::vector<std::string>& ascending) {
@@ -352,7 +336,7 @@ std::optional<tile_test> tile_plain(const expr::tree& score, const expr::cuda_st
     const auto by_condition = tile_tester(style, ascending).all(mask->condition, !mask->masked_when);
     const auto by_rest = tile_plain(mask->rest, style, ascending);
     if (!by_condition || !by_rest) return std::nullopt;
-    return by_rest->code == k_every_tile ? by_condition : joined(*by_condition, " && ", *by_rest);
+    return in_return(by_rest->code == k_every_tile ? by_condition : joined(*by_condition, " && ", *by_rest));
 }
 
 bool is_minus_inf(const node& n) {
