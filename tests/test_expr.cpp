@@ -208,8 +208,9 @@ TEST_CASE("// and % of integers: as NumPy's (rounded down, the divisor's sign, 0
     CHECK(narrow("x + (row - 40) // -7") == "x + (real)kjit_floor_div((long long)row - 40, -7)");
     CHECK(narrow("x * (i % 2 == 0 ? 1 : -1)") == "x * (kjit_floor_mod(i, 2) == 0 ? 1.0f : -1.0f)");
     CHECK(narrow("x + (row + 1) * 2 % 3") == "x + (real)kjit_floor_mod(((long long)row + 1) * 2, 3)");
-    CHECK(expr::uses_integer_division(expr::parse("x + (i > 2 ? i % 2 : 0)", matrix)));
-    CHECK_FALSE(expr::uses_integer_division(expr::parse("x / 2 + i", matrix)));
+    CHECK(expr::uses(expr::parse("x + (i > 2 ? i % 2 : 0)", matrix), expr::binary_op::mod));
+    CHECK_FALSE(expr::uses(expr::parse("x + (i > 2 ? i % 2 : 0)", matrix), expr::binary_op::floor_div));
+    CHECK_FALSE(expr::uses(expr::parse("x / 2 + i", matrix), expr::binary_op::mod));
 
     const std::vector<double> x(4, 0.0), zero(4, 0.0);
     const expr::positions where{7, 3, 5, 15};  // elements 7..10: (1, 2) (1, 3) (1, 4) (2, 0)

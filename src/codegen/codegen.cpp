@@ -143,9 +143,12 @@ mu::data prologue_data(const config::pipeline& p, const std::string& label, int 
     data.set("width", std::to_string(vector_width));
     data.set("vector_bytes", std::to_string(vector_width * config::element_size(p.type)));
     data.set("vectorized", flag(vector_width > 1));
-    data.set("integer_division", flag(std::any_of(p.stages.begin(), p.stages.end(), [](const config::stage& s) {
-                 return s.kernel && expr::uses_integer_division(s.kernel);
-             })));
+    const auto used = [&](expr::binary_op op) {
+        return std::any_of(p.stages.begin(), p.stages.end(), [op](const config::stage& s) { return s.kernel && expr::uses(s.kernel, op); });
+    };
+    // a % b is computed from a // b
+    data.set("floor_div", flag(used(expr::binary_op::floor_div) || used(expr::binary_op::mod)));
+    data.set("floor_mod", flag(used(expr::binary_op::mod)));
     const std::string bytes = std::to_string(vector_width * config::element_size(p.type));
     data.set("vector_note", vector_width == 1 ? "Each element is its own " + bytes + "-byte load or store"
                                               : std::to_string(vector_width) + " elements travel together as one " +

@@ -309,9 +309,9 @@ const node* number_outside_float(const tree& t) {
     return nullptr;
 }
 
-bool uses_integer_division(const tree& t) {
-    if (t->kind == node_kind::binary && is_integer_division(t->op)) return true;
-    return std::any_of(t->args.begin(), t->args.end(), uses_integer_division);
+bool uses(const tree& t, binary_op op) {
+    if (t->kind == node_kind::binary && t->op == op) return true;
+    return std::any_of(t->args.begin(), t->args.end(), [op](const tree& a) { return uses(a, op); });
 }
 
 bool is_language_name(std::string_view name) {

@@ -86,8 +86,8 @@ inline constexpr std::size_t k_max_depth = 200;
 /// True where `n` is an integer the kernel can compute exactly: a position, a whole number (at most
 /// 2^53), or +, -, *, //, %, negation and choices of them. `//` and `%` take these alone.
 [[nodiscard]] bool is_whole(const node& n);
-/// True where `t` uses `//` or `%` (the generated source then defines their helpers).
-[[nodiscard]] bool uses_integer_division(const tree& t);
+/// True where `t` uses `op` (`//` or `%`: the generated source then defines its helper).
+[[nodiscard]] bool uses(const tree& t, binary_op op);
 
 /// The first number in `t` that a float cannot hold: past its largest finite value (it would be
 /// inf), or not 0 but below half its smallest (it would be 0); nullptr where every one fits.
