@@ -182,6 +182,7 @@ expr::tree with_side(const expr::tree& comparison, int side, const expr::tree& v
     return made(std::move(n));
 }
 
+/// A call of abs, max or min: what split_at_extreme splits a comparison at.
 bool is_extreme(const node& n) {
     if (n.kind != node_kind::call) return false;
     const std::string_view f = n.function->name;
