@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (defaults attention modifiers)
+# Usage: command.sh SECTION... (defaults attention modifiers masks)
 # The "done" figures of issues 40 and 43 on an H200, which no call has run since 2026-12-04:
 #   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, $ROUNDS
 #              rounds alternated (2 unless set), the peers in the same call, and its table;
 #   attention: the FlashAttention-3 grid at the defaults (wgmma) and on the mma rung, causal and
 #              not, with cuDNN and FlashAttention-2 in the same call;
 #   modifiers: window (1024), ALiBi and soft-capping at 8k × 128 beside FlexAttention's, and the
-#              plain kernel again beside them.
+#              plain kernel again beside them;
+#   masks:     the GPU test of masks written with abs, max, min and chunks (their tile tests, added
+#              2026-12-07 with no GPU), and at 8k × 128 a band and chunks beside the causal mask
+#              written as a window: what skipping their tiles buys.
 # Each section packs what it wrote, so a call cut short still brings back what it finished.
 set -uo pipefail
 source bench/attention_call.sh
@@ -45,6 +48,17 @@ modifiers() {
   done
   timeout 60 python3 attention_peers.py --repeat 10 --tools flex --grid 8192:128 --causal yes --modifier window >> "$OUT/peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "peers window: exit $?"
   cd - > /dev/null
+  pack
+}
+masks() {
+  gpu_tests "masks written with abs*"
+  {
+  point mask_causal_window 8192 128 2 16 16 "col > row || row - col >= 1024 ? -inf : x"
+  point mask_band 8192 128 2 16 16 "abs(row - col) >= 1024 ? -inf : x"
+  point mask_band_as_before 8192 128 2 16 16 "(row - col) * (row - col) >= 1048576 ? -inf : x"
+  point mask_chunks 8192 128 2 16 16 "row // 1024 != col // 1024 ? -inf : x"
+  point mask_chunks_causal 8192 128 2 16 16 "col > row || row // 1024 != col // 1024 ? -inf : x"
+  } 2>&1 | tee "$OUT/masks.txt"
   pack
 }
 for section in "$@"; do "$section"; done
