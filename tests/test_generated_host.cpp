@@ -83,19 +83,27 @@ int shell(const std::string& command) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/// `text` compiled as host C++ (with `flags`) in `dir`: the program's path. A compile error fails
+/// the test with the compiler's log.
+std::string host_program(const kjit::testing::temp_dir& dir, const std::string& text, const std::string& flags = "") {
+    const std::string source = (dir.path() / "program.cpp").string(), program = (dir.path() / "program").string(),
+                      log = (dir.path() / "build.log").string();
+    std::ofstream(source) << text;
+    const int built = shell("c++ -std=c++17 -O1 -w " + flags + " -o '" + program + "' '" + source + "' > '" + log + "' 2>&1");
+    INFO(fs::read_file(log));
+    REQUIRE(built == 0);
+    return program;
+}
+
 /// Compiles p's generated source for the host, runs it with arrays offset by `offset` elements,
 /// and compares with the reference.
 void check_on_host(const config::pipeline& p) {
     kjit::testing::temp_dir dir;
     const auto g = family::plan(p, codegen::template_set::embedded());
     REQUIRE(g.headers.empty());
-    const std::string source = (dir.path() / "kernel.cpp").string(), program = (dir.path() / "kernel").string();
-    std::ofstream(source) << k_shim << g.source << host_main(p, g);
+    const std::string program = host_program(dir, k_shim + g.source + host_main(p, g),
+                                             "-fsanitize=alignment -fno-sanitize-recover=all");
     const std::string log = (dir.path() / "log").string();
-    const int built = shell("c++ -std=c++17 -O1 -w -fsanitize=alignment -fno-sanitize-recover=all -o '" + program +
-                            "' '" + source + "' > '" + log + "' 2>&1");
-    INFO(fs::read_file(log));
-    REQUIRE(built == 0);
     const auto inputs = run::make_inputs(p);
     for (const auto& [name, array] : inputs)
         std::ofstream(dir.path() / (name + ".bin"), std::ios::binary)
@@ -204,14 +212,40 @@ std::string generated_function(const std::string& source, const std::string& hea
     REQUIRE_MESSAGE(at != std::string::npos, "no " << head);
     return source.substr(at, source.find("\n}\n", at) + 3 - at);
 }
+
+/// check(mask, masked, plain): every tile of 700 tokens at 13, 64 or 128 queries by 16, 37 or 128
+/// keys (odd sizes too, so that a tile's edges meet the mask's at every offset), the tile tests
+/// against the mask of each score; prints the tiles a test wrongly skips, then for each test the
+/// tiles it tells and the tiles it could.
+constexpr const char* k_tile_checker = R"(#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#define __device__
+#define __forceinline__ inline
+typedef float real;
+template <class Mask, class Masked, class Plain> void check(Mask mask, Masked masked, Plain plain) {
+    const int S = 700;
+    long wrong = 0, masked_told = 0, masked_tiles = 0, plain_told = 0, plain_tiles = 0;
+    for (int tile_m : {13, 64, 128}) for (int tile_n : {16, 37, 128})
+        for (int r0 = 0; r0 < S; r0 += tile_m) for (int c0 = 0; c0 < S; c0 += tile_n) {
+            const int r1 = std::min(r0 + tile_m, S) - 1, c1 = std::min(c0 + tile_n, S) - 1;
+            bool every = true, none = true;
+            for (long long r = r0; r <= r1; ++r) for (long long c = c0; c <= c1; ++c)
+                every = every && mask(r, c), none = none && !mask(r, c);
+            const bool m = masked(r0, r1, c0, c1, S, S), p = plain(r0, r1, c0, c1, S, S);
+            wrong += (m && !every) + (p && !none);
+            masked_told += m, masked_tiles += every, plain_told += p, plain_tiles += none;
+        }
+    std::printf("%ld %ld %ld %ld %ld\n", wrong, masked_told, masked_tiles, plain_told, plain_tiles);
+}
+)";
 }  // namespace
 
 TEST_CASE("attention's tile tests run as host code: a tile is skipped only where every score is masked, and every such tile is") {
-    // Each mask's generated kjit_tile_masked and kjit_tile_plain, and the same mask written in
-    // C++ for one score, over every tile of a 700-token problem at tiles of 13, 64 and 128
-    // queries by 16, 37 and 128 keys (odd sizes too, so that a tile's edges meet the mask's at
-    // every offset). A tile skipped with a score kept in it would leave its queries' sums
-    // short on the GPU, silently; one not skipped costs time only. These masks are told exactly.
+    // Each mask's generated kjit_tile_masked and kjit_tile_plain against the same mask written in
+    // C++ for one score (k_tile_checker). A tile skipped with a score kept in it would leave its
+    // queries' sums short on the GPU, silently; one not skipped costs time only. These masks are
+    // told exactly.
     const std::vector<std::pair<const char*, const char*>> masks{
         {"col > row ? -inf : x", "col > row"},
         {"col > row || row - col >= 256 ? -inf : x", "col > row || row - col >= 256"},
@@ -224,23 +258,7 @@ TEST_CASE("attention's tile tests run as host code: a tile is skipped only where
         {"col > row || row // 256 != col // 256 ? -inf : x", "col > row || row / 256 != col / 256"},
     };
     std::ostringstream program;
-    program << "#include <algorithm>\n#include <cstdio>\n#include <cstdlib>\n#define __device__\n"
-               "#define __forceinline__ inline\ntypedef float real;\n"
-               "template <class Mask, class Masked, class Plain> void check(Mask mask, Masked masked, Plain plain) {\n"
-               "    const int S = 700;\n"
-               "    long wrong = 0, masked_told = 0, masked_tiles = 0, plain_told = 0, plain_tiles = 0;\n"
-               "    for (int tile_m : {13, 64, 128}) for (int tile_n : {16, 37, 128})\n"
-               "        for (int r0 = 0; r0 < S; r0 += tile_m) for (int c0 = 0; c0 < S; c0 += tile_n) {\n"
-               "            const int r1 = std::min(r0 + tile_m, S) - 1, c1 = std::min(c0 + tile_n, S) - 1;\n"
-               "            bool every = true, none = true;\n"
-               "            for (long long r = r0; r <= r1; ++r) for (long long c = c0; c <= c1; ++c)\n"
-               "                every = every && mask(r, c), none = none && !mask(r, c);\n"
-               "            const bool m = masked(r0, r1, c0, c1, S, S), p = plain(r0, r1, c0, c1, S, S);\n"
-               "            wrong += (m && !every) + (p && !none);\n"
-               "            masked_told += m, masked_tiles += every, plain_told += p, plain_tiles += none;\n"
-               "        }\n"
-               "    std::printf(\"%ld %ld %ld %ld %ld\\n\", wrong, masked_told, masked_tiles, plain_told, plain_tiles);\n"
-               "}\n";
+    program << k_tile_checker;
     for (std::size_t i = 0; i < masks.size(); ++i) {
         auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/attention.json");
         doc.json["stages"][0]["score"] = masks[i].first;
@@ -257,12 +275,7 @@ TEST_CASE("attention's tile tests run as host code: a tile is skipped only where
                 << "::kjit_tile_masked, mask" << i << "::kjit_tile_plain);\n";
     program << "}\n";
     kjit::testing::temp_dir dir;
-    const std::string source = (dir.path() / "tiles.cpp").string(), binary = (dir.path() / "tiles").string(),
-                      log = (dir.path() / "log").string();
-    std::ofstream(source) << program.str();
-    const int built = shell("c++ -std=c++17 -O1 -w -o '" + binary + "' '" + source + "' > '" + log + "' 2>&1");
-    INFO(fs::read_file(log));
-    REQUIRE(built == 0);
+    const std::string binary = host_program(dir, program.str()), log = (dir.path() / "log").string();
     REQUIRE(shell("'" + binary + "' > '" + log + "' 2>&1") == 0);
     std::istringstream counts(fs::read_file(log));
     for (const auto& mask : masks) {
