@@ -1,10 +1,15 @@
-// Shared test helpers: a scratch directory, the shipped configs, and error-message checks.
+// Shared test helpers: a scratch directory, the shipped configs, error-message checks, and a
+// child process watched until it is ready for a signal.
 #pragma once
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli.hpp"
@@ -56,6 +61,20 @@ std::string error_message(F&& f, error_kind expected = error_kind::config) {
     }
     FAIL("expected a kjit::error");
     return {};
+}
+
+/// Waits until `ready()` holds or `child` has ended, looking every 2 ms for 60 s at most: true
+/// where the child still runs. A child that ended is reaped here (a later waitpid on it fails).
+/// What a signal to a working kjit waits on: a fixed delay from the fork once came after CI's
+/// faster machine had finished the work.
+inline bool runs_when_ready(pid_t child, const std::function<bool()>& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int status = 0;
+    while (::waitpid(child, &status, WNOHANG) == 0) {
+        if (ready() || std::chrono::steady_clock::now() >= deadline) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
 }
 
 }  // namespace kjit::testing

@@ -796,14 +796,12 @@ TEST_CASE("Ctrl-C or SIGTERM inside NVRTC or ptxas: exit 130 with a message, no 
             ::execl(KJIT_BINARY, KJIT_BINARY, "compile", config.c_str(), "--no-cache", static_cast<char*>(nullptr));
             ::_exit(127);
         }
-        int status = 0;
-        const auto running = [&] { return ::waitpid(child, &status, WNOHANG) == 0; };
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (running() && std::filesystem::is_empty(scratch) && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const bool began = kjit::testing::runs_when_ready(child, [&] { return !std::filesystem::is_empty(scratch); });
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        int status = 0;
         INFO("kjit's stderr: " << fs::read_file(log));
-        REQUIRE_MESSAGE(running(), "the compile ended before the signal: the program is too quick for this machine");
+        REQUIRE_MESSAGE((began && ::waitpid(child, &status, WNOHANG) == 0),
+                        "the compile ended before the signal: the program is too quick for this machine");
         ::kill(child, signal_number);
         REQUIRE(::waitpid(child, &status, 0) == child);
         REQUIRE(WIFEXITED(status));
