@@ -1,5 +1,6 @@
 // Loading libcuda without a GPU: a missing library and the toolkit's stub are recognised, and
-// the CLI says so clearly; how the copies are made, on a table of driver calls that records them.
+// the CLI says so clearly; on tables of driver calls that record them, how the copies are made,
+// how waits end, and what a device abandoned by work that never ends still does.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // On a GPU: every shipped config runs and verifies, fused and separate agree, odd sizes (of
 // attention too) and every vector width are right, a warm run loads the cubin from the cache, the
-// exp formula's NaN shows up as a FAIL, and a kernel that never ends fails its run. Where there is no usable driver or device this program
-// says why and exits 77, which CTest reports as skipped.
+// exp formula's NaN shows up as a FAIL, and a kernel that never ends fails its run. Where there is
+// no usable driver or device this program says why and exits 77, which CTest reports as skipped.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <sys/wait.h>
 

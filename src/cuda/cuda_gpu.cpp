@@ -1,7 +1,6 @@
 #include "cuda/cuda_gpu.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 
 #include "cuda/devices.hpp"

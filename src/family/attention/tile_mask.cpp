@@ -244,9 +244,10 @@ public:
             return joined(*a, both ? " && " : " || ", *b);
         }
         if (!is_comparison(n.op)) return std::nullopt;
-        if (is_order(n.op))
+        if (is_order(n.op)) {
             if (const expr::tree split = split_at_extreme(t)) return all(split, wanted);
-        if (is_order(n.op) && is_affine(*n.args[0]) && is_affine(*n.args[1])) return tile_test{at_corners(t, wanted), {}};
+            if (is_affine(*n.args[0]) && is_affine(*n.args[1])) return tile_test{at_corners(t, wanted), {}};
+        }
         const auto a = bounds_of(n.args[0]), b = bounds_of(n.args[1]);
         if (!a || !b) return std::nullopt;
         const comparisons held = holds_between(*a, wanted ? n.op : opposite(n.op), *b);
