@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (defaults attention modifiers masks)
+# Usage: command.sh SECTION... (defaults attention modifiers masks decode)
 # The "done" figures of issues 40 and 43 on an H200, which no call has run since 2026-12-04:
 #   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, $ROUNDS
 #              rounds alternated (2 unless set), the peers in the same call, and its table;
@@ -9,7 +9,9 @@
 #              plain kernel again beside them;
 #   masks:     the GPU test of masks written with abs, max, min and chunks (their tile tests, added
 #              2026-12-07 with no GPU), and at 8k × 128 a band and chunks beside the causal mask
-#              written as a window: what skipping their tiles buys.
+#              written as a window: what skipping their tiles buys;
+#   decode:    one query a head against a long cache (Llama 3 8B's heads: 32 over 8, head dim
+#              128), kjit at the defaults beside SDPA's backends and a same-size copy.
 # Each section packs what it wrote, so a call cut short still brings back what it finished.
 set -uo pipefail
 source bench/attention_call.sh
@@ -59,6 +61,24 @@ masks() {
   point mask_chunks 8192 128 2 16 16 "row // 1024 != col // 1024 ? -inf : x"
   point mask_chunks_causal 8192 128 2 16 16 "col > row || row // 1024 != col // 1024 ? -inf : x"
   } 2>&1 | tee "$OUT/masks.txt"
+  pack
+}
+decode_point() {  # NAME BATCH HEADS KV_HEADS KEYS DIM [more kjit run options]
+  local name=$1 batch=$2 heads=$3 kv=$4 keys=$5 dim=$6; shift 6
+  timeout 40 "$kjit" run configs/attention.json --skip-ceiling --set "shape=[$((batch * heads)),$dim]" \
+    --set "inputs.k.shape=[$((batch * kv * keys)),$dim]" --set "inputs.v.shape=[$((batch * kv * keys)),$dim]" \
+    --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$kv" "$@" \
+    --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
+  echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "cold_ms", r.get("kernel_cold_median_ms"), "policy", r.get("policy"))' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
+}
+decode() {
+  points="1:32:8:8192:128 1:32:8:32768:128 8:32:8:8192:128 32:32:8:4096:128"
+  for p in $points; do
+    IFS=: read -r b h kv keys dim <<< "$p"
+    decode_point "decode_b${b}_k${keys}" "$b" "$h" "$kv" "$keys" "$dim"
+    decode_point "decode_b${b}_k${keys}_mma" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.rung="mma"'
+  done 2>&1 | tee "$OUT/decode.txt"
+  (cd bench/peers && timeout 120 python3 decode_peers.py --points "${points// /,}" > "$OUT/decode_peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "decode peers: exit $?")
   pack
 }
 for section in "$@"; do "$section"; done
