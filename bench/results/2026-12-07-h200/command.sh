@@ -11,7 +11,9 @@
 #              2026-12-07 with no GPU), and at 8k × 128 a band and chunks beside the causal mask
 #              written as a window: what skipping their tiles buys;
 #   decode:    one query a head against a long cache (Llama 3 8B's heads: 32 over 8, head dim
-#              128), kjit at the defaults beside SDPA's backends and a same-size copy.
+#              128), kjit at the defaults (keys split among blocks), on the wgmma rung (the
+#              default before), unsplit and split 4 to 32 ways, beside SDPA's backends and a
+#              same-size copy.
 # Each section packs what it wrote, so a call cut short still brings back what it finished.
 set -uo pipefail
 source bench/attention_call.sh
@@ -76,7 +78,11 @@ decode() {
   for p in $points; do
     IFS=: read -r b h kv keys dim <<< "$p"
     decode_point "decode_b${b}_k${keys}" "$b" "$h" "$kv" "$keys" "$dim"
-    decode_point "decode_b${b}_k${keys}_mma" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.rung="mma"'
+    decode_point "decode_b${b}_k${keys}_wgmma" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.rung="wgmma"'
+    decode_point "decode_b${b}_k${keys}_unsplit" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.splits=1'
+    for s in ${SPLITS:-4 8 16 32}; do
+      decode_point "decode_b${b}_k${keys}_s$s" "$b" "$h" "$kv" "$keys" "$dim" --set "launch.splits=$s"
+    done
   done 2>&1 | tee "$OUT/decode.txt"
   (cd bench/peers && timeout 120 python3 decode_peers.py --points "${points// /,}" > "$OUT/decode_peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "decode peers: exit $?")
   pack
