@@ -31,8 +31,10 @@ class plan_of {
 public:
     explicit plan_of(const config::pipeline& p)
         : m_pipeline(p), m_program(family::plan(p, codegen::template_set::embedded())) {
-        for (const auto& buffer : m_program.buffers)
+        for (const auto& buffer : m_program.buffers) {
             if (buffer.role == family::buffer_role::row_value) m_row_values.push_back(buffer.name);
+            if (buffer.float_elements) m_float_buffers.push_back(buffer.name);
+        }
     }
 
     /// Its kernel `name`, if its arguments are those of `launch` on buffers of these sizes.
@@ -119,6 +121,11 @@ private:
     [[nodiscard]] bool holds_row_value(const family::argument& a) const {
         return std::find(m_row_values.begin(), m_row_values.end(), a.name) != m_row_values.end();
     }
+    /// The type of a buffer's elements: float32 where the plan says so, else the pipeline's.
+    [[nodiscard]] config::dtype element_type(const std::string& buffer) const {
+        const bool floats = std::find(m_float_buffers.begin(), m_float_buffers.end(), buffer) != m_float_buffers.end();
+        return floats ? config::dtype::float32 : m_pipeline.type;
+    }
 
     void execute(const family::kernel& k, const bound& b) const {
         const config::pipeline& p = m_pipeline;
@@ -144,8 +151,8 @@ private:
             if (a.what == family::argument::kind::buffer && !a.written && !holds_row_value(a)) {
                 const auto& memory = *b.buffers.at(a.name);
                 auto& values = arrays[a.name];
-                values.resize(memory.size() / config::element_size(p.type));
-                for (std::size_t i = 0; i < values.size(); ++i) values[i] = reference::get_element(p.type, memory.data(), i);
+                values.resize(memory.size() / config::element_size(element_type(a.name)));
+                for (std::size_t i = 0; i < values.size(); ++i) values[i] = reference::get_element(element_type(a.name), memory.data(), i);
             }
         std::vector<std::map<std::string, expr::row_value>> row_values(static_cast<std::size_t>(rows));
         for (const auto& a : k.args)
@@ -198,7 +205,7 @@ private:
             } else if (ends_in_reduce) {
                 for (long long r = 0; r < rows; ++r) reference::set_element(p.type, memory, r, last_reduce[r]);
             } else {
-                for (std::size_t i = 0; i < x.size(); ++i) reference::set_element(p.type, memory, i, x[i]);
+                for (std::size_t i = 0; i < x.size(); ++i) reference::set_element(element_type(a->name), memory, i, x[i]);
             }
         }
     }
@@ -206,6 +213,7 @@ private:
     config::pipeline m_pipeline;
     family::program m_program;
     std::vector<std::string> m_row_values;  ///< buffers that hold a value per row (compute type)
+    std::vector<std::string> m_float_buffers;  ///< buffers of float32 whatever the pipeline's type
 };
 
 /// A fake_gpu's on_launch for the pipelines a test runs.

@@ -135,7 +135,7 @@ TEST_CASE("attention: what it refuses, each in one line naming the key") {
     j = attention_config(1, 4, 4, 8, 8, 32);
     j["launch"] = {{"rung", "wgmma"}};
     CHECK(failure(j).find("a.json: launch.rung: the wgmma rung copies slabs of 64 columns: expected head_dim 64 or more, got 32") == 0);
-    j = attention_config(1, 4, 4, 8, 8, 256);
+    j = attention_config(1, 4, 4, 64, 64, 256);  // (more queries than decoding's 16: the wgmma rung)
     j["launch"] = {{"block_n", 128}};
     CHECK(failure(j).find("a.json: launch.block_n: a consumer's thread holds block_n / 2 scores and head_dim / 2 output floats") == 0);
     j = attention_config(1, 4, 4, 8, 8, 128);
@@ -258,7 +258,8 @@ TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 128 keys
         return parsed(j);
     };
     const auto small = on_sm80(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"skips_tiles", false}, {"plain_tiles", true}});
+    CHECK(policy_of(small).columns() ==
+          json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"splits", 1}, {"skips_tiles", false}, {"plain_tiles", true}});
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
     CHECK(policy_of(on_sm80(attention_config(1, 2, 2, 64, 64, 64))).block_n == 128);
     CHECK(policy_of(on_sm80(attention_config(1, 2, 2, 64, 64, 80))).block_n == 64);
@@ -749,6 +750,56 @@ TEST_CASE("attention: persistent blocks (launch.persistent) take work items as m
     // items are counted in an int
     j = attention_config(65535, 65535, 1, 1, 1, 64);
     CHECK(failure(j).find("a.json: shape: the kernel's work items") == 0);
+}
+
+TEST_CASE("attention: decoding takes the mma rung, a warp of 16 queries, and splits the keys among as many blocks as fill the GPU") {
+    using family::attention::policy_of;
+    using family::attention::rung;
+    // one query a head, 8 · 32 heads over 8, 8192 keys at head dim 128: 256 items fill 132 SMs
+    const auto decode = [](long long batch, long long queries, long long keys) {
+        return policy_of(parsed(attention_config(batch, 32, 8, queries, keys, 128)));
+    };
+    const auto& eight = decode(8, 1, 8192);
+    CHECK(eight.kind == rung::mma);  // (on sm_90, where more queries take wgmma)
+    CHECK(eight.block_m == 16);
+    CHECK(eight.warps == 1);
+    CHECK(eight.block_n == 64);
+    CHECK(eight.splits == 1);
+    CHECK(eight.columns().at("splits") == 1);
+    CHECK(eight.label().find("splits") == std::string::npos);
+    // batch 1: 32 items; a block takes 74 KiB, 3 an SM: 396 resident, 13 blocks an item
+    const auto& one = decode(1, 1, 8192);
+    CHECK(one.splits == 13);
+    CHECK(one.label().find(" block_n=64 splits=13") != std::string::npos);
+    CHECK(decode(1, 16, 8192).splits == 13);   // up to 16 queries: still one piece
+    CHECK(decode(1, 17, 8192).kind == rung::wgmma);
+    CHECK(decode(1, 1, 1024).splits == 4);     // at least 4 tiles of keys a split: 16 tiles, 4 splits
+    CHECK(decode(1, 1, 200).splits == 1);      // 4 tiles: one split
+    // the join's kernel follows, and the epilogue moves to it
+    auto j = attention_config(1, 32, 8, 1, 8192, 128);
+    j["stages"].push_back({{"op", "map"}, {"expr", "x * 2"}});
+    const auto prog = family::plan(parsed(j), codegen::template_set::embedded());
+    REQUIRE(prog.kernels.size() == 2);
+    CHECK(prog.kernels[0].grid == family::dims{32 * 13, 1, 1});
+    CHECK(prog.kernels[0].stages == std::vector<std::size_t>{0});
+    CHECK(prog.kernels[1].stages == std::vector<std::size_t>{0, 1});
+    CHECK(prog.kernels[1].grid == family::dims{32 * 32 / 128, 1, 1});  // a warp a query
+    CHECK(prog.source.find("kjit_splits = 13,") != std::string::npos);
+    CHECK(prog.source.find("kjit_partial_stride = 130,") != std::string::npos);
+    // as given: up to the item's tiles, on the mma rung's fused kernel alone
+    j = attention_config(1, 32, 8, 1, 1000, 128);
+    j["launch"] = {{"splits", 16}};
+    CHECK(policy_of(parsed(j)).splits == 16);
+    j["launch"] = {{"splits", 17}};
+    CHECK(failure(j).find("a.json: launch.splits: each split takes a tile of 64 keys or more: at most 16 for 1000 keys, got 17") == 0);
+    j["launch"] = {{"splits", 2}, {"rung", "wgmma"}};
+    CHECK(failure(j).find("a.json: launch.splits: a key of the \"mma\" rung; this one is \"wgmma\"") == 0);
+    j["launch"] = {{"splits", 2}};
+    j["fusion"] = "separate";
+    CHECK(failure(j).find("a.json: launch.splits: a key of the fused kernels") == 0);
+    j = attention_config(1, 32, 8, 1000, 1000, 128);
+    j["launch"] = {{"splits", 2}};
+    CHECK(policy_of(parsed(j)).kind == rung::mma);  // the rung whose key is given
 }
 
 TEST_CASE("attention, separate: the mma rung's warps in three kernels, every tile computed; what it refuses") {

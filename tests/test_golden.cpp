@@ -119,6 +119,9 @@ const std::vector<golden_case>& cases() {
          {{"dtype", "float16"}, {"launch", {{"block_m", 128}, {"warps", 8}}}}},
         // An output gate as the attention's epilogue: applied to each element as it is stored.
         {"attention_gated", "attention_gated.json", {}},
+        // Decoding: the mma rung's warp of 16 queries, the keys split among blocks whose partials
+        // a second kernel joins.
+        {"attention_decode", "attention_decode.json", {}},
         // Documents: an input read at the query's and the key's token, inside a causal mask.
         {"attention_documents", "attention_documents.json", {}},
         // A sliding window inside a causal mask: tiles masked and tiles plain, each found from

@@ -16,6 +16,7 @@
 #include "cuda/cuda_gpu.hpp"
 #include "report/files.hpp"
 #include "helpers.hpp"
+#include "family/attention/problem.hpp"
 #include "family/gemm/policy.hpp"
 #include "run/runner.hpp"
 #include "util/fs.hpp"
@@ -107,12 +108,13 @@ struct attention_case {
     std::string score, dtype;
     const char* fusion;
     json launch;
+    long long queries = 0;  ///< queries a head where fewer than the keys' tokens (decoding)
 };
 /// configs/attention.json as `c`, over 2 batches, briefly timed.
 config::pipeline attention_pipeline(const attention_case& c) {
     constexpr long long batch = 2;
     auto doc = config::load_document(std::string(KJIT_SOURCE_DIR) + "/configs/attention.json");
-    doc.json["shape"] = {batch * c.heads * c.tokens, c.dim};
+    doc.json["shape"] = {batch * c.heads * (c.queries > 0 ? c.queries : c.tokens), c.dim};
     const json kv_shape = {batch * c.kv_heads * c.tokens, c.dim};
     doc.json["inputs"]["k"]["shape"] = kv_shape;
     doc.json["inputs"]["v"]["shape"] = kv_shape;
@@ -131,6 +133,7 @@ config::pipeline attention_pipeline(const attention_case& c) {
 /// Runs `c` and checks that it verifies, its values CAPTUREd for a failure's message.
 void check_attention(session& s, const attention_case& c) {
     CAPTURE(c.tokens);
+    CAPTURE(c.queries);
     CAPTURE(c.dim);
     CAPTURE(c.heads / c.kv_heads);
     CAPTURE(c.score);
@@ -331,6 +334,25 @@ TEST_CASE("masks written with abs, min, max and chunks (row // 256) skip the til
                               "col > row || (row + 100) // 256 != (col + 100) // 256 ? -inf : x"})
         for (const char* rung : {"mma", "wgmma"})
             check_attention(s, {1000, 128, 8, 2, score, "bfloat16", "fused", {{"rung", rung}}});
+}
+
+TEST_CASE("decoding splits the keys among blocks and joins their partials: 1 and 16 queries, head dims 64 to 256, masked shares, a fixed base") {
+    // src/family/attention/split_keys.hpp: each block's partial softmax in float, joined by a
+    // second kernel; a share whose keys are all masked (col > 700) joins with no weight, and
+    // soft-capping's partials are taken from its fixed base rather than a max.
+    session s;
+    int turn = 0;  // the head dim and dtype turn with the case
+    for (const long long keys : {1000, 4097})
+        for (const long long queries : {1, 16})
+            for (const char* score : {"x", "col > 700 ? -inf : x", "30 * tanh(x / 30)"}) {
+                const long long dim = std::array{64, 96, 128, 256}[turn++ % 4];
+                const std::string dtype = dim == 96 ? "float16" : "bfloat16";
+                for (const json& launch : {json::object(), json{{"splits", 3}}}) {
+                    const auto p = attention_pipeline({keys, dim, 8, 2, score, dtype, "fused", launch, queries});
+                    CHECK(family::attention::policy_of(p).splits > 1);
+                    check_attention(s, {keys, dim, 8, 2, score, dtype, "fused", launch, queries});
+                }
+            }
 }
 
 TEST_CASE("fused and separate agree with the same reference, for both formulas and dtypes") {

@@ -919,7 +919,8 @@ TEST_CASE("the shipped attention configs compile at their defaults unspilled, do
     // consumers until the loop's bound said so (kjit_persistent). Since the tile scan by ballot and
     // the edge pass of their own, the documents' consumers spill 8 bytes, and ran 15 % faster
     // (bench/results/2026-12-06-short/second: 611 → 701 TFLOP/s on an H100).
-    for (const char* config : {"attention.json", "attention_causal.json", "attention_documents.json", "attention_gated.json"}) {
+    for (const char* config :
+         {"attention.json", "attention_causal.json", "attention_documents.json", "attention_gated.json", "attention_decode.json"}) {
         CAPTURE(config);
         const auto result = compile_patched(config, json::object());
         INFO(result.nvrtc_log, result.link_log);

@@ -156,6 +156,40 @@ TEST_CASE("attention, separate: three kernels with the scores in memory between 
     CHECK(rec.check->first_bad.find("(batch 1, head 2, query 5, column ") != std::string::npos);
 }
 
+TEST_CASE("attention, split keys: each block's partial softmax in float, joined by a second kernel, verified; a wrong partial fails by name") {
+    auto doc = config::load_document(kjit::testing::config_path("attention_decode.json"));
+    // 2 × 4 heads of one query over 2 heads of 1000 keys, head dim 64: 16 tiles of 64 keys
+    doc.json["shape"] = {2 * 4, 64};
+    doc.json["inputs"]["k"]["shape"] = {2 * 2 * 1000, 64};
+    doc.json["inputs"]["v"]["shape"] = {2 * 2 * 1000, 64};
+    doc.json["stages"][0]["batch"] = 2;
+    doc.json["stages"][0]["heads"] = 4;
+    doc.json["stages"][0]["kv_heads"] = 2;
+    doc.json["launch"]["splits"] = 3;  // shares of 6, 6 and 4 tiles
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    const config::pipeline p = family::load(doc);
+    const family::program prog = family::plan(p, codegen::template_set::embedded());
+    REQUIRE(prog.kernels.size() == 2);
+    CHECK(prog.kernels[0].name == "attention_decode_partials");
+    CHECK(prog.kernels[0].grid == family::dims{8 * 3, 1, 1});  // a block a head's share
+    CHECK(prog.kernels[1].name == "attention_decode_combine");
+    const std::size_t partials = 8 * 3 * (64 + 2) * sizeof(float);  // rows · splits of a row, a max and a sum
+    CHECK(std::any_of(prog.buffers.begin(), prog.buffers.end(), [&](const family::buffer& b) {
+        return b.name == "partials" && b.bytes == partials && b.role == family::buffer_role::temporary && b.float_elements;
+    }));
+    fixture f;
+    CHECK(f.run(p).status == report::outcome::pass);
+    // After the partials: batch 1, head 2's query's (row 6) second split's max made far larger, so
+    // the join takes that split's weight for nothing.
+    f.gpu.after_launch = [](const std::string& name, const std::vector<std::vector<unsigned char>*>& buffers, const run::kernel_launch&) {
+        if (name != "attention_decode_partials") return;
+        floats(buffers.at(3))[(6 * 3 + 1) * 66 + 64] += 50.0f;  // q, k, v, partials
+    };
+    const auto rec = f.run(p);
+    CHECK(rec.status == report::outcome::fail);
+    CHECK(rec.check->first_bad.find("(batch 1, head 2, query 0, column ") != std::string::npos);
+}
+
 namespace {
 /// tanh(x · w + b) at 600 × 500 (a result large enough to be checked by a sample), depth 3.
 config::pipeline small_gemm(const std::string& fusion) {
@@ -615,6 +649,14 @@ TEST_CASE("the fake runs any family's program as its plan says: each shipped kin
             {"doc", {{"fill", "uniform"}, {"low", 0}, {"high", 3}, {"round", "floor"}, {"sorted", true}, {"shape", {2, 23}}}}}},
           {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
                                    {"heads", 4}, {"kv_heads", 2}, {"score", "col > row || doc[row] != doc[col] ? -inf : x"}}})}}},
+        // decoding: 2 × 4 heads of one query over 2 heads of 1000 keys, the keys split among 4
+        // blocks (auto) whose last share is masked whole, with an epilogue the join applies
+        {"attention_decode.json",
+         {{"shape", {2 * 4, 32}},
+          {"inputs", {{"k", {{"shape", {2 * 2 * 1000, 32}}}}, {"v", {{"shape", {2 * 2 * 1000, 32}}}}}},
+          {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"}, {"batch", 2},
+                                   {"heads", 4}, {"kv_heads", 2}, {"score", "col > 700 ? -inf : x"}},
+                                  {{"op", "map"}, {"expr", "x * 3 - 1"}}})}}},
         // and with an output gate as its epilogue
         {"attention_gated.json",
          {{"shape", {2 * 4 * 17, 32}},

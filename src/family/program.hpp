@@ -25,6 +25,8 @@ struct buffer {
     std::string name;
     std::size_t bytes = 0;
     buffer_role role = buffer_role::input;
+    /// Its elements are float32 whatever the pipeline's type (partial results between two kernels).
+    bool float_elements = false;
 };
 
 /// How the TMA unit (sm_90) copies a buffer: as a rows × cols matrix of 16-bit elements, in boxes

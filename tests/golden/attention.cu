@@ -37,6 +37,7 @@ enum : int {
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
+
 #define KJIT_MINUS_INF __int_as_float(0xff800000)  // (CUDA has no literal for it)
 // The softmax works in powers of 2: exp(s) = 2^(s · log2 e), one instruction (kjit_exp2).
 constexpr float kjit_log2e = 1.4426950408889634f;

@@ -31,12 +31,14 @@ enum : int {
     kjit_group = 4,  // query heads that share one head of K and V
     kjit_heads = 16,  // query heads of a batch
     kjit_batches = 4,
+    kjit_splits = 1,  // blocks an item's keys are split among (1: one takes them all)
     // The launch the plan made: its block, and the dynamic shared memory it gives a block.
     kjit_plan_threads = 256,
     kjit_plan_shared_bytes = 104448,
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
+
 #define KJIT_MINUS_INF __int_as_float(0xff800000)  // (CUDA has no literal for it)
 // The softmax works in powers of 2: exp(s) = 2^(s · log2 e), one instruction (kjit_exp2).
 constexpr float kjit_log2e = 1.4426950408889634f;
@@ -297,11 +299,17 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         kjit_kv_head = kjit_batch_index * (kjit_heads / kjit_group) + kjit_head_index / kjit_group;
     };
     const int kjit_tiles = (int)((cols + kjit_block_n - 1) / kjit_block_n);
+    // The tiles of keys the block takes, from kjit_first_tile to before kjit_end_tile: all of the
+    // item's, or where they are split among kjit_splits blocks (Flash-Decoding), block x's share
+    // of item x / kjit_splits.
+    const int kjit_share = (kjit_tiles + kjit_splits - 1) / kjit_splits;
+    const int kjit_first_tile = (int)(blockIdx.x % kjit_splits) * kjit_share;
+    const int kjit_end_tile = min(kjit_first_tile + kjit_share, kjit_tiles);
     // The first tile of keys from t on that the block needs: the next one not masked for
     // all of its queries.
     const auto kjit_needed_from = [&](int kjit_t) {
         const int kjit_r0 = kjit_q0, kjit_r1 = min(kjit_q0 + kjit_block_m, (int)rows) - 1;
-        for (; kjit_t < kjit_tiles; ++kjit_t) {
+        for (; kjit_t < kjit_end_tile; ++kjit_t) {
             const long long kjit_c0 = (long long)kjit_t * kjit_block_n;
             const long long kjit_c1 = min(kjit_c0 + kjit_block_n, cols) - 1;
             if (!kjit_tile_masked(kjit_r0, kjit_r1, (int)kjit_c0, (int)kjit_c1, (int)rows,
@@ -318,7 +326,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
         return kjit_tile_plain(kjit_r0, kjit_r1, kjit_c0, kjit_c1,
                                (int)rows, (int)cols);
     };
-    kjit_start_item(blockIdx.x);  // (one work item a block)
+    kjit_start_item(blockIdx.x / kjit_splits);  // (a block a work item, or a share of its keys)
     const store_t* kjit_keys = k + kjit_kv_head * cols * kjit_head_dim;
     const store_t* kjit_values = v + kjit_kv_head * cols * kjit_head_dim;
     const int kjit_lane = threadIdx.x % 32, kjit_warp = threadIdx.x / 32;
@@ -347,8 +355,8 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     kjit_copy_tile<kjit_block_m, kjit_head_dim>(kjit_smem.q,
                                                 q + (kjit_head * rows + kjit_q0) * kjit_head_dim,
                                                 kjit_head_dim, rows - kjit_q0, kjit_head_dim);
-    int kjit_t = kjit_needed_from(0);
-    if (kjit_t < kjit_tiles) {
+    int kjit_t = kjit_needed_from(kjit_first_tile);
+    if (kjit_t < kjit_end_tile) {
         kjit_fetch(kjit_t, 0);  // (one group with the queries')
     } else {
         kjit_commit_copies();
@@ -388,9 +396,9 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_causal_atte
     };
     kjit_start_rows();
     // The n-th tile the block takes, t, is in buffer n % 2; the next is copied in meanwhile.
-    for (int kjit_n = 0; kjit_t < kjit_tiles; ++kjit_n) {
+    for (int kjit_n = 0; kjit_t < kjit_end_tile; ++kjit_n) {
         const int kjit_next = kjit_needed_from(kjit_t + 1);
-        if (kjit_next < kjit_tiles) {
+        if (kjit_next < kjit_end_tile) {
             kjit_fetch(kjit_next, (kjit_n + 1) % 2);
             kjit_wait_copies<1>();
         } else {

@@ -9,6 +9,7 @@
 #include "family/attention/reference.hpp"
 #include "family/attention/score_code.hpp"
 #include "family/attention/separate.hpp"
+#include "family/attention/split_keys.hpp"
 #include "expr/evaluate.hpp"
 #include "family/stage_chain.hpp"
 
@@ -109,13 +110,16 @@ public:
     }
     config::json_value reference_key(const pipeline&) const override { return nullptr; }
     host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override {
-        return at::policy_of(p).separate ? at::host_separate(p, launch) : at::host_fused(p, launch);
+        const at::policy& t = at::policy_of(p);
+        if (t.separate) return at::host_separate(p, launch);
+        return t.splits > 1 ? at::host_split(p, launch) : at::host_fused(p, launch);
     }
 };
 
 /// The kernel's arguments: Q, K and V (as tensor maps where the TMA unit copies them: a stack of
-/// one matrix per head, boxes of a tile's rows and 64 columns), the output, the scale, the
-/// score's inputs by token, the epilogue's arrays, the scalars, and the sequence lengths.
+/// one matrix per head, boxes of a tile's rows and 64 columns), the output (where keys are split,
+/// the partials), the scale, the score's inputs by token, the epilogue's arrays, the scalars (the
+/// epilogue's none where keys are split), and the sequence lengths.
 std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr, const at::policy& t, const at::score_call& call,
                                        const element_call& epilogue) {
     std::vector<argument> args;
@@ -127,24 +131,31 @@ std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr,
     } else {
         args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false)};
     }
-    args.push_back(array_argument(k_output_buffer, true));
+    if (t.splits > 1) {  // the partials, in float; the combine kernel applies the epilogue
+        argument partials = array_argument(at::k_partials_buffer, true);
+        partials.cuda = "float* __restrict__ " + partials.cuda_name;
+        args.push_back(partials);
+    } else {
+        args.push_back(array_argument(k_output_buffer, true));
+    }
     args.push_back(scalar_argument(at::k_scale_scalar));
     args.insert(args.end(), call.tokens.begin(), call.tokens.end());
-    args.insert(args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
+    if (t.splits == 1) args.insert(args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     args.insert(args.end(), call.scalars.begin(), call.scalars.end());
-    args.insert(args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
+    if (t.splits == 1) args.insert(args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     args.push_back(size_argument("rows", pr.queries));
     args.push_back(size_argument("cols", pr.keys));
     return args;
 }
 
 /// What the kernel's work is: Q, K, V and each array of the output's shape the epilogue reads,
-/// read once; the output written once; the tensor cores' FLOPs.
+/// read once; the output (or the partials) written once; the tensor cores' FLOPs.
 void count_work(const pipeline& p, const at::problem& pr, const at::policy& t, std::size_t epilogue_arrays, kernel& k) {
     const auto element = static_cast<double>(config::element_size(p.type));
     const double kv_bytes = 2.0 * static_cast<double>(pr.batch * pr.kv_heads * pr.keys * pr.head_dim) * element;
-    k.bytes_read = static_cast<double>(1 + epilogue_arrays) * static_cast<double>(p.n) * element + kv_bytes;
-    k.bytes_written = static_cast<double>(p.n) * element;
+    const double output = static_cast<double>(p.n) * element;
+    k.bytes_read = static_cast<double>(1 + (t.splits > 1 ? 0 : epilogue_arrays)) * output + kv_bytes;
+    k.bytes_written = t.splits > 1 ? static_cast<double>(at::partials_buffer(pr, t).bytes) : output;
     k.flops = flops_of(p, pr, t.skips_tiles());
     k.flops_on = math_unit::tensor;
 }
@@ -156,11 +167,12 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
              {"head_dim", pr.head_dim}, {"block_m", t.block_m}, {"warps", t.warps}, {"block_n", t.block_n}, {"group", pr.group()},
              {"heads", pr.heads}, {"batch", pr.batch},
              {"consumers", t.consumers}, {"consumer_registers", t.consumer_registers()}, {"stages", t.stages},
-             {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"persistent", t.persistent ? 1 : 0}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
+             {"pingpong", t.order == at::policy::schedule::pingpong ? 1 : 0}, {"persistent", t.persistent ? 1 : 0}, {"splits", t.splits}, {"out_cols", at::padded_head_dim(pr.head_dim)}, {"threads", t.threads()},
              {"shared_bytes", static_cast<long long>(t.shared_bytes(pr.head_dim, p.type))}})
         data.set(key, std::to_string(value));
     data.set("mma", codegen::flag(!wgmma && !t.separate));
     data.set("separate", codegen::flag(t.separate));
+    data.set("split", codegen::flag(t.splits > 1));
     data.set("wgmma", codegen::flag(wgmma));
     data.set("serial", codegen::flag(t.order == at::policy::schedule::serial));
     if (wgmma) {
@@ -195,21 +207,29 @@ program program_frame(const pipeline& p, const at::problem& pr, const at::policy
     for (const auto& in : p.inputs)
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
     if (t.separate) prog.buffers.push_back({at::k_scores_buffer, at::scores_bytes(p, pr), buffer_role::temporary});
+    if (t.splits > 1) prog.buffers.push_back(at::partials_buffer(pr, t));
     prog.buffers.push_back({k_output_buffer, static_cast<std::size_t>(p.n) * element, buffer_role::output});
     return prog;
 }
 
-/// The fused kernel: a block a work item (persistent, as many as are resident).
+/// The fused kernel: a block a work item (persistent, as many as are resident), or where keys are
+/// split, a block a share of an item's keys, writing partials.
 kernel fused_kernel(const pipeline& p, const at::problem& pr, const at::policy& t, const at::score_call& call,
                     const element_call& epilogue) {
+    const std::string softmax = "softmax(" + expr::to_text(p.stages.front().kernel) + ") · V";
     kernel k;
-    k.name = p.name + "_attention";
-    k.what = "attention, softmax(" + expr::to_text(p.stages.front().kernel) + ") · V, fused into one kernel" +
-             (p.stages.size() > 1 ? " with the stages after it" : "");
-    for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
+    if (t.splits > 1) {
+        k.name = p.name + at::k_partials_kernel;
+        k.what = "attention, " + softmax + ", over a share of each query's keys: its partial softmax";
+        k.stages = {0};
+    } else {
+        k.name = p.name + "_attention";
+        k.what = "attention, " + softmax + ", fused into one kernel" + (p.stages.size() > 1 ? " with the stages after it" : "");
+        for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
+    }
     k.reads_x = pr.q;
     k.block = {t.threads(), 1, 1};
-    k.grid = {at::work_items(pr, t), 1, 1};
+    k.grid = {at::work_items(pr, t) * t.splits, 1, 1};
     if (t.persistent) k.resident = resident_rule::at_most;
     k.shared_bytes = t.shared_bytes(pr.head_dim, p.type);
     k.args = kernel_arguments(p, pr, t, call, epilogue);
@@ -225,6 +245,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
     const element_call epilogue = epilogue_call_of(p, call);
     if (t.separate) prog.kernels = at::separate_kernels(p, pr, t, call, epilogue);
     else prog.kernels = {fused_kernel(p, pr, t, call, epilogue)};
+    if (t.splits > 1) prog.kernels.push_back(at::combine_kernel(p, pr, t, epilogue));
 
     const std::string what = std::string(config::to_string(p.type)) + ", " +
                              (t.separate ? std::string("separate") : std::string(at::to_string(t.kind))) + ", tiles of " +
@@ -247,6 +268,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
         data.set("kernel", k.name);
         data.set("heading", codegen::heading(k.name, k.what));
         data.set("kernel_params", codegen::parameter_list(declarations(k)));
+        if (t.splits > 1) at::set_split_data(pr, prog.kernels.back(), data);
     }
     std::vector<std::string> names;
     for (const kernel& k : prog.kernels) names.push_back(k.name);

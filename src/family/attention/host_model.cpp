@@ -9,6 +9,7 @@
 #include "expr/evaluate.hpp"
 #include "family/attention/problem.hpp"
 #include "family/attention/separate.hpp"
+#include "family/attention/split_keys.hpp"
 
 namespace kjit::family::attention {
 namespace {
@@ -88,6 +89,49 @@ host_matrix host_fused(const config::pipeline& p, const host_launch& launch) {
         rows.score(row, weights.data());
         rows.softmax(weights.data());
         rows.weigh(row, weights.data(), pr.keys, out.values.data() + row * pr.head_dim);
+    }
+    return out;
+}
+
+host_matrix host_split(const config::pipeline& p, const host_launch& launch) {
+    host_rows rows(p, launch);
+    const problem& pr = rows.sizes();
+    const policy& t = policy_of(p);
+    const long long stride = partial_stride(pr), all = rows.all_rows();
+    if (launch.k.name == p.name + k_combine_kernel) {
+        const std::vector<double> partials = host_values(config::dtype::float32, *launch.buffers.at(k_partials_buffer));
+        host_matrix out{all, pr.head_dim, std::vector<double>(static_cast<std::size_t>(all * pr.head_dim), 0.0)};
+        for (long long row = 0; row < all; ++row) {
+            const double* first = partials.data() + row * t.splits * stride;
+            double max = -std::numeric_limits<double>::infinity(), total = 0;
+            for (int s = 0; s < t.splits; ++s) max = std::max(max, first[s * stride + pr.head_dim]);
+            for (int s = 0; s < t.splits; ++s) {
+                const double* partial = first + s * stride;
+                const double weight = max == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(partial[pr.head_dim] - max);
+                total += weight * partial[pr.head_dim + 1];
+                for (long long d = 0; d < pr.head_dim; ++d) out.values[row * pr.head_dim + d] += weight * partial[d];
+            }
+            for (long long d = 0; d < pr.head_dim; ++d) out.values[row * pr.head_dim + d] /= total;
+        }
+        return out;
+    }
+    // Split s takes the tiles of keys [s · share, (s + 1) · share), as the kernel does.
+    const long long tiles = (pr.keys + t.block_n - 1) / t.block_n, share = (tiles + t.splits - 1) / t.splits;
+    host_matrix out{all * t.splits, stride, std::vector<double>(static_cast<std::size_t>(all * t.splits * stride))};
+    std::vector<double> scores(static_cast<std::size_t>(pr.keys)), weights(scores.size());
+    for (long long row = 0; row < all; ++row) {
+        rows.score(row, scores.data());
+        for (int s = 0; s < t.splits; ++s) {
+            const long long begin = std::min(pr.keys, s * share * t.block_n), end = std::min(pr.keys, (s + 1) * share * t.block_n);
+            const double max = *std::max_element(scores.begin() + begin, scores.begin() + end);  // (−inf where all are masked)
+            std::fill(weights.begin(), weights.end(), 0.0);
+            for (long long c = begin; c < end; ++c)
+                weights[c] = max == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(scores[c] - max);
+            double* partial = out.values.data() + (row * t.splits + s) * stride;
+            rows.weigh(row, weights.data(), pr.keys, partial);
+            partial[pr.head_dim] = max;
+            partial[pr.head_dim + 1] = std::accumulate(weights.begin(), weights.end(), 0.0);
+        }
     }
     return out;
 }

@@ -9,6 +9,10 @@ namespace kjit::family::attention {
 /// The fused kernel's output: every head's softmax(score(scale · q · k)) · v.
 [[nodiscard]] host_matrix host_fused(const config::pipeline& p, const host_launch& launch);
 
+/// Where keys are split (split_keys.hpp), kernel `launch.k`'s: each query's partial softmax of
+/// each split's keys, or the output joined from them.
+[[nodiscard]] host_matrix host_split(const config::pipeline& p, const host_launch& launch);
+
 /// Separate kernel `launch.k`'s: the scores (NaN in each row's padding, which that kernel does not
 /// write), the probabilities (zeros there), or the output.
 [[nodiscard]] host_matrix host_separate(const config::pipeline& p, const host_launch& launch);

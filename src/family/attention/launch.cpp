@@ -10,11 +10,17 @@ namespace {
 using config::pipeline;
 using config::detail::object_reader;
 
-/// "auto": on sm_90 from head_dim 64 the wgmma rung, else (and for the separate kernels, which
-/// are the mma rung's) the mma rung.
-rung auto_rung(const pipeline& p, long long head_dim) {
+/// Queries a head up to which a work item is one piece of 16 queries: decoding, one token a
+/// sequence (or a few, speculative decoding) against a long cache of keys.
+constexpr long long k_decode_queries = 16;
+
+/// "auto": on sm_90 from head_dim 64 the wgmma rung, but where decoding, whose 64 queries a
+/// consumer would be all but empty, and else (and for the separate kernels, which are the mma
+/// rung's) the mma rung.
+rung auto_rung(const pipeline& p, const problem& pr) {
     const bool fused = p.fuse != config::fusion::separate;
-    return fused && config::compiled_arch(p) == 90 && head_dim >= 64 ? rung::wgmma : rung::mma;
+    const bool wide = pr.head_dim >= 64 && pr.queries > k_decode_queries;
+    return fused && config::compiled_arch(p) == 90 && wide ? rung::wgmma : rung::mma;
 }
 
 /// A rung's "auto" launch, 128 queries a block.
@@ -27,8 +33,10 @@ rung auto_rung(const pipeline& p, long long head_dim) {
 ///   1k, 4k and 16k × 64, causal or not, 9-18 % faster than 64 (on an H100,
 ///   bench/results/2026-12-06-short/first: 289 TFLOP/s against 260 at 1k, 307 against 261 at 16k
 ///   causal). Past 128 the output rows of 2 pieces would not fit in registers: 8 warps of one
-///   piece and tiles of 32 keys.
-policy auto_policy(rung kind, long long head_dim) {
+///   piece and tiles of 32 keys. Decoding, one warp of one piece, its keys split among blocks
+///   (choose_splits).
+policy auto_policy(rung kind, const problem& pr) {
+    const long long head_dim = pr.head_dim;
     policy t;
     t.kind = kind;
     t.block_m = 128;
@@ -38,8 +46,15 @@ policy auto_policy(rung kind, long long head_dim) {
     }
     t.warps = head_dim > 128 ? 8 : 4;
     t.block_n = head_dim > 128 ? 32 : head_dim > 64 ? 64 : 128;
+    if (pr.queries <= k_decode_queries) {  // (its warps follow: one)
+        t.block_m = 16;
+        t.block_n = head_dim > 128 ? 32 : 64;
+    }
     return t;
 }
+
+/// The fewest tiles of keys an automatic split takes.
+constexpr long long k_split_tiles = 4;
 
 /// The most floats a wgmma consumer's thread may hold in its scores and output rows, block_n / 2
 /// and padded head_dim / 2, with P's registers (block_n / 4) and the rest: within 240 registers
@@ -113,6 +128,26 @@ void fit_mma_tile(const object_reader& l, const pipeline& p, const problem& pr, 
     while (!fits() && l.leaves_auto("block_m") && chosen.block_m > 64) chosen.block_m /= 2;
 }
 
+/// Split keys (launch.splits, the mma rung's fused kernel): as given, up to the item's tiles of
+/// keys, or where "auto" and the work items would leave the target's SMs idle, as many blocks an
+/// item as fill them (with the blocks of this tile that an SM holds at once), each taking
+/// k_split_tiles tiles of keys or more so that its partial row is worth writing.
+/// Flash-Decoding's rule; not measured here yet.
+void choose_splits(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
+    const long long tiles = (pr.keys + chosen.block_n - 1) / chosen.block_n;
+    if (!l.leaves_auto("splits")) {
+        chosen.splits = static_cast<int>(l.integer("splits", 1, 1024, std::nullopt));
+        if (chosen.splits > tiles)
+            l.fail("splits", "each split takes a tile of " + std::to_string(chosen.block_n) + " keys or more: at most " +
+                                 std::to_string(tiles) + " for " + std::to_string(pr.keys) + " keys, got " + std::to_string(chosen.splits));
+        return;
+    }
+    const long long per_sm = std::max<long long>(1, static_cast<long long>(p.target.shared_per_sm / chosen.shared_bytes(pr.head_dim, p.type)));
+    const long long resident = per_sm * p.target.sm_count, items = work_items(pr, chosen);
+    if (items >= p.target.sm_count) return;
+    chosen.splits = static_cast<int>(std::clamp((resident + items - 1) / items, 1LL, std::max(1LL, tiles / k_split_tiles)));
+}
+
 /// The mma rung's keys over its "auto": a tile the target holds, queries in whole pieces of 16 a
 /// warp.
 void read_mma_launch(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
@@ -124,18 +159,20 @@ void read_mma_launch(const object_reader& l, const pipeline& p, const problem& p
     if (pieces < 1 || pieces > 4 || pieces * 16 * chosen.warps != chosen.block_m)
         l.fail("block_m", "a warp takes 1 to 4 pieces of 16 queries: expected 16, 32, 48 or 64 times warps (" +
                               std::to_string(chosen.warps) + "), got " + std::to_string(chosen.block_m));
+    if (p.fuse != config::fusion::separate) choose_splits(l, p, pr, chosen);
 }
 
 }  // namespace
 
 policy read_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips) {
-    rung kind = l.leaves_auto("rung") ? auto_rung(p, pr.head_dim)
+    rung kind = l.leaves_auto("rung") ? auto_rung(p, pr)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
     if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
     for (const char* key : {"consumers", "buffers", "schedule", "persistent"})
         if (l.leaves_auto("rung") && !l.leaves_auto(key)) kind = rung::wgmma;
-    policy chosen = auto_policy(kind, pr.head_dim);
-    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps"}
+    if (l.leaves_auto("rung") && !l.leaves_auto("splits")) kind = rung::mma;
+    policy chosen = auto_policy(kind, pr);
+    for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps", "splits"}
                                                : std::vector<const char*>{"consumers", "buffers", "schedule", "persistent"})
         if (!l.leaves_auto(key))
             l.fail(key, "a key of the \"" + std::string(kind == rung::wgmma ? "mma" : "wgmma") + "\" rung; this one is \"" +

@@ -177,6 +177,7 @@ config::json_value policy::columns() const {
     config::json_value chosen = {{"rung", to_string(kind)}, {"block_m", block_m}};
     if (kind == rung::mma) chosen["warps"] = warps;
     chosen["block_n"] = block_n;
+    if (kind == rung::mma && !separate) chosen["splits"] = splits;
     if (kind == rung::wgmma) {
         chosen["consumers"] = consumers;
         chosen["buffers"] = stages;
@@ -191,14 +192,15 @@ config::json_value policy::columns() const {
 
 std::string policy::label() const {
     const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
+    const std::string split = splits > 1 ? " splits=" + std::to_string(splits) : "";
     const std::string ring = kind == rung::wgmma ? " consumers=" + std::to_string(consumers) + " buffers=" + std::to_string(stages) +
                                                        " schedule=" + std::string(to_string(order)) + (persistent ? " persistent" : "")
                                                  : "";
-    return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + ring;
+    return " rung=" + std::string(to_string(kind)) + " block_m=" + std::to_string(block_m) + shape + " block_n=" + std::to_string(block_n) + split + ring;
 }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "block_m", "warps", "block_n", "consumers", "buffers", "schedule", "persistent", "plain_tiles"};
+    return {"rung", "block_m", "warps", "block_n", "splits", "consumers", "buffers", "schedule", "persistent", "plain_tiles"};
 }
 
 long long work_items(const problem& pr, const policy& t) {

@@ -93,6 +93,10 @@ struct policy final : config::launch_policy {
     /// queries of one head), the next item's queries copied while the last one's products finish;
     /// else a block an item.
     bool persistent = false;
+    /// mma (launch.splits): the blocks an item's keys are split among (Flash-Decoding), each
+    /// writing its queries' partial softmax (split_keys.hpp) for a second kernel to combine; 1: a
+    /// block takes all of an item's keys.
+    int splits = 1;
     /// fusion "separate": three kernels of the mma rung's warps, the scores in memory between them
     /// (attention_separate.cu.mustache): Q · Kᵀ in tiles of block_m queries × block_n keys, each
     /// row's softmax by a block of softmax_threads, then P · V as the fused kernel's.
