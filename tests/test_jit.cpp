@@ -7,6 +7,7 @@
 
 #include <nvrtc.h>
 
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -948,6 +949,32 @@ TEST_CASE("attention, separate: its three kernels compile in bfloat16 and float1
             INFO(result.nvrtc_log, result.link_log);
             REQUIRE(result.ok);
             REQUIRE(result.kernels.size() == 3);
+            for (const auto& k : result.kernels) {
+                CAPTURE(k.name);
+                CHECK(k.spill_store_bytes == 0);
+            }
+        }
+}
+
+TEST_CASE("attention, split keys: the partials' and the join's kernels compile at head dims 64 to 256, masked, soft-capped and gated, unspilled") {
+    int turn = 0;  // the score turns with the shape
+    for (const char* dtype : {"bfloat16", "float16"})
+        for (int dim : {64, 96, 128, 256}) {
+            const char* score = std::array{"x", "col > 700 ? -inf : x", "30 * tanh(x / 30)"}[turn++ % 3];
+            CAPTURE(dtype);
+            CAPTURE(dim);
+            CAPTURE(score);
+            const json kv_shape = {2 * 4096, dim};
+            const json patch = {{"dtype", dtype},
+                                {"shape", {2 * 8, dim}},
+                                {"inputs", {{"k", {{"shape", kv_shape}}}, {"v", {{"shape", kv_shape}}}, {"gate", {{"fill", "normal"}}}}},
+                                {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"},
+                                                         {"heads", 8}, {"kv_heads", 2}, {"score", score}},
+                                                        {{"op", "map"}, {"expr", "x * sigmoid(gate)"}}})}};
+            const auto result = compile_patched("attention_decode.json", patch);
+            INFO(result.nvrtc_log, result.link_log);
+            REQUIRE(result.ok);
+            REQUIRE(result.kernels.size() == 2);
             for (const auto& k : result.kernels) {
                 CAPTURE(k.name);
                 CHECK(k.spill_store_bytes == 0);
