@@ -30,7 +30,7 @@ import time
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from row_peers import time_cold
+from row_peers import time_or_say
 
 try:
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -148,12 +148,10 @@ def main():
                         return eager(q, k, v, causal, dense)
                 else:
                     raise SystemExit(f"unknown tool {tool!r}")
-                try:
-                    median, p10, p90 = time_cold(call, None, args.repeat)
-                except RuntimeError as e:  # a backend that refuses the shape says so and the run goes on
-                    print(json.dumps({**row, "tool": tool, "error": str(e).splitlines()[0][:200]}), flush=True)
-                    torch.cuda.empty_cache()
+                timed = time_or_say(call, {**row, "tool": tool}, args.repeat)
+                if timed is None:
                     continue
+                median, p10, p90 = timed
                 print(json.dumps({**row, "tool": tool, "median_ms": median, "p10_ms": p10, "p90_ms": p90,
                                   "tflops": flops / (median * 1e-3) / 1e12, **extra}), flush=True)
 

@@ -15,7 +15,7 @@ import json
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from row_peers import time_cold
+from row_peers import time_or_say
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
@@ -46,11 +46,10 @@ def main():
                 bytes_timed = moved
             else:
                 raise SystemExit(f"unknown tool {tool!r}")
-            try:
-                median, p10, p90 = time_cold(call, None, args.repeat)
-            except RuntimeError as e:  # a backend that refuses the shape says so and the run goes on
-                print(json.dumps({**row, "tool": tool, "error": str(e).splitlines()[0][:200]}), flush=True)
+            timed = time_or_say(call, {**row, "tool": tool}, args.repeat)
+            if timed is None:
                 continue
+            median, p10, p90 = timed
             print(json.dumps({**row, "tool": tool, "median_ms": median, "p10_ms": p10, "p90_ms": p90,
                               "gb_per_s": bytes_timed / (median * 1e-3) / 1e9}), flush=True)
 

@@ -93,6 +93,17 @@ def unfused_softmax(x):
     return e / e.sum(dim=1, keepdim=True)
 
 
+def time_or_say(call, row, repeat):
+    """time_cold(call, None, repeat), or None where the call raises (a backend that refuses the shape,
+    memory run out): that error printed as the row's JSON line, so the run goes on."""
+    try:
+        return time_cold(call, None, repeat)
+    except RuntimeError as e:
+        print(json.dumps({**row, "error": str(e).splitlines()[0][:200]}), flush=True)
+        torch.cuda.empty_cache()
+        return None
+
+
 def time_cold(f, x, repeat):
     flush = torch.empty(512 * 1024 * 1024, dtype=torch.uint8, device="cuda")  # > 8 × the H200's L2
     for _ in range(3):
