@@ -196,7 +196,9 @@ TEST_CASE("attention's reference applies the epilogue to each output element, th
 TEST_CASE("attention: auto on sm_90 takes wgmma, 128 keys a tile up to head dim 128 and 64 past it") {
     using family::attention::policy_of;
     const auto small = parsed(attention_config(1, 2, 2, 64, 64, 128));
-    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"persistent", false}, {"skips_tiles", false}, {"plain_tiles", true}});
+    CHECK(policy_of(small).columns() == json{{"rung", "wgmma"}, {"block_m", 128}, {"block_n", 128}, {"pack_heads", false},
+                                             {"consumers", 2}, {"buffers", 3}, {"schedule", "pingpong"}, {"persistent", false},
+                                             {"skips_tiles", false}, {"plain_tiles", true}});
     // the tuner sweeps the rung's own keys (a key of the other would change the rung)
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.schedule"));
     CHECK_FALSE(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
@@ -259,7 +261,8 @@ TEST_CASE("attention: auto elsewhere takes mma, 4 warps of 2 pieces and 128 keys
     };
     const auto small = on_sm80(attention_config(1, 2, 2, 64, 64, 128));
     CHECK(policy_of(small).columns() ==
-          json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"splits", 1}, {"skips_tiles", false}, {"plain_tiles", true}});
+          json{{"rung", "mma"}, {"block_m", 128}, {"warps", 4}, {"block_n", 64}, {"splits", 1}, {"pack_heads", false}, {"skips_tiles", false},
+               {"plain_tiles", true}});
     CHECK(family::attention_family().tune_space(small)["axes"].contains("launch.warps"));
     CHECK(policy_of(on_sm80(attention_config(1, 2, 2, 64, 64, 64))).block_n == 128);
     CHECK(policy_of(on_sm80(attention_config(1, 2, 2, 64, 64, 80))).block_n == 64);
@@ -747,46 +750,68 @@ TEST_CASE("attention: persistent blocks (launch.persistent) take work items as m
     CHECK(failure(j).find("a.json: launch.persistent: a key of the \"wgmma\" rung; this one is \"mma\"") == 0);
     j["launch"] = {{"persistent", 1}};
     CHECK(failure(j).find("a.json: launch.persistent: expected true or false, got 1") == 0);
-    // items are counted in an int
+    // items are counted in an int (with the heads apart: packed, 65,535 heads' queries would take
+    // 4096 items a batch)
     j = attention_config(65535, 65535, 1, 1, 1, 64);
+    j["launch"] = {{"pack_heads", false}};
     CHECK(failure(j).find("a.json: shape: the kernel's work items") == 0);
 }
 
-TEST_CASE("attention: decoding takes the mma rung, a warp of 16 queries, and splits the keys among as many blocks as fill the GPU") {
+TEST_CASE("attention: decoding takes the mma rung, a warp of 16 queries, packs grouped heads and splits the keys among as many blocks as fill the GPU") {
     using family::attention::policy_of;
     using family::attention::rung;
-    // one query a head, 8 · 32 heads over 8, 8192 keys at head dim 128: 256 items fill 132 SMs
-    const auto decode = [](long long batch, long long queries, long long keys) {
-        return policy_of(parsed(attention_config(batch, 32, 8, queries, keys, 128)));
+    // one query a head, 32 heads over 8 of K and V, head dim 128: a block takes 74 KiB, 3 an SM,
+    // 396 at once on an H200
+    const auto decode = [](long long batch, long long queries, long long keys, long long kv_heads = 8) {
+        return policy_of(parsed(attention_config(batch, 32, kv_heads, queries, keys, 128)));
     };
     const auto& eight = decode(8, 1, 8192);
     CHECK(eight.kind == rung::mma);  // (on sm_90, where more queries take wgmma)
     CHECK(eight.block_m == 16);
     CHECK(eight.warps == 1);
     CHECK(eight.block_n == 64);
-    CHECK(eight.splits == 1);
-    CHECK(eight.columns().at("splits") == 1);
-    CHECK(eight.label().find("splits") == std::string::npos);
-    // batch 1: 32 items; a block takes 74 KiB, 3 an SM: 396 resident, 13 blocks an item
-    const auto& one = decode(1, 1, 8192);
-    CHECK(one.splits == 13);
-    CHECK(one.label().find(" block_n=64 splits=13") != std::string::npos);
-    CHECK(decode(1, 16, 8192).splits == 13);   // up to 16 queries: still one piece
+    CHECK(eight.packs_heads);  // 4 query heads' queries a tile of K and V: 8 · 8 items
+    CHECK(eight.splits == 7);  // ⌈396 / 64⌉
+    CHECK(eight.label().find(" block_n=64 splits=7 pack_heads") != std::string::npos);
+    CHECK(eight.columns().at("pack_heads") == true);
+    const auto& apart = decode(8, 1, 8192, 32);  // a head of K and V a query head: 256 items fill the GPU
+    CHECK_FALSE(apart.packs_heads);
+    CHECK(apart.splits == 1);
+    CHECK(apart.columns().at("splits") == 1);
+    CHECK(apart.label().find("splits") == std::string::npos);
+    CHECK(decode(1, 1, 8192).splits == 32);   // 8 items: 50 blocks an item, but no fewer than 4 of the 128 tiles a split
+    CHECK(decode(1, 16, 8192).splits == 13);  // 4 · 16 queries a head of K and V, 4 tiles of them: 32 items
     CHECK(decode(1, 17, 8192).kind == rung::wgmma);
-    CHECK(decode(1, 1, 1024).splits == 4);     // at least 4 tiles of keys a split: 16 tiles, 4 splits
-    CHECK(decode(1, 1, 200).splits == 1);      // 4 tiles: one split
-    // the join's kernel follows, and the epilogue moves to it
+    CHECK(decode(1, 1, 1024).splits == 4);    // 16 tiles
+    CHECK(decode(1, 1, 200).splits == 1);     // 4 tiles
+    // the kernels see 8 heads of the group's queries; the join's kernel follows, and the epilogue
+    // moves to it
     auto j = attention_config(1, 32, 8, 1, 8192, 128);
     j["stages"].push_back({{"op", "map"}, {"expr", "x * 2"}});
     const auto prog = family::plan(parsed(j), codegen::template_set::embedded());
     REQUIRE(prog.kernels.size() == 2);
-    CHECK(prog.kernels[0].grid == family::dims{32 * 13, 1, 1});
+    CHECK(prog.kernels[0].grid == family::dims{8 * 32, 1, 1});
     CHECK(prog.kernels[0].stages == std::vector<std::size_t>{0});
     CHECK(prog.kernels[1].stages == std::vector<std::size_t>{0, 1});
     CHECK(prog.kernels[1].grid == family::dims{32 * 32 / 128, 1, 1});  // a warp a query
-    CHECK(prog.source.find("kjit_splits = 13,") != std::string::npos);
-    CHECK(prog.source.find("kjit_partial_stride = 130,") != std::string::npos);
-    // as given: up to the item's tiles, on the mma rung's fused kernel alone
+    CHECK(prog.output_row_parts.at(1) == std::pair<std::string, long long>{"head", 32});  // (a wrong element named as asked)
+    for (const char* constant : {"kjit_heads = 8,", "kjit_group = 1,", "kjit_splits = 32,", "kjit_partial_stride = 130,"}) {
+        CAPTURE(constant);
+        CHECK(prog.source.find(constant) != std::string::npos);
+    }
+    // packing, as given: not where the score reads a query's place
+    j = attention_config(1, 32, 8, 1, 8192, 128, "col > 100 && batch == 0 ? -inf : x");
+    CHECK(policy_of(parsed(j)).packs_heads);
+    for (const char* score : {"col > row ? -inf : x", "head > 3 ? -inf : x"}) {
+        j = attention_config(1, 32, 8, 1, 8192, 128, score);
+        CHECK_FALSE(policy_of(parsed(j)).packs_heads);
+        j["launch"] = {{"pack_heads", true}};
+        CHECK(failure(j).find("a.json: launch.pack_heads: the score reads a query's place") == 0);
+    }
+    j = attention_config(1, 32, 8, 1, 8192, 128);
+    j["launch"] = {{"pack_heads", false}};
+    CHECK(policy_of(parsed(j)).splits == 13);  // 32 items
+    // splits as given: up to the item's tiles, on the mma rung's fused kernel alone
     j = attention_config(1, 32, 8, 1, 1000, 128);
     j["launch"] = {{"splits", 16}};
     CHECK(policy_of(parsed(j)).splits == 16);
@@ -794,9 +819,11 @@ TEST_CASE("attention: decoding takes the mma rung, a warp of 16 queries, and spl
     CHECK(failure(j).find("a.json: launch.splits: each split takes a tile of 64 keys or more: at most 16 for 1000 keys, got 17") == 0);
     j["launch"] = {{"splits", 2}, {"rung", "wgmma"}};
     CHECK(failure(j).find("a.json: launch.splits: a key of the \"mma\" rung; this one is \"wgmma\"") == 0);
-    j["launch"] = {{"splits", 2}};
-    j["fusion"] = "separate";
-    CHECK(failure(j).find("a.json: launch.splits: a key of the fused kernels") == 0);
+    for (const char* key : {"splits", "pack_heads"}) {
+        j["launch"] = {{key, key == std::string("splits") ? json(2) : json(true)}};
+        j["fusion"] = "separate";
+        CHECK(failure(j).find("a.json: launch." + std::string(key) + ": a key of the fused kernels") == 0);
+    }
     j = attention_config(1, 32, 8, 1000, 1000, 128);
     j["launch"] = {{"splits", 2}};
     CHECK(policy_of(parsed(j)).kind == rung::mma);  // the rung whose key is given

@@ -336,18 +336,19 @@ TEST_CASE("masks written with abs, min, max and chunks (row // 256) skip the til
             check_attention(s, {1000, 128, 8, 2, score, "bfloat16", "fused", {{"rung", rung}}});
 }
 
-TEST_CASE("decoding splits the keys among blocks and joins their partials: 1 and 16 queries, head dims 64 to 256, masked shares, a fixed base") {
+TEST_CASE("decoding packs grouped heads, splits the keys among blocks and joins their partials: 1 and 16 queries, head dims 64 to 256, masked shares, a fixed base") {
     // src/family/attention/split_keys.hpp: each block's partial softmax in float, joined by a
     // second kernel; a share whose keys are all masked (col > 700) joins with no weight, and
-    // soft-capping's partials are taken from its fixed base rather than a max.
+    // soft-capping's partials are taken from its fixed base rather than a max. The 4 query heads
+    // of a head of K and V are packed where the score reads no query's place (not the last).
     session s;
     int turn = 0;  // the head dim and dtype turn with the case
     for (const long long keys : {1000, 4097})
         for (const long long queries : {1, 16})
-            for (const char* score : {"x", "col > 700 ? -inf : x", "30 * tanh(x / 30)"}) {
+            for (const char* score : {"x", "col > 700 ? -inf : x", "30 * tanh(x / 30)", "col > row + 990 ? -inf : x"}) {
                 const long long dim = std::array{64, 96, 128, 256}[turn++ % 4];
                 const std::string dtype = dim == 96 ? "float16" : "bfloat16";
-                for (const json& launch : {json::object(), json{{"splits", 3}}}) {
+                for (const json& launch : {json::object(), json{{"splits", 3}, {"pack_heads", false}}}) {
                     const auto p = attention_pipeline({keys, dim, 8, 2, score, dtype, "fused", launch, queries});
                     CHECK(family::attention::policy_of(p).splits > 1);
                     check_attention(s, {keys, dim, 8, 2, score, dtype, "fused", launch, queries});

@@ -171,7 +171,7 @@ TEST_CASE("attention, split keys: each block's partial softmax in float, joined 
     const family::program prog = family::plan(p, codegen::template_set::embedded());
     REQUIRE(prog.kernels.size() == 2);
     CHECK(prog.kernels[0].name == "attention_decode_partials");
-    CHECK(prog.kernels[0].grid == family::dims{8 * 3, 1, 1});  // a block a head's share
+    CHECK(prog.kernels[0].grid == family::dims{2 * 2 * 3, 1, 1});  // a block a share of a head of K and V's (2 query heads, packed)
     CHECK(prog.kernels[1].name == "attention_decode_combine");
     const std::size_t partials = 8 * 3 * (64 + 2) * sizeof(float);  // rows · splits of a row, a max and a sum
     CHECK(std::any_of(prog.buffers.begin(), prog.buffers.end(), [&](const family::buffer& b) {

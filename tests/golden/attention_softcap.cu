@@ -23,6 +23,7 @@ __device__ __forceinline__ store_t store(real x)
 // is kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for
 // each query the running max of its scores, the sum of their exponentials and the output so far,
 // rescaled whenever the max grows (the online softmax).
+
 // The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector

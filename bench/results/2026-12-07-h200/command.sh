@@ -11,9 +11,9 @@
 #              2026-12-07 with no GPU), and at 8k × 128 a band and chunks beside the causal mask
 #              written as a window: what skipping their tiles buys;
 #   decode:    one query a head against a long cache (Llama 3 8B's heads: 32 over 8, head dim
-#              128), kjit at the defaults (keys split among blocks), on the wgmma rung (the
-#              default before), unsplit and split 4 to 32 ways, beside SDPA's backends and a
-#              same-size copy.
+#              128), kjit at the defaults (grouped heads packed, keys split among blocks), on the
+#              wgmma rung (the default before), unsplit, unpacked and split 4 to 32 ways, beside
+#              SDPA's backends and a same-size copy; first the GPU test of both.
 # Each section packs what it wrote, so a call cut short still brings back what it finished.
 set -uo pipefail
 source bench/attention_call.sh
@@ -74,13 +74,14 @@ decode_point() {  # NAME BATCH HEADS KV_HEADS KEYS DIM [more kjit run options]
   echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "cold_ms", r.get("kernel_cold_median_ms"), "policy", r.get("policy"))' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
 }
 decode() {
-  gpu_tests "decoding splits*"
+  gpu_tests "decoding packs*"
   points="1:32:8:8192:128 1:32:8:32768:128 8:32:8:8192:128 32:32:8:4096:128"
   for p in $points; do
     IFS=: read -r b h kv keys dim <<< "$p"
     decode_point "decode_b${b}_k${keys}" "$b" "$h" "$kv" "$keys" "$dim"
-    decode_point "decode_b${b}_k${keys}_wgmma" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.rung="wgmma"'
+    decode_point "decode_b${b}_k${keys}_wgmma" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.rung="wgmma"' --set 'launch.pack_heads=false'
     decode_point "decode_b${b}_k${keys}_unsplit" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.splits=1'
+    decode_point "decode_b${b}_k${keys}_unpacked" "$b" "$h" "$kv" "$keys" "$dim" --set 'launch.pack_heads=false'
     for s in ${SPLITS:-4 8 16 32}; do
       decode_point "decode_b${b}_k${keys}_s$s" "$b" "$h" "$kv" "$keys" "$dim" --set "launch.splits=$s"
     done

@@ -173,6 +173,7 @@ void set_launch_data(const pipeline& p, const at::problem& pr, const at::policy&
     data.set("mma", codegen::flag(!wgmma && !t.separate));
     data.set("separate", codegen::flag(t.separate));
     data.set("split", codegen::flag(t.splits > 1));
+    data.set("packs_heads", codegen::flag(t.packs_heads));
     data.set("wgmma", codegen::flag(wgmma));
     data.set("serial", codegen::flag(t.order == at::policy::schedule::serial));
     if (wgmma) {
@@ -239,8 +240,9 @@ kernel fused_kernel(const pipeline& p, const at::problem& pr, const at::policy& 
 
 program attention_impl::plan(const pipeline& p, const codegen::template_set& templates) const {
     const at::policy& t = at::policy_of(p);
-    const at::problem pr = at::problem_of(p);
-    program prog = program_frame(p, pr, t);
+    const at::problem asked = at::problem_of(p);
+    program prog = program_frame(p, asked, t);  // (the output named by the heads asked for)
+    const at::problem pr = at::kernel_view(asked, t);
     const at::score_call call = at::score_call_of(p);
     const element_call epilogue = epilogue_call_of(p, call);
     if (t.separate) prog.kernels = at::separate_kernels(p, pr, t, call, epilogue);
@@ -252,6 +254,7 @@ program attention_impl::plan(const pipeline& p, const codegen::template_set& tem
                              std::to_string(t.block_m) + " queries × " + std::to_string(t.block_n) + " keys";
     mu::data data = codegen::prologue_data(p, what, 1, prog.headers);
     set_launch_data(p, pr, t, data);
+    data.set("asked_group", std::to_string(asked.group()));
     data.set("queries", pr.q);
     data.set("keys", pr.k);
     data.set("values", pr.v);

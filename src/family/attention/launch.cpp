@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "family/attention/score_code.hpp"
+
 namespace kjit::family::attention {
 namespace {
 
@@ -143,7 +145,7 @@ void choose_splits(const object_reader& l, const pipeline& p, const problem& pr,
         return;
     }
     const long long per_sm = std::max<long long>(1, static_cast<long long>(p.target.shared_per_sm / chosen.shared_bytes(pr.head_dim, p.type)));
-    const long long resident = per_sm * p.target.sm_count, items = work_items(pr, chosen);
+    const long long resident = per_sm * p.target.sm_count, items = work_items(kernel_view(pr, chosen), chosen);
     if (items >= p.target.sm_count) return;
     chosen.splits = static_cast<int>(std::clamp((resident + items - 1) / items, 1LL, std::max(1LL, tiles / k_split_tiles)));
 }
@@ -162,6 +164,20 @@ void read_mma_launch(const object_reader& l, const pipeline& p, const problem& p
     if (p.fuse != config::fusion::separate) choose_splits(l, p, pr, chosen);
 }
 
+/// launch.pack_heads: as given, refused where the score reads a query's place; or where "auto",
+/// in the fused kernels when decoding with grouped heads, whose work items would each read the
+/// same keys and values (through L2) once for every query head of the group.
+bool read_pack_heads(const object_reader& l, const pipeline& p, const problem& pr) {
+    const bool allowed = packable(score_names(p));
+    if (l.leaves_auto("pack_heads"))
+        return p.fuse != config::fusion::separate && pr.group() > 1 && pr.queries <= k_decode_queries && allowed;
+    const bool given = l.boolean("pack_heads", false);
+    if (given && !allowed)
+        l.fail("pack_heads", "the score reads a query's place (row, head, or an input at the query's token), which packed heads' "
+                             "queries do not keep");
+    return given;
+}
+
 }  // namespace
 
 policy read_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips) {
@@ -172,6 +188,7 @@ policy read_launch(const object_reader& l, const pipeline& p, const problem& pr,
         if (l.leaves_auto("rung") && !l.leaves_auto(key)) kind = rung::wgmma;
     if (l.leaves_auto("rung") && !l.leaves_auto("splits")) kind = rung::mma;
     policy chosen = auto_policy(kind, pr);
+    chosen.packs_heads = read_pack_heads(l, p, pr);
     for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps", "splits"}
                                                : std::vector<const char*>{"consumers", "buffers", "schedule", "persistent"})
         if (!l.leaves_auto(key))

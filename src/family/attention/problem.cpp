@@ -178,6 +178,7 @@ config::json_value policy::columns() const {
     if (kind == rung::mma) chosen["warps"] = warps;
     chosen["block_n"] = block_n;
     if (kind == rung::mma && !separate) chosen["splits"] = splits;
+    if (!separate) chosen["pack_heads"] = packs_heads;
     if (kind == rung::wgmma) {
         chosen["consumers"] = consumers;
         chosen["buffers"] = stages;
@@ -192,7 +193,7 @@ config::json_value policy::columns() const {
 
 std::string policy::label() const {
     const std::string shape = kind == rung::mma ? " warps=" + std::to_string(warps) : "";
-    const std::string split = splits > 1 ? " splits=" + std::to_string(splits) : "";
+    const std::string split = (splits > 1 ? " splits=" + std::to_string(splits) : "") + (packs_heads ? " pack_heads" : "");
     const std::string ring = kind == rung::wgmma ? " consumers=" + std::to_string(consumers) + " buffers=" + std::to_string(stages) +
                                                        " schedule=" + std::string(to_string(order)) + (persistent ? " persistent" : "")
                                                  : "";
@@ -200,7 +201,21 @@ std::string policy::label() const {
 }
 
 std::vector<std::string> launch_keys() {
-    return {"rung", "block_m", "warps", "block_n", "splits", "consumers", "buffers", "schedule", "persistent", "plain_tiles"};
+    return {"rung", "block_m", "warps", "block_n", "splits", "pack_heads", "consumers", "buffers", "schedule", "persistent", "plain_tiles"};
+}
+
+problem kernel_view(const problem& pr, const policy& t) {
+    if (!t.packs_heads) return pr;
+    problem packed = pr;
+    packed.queries = pr.queries * pr.group();
+    packed.heads = pr.kv_heads;
+    return packed;
+}
+
+bool packable(const expr::used_names& used) {
+    const auto of_keys = [](const std::string& place) { return place == "col" || place == "cols" || place == "batch"; };
+    return std::all_of(used.positions.begin(), used.positions.end(), of_keys) &&
+           std::all_of(used.tokens.begin(), used.tokens.end(), [&](const expr::token_read& read) { return of_keys(read.index); });
 }
 
 long long work_items(const problem& pr, const policy& t) {
@@ -229,10 +244,11 @@ void resolve(pipeline& p, const std::string& source) {
                                                  " bytes of shared memory at head_dim " + std::to_string(pr.head_dim) + ", more than the " +
                                                  std::to_string(p.target.shared_per_block / 1024) + " KiB a block may have on " +
                                                  p.target.describe());
-    if (work_items(pr, chosen) > INT_MAX)
+    const long long items = work_items(kernel_view(pr, chosen), chosen) * chosen.splits;
+    if (items > INT_MAX)
         throw config_error(source, "shape", "the kernel's work items (tiles of " + std::to_string(chosen.block_m) +
-                                                " queries of each head of each batch) are counted in an int: at most 2^31 − 1, got " +
-                                                std::to_string(work_items(pr, chosen)));
+                                                " queries of each head of each batch, times the splits of its keys) are counted in "
+                                                "an int: at most 2^31 − 1, got " + std::to_string(items));
     p.launch.block = chosen.threads();
     p.launch.block_auto = false;
     p.policy = std::make_shared<const policy>(chosen);

@@ -97,6 +97,11 @@ struct policy final : config::launch_policy {
     /// writing its queries' partial softmax (split_keys.hpp) for a second kernel to combine; 1: a
     /// block takes all of an item's keys.
     int splits = 1;
+    /// launch.pack_heads: the query heads that share a head of K and V taken as one sequence of
+    /// all their queries (kernel_view), so that a tile of keys and values is read once for the
+    /// group (FlashAttention-3's PackGQA; FlashAttention-2 swaps a decode step's heads into its
+    /// queries alike). Only where the score uses no query's place but its batch.
+    bool packs_heads = false;
     /// fusion "separate": three kernels of the mma rung's warps, the scores in memory between them
     /// (attention_separate.cu.mustache): Q · Kᵀ in tiles of block_m queries × block_n keys, each
     /// row's softmax by a block of softmax_threads, then P · V as the fused kernel's.
@@ -127,7 +132,17 @@ struct policy final : config::launch_policy {
 /// width); the TMA unit fills the columns past head_dim with zeros.
 [[nodiscard]] inline long long padded_head_dim(long long head_dim) { return (head_dim + 63) / 64 * 64; }
 
-/// The kernel's work items: tiles of block_m queries of each head of each batch.
+/// The problem as the kernels see it: where the policy packs heads, a head of queries for each
+/// head of K and V, its queries those of the group's heads one after the other (the same rows of
+/// Q, in the same order); else the problem itself.
+[[nodiscard]] problem kernel_view(const problem& pr, const policy& t);
+
+/// True where a score whose names are `used` reads no query's place but its batch (and keys' places
+/// alone), so that the query heads of a group may be packed.
+[[nodiscard]] bool packable(const expr::used_names& used);
+
+/// The kernel's work items: tiles of block_m queries of each head of each batch (of the kernel's
+/// view of the problem).
 [[nodiscard]] long long work_items(const problem& pr, const policy& t);
 
 [[nodiscard]] std::vector<std::string> launch_keys();

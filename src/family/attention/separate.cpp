@@ -101,7 +101,7 @@ kernel values_kernel(const pipeline& p, const problem& pr, const policy& t, cons
 }  // namespace
 
 /// fusion "separate": the mma rung's kernels with the scores in memory, every tile computed (as
-/// eager frameworks do). Refuses the wgmma rung and the fused kernels' plain tiles and split keys, and a grid
+/// eager frameworks do). Refuses the wgmma rung and the fused kernels' plain tiles, split keys and packed heads, and a grid
 /// past CUDA's limits: the products' heads on grid.z and query tiles on grid.y (65,535 at most),
 /// the softmax's rows on grid.x.
 void read_separate_launch(const config::detail::object_reader& l, const problem& pr, config::dtype type, const std::string& source,
@@ -112,6 +112,8 @@ void read_separate_launch(const config::detail::object_reader& l, const problem&
         l.fail("plain_tiles", "a key of the fused kernels: the separate ones compute every score through the score expression");
     if (!l.leaves_auto("splits"))
         l.fail("splits", "a key of the fused kernels: the separate ones take each tile of scores in a block of its own already");
+    if (!l.leaves_auto("pack_heads"))
+        l.fail("pack_heads", "a key of the fused kernels: the separate ones read the scores of each query head apart");
     chosen.separate = true;
     const long long chunks = score_stride(pr, type) * static_cast<long long>(config::element_size(type)) / 16;
     chosen.softmax_threads = static_cast<int>(std::min<long long>(k_softmax_threads, (chunks + 31) / 32 * 32));

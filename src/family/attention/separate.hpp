@@ -31,7 +31,7 @@ inline constexpr const char* k_values_kernel = "_values";
 
 /// The separate kernels' launch over `chosen` (the launch read as the mma rung's, resolve's):
 /// marks it separate, sizes the softmax's blocks, and refuses the wgmma rung, the fused kernels'
-/// plain tiles and split keys, and a grid past CUDA's limits, naming `source` and the key.
+/// plain tiles, split keys and packed heads, and a grid past CUDA's limits, naming `source` and the key.
 void read_separate_launch(const config::detail::object_reader& l, const problem& pr, config::dtype type, const std::string& source,
                           policy& chosen);
 
