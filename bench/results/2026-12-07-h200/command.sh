@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (defaults attention modifiers masks decode)
+# Usage: command.sh SECTION... (defaults attention modifiers masks decode decode_tiles)
 # The "done" figures of issues 40 and 43 on an H200, which no call has run since 2026-12-04:
 #   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, $ROUNDS
 #              rounds alternated (2 unless set), the peers in the same call, and its table;
@@ -13,7 +13,8 @@
 #   decode:    one query a head against a long cache (Llama 3 8B's heads: 32 over 8, head dim
 #              128), kjit at the defaults (grouped heads packed, keys split among blocks), on the
 #              wgmma rung (the default before), unsplit, unpacked and split 4 to 32 ways, beside
-#              SDPA's backends and a same-size copy; first the GPU test of both.
+#              SDPA's backends and a same-size copy; first the GPU test of both;
+#   decode_tiles: the decode points with tiles of 16, 32 and 128 keys (auto splits).
 # Each section packs what it wrote, so a call cut short still brings back what it finished.
 set -uo pipefail
 source bench/attention_call.sh
@@ -73,9 +74,9 @@ decode_point() {  # NAME BATCH HEADS KV_HEADS KEYS DIM [more kjit run options]
     --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "cold_ms", r.get("kernel_cold_median_ms"), "policy", r.get("policy"))' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
 }
+points="1:32:8:8192:128 1:32:8:32768:128 8:32:8:8192:128 32:32:8:4096:128"
 decode() {
   gpu_tests "decoding packs*"
-  points="1:32:8:8192:128 1:32:8:32768:128 8:32:8:8192:128 32:32:8:4096:128"
   for p in $points; do
     IFS=: read -r b h kv keys dim <<< "$p"
     decode_point "decode_b${b}_k${keys}" "$b" "$h" "$kv" "$keys" "$dim"
@@ -87,6 +88,15 @@ decode() {
     done
   done 2>&1 | tee "$OUT/decode.txt"
   (cd bench/peers && timeout 120 python3 decode_peers.py --points "${points// /,}" > "$OUT/decode_peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "decode peers: exit $?")
+  pack
+}
+decode_tiles() {  # the first decode call's blocks held 3 warps an SM: smaller tiles of keys, more blocks
+  for p in $points; do
+    IFS=: read -r b h kv keys dim <<< "$p"
+    for n in 16 32 128; do
+      decode_point "decode_b${b}_k${keys}_n$n" "$b" "$h" "$kv" "$keys" "$dim" --set "launch.block_n=$n"
+    done
+  done 2>&1 | tee "$OUT/decode_tiles.txt"
   pack
 }
 for section in "$@"; do "$section"; done
