@@ -23,14 +23,14 @@ __device__ __forceinline__ store_t store(real x)
 // is kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for
 // each query the running max of its scores, the sum of their exponentials and the output so far,
 // rescaled whenever the max grows (the online softmax).
-// The 4 query heads that share a head of K and V are packed (launch.pack_heads): here a head
-// is one of K and V, its queries those of its 4 query heads one after the other (the
-// same rows of Q), so each tile of keys and values is read once for all of them.
 // The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector
     kjit_block_m = 16,  // queries a work item takes
     kjit_block_n = 64,  // keys a block holds in shared memory at once
+    // The 4 query heads that share a head of K and V are packed (launch.pack_heads): a
+    // head here is one of K and V, its queries those of its 4 query heads one after
+    // the other (the same rows of Q), so each tile of keys and values is read once for them all.
     kjit_group = 1,  // query heads that share one head of K and V
     kjit_heads = 8,  // query heads of a batch
     kjit_batches = 4,
@@ -43,8 +43,6 @@ enum : int {
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
-static_assert(kjit_partial_stride == kjit_head_dim + 2 && kjit_partial_stride % 2 == 0,
-              "a partial is its row, its max and its sum, stored two floats at a time");
 #define KJIT_MINUS_INF __int_as_float(0xff800000)  // (CUDA has no literal for it)
 // The softmax works in powers of 2: exp(s) = 2^(s · log2 e), one instruction (kjit_exp2).
 constexpr float kjit_log2e = 1.4426950408889634f;
@@ -530,8 +528,11 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_decode_part
     kjit_store_partials();
 }
 
-// ---- attention_decode_combine: stages[0]: attention's partial softmaxes of 13 shares of the keys
-// joined
+static_assert(kjit_partial_stride == kjit_head_dim + 2 && kjit_partial_stride % 2 == 0,
+              "a partial is its row, its max and its sum, stored two floats at a time");
+
+// ---- attention_decode_combine: stages[0]: attention, each query's 13 partial softmaxes (a share
+// of its keys each) joined
 // A warp a query: each split's output row and sum rescaled from the max its exponentials were
 // taken from to the largest of the splits' (e^(max_s − max)), summed, the row divided by the sum,
 // through the epilogue. A lane takes every 32nd column.

@@ -33,7 +33,6 @@ enum : int {
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
-
 #define KJIT_MINUS_INF __int_as_float(0xff800000)  // (CUDA has no literal for it)
 
 // Two floats as the 16-bit pair an mma operand register holds, the first in the low half.

@@ -23,7 +23,6 @@ __device__ __forceinline__ store_t store(real x)
 // is kjit_block_m queries of one head; a block walks its keys kjit_block_n at a time, keeping for
 // each query the running max of its scores, the sum of their exponentials and the output so far,
 // rescaled whenever the max grows (the online softmax).
-
 // The policy (src/family/attention) as named constants:
 enum : int {
     kjit_head_dim = 128,  // elements of a query, key or value vector
@@ -38,7 +37,6 @@ enum : int {
 };
 static_assert(kjit_head_dim % 16 == 0 && kjit_block_n % 16 == 0,
               "the tensor cores multiply over 16 elements of depth at a time");
-
 #define KJIT_MINUS_INF __int_as_float(0xff800000)  // (CUDA has no literal for it)
 // The softmax works in powers of 2: exp(s) = 2^(s · log2 e), one instruction (kjit_exp2).
 constexpr float kjit_log2e = 1.4426950408889634f;

@@ -22,7 +22,7 @@ kernel combine_kernel(const config::pipeline& p, const problem& pr, const policy
     const long long rows = pr.batch * pr.heads * pr.queries;
     kernel k;
     k.name = p.name + k_combine_kernel;
-    k.what = "stages[0]: attention's partial softmaxes of " + std::to_string(t.splits) + " shares of the keys joined" +
+    k.what = "stages[0]: attention, each query's " + std::to_string(t.splits) + " partial softmaxes (a share of its keys each) joined" +
              (p.stages.size() > 1 ? ", with the stages after it" : "");
     for (std::size_t i = 0; i < p.stages.size(); ++i) k.stages.push_back(i);
     k.reads_x = k_partials_buffer;
