@@ -34,7 +34,7 @@ enum : int {
     kjit_group = 1,  // query heads that share one head of K and V
     kjit_heads = 8,  // query heads of a batch
     kjit_batches = 4,
-    kjit_splits = 13,  // blocks an item's keys are split among (1: one takes them all)
+    kjit_splits = 12,  // blocks an item's keys are split among (1: one takes them all)
     // floats of a query's partial softmax of one split: its output row, its max and its sum
     kjit_partial_stride = 130,
     // The launch the plan made: its block, and the dynamic shared memory it gives a block.
@@ -531,7 +531,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads) void attention_decode_part
 static_assert(kjit_partial_stride == kjit_head_dim + 2 && kjit_partial_stride % 2 == 0,
               "a partial is its row, its max and its sum, stored two floats at a time");
 
-// ---- attention_decode_combine: stages[0]: attention, each query's 13 partial softmaxes (a share
+// ---- attention_decode_combine: stages[0]: attention, each query's 12 partial softmaxes (a share
 // of its keys each) joined
 // A warp a query: each split's output row and sum rescaled from the max its exponentials were
 // taken from to the largest of the splits' (e^(max_s − max)), summed, the row divided by the sum,

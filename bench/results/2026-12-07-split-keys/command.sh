@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (defaults attention modifiers masks decode decode_tiles)
+# Usage: command.sh SECTION... (defaults attention modifiers masks decode decode_tiles decode_wave)
 # The "done" figures of issues 40 and 43 on an H200, which no call has run since 2026-12-04:
 #   defaults:  bench/defaults/run.py, every public shape of issue 40 at the defaults, $ROUNDS
 #              rounds alternated (2 unless set), the peers in the same call, and its table;
@@ -14,7 +14,9 @@
 #              128), kjit at the defaults (grouped heads packed, keys split among blocks), on the
 #              wgmma rung (the default before), unsplit, unpacked and split 4 to 32 ways, beside
 #              SDPA's backends and a same-size copy; first the GPU test of both;
-#   decode_tiles: the decode points with tiles of 16, 32 and 128 keys (auto splits).
+#   decode_tiles: the decode points with tiles of 16, 32 and 128 keys (auto splits);
+#   decode_wave: the decode points at the defaults once "auto" splits as one wave, two rounds,
+#              and the peers again.
 # Each section packs what it wrote, so a call cut short still brings back what it finished.
 set -uo pipefail
 source bench/attention_call.sh
@@ -97,6 +99,16 @@ decode_tiles() {  # the first decode call's blocks held 3 warps an SM: smaller t
       decode_point "decode_b${b}_k${keys}_n$n" "$b" "$h" "$kv" "$keys" "$dim" --set "launch.block_n=$n"
     done
   done 2>&1 | tee "$OUT/decode_tiles.txt"
+  pack
+}
+decode_wave() {  # "auto" splits as one wave of blocks: the decode points at the defaults, twice, and the peers
+  for round in 1 2; do
+    for p in $points; do
+      IFS=: read -r b h kv keys dim <<< "$p"
+      decode_point "decode_r${round}_b${b}_k${keys}" "$b" "$h" "$kv" "$keys" "$dim"
+    done
+  done 2>&1 | tee "$OUT/decode_wave.txt"
+  (cd bench/peers && timeout 120 python3 decode_peers.py --tools cudnn,flash,copy --points "${points// /,}" > "$OUT/decode_peers.jsonl" 2>> "$OUT/logs/peers.err"; echo "decode peers: exit $?")
   pack
 }
 for section in "$@"; do "$section"; done

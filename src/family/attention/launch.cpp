@@ -132,9 +132,10 @@ void fit_mma_tile(const object_reader& l, const pipeline& p, const problem& pr, 
 
 /// Split keys (launch.splits, the mma rung's fused kernel): as given, up to the item's tiles of
 /// keys, or where "auto" and the work items would leave the target's SMs idle, as many blocks an
-/// item as fill them (with the blocks of this tile that an SM holds at once), each taking
-/// k_split_tiles tiles of keys or more so that its partial row is worth writing.
-/// Flash-Decoding's rule; not measured here yet.
+/// item as the GPU holds at once (the blocks of this tile an SM holds, times the SMs) and no more:
+/// a second, partial wave of blocks cost more than it split (on an H100 at batch 8 × 8192 keys, 64
+/// items, 396 blocks at once: 7 splits 129.6 µs, 4 113.5; bench/results/2026-12-07-split-keys).
+/// Each split takes k_split_tiles tiles of keys or more, so that its partial row is worth writing.
 void choose_splits(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
     const long long tiles = (pr.keys + chosen.block_n - 1) / chosen.block_n;
     if (!l.leaves_auto("splits")) {
@@ -147,7 +148,7 @@ void choose_splits(const object_reader& l, const pipeline& p, const problem& pr,
     const long long per_sm = std::max<long long>(1, static_cast<long long>(p.target.shared_per_sm / chosen.shared_bytes(pr.head_dim, p.type)));
     const long long resident = per_sm * p.target.sm_count, items = work_items(kernel_view(pr, chosen), chosen);
     if (items >= p.target.sm_count) return;
-    chosen.splits = static_cast<int>(std::clamp((resident + items - 1) / items, 1LL, std::max(1LL, tiles / k_split_tiles)));
+    chosen.splits = static_cast<int>(std::clamp(resident / items, 1LL, std::max(1LL, tiles / k_split_tiles)));
 }
 
 /// The mma rung's keys over its "auto": a tile the target holds, queries in whole pieces of 16 a
