@@ -784,6 +784,11 @@ TEST_CASE("attention: decoding takes the mma rung, a warp of 16 queries, packs g
     CHECK(decode(1, 17, 8192).kind == rung::wgmma);
     CHECK(decode(1, 1, 1024).splits == 4);    // 16 tiles
     CHECK(decode(1, 1, 200).splits == 1);     // 4 tiles
+    // the tuner sweeps the tile of keys, the splits and packing
+    const auto axes = family::attention_family().tune_space(parsed(attention_config(1, 32, 8, 1, 8192, 128)))["axes"];
+    CHECK(axes.contains("launch.splits"));
+    CHECK(axes.contains("launch.pack_heads"));
+    CHECK_FALSE(axes.contains("launch.warps"));
     // the kernels see 8 heads of the group's queries; the join's kernel follows, and the epilogue
     // moves to it
     auto j = attention_config(1, 32, 8, 1, 8192, 128);

@@ -92,10 +92,16 @@ public:
     void resolve(pipeline& p, const std::string& source) const override { at::resolve(p, source); }
 
     /// The resolved rung's keys (a combination the policy refuses is not measured). mma: queries per
-    /// block, the warps they are shared among, and keys per tile. wgmma: keys per tile, consumers,
+    /// block, the warps they are shared among, and keys per tile; decoding (a block of one piece of
+    /// 16 queries), keys per tile, their splits and packed heads. wgmma: keys per tile, consumers,
     /// buffers, the schedule, and persistent blocks.
     config::json_value tune_space(const pipeline& p) const override {
-        if (at::policy_of(p).kind == at::rung::wgmma)
+        const at::policy& t = at::policy_of(p);
+        if (t.kind == at::rung::mma && t.block_m == 16 && !t.separate)
+            return {{"axes", {{"launch.block_n", {32, 64, 128}},
+                               {"launch.splits", {1, 2, 4, 8, 16, 32, 64}},
+                               {"launch.pack_heads", {false, true}}}}};
+        if (t.kind == at::rung::wgmma)
             return {{"axes", {{"launch.block_n", {64, 128, 176}},
                                {"launch.consumers", {2, 3}},
                                {"launch.buffers", {2, 3, 4}},

@@ -78,6 +78,58 @@ private:
     std::map<std::string, std::vector<double>> m_inputs;
 };
 
+/// Where keys are split: each query's partial softmax of each split's keys, split s taking the
+/// tiles of keys from s · share to (s + 1) · share, as the kernel does, each partial the output row
+/// not yet divided, the max and the sum (−inf and 0 where every key of the share is masked).
+host_matrix partial_softmaxes(const config::pipeline& p, host_rows& rows) {
+    const problem& pr = rows.sizes();
+    const policy& t = policy_of(p);
+    const long long stride = partial_stride(pr), all = rows.all_rows();
+    const long long tiles = (pr.keys + t.block_n - 1) / t.block_n, share = (tiles + t.splits - 1) / t.splits;
+    constexpr double none = -std::numeric_limits<double>::infinity();
+    host_matrix out{all * t.splits, stride, std::vector<double>(static_cast<std::size_t>(all * t.splits * stride))};
+    std::vector<double> scores(static_cast<std::size_t>(pr.keys)), weights(scores.size());
+    for (long long row = 0; row < all; ++row) {
+        rows.score(row, scores.data());
+        for (int s = 0; s < t.splits; ++s) {
+            const long long begin = std::min(pr.keys, s * share * t.block_n), end = std::min(pr.keys, (s + 1) * share * t.block_n);
+            const double max = *std::max_element(scores.begin() + begin, scores.begin() + end);
+            std::fill(weights.begin(), weights.end(), 0.0);
+            for (long long c = begin; c < end; ++c) weights[c] = max == none ? 0.0 : std::exp(scores[c] - max);
+            double* partial = out.values.data() + (row * t.splits + s) * stride;
+            rows.weigh(row, weights.data(), pr.keys, partial);
+            partial[pr.head_dim] = max;
+            partial[pr.head_dim + 1] = std::accumulate(weights.begin(), weights.end(), 0.0);
+        }
+    }
+    return out;
+}
+
+/// The output joined from the partials (in float): each split's row and sum weighed by
+/// e^(its max − the largest), added, the row divided by the sum.
+host_matrix joined_partials(const config::pipeline& p, const host_launch& launch, const host_rows& rows) {
+    const problem& pr = rows.sizes();
+    const policy& t = policy_of(p);
+    const long long stride = partial_stride(pr), all = rows.all_rows();
+    constexpr double none = -std::numeric_limits<double>::infinity();
+    const std::vector<double> partials = host_values(config::dtype::float32, *launch.buffers.at(k_partials_buffer));
+    host_matrix out{all, pr.head_dim, std::vector<double>(static_cast<std::size_t>(all * pr.head_dim), 0.0)};
+    for (long long row = 0; row < all; ++row) {
+        const double* first = partials.data() + row * t.splits * stride;
+        double max = none, total = 0;
+        for (int s = 0; s < t.splits; ++s) max = std::max(max, first[s * stride + pr.head_dim]);
+        double* joined = out.values.data() + row * pr.head_dim;
+        for (int s = 0; s < t.splits; ++s) {
+            const double* partial = first + s * stride;
+            const double weight = max == none ? 0.0 : std::exp(partial[pr.head_dim] - max);
+            total += weight * partial[pr.head_dim + 1];
+            for (long long d = 0; d < pr.head_dim; ++d) joined[d] += weight * partial[d];
+        }
+        for (long long d = 0; d < pr.head_dim; ++d) joined[d] /= total;
+    }
+    return out;
+}
+
 }  // namespace
 
 host_matrix host_fused(const config::pipeline& p, const host_launch& launch) {
@@ -95,45 +147,7 @@ host_matrix host_fused(const config::pipeline& p, const host_launch& launch) {
 
 host_matrix host_split(const config::pipeline& p, const host_launch& launch) {
     host_rows rows(p, launch);
-    const problem& pr = rows.sizes();
-    const policy& t = policy_of(p);
-    const long long stride = partial_stride(pr), all = rows.all_rows();
-    if (launch.k.name == p.name + k_combine_kernel) {
-        const std::vector<double> partials = host_values(config::dtype::float32, *launch.buffers.at(k_partials_buffer));
-        host_matrix out{all, pr.head_dim, std::vector<double>(static_cast<std::size_t>(all * pr.head_dim), 0.0)};
-        for (long long row = 0; row < all; ++row) {
-            const double* first = partials.data() + row * t.splits * stride;
-            double max = -std::numeric_limits<double>::infinity(), total = 0;
-            for (int s = 0; s < t.splits; ++s) max = std::max(max, first[s * stride + pr.head_dim]);
-            for (int s = 0; s < t.splits; ++s) {
-                const double* partial = first + s * stride;
-                const double weight = max == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(partial[pr.head_dim] - max);
-                total += weight * partial[pr.head_dim + 1];
-                for (long long d = 0; d < pr.head_dim; ++d) out.values[row * pr.head_dim + d] += weight * partial[d];
-            }
-            for (long long d = 0; d < pr.head_dim; ++d) out.values[row * pr.head_dim + d] /= total;
-        }
-        return out;
-    }
-    // Split s takes the tiles of keys [s · share, (s + 1) · share), as the kernel does.
-    const long long tiles = (pr.keys + t.block_n - 1) / t.block_n, share = (tiles + t.splits - 1) / t.splits;
-    host_matrix out{all * t.splits, stride, std::vector<double>(static_cast<std::size_t>(all * t.splits * stride))};
-    std::vector<double> scores(static_cast<std::size_t>(pr.keys)), weights(scores.size());
-    for (long long row = 0; row < all; ++row) {
-        rows.score(row, scores.data());
-        for (int s = 0; s < t.splits; ++s) {
-            const long long begin = std::min(pr.keys, s * share * t.block_n), end = std::min(pr.keys, (s + 1) * share * t.block_n);
-            const double max = *std::max_element(scores.begin() + begin, scores.begin() + end);  // (−inf where all are masked)
-            std::fill(weights.begin(), weights.end(), 0.0);
-            for (long long c = begin; c < end; ++c)
-                weights[c] = max == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(scores[c] - max);
-            double* partial = out.values.data() + (row * t.splits + s) * stride;
-            rows.weigh(row, weights.data(), pr.keys, partial);
-            partial[pr.head_dim] = max;
-            partial[pr.head_dim + 1] = std::accumulate(weights.begin(), weights.end(), 0.0);
-        }
-    }
-    return out;
+    return launch.k.name == p.name + k_combine_kernel ? joined_partials(p, launch, rows) : partial_softmaxes(p, rows);
 }
 
 host_matrix host_separate(const config::pipeline& p, const host_launch& launch) {
