@@ -80,7 +80,8 @@ private:
 
 /// Where keys are split: each query's partial softmax of each split's keys, split s taking the
 /// tiles of keys from s · share to (s + 1) · share, as the kernel does, each partial the output row
-/// not yet divided, the max and the sum (−inf and 0 where every key of the share is masked).
+/// not yet divided, the max and the sum (−inf and 0 where every key of the share is masked, or
+/// where the share is empty: 7 splits of 16 tiles take 3 each, and the last none).
 host_matrix partial_softmaxes(const config::pipeline& p, host_rows& rows) {
     const problem& pr = rows.sizes();
     const policy& t = policy_of(p);
@@ -93,7 +94,7 @@ host_matrix partial_softmaxes(const config::pipeline& p, host_rows& rows) {
         rows.score(row, scores.data());
         for (int s = 0; s < t.splits; ++s) {
             const long long begin = std::min(pr.keys, s * share * t.block_n), end = std::min(pr.keys, (s + 1) * share * t.block_n);
-            const double max = *std::max_element(scores.begin() + begin, scores.begin() + end);
+            const double max = begin < end ? *std::max_element(scores.begin() + begin, scores.begin() + end) : none;
             std::fill(weights.begin(), weights.end(), 0.0);
             for (long long c = begin; c < end; ++c) weights[c] = max == none ? 0.0 : std::exp(scores[c] - max);
             double* partial = out.values.data() + (row * t.splits + s) * stride;
