@@ -35,6 +35,18 @@ jit::compile_result compile_patched(const char* name, const json& patch) {
     return jit::compile(request_for(family::load(doc)));
 }
 
+/// Checks that `name` patched compiles into `kernels` kernels, none of which spills.
+void check_compiles_unspilled(const char* name, const json& patch, std::size_t kernels) {
+    const auto result = compile_patched(name, patch);
+    INFO(result.nvrtc_log, result.link_log);
+    REQUIRE(result.ok);
+    REQUIRE(result.kernels.size() == kernels);
+    for (const auto& k : result.kernels) {
+        CAPTURE(k.name);
+        CHECK(k.spill_store_bytes == 0);
+    }
+}
+
 /// Runs the kjit binary with `args`; returns its exit code. Output goes to `log`.
 int run_kjit(const std::vector<std::string>& args, const std::string& log) {
     std::string command = KJIT_BINARY;
@@ -945,14 +957,7 @@ TEST_CASE("attention, separate: its three kernels compile in bfloat16 and float1
                                 {"inputs", {{"k", {{"shape", shape}}}, {"v", {{"shape", shape}}}}},
                                 {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"},
                                                          {"heads", 4}, {"score", score}}})}};
-            const auto result = compile_patched("attention.json", patch);
-            INFO(result.nvrtc_log, result.link_log);
-            REQUIRE(result.ok);
-            REQUIRE(result.kernels.size() == 3);
-            for (const auto& k : result.kernels) {
-                CAPTURE(k.name);
-                CHECK(k.spill_store_bytes == 0);
-            }
+            check_compiles_unspilled("attention.json", patch, 3);
         }
 }
 
@@ -971,14 +976,7 @@ TEST_CASE("attention, split keys: the partials' and the join's kernels compile a
                                 {"stages", json::array({{{"op", "attention"}, {"input", "q"}, {"keys", "k"}, {"values", "v"},
                                                          {"heads", 8}, {"kv_heads", 2}, {"score", score}},
                                                         {{"op", "map"}, {"expr", "x * sigmoid(gate)"}}})}};
-            const auto result = compile_patched("attention_decode.json", patch);
-            INFO(result.nvrtc_log, result.link_log);
-            REQUIRE(result.ok);
-            REQUIRE(result.kernels.size() == 2);
-            for (const auto& k : result.kernels) {
-                CAPTURE(k.name);
-                CHECK(k.spill_store_bytes == 0);
-            }
+            check_compiles_unspilled("attention_decode.json", patch, 2);
         }
 }
 
