@@ -784,6 +784,9 @@ TEST_CASE("attention: decoding takes the mma rung, a warp of 16 queries, packs g
     CHECK(decode(1, 17, 8192).kind == rung::wgmma);
     CHECK(decode(1, 1, 1024).splits == 4);    // 16 tiles
     CHECK(decode(1, 1, 200).splits == 1);     // 4 tiles
+    // 13 heads apart: 396 / 13 = 30 splits of 121 tiles would take 5 each and leave the last 5
+    // blocks none: 25
+    CHECK(policy_of(parsed(attention_config(1, 13, 13, 1, 121 * 64, 128))).splits == 25);
     // the tuner sweeps the tile of keys, the splits and packing
     const auto axes = family::attention_family().tune_space(parsed(attention_config(1, 32, 8, 1, 8192, 128)))["axes"];
     CHECK(axes.contains("launch.splits"));

@@ -135,7 +135,9 @@ void fit_mma_tile(const object_reader& l, const pipeline& p, const problem& pr, 
 /// item as the GPU holds at once (the blocks of this tile an SM holds, times the SMs) and no more:
 /// a second, partial wave of blocks cost more than it split (on an H100 at batch 8 × 8192 keys, 64
 /// items, 396 blocks at once: 7 splits 129.6 µs, 4 113.5; bench/results/2026-12-07-split-keys).
-/// Each split takes k_split_tiles tiles of keys or more, so that its partial row is worth writing.
+/// Each split takes k_split_tiles tiles of keys or more, so that its partial row is worth writing,
+/// and no more splits than the shares of ⌈tiles / splits⌉ fill (30 of 121 tiles would leave the
+/// last 5 blocks none: 25).
 void choose_splits(const object_reader& l, const pipeline& p, const problem& pr, policy& chosen) {
     const long long tiles = (pr.keys + chosen.block_n - 1) / chosen.block_n;
     if (!l.leaves_auto("splits")) {
@@ -148,7 +150,9 @@ void choose_splits(const object_reader& l, const pipeline& p, const problem& pr,
     const long long per_sm = std::max<long long>(1, static_cast<long long>(p.target.shared_per_sm / chosen.shared_bytes(pr.head_dim, p.type)));
     const long long resident = per_sm * p.target.sm_count, items = work_items(kernel_view(pr, chosen), chosen);
     if (items >= p.target.sm_count) return;
-    chosen.splits = static_cast<int>(std::clamp(resident / items, 1LL, std::max(1LL, tiles / k_split_tiles)));
+    const long long splits = std::clamp(resident / items, 1LL, std::max(1LL, tiles / k_split_tiles));
+    const long long share = (tiles + splits - 1) / splits;  // (the kernel's: ⌈tiles / splits⌉ a block)
+    chosen.splits = static_cast<int>((tiles + share - 1) / share);  // none left with no tiles
 }
 
 /// The mma rung's keys over its "auto": a tile the target holds, queries in whole pieces of 16 a
