@@ -150,9 +150,10 @@ private:
         for (const auto& a : k.args)
             if (a.what == family::argument::kind::buffer && !a.written && !holds_row_value(a)) {
                 const auto& memory = *b.buffers.at(a.name);
+                const config::dtype type = element_type(a.name);
                 auto& values = arrays[a.name];
-                values.resize(memory.size() / config::element_size(element_type(a.name)));
-                for (std::size_t i = 0; i < values.size(); ++i) values[i] = reference::get_element(element_type(a.name), memory.data(), i);
+                values.resize(memory.size() / config::element_size(type));
+                for (std::size_t i = 0; i < values.size(); ++i) values[i] = reference::get_element(type, memory.data(), i);
             }
         std::vector<std::map<std::string, expr::row_value>> row_values(static_cast<std::size_t>(rows));
         for (const auto& a : k.args)
@@ -205,7 +206,8 @@ private:
             } else if (ends_in_reduce) {
                 for (long long r = 0; r < rows; ++r) reference::set_element(p.type, memory, r, last_reduce[r]);
             } else {
-                for (std::size_t i = 0; i < x.size(); ++i) reference::set_element(element_type(a->name), memory, i, x[i]);
+                const config::dtype type = element_type(a->name);
+                for (std::size_t i = 0; i < x.size(); ++i) reference::set_element(type, memory, i, x[i]);
             }
         }
     }

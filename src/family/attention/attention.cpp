@@ -137,13 +137,8 @@ std::vector<argument> kernel_arguments(const pipeline& p, const at::problem& pr,
     } else {
         args = {array_argument(pr.q, false), array_argument(pr.k, false), array_argument(pr.v, false)};
     }
-    if (t.splits > 1) {  // the partials, in float; the combine kernel applies the epilogue
-        argument partials = array_argument(at::k_partials_buffer, true);
-        partials.cuda = "float* __restrict__ " + partials.cuda_name;
-        args.push_back(partials);
-    } else {
-        args.push_back(array_argument(k_output_buffer, true));
-    }
+    // (where keys are split, the partials, in float: the combine kernel applies the epilogue)
+    args.push_back(t.splits > 1 ? at::partials_argument(true) : array_argument(k_output_buffer, true));
     args.push_back(scalar_argument(at::k_scale_scalar));
     args.insert(args.end(), call.tokens.begin(), call.tokens.end());
     if (t.splits == 1) args.insert(args.end(), epilogue.arrays.begin(), epilogue.arrays.end());

@@ -86,7 +86,7 @@ host_matrix partial_softmaxes(const config::pipeline& p, host_rows& rows) {
     const problem& pr = rows.sizes();
     const policy& t = policy_of(p);
     const long long stride = partial_stride(pr), all = rows.all_rows();
-    const long long tiles = (pr.keys + t.block_n - 1) / t.block_n, share = (tiles + t.splits - 1) / t.splits;
+    const long long share = split_share((pr.keys + t.block_n - 1) / t.block_n, t.splits);
     constexpr double none = -std::numeric_limits<double>::infinity();
     host_matrix out{all * t.splits, stride, std::vector<double>(static_cast<std::size_t>(all * t.splits * stride))};
     std::vector<double> scores(static_cast<std::size_t>(pr.keys)), weights(scores.size());

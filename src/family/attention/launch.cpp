@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "family/attention/score_code.hpp"
+#include "family/attention/split_keys.hpp"
 
 namespace kjit::family::attention {
 namespace {
@@ -151,8 +152,8 @@ void choose_splits(const object_reader& l, const pipeline& p, const problem& pr,
     const long long resident = per_sm * p.target.sm_count, items = work_items(kernel_view(pr, chosen), chosen);
     if (items >= p.target.sm_count) return;
     const long long splits = std::clamp(resident / items, 1LL, std::max(1LL, tiles / k_split_tiles));
-    const long long share = (tiles + splits - 1) / splits;  // (the kernel's: ⌈tiles / splits⌉ a block)
-    chosen.splits = static_cast<int>((tiles + share - 1) / share);  // none left with no tiles
+    const long long share = split_share(tiles, splits);
+    chosen.splits = static_cast<int>((tiles + share - 1) / share);  // the shares the tiles fill: none left with no tiles
 }
 
 /// The mma rung's keys over its "auto": a tile the target holds, queries in whole pieces of 16 a
@@ -188,10 +189,10 @@ bool read_pack_heads(const object_reader& l, const pipeline& p, const problem& p
 policy read_launch(const object_reader& l, const pipeline& p, const problem& pr, bool skips) {
     rung kind = l.leaves_auto("rung") ? auto_rung(p, pr)
                                       : l.choice<rung>("rung", {{"mma", rung::mma}, {"wgmma", rung::wgmma}}, std::nullopt);
-    if (l.leaves_auto("rung") && !l.leaves_auto("warps")) kind = rung::mma;  // the rung whose key is given
+    for (const char* key : {"warps", "splits"})  // the rung whose key is given
+        if (l.leaves_auto("rung") && !l.leaves_auto(key)) kind = rung::mma;
     for (const char* key : {"consumers", "buffers", "schedule", "persistent"})
         if (l.leaves_auto("rung") && !l.leaves_auto(key)) kind = rung::wgmma;
-    if (l.leaves_auto("rung") && !l.leaves_auto("splits")) kind = rung::mma;
     policy chosen = auto_policy(kind, pr);
     chosen.packs_heads = read_pack_heads(l, p, pr);
     for (const char* key : kind == rung::wgmma ? std::vector<const char*>{"warps", "splits"}

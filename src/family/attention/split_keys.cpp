@@ -17,6 +17,12 @@ buffer partials_buffer(const problem& pr, const policy& t) {
     return b;
 }
 
+argument partials_argument(bool written) {
+    argument partials = array_argument(k_partials_buffer, written);
+    partials.cuda = std::string(written ? "float* __restrict__ " : "const float* __restrict__ ") + partials.cuda_name;
+    return partials;
+}
+
 kernel combine_kernel(const config::pipeline& p, const problem& pr, const policy& t, const element_call& epilogue) {
     const auto element = static_cast<double>(config::element_size(p.type));
     const long long rows = pr.batch * pr.heads * pr.queries;
@@ -28,9 +34,7 @@ kernel combine_kernel(const config::pipeline& p, const problem& pr, const policy
     k.reads_x = k_partials_buffer;
     k.block = {k_combine_threads, 1, 1};
     k.grid = {(rows * 32 + k_combine_threads - 1) / k_combine_threads, 1, 1};
-    argument partials = array_argument(k_partials_buffer, false);
-    partials.cuda = "const float* __restrict__ " + partials.cuda_name;
-    k.args = {partials, array_argument(k_output_buffer, true)};
+    k.args = {partials_argument(false), array_argument(k_output_buffer, true)};
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     k.args.push_back(size_argument("rows", rows));

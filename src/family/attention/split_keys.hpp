@@ -27,6 +27,13 @@ inline constexpr const char* k_combine_kernel = "_combine";
 /// The partials' buffer.
 [[nodiscard]] buffer partials_buffer(const problem& pr, const policy& t);
 
+/// The kernel parameter of the partials: floats, written by the kernel that splits, read by the join.
+[[nodiscard]] argument partials_argument(bool written);
+
+/// The tiles of keys each split takes, as the kernel shares them: ⌈tiles / splits⌉ (the last
+/// split may take fewer, or none).
+[[nodiscard]] inline long long split_share(long long tiles, long long splits) { return (tiles + splits - 1) / splits; }
+
 /// The kernel that joins the partials: a warp a query row, through the epilogue.
 [[nodiscard]] kernel combine_kernel(const config::pipeline& p, const problem& pr, const policy& t, const element_call& epilogue);
 
