@@ -526,7 +526,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
         // The producer needs few registers: it gives them to the consumers.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
         // One warp walks the tiles (kjit_needed_from takes a warp); its first thread asks the TMA
-        // unit for every copy.
+        // unit for every copy, and it alone waits on the barriers. (A lane that waited without
+        // arriving could fall two phases behind the issuer while their paths diverge, and then
+        // wait for a phase that had come and gone: the block would never end. The lanes meet at
+        // every ballot of kjit_needed_from, which they all call alike.)
         if (threadIdx.x >= 32) return;
         const bool kjit_issuer = threadIdx.x == 0;
         if (kjit_issuer) {
@@ -540,8 +543,8 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
             kjit_start_item(kjit_item);
             // The queries' buffer is free once the consumers' last scores of the item before are
             // done: its keys and values are copied meanwhile.
-            if (kjit_i > 0) kjit_wait(kjit_q_free, (kjit_i - 1) % 2);
             if (kjit_issuer) {
+                if (kjit_i > 0) kjit_wait(kjit_q_free, (kjit_i - 1) % 2);
                 kjit_arrive_expecting(kjit_q_full, kjit_slabs * kjit_q_slab_bytes);
                 for (int kjit_slab = 0; kjit_slab < kjit_slabs; ++kjit_slab) {
                     kjit_copy_box_of(kjit_address(kjit_smem.q[kjit_slab]), q_map,
@@ -561,10 +564,10 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
             }
             for (int kjit_t = kjit_needed_from(0); kjit_t < kjit_tiles;
                  kjit_t = kjit_needed_from(kjit_t + 1), ++kjit_n) {
+                if (!kjit_issuer) continue;
                 const int kjit_buffer = kjit_n % kjit_stages;
                 // free since its last use
                 kjit_wait(kjit_free + 8 * kjit_buffer, (kjit_n / kjit_stages % 2) ^ 1);
-                if (!kjit_issuer) continue;
                 const int kjit_key0 = kjit_t * kjit_block_n;
                 const unsigned kjit_k_landed = kjit_k_full + 8 * kjit_buffer;
                 const unsigned kjit_v_landed = kjit_v_full + 8 * kjit_buffer;
