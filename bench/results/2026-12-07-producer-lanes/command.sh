@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests window gpt2_down)
+# Usage: command.sh SECTION... (tests window gpt2_down handoff)
 #   tests:     the wgmma rung's producer warp now waits on its barriers with its issuing lane
 #              alone (the other lanes only test tiles, and could fall two phases behind): the GPU
 #              test that hung on 2026-12-07 ("persistent attention blocks finish…") three times,
@@ -9,6 +9,11 @@
 #              overlap an item's start with the last one's end, lift short items;
 #   gpt2_down: `kjit tune` exhaustive at GPT-2's down-projection (4096 × 768 × 3072 + bias), the
 #              one public GEMM of issue 40 furthest from cuBLASLt (0.86 on 2026-12-07).
+#   handoff:   the persistent blocks' turn handed to consumer 0 as the last consumer issues its
+#              last products of an item (bench/results/2026-12-06-narrow-decode/third/handoff.patch,
+#              held out since a persistent launch hung that day), applied to a copy of the
+#              templates (--templates): the masked-items point that hung, five times, then 1k and
+#              4k × 128, 1k × 64 and the window, a block an item, persistent, persistent + handoff.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/attention_call.sh
@@ -39,6 +44,28 @@ gpt2_down() {
     --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]' \
     --json "$OUT/logs/tune_gpt2_down.json" > "$OUT/tune_gpt2_down.txt" 2>&1
   echo "tune: exit $?"; tail -25 "$OUT/tune_gpt2_down.txt"
+  pack
+}
+handoff() {
+  rm -rf /tmp/handoff && cp -r kernel_templates /tmp/handoff &&
+    sed 's#kernel_templates/##g' bench/results/2026-12-06-narrow-decode/third/handoff.patch | (cd /tmp/handoff && patch -p1) ||
+    { echo "handoff: the patch did not apply"; return 1; }
+  local hand=(--templates /tmp/handoff --set 'launch.persistent=true')
+  {
+  for round in 1 2 3 4 5; do
+    KJIT_GPU_WAIT_LIMIT=20 LIMIT=60 point "masked_items_d64_r$round" 4097 64 2 8 2 "row >= 1000 ? -inf : x" "${hand[@]}"
+  done
+  for p in 1024:128 4096:128 1024:64; do
+    seq=${p%:*}; dim=${p#*:}; batch=$((16384 / seq)); heads=$((2048 / dim))
+    point "item_s${seq}_d$dim" "$seq" "$dim" "$batch" "$heads" "$heads" x --set 'launch.persistent=false'
+    point "persistent_s${seq}_d$dim" "$seq" "$dim" "$batch" "$heads" "$heads" x --set 'launch.persistent=true'
+    point "handoff_s${seq}_d$dim" "$seq" "$dim" "$batch" "$heads" "$heads" x "${hand[@]}"
+  done
+  for dim in 128 64; do
+    heads=$((2048 / dim))
+    point "handoff_window_d$dim" 8192 "$dim" 2 "$heads" "$heads" "$window" "${hand[@]}"
+  done
+  } 2>&1 | tee "$OUT/handoff.txt"
   pack
 }
 for section in "$@"; do "$section"; done
