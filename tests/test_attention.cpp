@@ -708,6 +708,33 @@ TEST_CASE("attention: a score bounded whatever x is takes its exponents from a f
     CHECK(family::plan(parsed(j), codegen::template_set::embedded()).source.find("kjit_score_base") != std::string::npos);
 }
 
+TEST_CASE("attention (wgmma): the producer's issuing lane alone waits on the barriers, so no lane can miss a phase") {
+    // The producer's other lanes test tiles (a ballot each 32) but arrive nowhere: one that waited
+    // could fall two phases of a barrier behind the issuer and wait for a phase gone by, which
+    // hung a persistent launch on an H100 (2026-12-07). Each wait of the producer's loop comes
+    // after the test that sends the other lanes on.
+    for (const bool persistent : {false, true}) {
+        CAPTURE(persistent);
+        auto j = attention_config(2, 4, 2, 4097, 4097, 64, "row >= 1000 ? -inf : x");
+        j["launch"] = {{"rung", "wgmma"}, {"persistent", persistent}};
+        const std::string source = family::plan(parsed(j), codegen::template_set::embedded()).source;
+        const auto producer = source.find("if (threadIdx.x >= 32) return;");
+        const auto consumers = source.find("setmaxnreg.inc.sync.aligned");
+        REQUIRE(producer != std::string::npos);
+        REQUIRE(consumers > producer);
+        const std::string loop = source.substr(producer, consumers - producer);
+        const auto queries_wait = loop.find("kjit_wait(kjit_q_free");
+        const auto buffer_wait = loop.find("kjit_wait(kjit_free");
+        REQUIRE(queries_wait != std::string::npos);
+        REQUIRE(buffer_wait != std::string::npos);
+        CHECK(loop.rfind("if (kjit_issuer) {", queries_wait) != std::string::npos);
+        CHECK(loop.rfind("if (kjit_issuer) {", queries_wait) > loop.rfind("kjit_start_item", queries_wait));
+        CHECK(loop.rfind("if (!kjit_issuer) continue;", buffer_wait) != std::string::npos);
+        CHECK(loop.rfind("if (!kjit_issuer) continue;", buffer_wait) > loop.rfind("for (int kjit_t = kjit_needed_from(0)", buffer_wait));
+        CHECK(loop.find("kjit_wait(", buffer_wait + 1) == std::string::npos);  // no other wait
+    }
+}
+
 TEST_CASE("attention: persistent blocks (launch.persistent) take work items as many as are resident, each item its own") {
     using family::attention::policy_of;
     auto j = attention_config(2, 4, 2, 1000, 1000, 128, "col > row ? -inf : x");
