@@ -30,7 +30,7 @@ import time
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from row_peers import time_or_say
+from row_peers import print_timed
 
 try:
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -148,12 +148,8 @@ def main():
                         return eager(q, k, v, causal, dense)
                 else:
                     raise SystemExit(f"unknown tool {tool!r}")
-                timed = time_or_say(call, {**row, "tool": tool}, args.repeat)
-                if timed is None:
-                    continue
-                median, p10, p90 = timed
-                print(json.dumps({**row, "tool": tool, "median_ms": median, "p10_ms": p10, "p90_ms": p90,
-                                  "tflops": flops / (median * 1e-3) / 1e12, **extra}), flush=True)
+                print_timed(call, {**row, "tool": tool}, args.repeat,
+                            lambda median, extra=extra: {"tflops": flops / (median * 1e-3) / 1e12, **extra})
 
 
 if __name__ == "__main__":

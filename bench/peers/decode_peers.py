@@ -10,12 +10,11 @@ object per line: {"op", "tool", "batch", "heads", "kv_heads", "queries", "keys",
     python3 bench/peers/decode_peers.py [--repeat K] [--points B:H:KV:KEYS:D,...] [--tools cudnn,flash,efficient,copy]
 """
 import argparse
-import json
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from row_peers import time_or_say
+from row_peers import print_timed
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
@@ -46,12 +45,8 @@ def main():
                 bytes_timed = moved
             else:
                 raise SystemExit(f"unknown tool {tool!r}")
-            timed = time_or_say(call, {**row, "tool": tool}, args.repeat)
-            if timed is None:
-                continue
-            median, p10, p90 = timed
-            print(json.dumps({**row, "tool": tool, "median_ms": median, "p10_ms": p10, "p90_ms": p90,
-                              "gb_per_s": bytes_timed / (median * 1e-3) / 1e9}), flush=True)
+            print_timed(call, {**row, "tool": tool}, args.repeat,
+                        lambda median, moved=bytes_timed: {"gb_per_s": moved / (median * 1e-3) / 1e9})
 
 
 if __name__ == "__main__":

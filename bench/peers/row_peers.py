@@ -93,15 +93,17 @@ def unfused_softmax(x):
     return e / e.sum(dim=1, keepdim=True)
 
 
-def time_or_say(call, row, repeat):
-    """time_cold(call, None, repeat), or None where the call raises (a backend that refuses the shape,
-    memory run out): that error printed as the row's JSON line, so the run goes on."""
+def print_timed(call, row, repeat, metrics):
+    """Times call (time_cold(call, None, repeat)) and prints row's JSON line with the median, its
+    spread and metrics(median), a dict; where the call raises (a backend that refuses the shape,
+    memory run out), the line holds that error instead, so the run goes on."""
     try:
-        return time_cold(call, None, repeat)
+        median, p10, p90 = time_cold(call, None, repeat)
     except RuntimeError as e:
         print(json.dumps({**row, "error": str(e).splitlines()[0][:200]}), flush=True)
         torch.cuda.empty_cache()
-        return None
+        return
+    print(json.dumps({**row, "median_ms": median, "p10_ms": p10, "p90_ms": p90, **metrics(median)}), flush=True)
 
 
 def time_cold(f, x, repeat):
