@@ -708,11 +708,14 @@ TEST_CASE("attention: a score bounded whatever x is takes its exponents from a f
     CHECK(family::plan(parsed(j), codegen::template_set::embedded()).source.find("kjit_score_base") != std::string::npos);
 }
 
-TEST_CASE("attention (wgmma): the producer's issuing lane alone waits on the barriers, so no lane can miss a phase") {
-    // The producer's other lanes test tiles (a ballot each 32) but arrive nowhere: one that waited
-    // could fall two phases of a barrier behind the issuer and wait for a phase gone by, which
-    // hung a persistent launch on an H100 (2026-12-07). Each wait of the producer's loop comes
-    // after the test that sends the other lanes on.
+TEST_CASE("attention (wgmma): no thread waits on a barrier it can fall two phases behind on") {
+    // A thread that waits on a barrier but arrives nowhere the barrier's next phases wait for can
+    // fall two phases behind and wait for one gone by; a persistent launch whose items past query
+    // 1000 take no tile hung so on H100s (2026-12-06, 2026-12-07). The producer's other lanes test
+    // tiles (a ballot each 32) but arrive nowhere: each wait of the producer's loop comes after the
+    // test that sends them on. A consumer's warps wait for the queries, and an item that takes no
+    // tile issues no wgmma that gathers them before the leader would free the queries: every
+    // consumer thread arrives at q_free.
     for (const bool persistent : {false, true}) {
         CAPTURE(persistent);
         auto j = attention_config(2, 4, 2, 4097, 4097, 64, "row >= 1000 ? -inf : x");
@@ -732,6 +735,9 @@ TEST_CASE("attention (wgmma): the producer's issuing lane alone waits on the bar
         CHECK(loop.rfind("if (!kjit_issuer) continue;", buffer_wait) != std::string::npos);
         CHECK(loop.rfind("if (!kjit_issuer) continue;", buffer_wait) > loop.rfind("for (int kjit_t = kjit_needed_from(0)", buffer_wait));
         CHECK(loop.find("kjit_wait(", buffer_wait + 1) == std::string::npos);  // no other wait
+        CHECK(source.find("kjit_barrier_init(kjit_q_free, 128 * kjit_consumers);") != std::string::npos);
+        CHECK(source.find("kjit_leader) kjit_arrive(kjit_q_free") == std::string::npos);
+        CHECK(source.find("kjit_arrive(kjit_q_free);") != std::string::npos);
     }
 }
 

@@ -170,8 +170,11 @@ enum : int {
 // The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
 // 1024 bytes more than the layout, for the alignment): the queries, the ring's tiles of keys and
 // of values, each slab after slab; then the barriers: q_full, the work item's queries have landed;
-// q_free, every consumer is done with them; k_full[s] and v_full[s], buffer s holds its keys, its
-// values; free[s], every consumer is done with it.
+// q_free, every consumer's thread is done with them; k_full[s] and v_full[s], buffer s holds its
+// keys, its values; free[s], every consumer is done with it. (A consumer's leader frees a buffer
+// for its group: the group's wgmmas that read it were issued by all of its warps, each after its
+// wait. An item whose tiles are all masked issues none, so every thread arrives at q_free: else a
+// warp could fall two phases of q_full behind its leader, and wait for one gone by.)
 struct kjit_layout {
     unsigned char q[kjit_slabs][kjit_q_slab_bytes];
     unsigned char k[kjit_stages][kjit_tile_bytes];
@@ -468,7 +471,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
     const unsigned kjit_free = kjit_address(kjit_smem.free);
     if (threadIdx.x == 0) {
         kjit_barrier_init(kjit_q_full, 1);
-        kjit_barrier_init(kjit_q_free, kjit_consumers);
+        kjit_barrier_init(kjit_q_free, 128 * kjit_consumers);
         for (int kjit_b = 0; kjit_b < kjit_stages; ++kjit_b) {
             kjit_barrier_init(kjit_k_full + 8 * kjit_b, 1);
             kjit_barrier_init(kjit_v_full + 8 * kjit_b, 1);
@@ -872,7 +875,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
             }
             // Every S of the item is done: the producer may copy the next item's queries while the
             // last P · V runs and the rows are stored.
-            if (kjit_leader) kjit_arrive(kjit_q_free);
+            kjit_arrive(kjit_q_free);
             // The last turn. (The last consumer gives no turn after it: consumer 0 takes no more.)
             if (kjit_pingpong) kjit_take_turn(kjit_consumer);
             const unsigned kjit_v_at = kjit_values_at(kjit_m - 1);
@@ -882,7 +885,7 @@ extern "C" __global__ __launch_bounds__(kjit_threads, 1) void attention_causal_a
             if (kjit_pingpong && !kjit_last_consumer) kjit_give_turn(kjit_consumer + 1);
             kjit_wgmma_wait<0>();
             kjit_free_buffer(kjit_m - 1);
-        } else if (kjit_leader) {
+        } else {
             kjit_arrive(kjit_q_free);
         }
         kjit_ring += kjit_m;
