@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests window gpt2_down handoff)
+# Usage: command.sh SECTION... (tests window gpt2_down handoff defaults_d64)
 #   tests:     the wgmma rung's producer warp now waits on its barriers with its issuing lane
 #              alone (the other lanes only test tiles, and could fall two phases behind): the GPU
 #              test that hung on 2026-12-07 ("persistent attention blocks finish…") three times,
@@ -14,6 +14,8 @@
 #              held out since a persistent launch hung that day), applied to a copy of the
 #              templates (--templates): the masked-items point that hung, five times, then 1k and
 #              4k × 128, 1k × 64 and the window, a block an item, persistent, persistent + handoff.
+#   defaults_d64: 1k and 4k × 64 at the defaults (persistent blocks there), once the handoff is in
+#              the templates: run after `tests`, which then proves the handoff too.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/attention_call.sh
@@ -66,6 +68,12 @@ handoff() {
     point "handoff_window_d$dim" 8192 "$dim" 2 "$heads" "$heads" "$window" "${hand[@]}"
   done
   } 2>&1 | tee "$OUT/handoff.txt"
+  pack
+}
+defaults_d64() {
+  for seq in 1024 4096; do
+    point "default_s${seq}_d64" "$seq" 64 $((16384 / seq)) 32 32 x
+  done 2>&1 | tee "$OUT/defaults_d64.txt"
   pack
 }
 for section in "$@"; do "$section"; done
