@@ -2,7 +2,7 @@
 # Usage: command.sh SECTION... (tests window gpt2_down handoff defaults_d64)
 #   tests:     the wgmma rung's producer warp now waits on its barriers with its issuing lane
 #              alone (the other lanes only test tiles, and could fall two phases behind): the GPU
-#              test that hung on 2026-12-07 ("persistent attention blocks finish…") three times,
+#              test that hung on 2026-12-07 ("persistent attention blocks finish…") $ROUNDS times (3),
 #              then the odd shapes;
 #   window:    at 8k, the causal window of 1,024 (and a band) with blocks an item and persistent,
 #              head dims 128 and 64, beside the plain kernel: whether persistent blocks, which
@@ -23,7 +23,7 @@ causal="col > row ? -inf : x"
 window="col > row || row - col >= 1024 ? -inf : x"
 band="abs(row - col) >= 1024 ? -inf : x"
 tests() {
-  for round in 1 2 3; do gpu_tests "persistent attention blocks*" 120; done
+  for round in $(seq "${ROUNDS:-3}"); do gpu_tests "persistent attention blocks*" 120; done
   gpu_tests "attention verifies at odd shapes*" 300
   pack
 }
