@@ -98,7 +98,11 @@ void choose_wgmma_ring(const object_reader& l, const pipeline& p, const problem&
 /// keys, where no mask skips tiles. On an H100 (bench/results/2026-12-06-short/eighth, ninth; two
 /// rounds each) 385 → 416 TFLOP/s at 1k × 64, 470 → 500 at 2k, 507 → 528 at 4k, 545 → 570 at 8k,
 /// but 561 → 526 at 16k; at head dim 128 2–3 % slower from 1k to 8k; under a causal mask, whose
-/// items differ in length and are dealt in a fixed order, 229 → 189 at 1k × 64 (…/first).
+/// items differ in length and are dealt in a fixed order, 229 → 189 at 1k × 64 (…/first); under
+/// the causal window of 1,024 at 8k, whose items are short and alike, 411 → 394 at head dim 128
+/// and 266 → 242 at 64, with the first turn handed on (bench/results/2026-12-07-producer-lanes).
+/// The handoff lifted persistent blocks at 1k × 128 to 531 against a block an item's 521, but at
+/// 4k they stay behind (633 against 650): not taken at head dim 128.
 bool auto_persistent(const policy& chosen, const problem& pr, bool skips) {
     return chosen.consumers == 3 && pr.keys <= 8192 && !skips;
 }
