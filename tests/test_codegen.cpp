@@ -2,6 +2,7 @@
 // themselves are golden files (test_golden.cpp); their loops run as host code in test_generated_host.cpp.
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "codegen/codegen.hpp"
 #include "helpers.hpp"
@@ -262,6 +263,47 @@ TEST_CASE("row_cache \"shared\" in a cluster: each block copies and reads its sh
     const auto g = generate(family::load(doc));
     REQUIRE(g.kernels.size() == 1);
     CHECK(g.kernels[0].shared_bytes == 32768 * 4 / 2);
+}
+
+TEST_CASE("fitted: a long expression broken after its lowest operators into lines of 100 columns, aligned as clang-format aligns them") {
+    CHECK(codegen::fitted("x + y * z", 11) == "x + y * z");  // short: as it is
+    std::string terms;
+    for (int i = 1; i <= 6; ++i) terms += (i > 1 ? " + " : "") + std::to_string(i) + ".0f * __tanhf(x * 0.0333333333333f)";
+    const std::string code = "x * (" + terms + ")";
+    const std::string text = codegen::fitted(code, 11);
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    REQUIRE(lines.size() >= 3);
+    CHECK(lines[0] == "x *");  // the top level's only operator, the fewest parentheses in
+    CHECK(lines[1].starts_with(std::string(11, ' ') + "(1.0f * __tanhf("));  // under x
+    CHECK(lines[2].starts_with(std::string(12, ' ') + "3.0f"));  // in the parenthesis: two terms fit a line
+    for (std::size_t i = 1; i < lines.size(); ++i) CHECK(lines[i].size() <= 100);
+    CHECK(lines[1].ends_with(" +"));  // broken after the parenthesis's lowest operator, not the *
+    std::string joined = lines[0];
+    for (std::size_t i = 1; i < lines.size(); ++i) joined += " " + lines[i].substr(lines[i].find_first_not_of(' '));
+    CHECK(joined == code);  // nothing but the breaks changed
+    // a conditional stays on one line (clang-format's rules for it are its own), as does a line
+    // no break fits
+    const std::string masked = "col > row ? -__int_as_float(0x7f800000) : " + code;
+    CHECK(codegen::fitted(masked, 11) == masked);
+    const std::string unbroken = "f(" + std::string(120, 'a') + ")";
+    CHECK(codegen::fitted(unbroken, 11) == unbroken);
+}
+
+TEST_CASE("comment_wrapped: a comment's words go on in further // lines within 100 columns") {
+    CHECK(codegen::comment_wrapped("// the score:", "x.") == "// the score: x.");
+    std::string words;
+    for (int i = 0; i < 30; ++i) words += (i ? " " : "") + std::string("word") + std::to_string(i);
+    const std::string text = codegen::comment_wrapped("// the score:", words);
+    std::istringstream in(text);
+    int count = 0;
+    for (std::string line; std::getline(in, line); ++count) {
+        CHECK(line.size() <= 100);
+        CHECK(line.starts_with(count == 0 ? "// the score: word0" : "// word"));
+    }
+    CHECK(count >= 3);
+    CHECK(codegen::heading("k", "what") == "// ---- k: what");
 }
 
 TEST_CASE("reindented: continued lines as kernel_templates/.clang-format indents them, at any depth") {

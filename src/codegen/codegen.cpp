@@ -1,8 +1,10 @@
 #include "codegen/codegen.hpp"
 
-#include <limits>
-
 #include <algorithm>
+#include <iterator>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "expr/functions.hpp"
 #include "util/embedded.hpp"
@@ -210,13 +212,85 @@ std::string reindented(const std::string& code, std::size_t column, std::size_t 
     return text;
 }
 
-std::string heading(const std::string& kernel, const std::string& what) {
+namespace {
+
+/// A place `fitted` may break a line: right after a binary operator, in the parenthesis that
+/// opens at `group` (code.npos: none).
+struct line_break {
+    std::size_t at;  ///< the space after the operator, which the break replaces
+    std::size_t group;
+    std::size_t depth;
+    int precedence;  ///< C's, lowest first: || 0, && 1, then |, ^, &, equality, order, shifts, +, *
+};
+
+/// The binary operators, as to_cuda writes them (a space either side), with their precedence.
+int precedence_of(std::string_view op) {
+    static const std::pair<std::string_view, int> k_ops[] = {
+            {"||", 0}, {"&&", 1}, {"|", 2},  {"^", 3},  {"&", 4},  {"==", 5}, {"!=", 5}, {"<", 6},  {"<=", 6}, {">", 6},
+            {">=", 6}, {"<<", 7}, {">>", 7}, {"+", 8},  {"-", 8},  {"*", 9},  {"/", 9},  {"%", 9}};
+    for (const auto& [name, precedence] : k_ops)
+        if (name == op) return precedence;
+    return -1;  // not a binary operator
+}
+
+/// The places `code` may break: after the operators of each parenthesis's lowest precedence.
+std::vector<line_break> line_breaks(const std::string& code) {
+    std::vector<line_break> all;
+    std::vector<std::size_t> open;  // the positions of the open parentheses
+    for (std::size_t i = 0; i < code.size(); ++i) {
+        if (code[i] == '(') open.push_back(i);
+        if (code[i] == ')' && !open.empty()) open.pop_back();
+        if (code[i] != ' ' || i + 2 >= code.size()) continue;
+        const std::size_t end = code.find(' ', i + 1);
+        if (end == std::string::npos) continue;
+        const int precedence = precedence_of(std::string_view(code).substr(i + 1, end - i - 1));
+        if (precedence >= 0) all.push_back({end, open.empty() ? std::string::npos : open.back(), open.size(), precedence});
+    }
+    std::vector<line_break> kept;
+    for (const line_break& b : all) {
+        int lowest = std::numeric_limits<int>::max();
+        for (const line_break& other : all)
+            if (other.group == b.group) lowest = std::min(lowest, other.precedence);
+        if (b.precedence == lowest) kept.push_back(b);
+    }
+    return kept;
+}
+
+}  // namespace
+
+std::string fitted(const std::string& code, std::size_t column) {
+    constexpr std::size_t k_width = 100, k_none = std::string::npos;
+    if (code.find(" ? ") != k_none) return code;
+    const std::vector<line_break> breaks = line_breaks(code);
+    std::vector<std::pair<std::size_t, std::size_t>> lines{{0, column}};  // each line's first position, its column
+    const auto column_of = [&](std::size_t at) {
+        const auto line = std::prev(std::upper_bound(lines.begin(), lines.end(), std::pair{at, k_none}));
+        return line->second + (at - line->first);
+    };
+    std::string text;
+    while (lines.back().second + code.size() - lines.back().first > k_width) {
+        const auto [start, start_column] = lines.back();
+        const std::size_t room = k_width > start_column ? k_width - start_column : 0;
+        const line_break* chosen = nullptr;
+        for (const line_break& b : breaks) {  // the fewest parentheses in, then the furthest
+            if (b.at <= start || b.at - start > room) continue;
+            if (!chosen || b.depth < chosen->depth || (b.depth == chosen->depth && b.at > chosen->at)) chosen = &b;
+        }
+        if (!chosen) break;  // (the rest stays on its line)
+        const std::size_t next_column = chosen->group == k_none ? column : column_of(chosen->group) + 1;
+        text += code.substr(start, chosen->at - start) + "\n" + std::string(next_column, ' ');
+        lines.emplace_back(chosen->at + 1, next_column);
+    }
+    return text + code.substr(lines.back().first);
+}
+
+std::string comment_wrapped(std::string line, const std::string& words) {
     constexpr std::size_t k_width = 100;
-    std::string text, line = "// ---- " + kernel + ":";
+    std::string text;
     std::size_t start = 0;
-    while (start < what.size()) {
-        const std::size_t end = std::min(what.find(' ', start), what.size());
-        const std::string word = what.substr(start, end - start);
+    while (start < words.size()) {
+        const std::size_t end = std::min(words.find(' ', start), words.size());
+        const std::string word = words.substr(start, end - start);
         if (line.size() + 1 + word.size() > k_width && line.size() > 3) {
             text += line + "\n";
             line = "//";
@@ -226,6 +300,8 @@ std::string heading(const std::string& kernel, const std::string& what) {
     }
     return text + line;
 }
+
+std::string heading(const std::string& kernel, const std::string& what) { return comment_wrapped("// ---- " + kernel + ":", what); }
 
 std::string copy_probe_source(const template_set& templates) {
     return render(templates, "copy.cu.mustache", mu::data{}, {k_copy_probe_kernel});

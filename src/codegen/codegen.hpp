@@ -88,6 +88,16 @@ std::string joined(const std::vector<std::string>& names, Spell spell, const std
 /// leaves them.
 [[nodiscard]] std::string reindented(const std::string& code, std::size_t column, std::size_t indent);
 
+/// `code`, an expression on one line that starts at `column`, broken into lines of at most 100
+/// columns where it is longer, as kernel_templates/.clang-format keeps them: after a binary
+/// operator of the lowest precedence among those of its parentheses (or of none), each further
+/// line aligned with the first operand of the operation it continues (the content of the
+/// innermost open parenthesis, or `column`). Each line takes as much as fits, broken in the
+/// fewest parentheses; where no break fits, the rest stays on its line. An expression that holds
+/// a conditional (`c ? a : b`, as a mask's score does) stays on one line: clang-format lays those
+/// out by rules of their own.
+[[nodiscard]] std::string fitted(const std::string& code, std::size_t column);
+
 /// Code whose indent is known only where it is put: text, or a call whose arguments (code too)
 /// are wrapped as `wrapped` does, 8 columns in from the line the call starts on.
 struct code {
@@ -97,6 +107,9 @@ struct code {
 };
 /// `c` as it reads starting on a line indented by `indent`.
 [[nodiscard]] std::string print(const code& c, int indent);
+/// `line`, a comment's line so far ("// …"), with `words` after it, a space before each: the
+/// words go on in further "//" lines wherever one would pass 100 columns.
+[[nodiscard]] std::string comment_wrapped(std::string line, const std::string& words);
 /// A kernel's heading comment, "// ---- NAME: WHAT", its words wrapped at 100 columns.
 [[nodiscard]] std::string heading(const std::string& kernel, const std::string& what);
 /// A parameter or argument list to put between parentheses: wrapped(items, ",", indent).

@@ -186,8 +186,8 @@ void set_score_data(const pipeline& p, const score_call& call, mu::data& data) {
     set_fold_data(folds, style, data);
     // (a score that is x itself somewhere has no bounds, so never both a fixed base and plain tiles)
     set_base_data(t.separate ? std::nullopt : fixed_base_of(score, p.type), folds, style, data);
-    data.set("score_text", expr::to_text(score, 40));
-    data.set("score_code", expr::to_cuda(folds.folded, style));
+    data.set("score_comment", codegen::comment_wrapped("// scaled product of their vectors:", expr::to_text(score, 40) + "."));
+    data.set("score_code", codegen::fitted(expr::to_cuda(folds.folded, style), 11));  // (after "    return ")
     data.set("score_params", codegen::parameter_list(call.params));
     data.set("score_call", codegen::parameter_list(call.args, 32));  // (called on lines indented by 24)
     set_tile_data(p, call, data);
