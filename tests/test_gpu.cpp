@@ -314,10 +314,12 @@ TEST_CASE("attention verifies at odd shapes on both rungs, fused and separate: 1
 
 TEST_CASE("persistent attention blocks finish and verify where whole work items are masked") {
     // On 2026-12-06 and 2026-12-07 (H100s) a persistent launch of three consumers (head dim 64)
-    // did not finish here now and then: its items past query 1000 take no tile, so the producer
-    // runs through them quickly, and its warp's other lanes, which waited on barriers they never
-    // arrive at, could fall two phases behind and wait for one gone by. The issuing lane alone
-    // waits now (docs/attention.md). Three consumers (head dim 64) and two, a block an item beside.
+    // did not finish here now and then: its items past query 1000 take no tile, so the queries'
+    // barriers run through phase after phase, and two kinds of waiter that arrived nowhere (the
+    // producer warp's other lanes; a consumer's warps but its leader) could fall two phases behind
+    // and wait for one gone by. The issuing lane alone waits now, and every consumer thread frees
+    // the queries (docs/attention.md). Three consumers (head dim 64) and two, a block an item
+    // beside.
     session s;
     for (const long long dim : {64, 128})
         for (const bool persistent : {true, false})
