@@ -16,6 +16,9 @@ namespace {
 
 constexpr std::string_view k_template_folder = "kernel_templates/";
 constexpr std::string_view k_template_suffix = ".cu.mustache";
+/// The generated source's width, which wrapped lists, fitted expressions and wrapped comments keep
+/// to (the golden test holds every line within it).
+constexpr std::size_t k_width = 100;
 
 /// The rendered source without the blank lines that mustache leaves where a section renders
 /// nothing: none inside a function body (none of the templates' own blank lines is inside
@@ -167,7 +170,7 @@ std::string print(const code& c, int indent) {
 
 std::string wrapped(const std::vector<std::string>& items, const std::string& separator, int indent) {
     // The last item leaves room for what closes the list on its line (")", "));").
-    constexpr std::size_t k_inline = 40, k_width = 100, k_closing = 4;
+    constexpr std::size_t k_inline = 40, k_closing = 4;
     const std::string inline_list = joined(items, [](const std::string& item) { return item; }, separator + " ");
     if (inline_list.size() <= k_inline && inline_list.find('\n') == std::string::npos) return inline_list;
     const std::string margin(static_cast<std::size_t>(indent), ' ');
@@ -259,7 +262,7 @@ std::vector<line_break> line_breaks(const std::string& code) {
 }  // namespace
 
 std::string fitted(const std::string& code, std::size_t column) {
-    constexpr std::size_t k_width = 100, k_none = std::string::npos;
+    constexpr std::size_t k_none = std::string::npos;
     if (code.find(" ? ") != k_none) return code;
     const std::vector<line_break> breaks = line_breaks(code);
     std::vector<std::pair<std::size_t, std::size_t>> lines{{0, column}};  // each line's first position, its column
@@ -285,7 +288,6 @@ std::string fitted(const std::string& code, std::size_t column) {
 }
 
 std::string comment_wrapped(std::string line, const std::string& words) {
-    constexpr std::size_t k_width = 100;
     std::string text;
     std::size_t start = 0;
     while (start < words.size()) {
