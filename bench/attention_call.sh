@@ -1,5 +1,5 @@
-# Sourced by a GPU call's command.sh for the attention family (bench/results/*/command.sh): the
-# GPU and its driver into $OUT/env.txt, kjit built in build-gpu, and
+# Sourced by a GPU call's command.sh (bench/results/*/command.sh), first for the attention
+# family's: the GPU and its driver into $OUT/env.txt, kjit built in build-gpu, and
 #   point NAME SEQ DIM BATCH HEADS KV_HEADS SCORE [more kjit run options]
 # which runs configs/attention.json at that point into $OUT/logs/NAME.json and prints one line:
 # its status, mismatches, cold median, TFLOP/s and registers;
@@ -7,8 +7,11 @@
 # which builds tests/test_gpu.cpp and runs the test cases PATTERN names (doctest's -tc), each in a
 # process of its own within LIMIT seconds (300), so that one that hangs is named and the rest still
 # run (doctest prints nothing until a case ends), printing each one's summary and first failures
-# into $OUT/gpu_tests.txt. `pack` tars $OUT/logs into $OUT/data.tgz (early and often: a call cut
-# short still brings back what it packed).
+# into $OUT/gpu_tests.txt;
+#   row NAME CONFIG ROWS COLS [more kjit run options]
+# which runs a row config over bfloat16 rows and prints its status, cold median and share of the
+# copy ceiling kjit measures beside it. `pack` tars $OUT/logs into $OUT/data.tgz (early and
+# often: a call cut short still brings back what it packed).
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT/logs"
@@ -39,6 +42,12 @@ gpu_tests() {
     outcome=$(tail -1 "$OUT/logs/gpu_test.log")  # "exit N"
     { echo "gpu_tests \"$name\": $outcome"; tail -4 "$OUT/logs/gpu_test.log" | head -3; grep -m5 -B8 -A12 "ERROR" "$OUT/logs/gpu_test.log"; } | tee -a "$OUT/gpu_tests.txt"
   done
+}
+row() {  # NAME CONFIG ROWS COLS [more kjit run options]: a bfloat16 row kernel's status, cold median, % of a copy
+  local name=$1 config=$2 rows=$3 cols=$4; shift 4
+  timeout ${LIMIT:-60} "$kjit" run "configs/$config" --set dtype=bfloat16 --set "shape=[$rows,$cols]" "$@" \
+    --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
+  echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), r.get("variant"), "cold_us", round(1000*r.get("kernel_cold_median_ms"),1), "of_copy", r.get("percent_of_ceiling"))' "$OUT/logs/$name.json" 2>/dev/null || tail -2 "$OUT/logs/$name.txt")"
 }
 pack() { (cd "$OUT/logs" && tar czf ../data.tgz .); }
 export -f point

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Usage: command.sh SECTION... (tests rows)
+#   tests: the GPU tests the last changes touch: persistent attention blocks with the turn handed
+#          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
+#          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
+#          loop over rows and clusters that do not) since a cluster's reduce waits on one barrier;
+#   rows:  a row over a cluster of blocks, whose reduce waited on two cluster barriers and now
+#          on one (cluster-wait.patch; the templates before it are a copy with the patch taken
+#          back, --templates), softmax at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and
+#          layer norm at 1024 × 128,256, two alternated rounds, each beside the copy ceiling kjit
+#          measures; 1024 × 50,257 (one block a row, no cluster) as the control.
+# Each section packs what it wrote.
+set -uo pipefail
+source bench/attention_call.sh
+here=bench/results/2026-12-07-cluster-wait
+tests() {
+  for round in $(seq "${ROUNDS:-3}"); do gpu_tests "persistent attention blocks*" 120; done
+  gpu_tests "attention verifies at odd shapes*" 300
+  gpu_tests "row kernels verify at odd shapes*" 300
+  pack
+}
+rows() {
+  rm -rf /tmp/before && cp -r kernel_templates /tmp/before &&
+    sed 's#kernel_templates/##g' "$here/cluster-wait.patch" | (cd /tmp/before && patch -R -p1) ||
+    { echo "rows: the patch did not come off"; return 1; }
+  {
+  for round in 1 2; do
+    for shape in 1024x128256 1024x151936 512x256000 1024x50257; do
+      IFS=x read -r r c <<< "$shape"
+      row "r${round}_softmax_${c}_one_wait" softmax.json "$r" "$c"
+      row "r${round}_softmax_${c}_two_waits" softmax.json "$r" "$c" --templates /tmp/before
+    done
+    for op in rmsnorm layernorm; do
+      row "r${round}_${op}_128256_one_wait" $op.json 1024 128256
+      row "r${round}_${op}_128256_two_waits" $op.json 1024 128256 --templates /tmp/before
+    done
+    pack
+  done
+  } 2>&1 | tee "$OUT/rows.txt"
+}
+for section in "$@"; do "$section"; done
+nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
