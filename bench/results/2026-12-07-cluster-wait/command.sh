@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests rows)
+# Usage: command.sh SECTION... (tests rows transposes)
 #   tests: the GPU tests the last changes touch: persistent attention blocks with the turn handed
 #          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
 #          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
@@ -8,7 +8,10 @@
 #          on one (cluster-wait.patch; the templates before it are a copy with the patch taken
 #          back, --templates), softmax at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and
 #          layer norm at 1024 × 128,256, two alternated rounds, each beside the copy ceiling kjit
-#          measures; 1024 × 50,257 (one block a row, no cluster) as the control.
+#          measures; 1024 × 50,257 (one block a row, no cluster) as the control;
+#   transposes: `kjit tune` exhaustive at 4096 × 768 and 4096 × 4096 bfloat16, the first the one
+#          transpose of issue 40 behind `torch.compile` (7.3 µs against 6.2 on 2026-12-05, a
+#          copy 7.0), with PyTorch's transposes and a copy at the same shapes in the same call.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/attention_call.sh
@@ -37,6 +40,16 @@ rows() {
     pack
   done
   } 2>&1 | tee "$OUT/rows.txt"
+}
+transposes() {
+  for shape in 4096x768 4096x4096; do
+    timeout 150 "$kjit" tune configs/transpose.json --strategy exhaustive --set dtype=bfloat16 \
+      --set "shape=[${shape/x/,}]" --json "$OUT/logs/tune_transpose_$shape.json" > "$OUT/logs/tune_transpose_$shape.txt" 2>&1
+    echo "tune $shape: exit $?"; tail -12 "$OUT/logs/tune_transpose_$shape.txt"
+  done 2>&1 | tee "$OUT/transposes.txt"
+  (cd bench/peers && timeout 100 python3 transpose_peers.py --shapes 4096x768,4096x4096 --dtypes bfloat16 \
+    >> "$OUT/transposes.txt" 2>> "$OUT/logs/peers.err"; echo "transpose peers: exit $?")
+  pack
 }
 for section in "$@"; do "$section"; done
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$OUT/env.txt"
