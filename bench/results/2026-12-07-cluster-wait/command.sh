@@ -8,7 +8,8 @@
 #          on one (cluster-wait.patch; the templates before it are a copy with the patch taken
 #          back, --templates), softmax at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and
 #          layer norm at 1024 × 128,256, two alternated rounds, each beside the copy ceiling kjit
-#          measures; 1024 × 50,257 (one block a row, no cluster) as the control;
+#          measures; 1024 × 50,257 (one block a row, no cluster) as the control; and clusters that
+#          loop over rows with the next row in flight (launch.grid, which no tune space holds);
 #   transposes: `kjit tune` exhaustive at 4096 × 768 and 4096 × 4096 bfloat16, the first the one
 #          transpose of issue 40 behind `torch.compile` (7.3 µs against 6.2 on 2026-12-05, a
 #          copy 7.0), with PyTorch's transposes and a copy at the same shapes in the same call.
@@ -26,12 +27,17 @@ rows() {
   rm -rf /tmp/before && cp -r kernel_templates /tmp/before &&
     sed 's#kernel_templates/##g' "$here/cluster-wait.patch" | (cd /tmp/before && patch -R -p1) ||
     { echo "rows: the patch did not come off"; return 1; }
+  # 49 clusters of 8: three blocks an SM of 132, each two rows' eighths in shared memory
+  local looping='launch={"grid":392,"cluster":8,"row_cache":"shared","block":256}'
   {
   for round in 1 2; do
     for shape in 1024x128256 1024x151936 512x256000 1024x50257; do
       IFS=x read -r r c <<< "$shape"
       row "r${round}_softmax_${c}_one_wait" softmax.json "$r" "$c"
       row "r${round}_softmax_${c}_two_waits" softmax.json "$r" "$c" --templates /tmp/before
+    done
+    for c in 128256 151936; do  # clusters that loop over rows, the next row in flight
+      row "r${round}_softmax_${c}_looping" softmax.json 1024 "$c" --set "$looping"
     done
     for op in rmsnorm layernorm; do
       row "r${round}_${op}_128256_one_wait" $op.json 1024 128256
