@@ -110,36 +110,23 @@ __device__ __forceinline__ typename Op::value kjit_block_reduce(typename Op::val
 // A row is spread over a cluster of kjit_cluster blocks (sm_90 and newer). Each block's value
 // goes into its shared memory; every block then reads all of them through distributed shared
 // memory, in rank order, so that every block gets the same row value.
-// No block may write block_value again, or exit, while others read it; but a block need not wait
-// for their reads before it goes on: it arrives at the cluster's barrier once it has read, and
-// waits only where it would write block_value next (or at its end), by when the others have
-// long read. So each reduce waits on one barrier, not two. The kernel arrives once as it
-// starts (kjit_cluster_starts), so that the first reduce's wait has an arrive to match.
 template <class Op>
 __device__ __forceinline__ typename Op::value kjit_row_reduce(typename Op::value v)
 {
     __shared__ typename Op::value block_value;
     v = kjit_block_reduce<Op>(v);
-    __cluster_barrier_wait();  // every block has read the last value
     if (threadIdx.x == 0) block_value = v;
     __cluster_barrier_arrive();
-    __cluster_barrier_wait();  // every block has written its value
+    __cluster_barrier_wait();
     v = Op::start();
     for (unsigned rank = 0; rank < kjit_cluster; ++rank) {
         const void* other = __cluster_map_shared_rank((void*)&block_value, rank);
         v = Op::combine(v, *(const typename Op::value*)other);
     }
-    __cluster_barrier_arrive();  // this block has read
-    return v;
-}
-__device__ __forceinline__ void kjit_cluster_starts()
-{
+    // No block may write block_value again (or exit) while others read it.
     __cluster_barrier_arrive();
-}
-// Every block of the cluster has read the last value, so this block's shared memory may go.
-__device__ __forceinline__ void kjit_cluster_ends()
-{
     __cluster_barrier_wait();
+    return v;
 }
 
 // A vector of the result written to global memory, once.
@@ -276,7 +263,6 @@ __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block) vo
         long long cols)
 {
     const long long kjit_first = (long long)__clusterRelativeBlockRank() * kjit_block + threadIdx.x;
-    kjit_cluster_starts();
     // The first pass over the row waits for its groups of copies.
     extern __shared__ vec kjit_rows[];
     const vec* kjit_row = kjit_rows;
@@ -284,6 +270,5 @@ __global__ __cluster_dims__(kjit_cluster, 1, 1) __launch_bounds__(kjit_block) vo
     const long long kjit_row_index = blockIdx.x / kjit_cluster;
     kjit_softmax_fused_row(
             kjit_row_index, kjit_first, kjit_row, logits, out, rows, cols);
-    kjit_cluster_ends();
 }
 }  // extern "C"
