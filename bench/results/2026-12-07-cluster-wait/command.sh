@@ -4,9 +4,9 @@
 #          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
 #          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
 #          loop over rows and clusters that do not) since a cluster's reduce waits on one barrier;
-#   rows:  a row over a cluster of blocks, whose reduce waited on two cluster barriers and now
-#          on one (cluster-wait.patch; the templates before it are a copy with the patch taken
-#          back, --templates), softmax at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and
+#   rows:  a row over a cluster of blocks, whose reduce waits on two cluster barriers, against
+#          one (cluster-wait.patch, applied to a copy of the templates: --templates; the call of
+#          2026-12-07 ran with the patch in the templates and took it back for the copy), softmax at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and
 #          layer norm at 1024 × 128,256, two alternated rounds, each beside the copy ceiling kjit
 #          measures; 1024 × 50,257 (one block a row, no cluster) as the control; and clusters that
 #          loop over rows with the next row in flight (launch.grid, which no tune space holds);
@@ -24,24 +24,24 @@ tests() {
   pack
 }
 rows() {
-  rm -rf /tmp/before && cp -r kernel_templates /tmp/before &&
-    sed 's#kernel_templates/##g' "$here/cluster-wait.patch" | (cd /tmp/before && patch -R -p1) ||
-    { echo "rows: the patch did not come off"; return 1; }
+  rm -rf /tmp/one_wait && cp -r kernel_templates /tmp/one_wait &&
+    sed 's#kernel_templates/##g' "$here/cluster-wait.patch" | (cd /tmp/one_wait && patch -p1) ||
+    { echo "rows: the patch did not apply"; return 1; }
   # 49 clusters of 8: three blocks an SM of 132, each two rows' eighths in shared memory
   local looping='launch={"grid":392,"cluster":8,"row_cache":"shared","block":256}'
   {
   for round in 1 2; do
     for shape in 1024x128256 1024x151936 512x256000 1024x50257; do
       IFS=x read -r r c <<< "$shape"
-      row "r${round}_softmax_${c}_one_wait" softmax.json "$r" "$c"
-      row "r${round}_softmax_${c}_two_waits" softmax.json "$r" "$c" --templates /tmp/before
+      row "r${round}_softmax_${c}_one_wait" softmax.json "$r" "$c" --templates /tmp/one_wait
+      row "r${round}_softmax_${c}_two_waits" softmax.json "$r" "$c"
     done
     for c in 128256 151936; do  # clusters that loop over rows, the next row in flight
       row "r${round}_softmax_${c}_looping" softmax.json 1024 "$c" --set "$looping"
     done
     for op in rmsnorm layernorm; do
-      row "r${round}_${op}_128256_one_wait" $op.json 1024 128256
-      row "r${round}_${op}_128256_two_waits" $op.json 1024 128256 --templates /tmp/before
+      row "r${round}_${op}_128256_one_wait" $op.json 1024 128256 --templates /tmp/one_wait
+      row "r${round}_${op}_128256_two_waits" $op.json 1024 128256
     done
     pack
   done
