@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests rows transposes)
+# Usage: command.sh SECTION... (tests rows transposes against_tune short_tunes)
 #   tests: the GPU tests the last changes touch: persistent attention blocks with the turn handed
 #          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
 #          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
@@ -13,6 +13,11 @@
 #   transposes: `kjit tune` exhaustive at 4096 × 768 and 4096 × 4096 bfloat16, the first the one
 #          transpose of issue 40 behind `torch.compile` (7.3 µs against 6.2 on 2026-12-05, a
 #          copy 7.0), with PyTorch's transposes and a copy at the same shapes in the same call.
+#   against_tune: bench/defaults/against_tune.py, every case of issue 40's public set tuned, then
+#          its default beside the tune's best, two rounds (prepared, not run on 2026-12-07);
+#   short_tunes: `kjit tune` exhaustive over the wgmma rung's launches at the grid's points
+#          furthest behind cuDNN (1k × 128, causal and not; 1k × 64 causal, 0.71 of cuDNN on
+#          2026-12-07), whether a launch closes them (prepared, not run on 2026-12-07).
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/attention_call.sh
@@ -55,6 +60,25 @@ transposes() {
   done 2>&1 | tee "$OUT/transposes.txt"
   (cd bench/peers && timeout 100 python3 transpose_peers.py --shapes 4096x768,4096x4096 --dtypes bfloat16 \
     >> "$OUT/transposes.txt" 2>> "$OUT/logs/peers.err"; echo "transpose peers: exit $?")
+  pack
+}
+against_tune() {
+  timeout 900 python3 bench/defaults/against_tune.py "$kjit" "$OUT/logs" > "$OUT/against_tune.md" 2>> "$OUT/logs/against_tune.err"
+  echo "against_tune: exit $?"; tail -25 "$OUT/against_tune.md"
+  pack
+}
+short_tunes() {
+  local causal="col > row ? -inf : x"
+  for p in 1024:128:x 1024:128:causal 1024:64:causal; do
+    IFS=: read -r seq dim mask <<< "$p"
+    local batch=$((16384 / seq)) heads=$((2048 / dim)) score=x
+    [ "$mask" = causal ] && score=$causal
+    timeout 240 "$kjit" tune configs/attention.json --strategy exhaustive --set "shape=[$((batch * heads * seq)),$dim]" \
+      --set "inputs.k.shape=[$((batch * heads * seq)),$dim]" --set "inputs.v.shape=[$((batch * heads * seq)),$dim]" \
+      --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$heads" \
+      --set "stages[0].score=\"$score\"" --json "$OUT/logs/tune_s${seq}_d${dim}_$mask.json" > "$OUT/logs/tune_s${seq}_d${dim}_$mask.txt" 2>&1
+    echo "tune ${seq} × ${dim} $mask: exit $?"; grep -A6 "^  best" "$OUT/logs/tune_s${seq}_d${dim}_$mask.txt"
+  done 2>&1 | tee "$OUT/short_tunes.txt"
   pack
 }
 for section in "$@"; do "$section"; done
