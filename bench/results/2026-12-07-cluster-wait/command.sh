@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests rows transposes against_tune short_tunes)
+# Usage: command.sh SECTION... (tests rows transposes against_tune short_tunes transpose_blocks)
 #   tests: the GPU tests the last changes touch: persistent attention blocks with the turn handed
 #          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
 #          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
@@ -18,6 +18,11 @@
 #   short_tunes: `kjit tune` exhaustive over the wgmma rung's launches at the grid's points
 #          furthest behind cuDNN (1k × 128, causal and not; 1k × 64 causal, 0.71 of cuDNN on
 #          2026-12-07), whether a launch closes them (prepared, not run on 2026-12-07).
+#   transpose_blocks: a swizzled tile with no stage after it written by threads that each read a
+#          block of width × width elements once and transpose it in registers, where a thread read
+#          width vectors for each vector it wrote (transpose-blocks.patch, applied to a copy of the
+#          templates: --templates), against the templates, two alternated rounds at issue 40's
+#          three bfloat16 transposes, then odd shapes verified with it (prepared, not run).
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/attention_call.sh
@@ -79,6 +84,29 @@ short_tunes() {
       --set "stages[0].score=\"$score\"" --json "$OUT/logs/tune_s${seq}_d${dim}_$mask.json" > "$OUT/logs/tune_s${seq}_d${dim}_$mask.txt" 2>&1
     echo "tune ${seq} × ${dim} $mask: exit $?"; grep -A6 "^  best" "$OUT/logs/tune_s${seq}_d${dim}_$mask.txt"
   done 2>&1 | tee "$OUT/short_tunes.txt"
+  pack
+}
+transpose_blocks() {
+  rm -rf /tmp/blocks && cp -r kernel_templates /tmp/blocks &&
+    sed 's#kernel_templates/##g' "$here/transpose-blocks.patch" | (cd /tmp/blocks && patch -p1) ||
+    { echo "transpose_blocks: the patch did not apply"; return 1; }
+  local swizzled='launch.layout="swizzled"'
+  {
+  for round in 1 2; do
+    for shape in 4096x768 4096x4096 4096x11008; do
+      IFS=x read -r r c <<< "$shape"
+      row "r${round}_transpose_${shape}_blocks" transpose.json "$r" "$c" --templates /tmp/blocks --set "$swizzled"
+      row "r${round}_transpose_${shape}_swizzled" transpose.json "$r" "$c" --set "$swizzled"
+      row "r${round}_transpose_${shape}_default" transpose.json "$r" "$c"
+    done
+  done
+  for shape in 1000x777 4097x4096 33x4096; do  # vectors of 1 where a side is odd; tiles cut short
+    IFS=x read -r r c <<< "$shape"
+    for dtype in bfloat16 float32 float64; do
+      row "odd_transpose_${shape}_$dtype" transpose.json "$r" "$c" --templates /tmp/blocks --set "$swizzled" --set "dtype=$dtype"
+    done
+  done
+  } 2>&1 | tee "$OUT/transpose_blocks.txt"
   pack
 }
 for section in "$@"; do "$section"; done
