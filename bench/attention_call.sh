@@ -10,7 +10,8 @@
 # into $OUT/gpu_tests.txt;
 #   row NAME CONFIG ROWS COLS [more kjit run options]
 # which runs a row config over bfloat16 rows and prints its status, cold median and share of the
-# copy ceiling kjit measures beside it. `pack` tars $OUT/logs into $OUT/data.tgz (early and
+# copy ceiling kjit measures beside it; `templates_with DIR PATCH` copies the templates to DIR
+# with PATCH applied, for --templates. `pack` tars $OUT/logs into $OUT/data.tgz (early and
 # often: a call cut short still brings back what it packed).
 set -uo pipefail
 export OUT=${OUT:-$PWD/gpu-results}
@@ -48,6 +49,10 @@ row() {  # NAME CONFIG ROWS COLS [more kjit run options]: a bfloat16 row kernel'
   timeout ${LIMIT:-60} "$kjit" run "configs/$config" --set dtype=bfloat16 --set "shape=[$rows,$cols]" "$@" \
     --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), r.get("variant"), "cold_us", round(1000*r.get("kernel_cold_median_ms"),1), "of_copy", r.get("percent_of_ceiling"))' "$OUT/logs/$name.json" 2>/dev/null || tail -2 "$OUT/logs/$name.txt")"
+}
+templates_with() {  # DIR PATCH: a copy of kernel_templates in DIR with PATCH (a diff of kernel_templates/…) applied
+  rm -rf "$1" && cp -r kernel_templates "$1" && sed 's#kernel_templates/##g' "$2" | (cd "$1" && patch -p1 > /dev/null) ||
+    { echo "$2 did not apply to the templates"; return 1; }
 }
 pack() { (cd "$OUT/logs" && tar czf ../data.tgz .); }
 export -f point

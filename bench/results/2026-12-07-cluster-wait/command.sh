@@ -34,9 +34,7 @@ tests() {
   pack
 }
 rows() {
-  rm -rf /tmp/one_wait && cp -r kernel_templates /tmp/one_wait &&
-    sed 's#kernel_templates/##g' "$here/cluster-wait.patch" | (cd /tmp/one_wait && patch -p1) ||
-    { echo "rows: the patch did not apply"; return 1; }
+  templates_with /tmp/one_wait "$here/cluster-wait.patch" || return 1
   # 49 clusters of 8: three blocks an SM of 132, each two rows' eighths in shared memory
   local looping='launch={"grid":392,"cluster":8,"row_cache":"shared","block":256}'
   {
@@ -87,9 +85,7 @@ short_tunes() {
   pack
 }
 transpose_blocks() {
-  rm -rf /tmp/blocks && cp -r kernel_templates /tmp/blocks &&
-    sed 's#kernel_templates/##g' "$here/transpose-blocks.patch" | (cd /tmp/blocks && patch -p1) ||
-    { echo "transpose_blocks: the patch did not apply"; return 1; }
+  templates_with /tmp/blocks "$here/transpose-blocks.patch" || return 1
   local swizzled='launch.layout="swizzled"'
   {
   for round in 1 2; do
