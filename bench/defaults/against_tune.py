@@ -16,19 +16,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-from run import ROOT, kjit_args
+from run import kjit_args, kjit_command, logged
 
 THRESHOLD = 1.05  # issue 40: the defaults within 5 % of the tune's best
-
-
-def kjit_command(kjit, verb, config, sets, extra):
-    command = [kjit, verb, os.path.join(ROOT, "configs", config), "--set", "dtype=bfloat16"]
-    for key, value in sets.items():
-        command += ["--set", f"{key}={json.dumps(value)}"]
-    return command + extra
 
 
 def run_case(args, log, kind, case):
@@ -40,10 +32,7 @@ def run_case(args, log, kind, case):
         for launch, launch_sets in (("default", sets), ("tuned", {**sets, "launch": "tuned"})):
             steps.append(("run", launch_sets, ["--json", os.path.join(args.out, "against_tune", f"{name}.{launch}.{rnd}.json")]))
     for verb, step_sets, extra in steps:
-        command = kjit_command(args.kjit, verb, config, step_sets, extra)
-        log.write("== " + " ".join(command) + "\n")
-        log.flush()
-        status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=600).returncode
+        status = logged(kjit_command(args.kjit, verb, config, step_sets, extra), log, 600)
         print(f"{name} {verb}: exit {status}", flush=True)
 
 

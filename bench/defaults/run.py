@@ -30,6 +30,21 @@ def kjit_args(kind, case):
     return "transpose.json", {"shape": [case["rows"], case["cols"]]}
 
 
+def kjit_command(kjit, verb, config, sets, extra):
+    """`kjit VERB` of a shipped config in bfloat16, a --set line for each of `sets`, then `extra`."""
+    command = [kjit, verb, os.path.join(ROOT, "configs", config), "--set", "dtype=bfloat16"]
+    for key, value in sets.items():
+        command += ["--set", f"{key}={json.dumps(value)}"]
+    return command + extra
+
+
+def logged(command, log, timeout):
+    """`command` run with its output in `log`, after a line that names it; its exit status."""
+    log.write("== " + " ".join(command) + "\n")
+    log.flush()
+    return subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kjit")
@@ -49,13 +64,8 @@ def main():
                 if only and case["case"] not in only:
                     continue
                 config, sets = kjit_args(kind, case)
-                command = [args.kjit, "run", os.path.join(ROOT, "configs", config), "--set", "dtype=bfloat16"]
-                for key, value in sets.items():
-                    command += ["--set", f"{key}={json.dumps(value)}"]
-                command += ["--json", os.path.join(args.out, "defaults", f"{case['case']}.{rnd}.json")]
-                log.write("== " + " ".join(command) + "\n")
-                log.flush()
-                status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=300).returncode
+                record = os.path.join(args.out, "defaults", f"{case['case']}.{rnd}.json")
+                status = logged(kjit_command(args.kjit, "run", config, sets, ["--json", record]), log, 300)
                 print(f"{case['case']} round {rnd}: exit {status}", flush=True)
     if args.no_peers:
         return
