@@ -3,13 +3,15 @@
 #   tests: the GPU tests the last changes touch: persistent attention blocks with the turn handed
 #          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
 #          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
-#          loop over rows and clusters that do not) since a cluster's reduce waits on one barrier;
+#          loop over rows and clusters that do not; the call of 2026-12-07 ran them with a
+#          cluster's reduce on one barrier, cluster-wait.patch);
 #   rows:  a row over a cluster of blocks, whose reduce waits on two cluster barriers, against
 #          one (cluster-wait.patch, applied to a copy of the templates: --templates; the call of
-#          2026-12-07 ran with the patch in the templates and took it back for the copy), softmax at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and
-#          layer norm at 1024 × 128,256, two alternated rounds, each beside the copy ceiling kjit
-#          measures; 1024 × 50,257 (one block a row, no cluster) as the control; and clusters that
-#          loop over rows with the next row in flight (launch.grid, which no tune space holds);
+#          2026-12-07 ran with the patch in the templates and took it back for the copy), softmax
+#          at 1024 × 128,256 and 151,936 and 512 × 256,000, RMS and layer norm at 1024 × 128,256,
+#          two alternated rounds, each beside the copy ceiling kjit measures; 1024 × 50,257 (one
+#          block a row, no cluster) as the control; and clusters that loop over rows with the next
+#          row in flight (launch.grid, which no tune space holds);
 #   transposes: `kjit tune` exhaustive at 4096 × 768 and 4096 × 4096 bfloat16, the first the one
 #          transpose of issue 40 behind `torch.compile` (7.3 µs against 6.2 on 2026-12-05, a
 #          copy 7.0), with PyTorch's transposes and a copy at the same shapes in the same call.
