@@ -16,7 +16,8 @@
 #          transpose of issue 40 behind `torch.compile` (7.3 µs against 6.2 on 2026-12-05, a
 #          copy 7.0), with PyTorch's transposes and a copy at the same shapes in the same call.
 #   against_tune: bench/defaults/against_tune.py, every case of issue 40's public set tuned, then
-#          its default beside the tune's best, two rounds (prepared, not run on 2026-12-07);
+#          its default beside the tune's best, two rounds (prepared, not run on 2026-12-07); $ONLY
+#          names the cases (all where empty), $AT_LIMIT the seconds it may take (900);
 #   short_tunes: `kjit tune` exhaustive over the wgmma rung's launches at the grid's points
 #          furthest behind cuDNN (1k × 128, causal and not; 1k × 64 causal, 0.71 of cuDNN on
 #          2026-12-07), whether a launch closes them (prepared, not run on 2026-12-07).
@@ -68,7 +69,7 @@ transposes() {
   pack
 }
 against_tune() {
-  timeout 900 python3 bench/defaults/against_tune.py "$kjit" "$OUT/logs" > "$OUT/against_tune.md" 2>> "$OUT/logs/against_tune.err"
+  timeout "${AT_LIMIT:-900}" python3 bench/defaults/against_tune.py "$kjit" "$OUT/logs" --only "${ONLY:-}" > "$OUT/against_tune.md" 2>> "$OUT/logs/against_tune.err"
   echo "against_tune: exit $?"; tail -25 "$OUT/against_tune.md"
   pack
 }
