@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests rows transposes against_tune short_tunes transpose_blocks)
+# Usage: command.sh SECTION... (tests rows transposes against_tune short_tunes
+#        transpose_blocks window_metrics)
 #   tests: the GPU tests the last changes touch: persistent attention blocks with the turn handed
 #          across items (in the templates since 25d2fc2, no GPU test run with it yet) $ROUNDS
 #          times (3), attention at odd shapes, and the row kernels at odd shapes (clusters that
@@ -26,6 +27,9 @@
 #          width vectors for each vector it wrote (transpose-blocks.patch, applied to a copy of the
 #          templates: --templates), against the templates, two alternated rounds at issue 40's
 #          three bfloat16 transposes, then odd shapes verified with it (prepared, not run).
+#   window_metrics: the hardware's counters (--metrics) of attention at 8k × 128 unmasked and with
+#          the causal window of 1,024 (0.61 of it on 2026-12-07), and at 1k × 128, whose items are as
+#          short as the window's: what the window's tiles wait on that the plain kernel's do not.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/attention_call.sh
@@ -106,6 +110,15 @@ transpose_blocks() {
     done
   done
   } 2>&1 | tee "$OUT/transpose_blocks.txt"
+  pack
+}
+window_metrics() {
+  local window="col > row || row - col >= 1024 ? -inf : x"
+  {
+  LIMIT=120 point metrics_8k128_plain 8192 128 2 16 16 x --metrics
+  LIMIT=120 point metrics_8k128_window 8192 128 2 16 16 "$window" --metrics
+  LIMIT=120 point metrics_1k128_plain 1024 128 16 16 16 x --metrics
+  } 2>&1 | tee "$OUT/window_metrics.txt"
   pack
 }
 for section in "$@"; do "$section"; done
