@@ -30,9 +30,13 @@
 #   window_metrics: the hardware's counters (--metrics) of attention at 8k × 128 unmasked and with
 #          the causal window of 1,024 (0.61 of it on 2026-12-07), and at 1k × 128, whose items are as
 #          short as the window's: what the window's tiles wait on that the plain kernel's do not.
+#   unaligned: a product whose rows are not 16-byte aligned, GPT-2's output layer (4096 × 50,257 ×
+#          768 and a decode step of it: N odd, so neither TMA nor cp.async copies B's rows) at
+#          "auto" and on the wgmma rung, beside the same product padded to 50,304 columns, with
+#          cuBLAS and cuBLASLt's bias at both shapes: how far the element-by-element copies fall.
 # Each section packs what it wrote.
 set -uo pipefail
-source bench/attention_call.sh
+source bench/gemm_call.sh
 here=bench/results/2026-12-07-cluster-wait
 tests() {
   for round in $(seq "${ROUNDS:-3}"); do gpu_tests "persistent attention blocks*" 120; done
@@ -119,6 +123,18 @@ window_metrics() {
   LIMIT=120 point metrics_8k128_window 8192 128 2 16 16 "$window" --metrics
   LIMIT=120 point metrics_1k128_plain 1024 128 16 16 16 x --metrics
   } 2>&1 | tee "$OUT/window_metrics.txt"
+  pack
+}
+unaligned() {
+  {
+  for n in 50257 50304; do
+    gemm "lm_head_${n}_auto" 4096 $n 768 bfloat16
+    gemm "lm_head_${n}_wgmma" 4096 $n 768 bfloat16 --set 'launch.rung="wgmma"'
+    gemm "lm_head_decode_${n}_auto" 1 $n 768 bfloat16
+  done
+  (cd bench/peers && timeout 120 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
+    --shapes 4096x50257x768,4096x50304x768,1x50257x768,1x50304x768 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
+  } 2>&1 | tee "$OUT/unaligned.txt"
   pack
 }
 for section in "$@"; do "$section"; done
