@@ -132,6 +132,9 @@ unaligned() {
     gemm "lm_head_${n}_wgmma" 4096 $n 768 bfloat16 --set 'launch.rung="wgmma"'
     gemm "lm_head_decode_${n}_auto" 1 $n 768 bfloat16
   done
+  for columns in 16 32; do  # a warp's loads 2 bytes a column: 8 columns (auto's) read 16 bytes of a row
+    gemm "lm_head_decode_50257_columns_$columns" 1 50257 768 bfloat16 --set "launch={\"rung\":\"stream\",\"tile_n\":$columns}"
+  done
   (cd bench/peers && timeout 120 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
     --shapes 4096x50257x768,4096x50304x768,1x50257x768,1x50304x768 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
   } 2>&1 | tee "$OUT/unaligned.txt"
