@@ -34,6 +34,10 @@
 #          768 and a decode step of it: N odd, so neither TMA nor cp.async copies B's rows) at
 #          "auto" and on the wgmma rung, beside the same product padded to 50,304 columns, with
 #          cuBLAS and cuBLASLt's bias at both shapes: how far the element-by-element copies fall.
+#   decode64: the decode step of 64 rows (64 × 4096 × 4096 + bias, 0.89 of cuBLASLt on 2026-12-07 on
+#          wgmma's thin tiles, whose tune space holds no stream launch) on the stream rung's tensor
+#          cores, 32 columns a block on 8 or 16 warps or 64 on 8, the depth split in 1 or 2, two rounds
+#          beside "auto" and cuBLASLt.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/gemm_call.sh
@@ -138,6 +142,21 @@ unaligned() {
   (cd bench/peers && timeout 120 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
     --shapes 4096x50257x768,4096x50304x768,1x50257x768,1x50304x768 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
   } 2>&1 | tee "$OUT/unaligned.txt"
+  pack
+}
+decode64() {
+  {
+  for round in 1 2; do
+    gemm "r${round}_decode64_auto" 64 4096 4096 bfloat16
+    for launch in 32:8 32:16 64:8; do for split in 1 2; do  # (64 columns on 16 warps take 256 KiB)
+      IFS=: read -r columns warps <<< "$launch"
+      gemm "r${round}_decode64_tensor_${columns}_${warps}_$split" 64 4096 4096 bfloat16 \
+        --set "launch={\"rung\":\"stream\",\"cores\":\"tensor\",\"tile_n\":$columns,\"warps_n\":$warps,\"split_k\":$split}"
+    done; done
+  done
+  (cd bench/peers && timeout 60 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias --shapes 64x4096x4096 \
+    2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
+  } 2>&1 | tee "$OUT/decode64.txt"
   pack
 }
 for section in "$@"; do "$section"; done
