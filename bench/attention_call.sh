@@ -21,6 +21,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu 
   cmake --build build-gpu --target kjit -j "$(nproc)"; } > "$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
 export kjit=$PWD/build-gpu/kjit
 export KJIT_CACHE_DIR=/tmp/kjit-cache
+export record_line=$PWD/bench/record_line.py  # FILE FIELD…: a record's fields on one line
 point() {
   local name=$1 seq=$2 dim=$3 batch=$4 heads=$5 kv=$6 score=$7; shift 7
   local rows=$((batch * heads * seq)) kv_rows=$((batch * kv * seq))
@@ -29,7 +30,7 @@ point() {
     --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$kv" \
     --set "stages[0].score=\"$score\"" "$@" --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   local rc=$?
-  echo "$name: exit $rc $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "of", r.get("compared"), "cold_ms", r.get("kernel_cold_median_ms"), "tflops", round(r.get("tflops") or 0), "regs", r.get("registers"), "first_bad", r.get("first_bad"), r.get("error") or "")' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
+  echo "$name: exit $rc $(python3 "$record_line" "$OUT/logs/$name.json" status mismatches compared cold_ms tflops regs first_bad error || tail -3 "$OUT/logs/$name.txt")"
   return $rc
 }
 gpu_tests() {
@@ -48,7 +49,7 @@ row() {  # NAME CONFIG ROWS COLS [more kjit run options]: a bfloat16 row kernel'
   local name=$1 config=$2 rows=$3 cols=$4; shift 4
   timeout ${LIMIT:-60} "$kjit" run "configs/$config" --set dtype=bfloat16 --set "shape=[$rows,$cols]" "$@" \
     --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
-  echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), r.get("variant"), "cold_us", round(1000*r.get("kernel_cold_median_ms"),1), "of_copy", r.get("percent_of_ceiling"))' "$OUT/logs/$name.json" 2>/dev/null || tail -2 "$OUT/logs/$name.txt")"
+  echo "$name: exit $? $(python3 "$record_line" "$OUT/logs/$name.json" status variant cold_us of_copy || tail -2 "$OUT/logs/$name.txt")"
 }
 templates_with() {  # DIR PATCH: a copy of kernel_templates in DIR with PATCH (a diff of kernel_templates/…) applied
   rm -rf "$1" && cp -r kernel_templates "$1" && sed 's#kernel_templates/##g' "$2" | (cd "$1" && patch -p1 > /dev/null) ||

@@ -10,6 +10,6 @@ gemm() {
     --set "inputs.W.shape=[$k,$n]" --set 'stages=[{"op":"matmul","input":"x_in","by":"W"},{"op":"bias","by":"b"}]' \
     "$@" --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
   local rc=$?
-  echo "$name: exit $rc $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "cold_us", round(1000 * (r.get("kernel_cold_median_ms") or 0), 2), "regs", r.get("registers"), r.get("variant"), r.get("error") or "")' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
+  echo "$name: exit $rc $(python3 "$record_line" "$OUT/logs/$name.json" status mismatches cold_us regs variant error || tail -3 "$OUT/logs/$name.txt")"
   return $rc
 }

@@ -74,7 +74,7 @@ decode_point() {  # NAME BATCH HEADS KV_HEADS KEYS DIM [more kjit run options]
     --set "inputs.k.shape=[$((batch * kv * keys)),$dim]" --set "inputs.v.shape=[$((batch * kv * keys)),$dim]" \
     --set "stages[0].batch=$batch" --set "stages[0].heads=$heads" --set "stages[0].kv_heads=$kv" "$@" \
     --json "$OUT/logs/$name.json" > "$OUT/logs/$name.txt" 2>&1
-  echo "$name: exit $? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r[0] if isinstance(r,list) else r; print(r.get("status"), "mismatches", r.get("mismatches"), "cold_ms", r.get("kernel_cold_median_ms"), "policy", r.get("policy"))' "$OUT/logs/$name.json" 2>/dev/null || tail -3 "$OUT/logs/$name.txt")"
+  echo "$name: exit $? $(python3 "$record_line" "$OUT/logs/$name.json" status mismatches cold_ms policy || tail -3 "$OUT/logs/$name.txt")"
 }
 points="1:32:8:8192:128 1:32:8:32768:128 8:32:8:8192:128 32:32:8:4096:128"
 decode() {
