@@ -53,7 +53,12 @@ struct tile_choice {
     int warps_m, warps_n;  ///< mma's warps
     int stages;
     double rate;
+    /// Its rate where the product is at most k_shallow_depth deep, where that was measured apart.
+    double shallow_rate = 0;
 };
+
+/// A depth of so few steps that a tile's start and end weigh beside its products.
+constexpr long long k_shallow_depth = 1024;
 
 /// wgmma tiles, largest first. Each rate is its time per wave of tiles at 4096 × 11008 × 4096
 /// (LLaMA-2-7B's up-projection: 1376 tiles of 128 × 256, 11 waves) against 128 × 256's, on the
@@ -65,10 +70,15 @@ struct tile_choice {
 /// have a rule of their own now, thin_policy). 128 × 192 ran LLaMA's up-projection's 15 waves in
 /// 498.5 µs where 128 × 256 ran 11 in 484.4 (a rate of 0.99), and fills the SMs where 128 × 256
 /// leaves a quarter idle: GPT-2's down-projection (4096 × 768 × 3072) in 31.6 µs where 128 × 256
-/// took 40.2 (bench/results/2026-12-04-split/first).
+/// took 40.2 (bench/results/2026-12-04-split/first). At a depth of 768 (GPT-2 small's
+/// up-projections) 128 × 192 ran a wave at 1.05 of 128 × 256's rate on an H100: 4096 × 3072 × 768
+/// in 38.4 µs (4 waves) where 128 × 256 took 40.6 (3 waves), 8192 × 3072 × 768 69.4 (8) against
+/// 72.8 (6), each the best of its shape's 136 launches `kjit tune` measured
+/// (bench/results/2026-12-07-cluster-wait/fifth): with so few steps of the depth, its fourth buffer
+/// and smaller store count.
 constexpr tile_choice k_wgmma_tiles[] = {
         {128, 256, false, 0, 0, 3, 1.00},
-        {128, 192, false, 0, 0, 4, 0.99},
+        {128, 192, false, 0, 0, 4, 0.99, 1.05},
         {128, 128, false, 0, 0, 4, 0.93},
         {256, 128, false, 0, 0, 3, 0.91},
         {64, 256, true, 0, 0, 4, 0.85},
@@ -101,13 +111,15 @@ int width_dividing(long long extent, std::size_t element_bytes, int widest) {
 long long tiles_of(int tile_m, int tile_n, const sizes& s) { return (s.m + tile_m - 1) / tile_m * ((s.n + tile_n - 1) / tile_n); }
 
 /// The tile and split whose estimated time at `s` is least: the waves of blocks it takes, one
-/// block an SM (a tile's last wave costs a whole one), times the tile's area over its rate and over
-/// the split, which divides each block's depth. A tile whose area the product would leave mostly
+/// block an SM (a tile's last wave costs a whole one), times the tile's area over its rate (at a
+/// shallow depth its shallow rate, where measured) and over the split, which divides each block's
+/// depth. A tile whose area the product would leave mostly
 /// empty (M of 16 in 128 rows) loses to a smaller one this way; so does one of too few tiles to
 /// fill the SMs, unless a split of its depth fills them. At the 8 shapes measured without splits,
 /// the tile chosen ran within 2 % of the fastest of the 16 launches (decode at M ≤ 64 is bound by
 /// W's bytes, not by area: there the smallest tiles are all within 2 % of each other).
-double estimated_time(const policy& candidate, double rate, const sizes& s, const config::target& gpu) {
+double estimated_time(const policy& candidate, const tile_choice& tile, const sizes& s, const config::target& gpu) {
+    const double rate = s.k <= k_shallow_depth && tile.shallow_rate > 0 ? tile.shallow_rate : tile.rate;
     const long long blocks = tiles_of(candidate.tile_m, candidate.tile_n, s) * candidate.split_k;
     const long long waves = (blocks + gpu.sm_count - 1) / gpu.sm_count;
     const double split_cost = candidate.split_k > 1 ? k_split_cost : 1.0;
@@ -332,7 +344,7 @@ policy auto_policy(rung kind, const sizes& s, const config::target& gpu, config:
         for (const int split : {1, 2}) {
             const policy candidate = with_tile(kind, tile, split, s, type);
             if (!split_fits(candidate, s, gpu, type)) continue;
-            const double time = estimated_time(candidate, tile.rate, s, gpu);
+            const double time = estimated_time(candidate, tile, s, gpu);
             if (time < best_time) {
                 best = candidate;
                 best_time = time;
