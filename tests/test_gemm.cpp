@@ -179,6 +179,10 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     CHECK(one.shared_bytes(config::dtype::bfloat16) == 16 * 1 * 64 * 4);  // each warp's sums, in float
     CHECK_FALSE(policy_for(2, 4096, 4096, "h200").tensor);
     CHECK(policy_for(2, 4096, 4096, "h200").stages == 4);  // two rows of A: four steps in flight
+    // N odd: vectors of one element, 32 of them a slice, so that a warp's load is 64 bytes of a row
+    const family::gemm::policy odd = policy_for(1, 50257, 768, "h200");
+    CHECK(odd.width_b == 1);
+    CHECK(odd.tile_n == 32);
     CHECK(policy_for(3, 4096, 4096, "h200").tensor);
     CHECK_FALSE(one.tensor);
     const family::gemm::policy five = policy_for(5, 4096, 4096, "h200");  // 64 blocks of 64 columns
@@ -263,7 +267,7 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     j["compile"] = {{"target", "a100"}};
     CHECK(failure(j) == "g.json: launch.split_k: the blocks that split the depth are a cluster, which sm_80 has not (sm_90 and newer)");
     j["launch"] = {{"rung", "stream"}, {"buffers", 2}};  // a key alone starts from the rule's tile, fitted to N
-    CHECK(family::gemm::policy_of(parsed(j)).tile_n == 8);
+    CHECK(family::gemm::policy_of(parsed(j)).tile_n == 32);  // vectors of 1 column, 32 of them
 }
 
 TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the launch block stays as written") {

@@ -211,10 +211,15 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
 /// 1 × 6144 × 4096 split in 2 (30.5 and 29.5; unsplit 35.4 and 31.5), at 1 × 11008 × 4096
 /// unsplit (43.6; split 47.9), at 1 × 768 × 3072 32 columns in 4 parts (9.7; 64 columns 11.4);
 /// more steps: 21.2 µs where one took 25.8. It misses at 1 × 3072 × 768 (64 columns in 4 parts,
-/// 10.2 µs; in 2, 9.3).
+/// 10.2 µs; in 2, 9.3). Where B's rows take narrower vectors (N odd: one element), a slice has
+/// that many times the vectors, up to a warp's 32, so that a warp still reads as many bytes of a
+/// row: GPT-2's output layer's decode step (1 × 50,257 × 768) on an H100 took 45.6 µs in 32
+/// columns, 53.2 in 16 and 66.9 in 8, where cuBLAS took 48.6
+/// (bench/results/2026-12-07-cluster-wait/fifth).
 policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     fit_to(chosen, s, type);
+    const int narrower = static_cast<int>(16 / config::element_size(type)) / chosen.width_b;  // (1 where 16-byte vectors)
     chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
     const auto within = [&](long long blocks) { return 2 * blocks <= 3LL * gpu.sm_count; };
     // Within 1.5 a SM beats beyond; within, more blocks are better, beyond, fewer.
@@ -224,8 +229,9 @@ policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dty
     };
     policy best = chosen;
     long long best_blocks = 0;  // (none yet)
-    for (const int vectors : {8, 4})
+    for (const int wide_vectors : {8, 4})
         for (const int split : {1, 2, 4}) {
+            const int vectors = std::min(32, wide_vectors * narrower);
             if (split > 1 && gpu.arch < 90) continue;
             const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
             if (best_blocks > 0 && !better(blocks, best_blocks)) continue;
