@@ -332,7 +332,7 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(policy_at(512, 4096, 4096, "h200").at("split_k") == 1);  // 128 tiles of 128 × 128 fill the SMs
     CHECK(policy_at(4096, 768, 3072, "h200").at("tile_n") == 192);  // 128 tiles where 128 × 256 makes 96
     // At a shallow depth 128 × 192 runs a wave at 1.05 of 128 × 256's rate: 4 waves beat 3 at
-    // GPT-2's up-projection, 768 deep; 4096 deep, 128 × 256's 3 waves of LLaMA's down-projection stay.
+    // GPT-2's up-projection, 768 deep; at the same shape 4096 deep, 128 × 256's 3 waves stay.
     CHECK(policy_at(4096, 3072, 768, "h200").at("tile_n") == 192);
     CHECK(policy_at(4096, 3072, 4096, "h200").at("tile_n") == 256);
     CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90

@@ -113,9 +113,9 @@ long long tiles_of(int tile_m, int tile_n, const sizes& s) { return (s.m + tile_
 /// The tile and split whose estimated time at `s` is least: the waves of blocks it takes, one
 /// block an SM (a tile's last wave costs a whole one), times the tile's area over its rate (at a
 /// shallow depth its shallow rate, where measured) and over the split, which divides each block's
-/// depth. A tile whose area the product would leave mostly
-/// empty (M of 16 in 128 rows) loses to a smaller one this way; so does one of too few tiles to
-/// fill the SMs, unless a split of its depth fills them. At the 8 shapes measured without splits,
+/// depth. A tile whose area the product would leave mostly empty (M of 16 in 128 rows) loses to a
+/// smaller one this way; so does one of too few tiles to fill the SMs, unless a split of its depth
+/// fills them. At the 8 shapes measured without splits,
 /// the tile chosen ran within 2 % of the fastest of the 16 launches (decode at M ≤ 64 is bound by
 /// W's bytes, not by area: there the smallest tiles are all within 2 % of each other).
 double estimated_time(const policy& candidate, const tile_choice& tile, const sizes& s, const config::target& gpu) {
@@ -219,7 +219,8 @@ std::optional<policy> thin_policy(const sizes& s, const config::target& gpu, con
 policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dtype type) {
     policy chosen = large_shape_policy(rung::stream, type);
     fit_to(chosen, s, type);
-    const int narrower = static_cast<int>(16 / config::element_size(type)) / chosen.width_b;  // (1 where 16-byte vectors)
+    // How many times narrower than 16 bytes B's vectors are (1 where its rows allow 16 bytes).
+    const int narrower = static_cast<int>(16 / config::element_size(type)) / chosen.width_b;
     chosen.stages = s.m <= 2 ? 4 : s.m <= 4 ? 2 : 1;
     const auto within = [&](long long blocks) { return 2 * blocks <= 3LL * gpu.sm_count; };
     // Within 1.5 a SM beats beyond; within, more blocks are better, beyond, fewer.
