@@ -17,7 +17,7 @@
 #          transpose of issue 40 behind `torch.compile` (7.3 µs against 6.2 on 2026-12-05, a
 #          copy 7.0), with PyTorch's transposes and a copy at the same shapes in the same call.
 #   against_tune: bench/defaults/against_tune.py, every case of issue 40's public set tuned, then
-#          its default beside the tune's best, two rounds (prepared, not run on 2026-12-07); $ONLY
+#          its default beside the tune's best, two rounds (run that evening in two calls); $ONLY
 #          names the cases (all where empty), $AT_LIMIT the seconds it may take (900);
 #   short_tunes: `kjit tune` exhaustive over the wgmma rung's launches at the grid's points
 #          furthest behind cuDNN (1k × 128, causal and not; 1k × 64 causal, 0.71 of cuDNN on
@@ -26,7 +26,7 @@
 #          block of width × width elements once and transpose it in registers, where a thread read
 #          width vectors for each vector it wrote (transpose-blocks.patch, applied to a copy of the
 #          templates: --templates), against the templates, two alternated rounds at issue 40's
-#          three bfloat16 transposes, then odd shapes verified with it (prepared, not run).
+#          three bfloat16 transposes, then odd shapes verified with it (lost that evening).
 #   window_metrics: the hardware's counters (--metrics) of attention at 8k × 128 unmasked and with
 #          the causal window of 1,024 (0.61 of it on 2026-12-07), and at 1k × 128, whose items are as
 #          short as the window's: what the window's tiles wait on that the plain kernel's do not.

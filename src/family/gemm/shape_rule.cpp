@@ -230,17 +230,18 @@ policy stream_cuda_policy(const sizes& s, const config::target& gpu, config::dty
     };
     policy best = chosen;
     long long best_blocks = 0;  // (none yet)
-    for (const int wide_vectors : {8, 4})
+    for (const int wide_vectors : {8, 4}) {
+        const int columns = std::min(32, wide_vectors * narrower) * chosen.width_b;  // a slice's vectors'
         for (const int split : {1, 2, 4}) {
-            const int vectors = std::min(32, wide_vectors * narrower);
             if (split > 1 && gpu.arch < 90) continue;
-            const long long blocks = tiles_of(chosen.tile_m, vectors * chosen.width_b, s) * split;
+            const long long blocks = tiles_of(chosen.tile_m, columns, s) * split;
             if (best_blocks > 0 && !better(blocks, best_blocks)) continue;
             best = chosen;
-            best.tile_n = vectors * chosen.width_b;
+            best.tile_n = columns;
             best.split_k = split;
             best_blocks = blocks;
         }
+    }
     return best;
 }
 
