@@ -6,7 +6,8 @@
 // elements for an elementwise pipeline): a map per row, a reduce into a row value, and an op a
 // family implements itself (a matmul, a transpose, attention) by that family's model of it
 // (family::host_op). What the plan says the kernel writes is written: the
-// output's elements or one value per row, and row values.
+// output's elements or one value per row, and row values. A kernel that pads a matrix's rows
+// (kernel::pads_rows_to) copies it, row by row, and zeros the elements between.
 // kjit's copy probe, which no plan holds, copies.
 // Values are computed in double from the stages' kernel trees and stored in the buffers' types.
 #pragma once
@@ -127,7 +128,21 @@ private:
         return floats ? config::dtype::float32 : m_pipeline.type;
     }
 
+    /// Copies k's first argument, rows × cols, to its second in rows k.pads_rows_to elements apart.
+    void pad_rows(const family::kernel& k, const bound& b) const {
+        const std::size_t element = config::element_size(m_pipeline.type);
+        const auto row_bytes = static_cast<std::size_t>(b.sizes.at("cols")) * element;
+        const auto pitch_bytes = static_cast<std::size_t>(k.pads_rows_to) * element;
+        const std::vector<unsigned char>& from = *b.buffers.at(k.args.at(0).name);
+        std::vector<unsigned char>& to = *b.buffers.at(k.args.at(1).name);
+        std::fill(to.begin(), to.end(), 0);
+        for (long long r = 0; r < b.sizes.at("rows"); ++r)
+            std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(r * row_bytes), row_bytes,
+                        to.begin() + static_cast<std::ptrdiff_t>(r * pitch_bytes));
+    }
+
     void execute(const family::kernel& k, const bound& b) const {
+        if (k.pads_rows_to > 0) return pad_rows(k, b);
         const config::pipeline& p = m_pipeline;
         family::host_launch launch{k, {}, b.scalars, b.sizes};
         for (const auto& [name, memory] : b.buffers) launch.buffers[name] = memory;

@@ -74,9 +74,9 @@ TEST_CASE("gemm: what it refuses, each in one line naming the key") {
     j["launch"] = {{"rung", "wgmma"}};
     CHECK(failure(j) == "g.json: launch.rung: \"wgmma\" multiplies bfloat16 or float16 on tensor cores; this pipeline is float32: use \"simt\", or \"mma\" with compile.fp32_precision \"tf32\" (TF32 operands)");
     j = gemm_config(64, 4, 4, "bfloat16");
-    j["launch"] = {{"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
+    j["launch"] = {{"rung", "mma"}, {"warps_m", 8}, {"tile_m", 64}};  // 8 rows of a warp each
     CHECK(failure(j).find("g.json: launch.warps_n: each warp computes a (tile_m / warps_m) × (tile_n / warps_n) piece") == 0);
-    j["launch"] = {{"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"buffers", 8}};
+    j["launch"] = {{"rung", "mma"}, {"tile_m", 256}, {"tile_n", 256}, {"tile_k", 64}, {"buffers", 8}};
     CHECK(failure(j).find("g.json: launch.buffers: a block of 256 × 256 × 64 in 8 buffers needs") == 0);
     j["launch"] = {{"rung", "wgmma"}, {"warps_m", 2}};
     CHECK(failure(j) == "g.json: launch.warps_m: a key of the \"mma\" policy; this one is \"wgmma\"");
@@ -224,7 +224,8 @@ TEST_CASE("gemm: a decode step streams B, of at most 4 rows on CUDA cores, of up
     CHECK(sixty_four.warps_n == 4);  // 16 KiB of sums a warp: 64 KiB a block
     CHECK(policy_for(16, 4096, 4096, "a100").tensor);  // mma.sync from sm_80
     CHECK(policy_for(16, 4096, 4096, "t4").kind == family::gemm::rung::simt);
-    CHECK(policy_for(16, 4096, 4095, "h200").kind == family::gemm::rung::mma);  // K odd: rows neither TMA nor vectors of 8 copy
+    // K odd: rows that vectors of 8 cannot stream; wgmma, A padded first for the TMA unit
+    CHECK(policy_for(16, 4096, 4095, "h200").kind == family::gemm::rung::wgmma);
     CHECK(policy_for(16, 4096, 4096, "h200", "float32").kind == family::gemm::rung::simt);
     const family::gemm::policy narrow = policy_for(1, 768, 3072, "h200");  // 12 tiles of 64: 24 of 32, in 4 parts
     CHECK(narrow.tile_n == 32);
@@ -285,7 +286,7 @@ TEST_CASE("gemm: the resolved policy is typed, carried with the pipeline; the la
     CHECK_FALSE(*p.policy == *parsed(j).policy);
 }
 
-TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the rows, tiles that fill the SMs") {
+TEST_CASE("gemm: auto by target and shape: wgmma on sm_90, tiles that fill the SMs") {
     const auto policy_at = [](long long m, long long n, long long k, const std::string& target, const json& launch = json::object()) {
         json j = gemm_config(m, n, k, "bfloat16");
         j["compile"] = {{"target", target}};
@@ -337,7 +338,8 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(policy_at(4096, 3072, 4096, "h200").at("tile_n") == 256);
     CHECK(policy_at(4096, 11008, 4096, "a100").at("rung") == "mma");   // no wgmma before sm_90
     CHECK(policy_at(4096, 11008, 4096, "t4").at("rung") == "simt");    // no cp.async / mbarrier before sm_80
-    CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "mma");   // N odd: rows TMA cannot copy
+    CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "wgmma");  // N odd: B padded first
+    CHECK(policy_at(4096, 11007, 4096, "h200").at("copies") == "TMA, B padded first");
     // On an L4's 58 SMs the 64 tiles of 64 × 64 would take two waves: 64 × 128 takes one.
     const auto small_on_l4 = policy_at(16, 4096, 4096, "l4", on_wgmma);
     CHECK(small_on_l4.at("tile_m") == 64);
@@ -356,7 +358,7 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90 where TMA copies the r
     CHECK(failure(deep).find("more than the 99 KiB a block may have on l4 (sm_89, 58 SMs)") != std::string::npos);
 }
 
-TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through tensor maps where rows allow") {
+TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through tensor maps, padded first where rows are not 16-byte aligned") {
     json j = gemm_config(300, 200, 96, "bfloat16");
     j["launch"] = {{"rung", "wgmma"}, {"tile_n", 256}};  // the large-shape launch (the shape rule's would be 64 × 64)
     const auto p = parsed(j);
@@ -418,24 +420,58 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     j["launch"] = {{"rung", "mma"}, {"split_k", 2}};
     CHECK(failure(j).find("launch.split_k: a key of the \"wgmma\" and \"stream\" policies; this one is \"mma\"") != std::string::npos);
 
-    // Rows of 17 elements do not start on 16-byte boundaries: the producer's threads copy.
+    // Rows of 17 elements do not start on 16-byte boundaries: a kernel first copies A to rows 24
+    // elements apart, and the TMA unit copies from there; B's and C's 200 columns are aligned.
     j = gemm_config(300, 200, 17, "float16");
     j["launch"] = {{"rung", "wgmma"}, {"tile_n", 64}, {"cluster_m", 2}};
     const auto odd = parsed(j);
-    CHECK(family::family_of(odd).policy(odd).at("copies") == "elementwise");
-    CHECK(family::family_of(odd).policy(odd).at("cluster_m") == 1);  // multicast is a TMA copy
-    const auto elementwise = family::plan(odd, codegen::template_set::embedded());
-    CHECK(!elementwise.kernels[0].args[0].map);
-    CHECK(elementwise.kernels[0].args[0].cuda == "const store_t* __restrict__ a");
-    CHECK(elementwise.kernels[0].shared_bytes == 3 * ((128 + 64) * 64 * 2 + 16) + 16 + 1024);  // C stored directly
-    CHECK(elementwise.source.find("m64n64k16.f32.f16.f16") != std::string::npos);
-    CHECK(elementwise.source.find("kjit_copy_element(") != std::string::npos);
-    CHECK(elementwise.source.find("cp.async.bulk.tensor") == std::string::npos);
+    CHECK(family::family_of(odd).policy(odd).at("copies") == "TMA, A padded first");
+    CHECK(family::family_of(odd).policy(odd).at("cluster_m") == 2);  // multicast: B's copies are TMA's
+    const auto padded = family::plan(odd, codegen::template_set::embedded());
+    REQUIRE(padded.kernels.size() == 2);
+    const auto& pad = padded.kernels[0];
+    CHECK(pad.name == "g_pad_a");
+    CHECK(pad.pads_rows_to == 24);
+    CHECK(pad.args[0].name == "a");
+    CHECK(pad.args[1].name == "kjit_a_padded");
+    CHECK(pad.args[1].written);
+    CHECK(pad.args[4].size == 24);  // kjit_pitch
+    CHECK(pad.bytes_written == 300 * 24 * 2);
+    CHECK(padded.buffers[3].name == "kjit_a_padded");  // after the inputs a, w and b
+    CHECK(padded.buffers[3].bytes == 300 * 24 * 2);
+    CHECK(padded.buffers[3].role == family::buffer_role::temporary);
+    const auto& matmul = padded.kernels[1];
+    CHECK(matmul.args[0].cuda == "const __grid_constant__ kjit_tensor_map kjit_a_padded_map");
+    CHECK(matmul.args[0].map == family::tensor_map{family::tensor_map::element::float16, 300, 17, 128, 64, 0, 24});
+    CHECK(matmul.args[1].map == family::tensor_map{family::tensor_map::element::float16, 17, 200, 64, 64});  // w itself
+    CHECK(matmul.args[3].map);  // C staged for TMA
+    CHECK(matmul.shared_bytes == 3 * ((128 + 64) * 64 * 2 + 16) + 128 * 64 * 2 + 16 + 1024);
+    CHECK(padded.source.find("kjit_pad_rows(kjit_from, kjit_to, rows, cols, kjit_pitch);") != std::string::npos);
+    CHECK(padded.source.find("kjit_prefetch_map(kjit_a_padded_map);") != std::string::npos);
+    CHECK(padded.array_alignment == 16);  // w and out go by TMA
+
+    // 201 columns: B padded too, and C's rows unaligned: its pieces go straight to C, each
+    // element checked against C's edge.
+    j["inputs"]["w"]["shape"] = {17, 201};
+    const auto both = parsed(j);
+    CHECK(family::family_of(both).policy(both).at("copies") == "TMA, A and B padded first");
+    const auto padded_both = family::plan(both, codegen::template_set::embedded());
+    REQUIRE(padded_both.kernels.size() == 3);
+    CHECK(padded_both.kernels[1].name == "g_pad_b");
+    CHECK(padded_both.kernels[1].pads_rows_to == 208);
+    const auto& direct = padded_both.kernels[2];
+    CHECK(direct.args[1].map == family::tensor_map{family::tensor_map::element::float16, 17, 201, 64, 64, 0, 208});
+    CHECK(!direct.args[3].map);
+    CHECK(direct.args[3].cuda == "store_t* __restrict__ out");
+    CHECK(direct.shared_bytes == 3 * ((128 + 64) * 64 * 2 + 16) + 16 + 1024);  // no C in shared memory
+    CHECK(padded_both.source.find("kjit_store_box") == std::string::npos);
+    CHECK(padded_both.source.find("const kjit_in_c kjit_place{kjit_c_rows, cols};") != std::string::npos);
+    CHECK(padded_both.array_alignment == 2);  // the pad kernels read elements; C is stored one at a time
 }
 
 TEST_CASE("gemm: fused, one kernel with its epilogue; separate, the product and a kernel per stage after it") {
     json j = gemm_config(300, 200, 100, "bfloat16");
-    j["launch"] = {{"tile_m", 256}};  // the large-shape launch: 256 × 128 on 8 warps
+    j["launch"] = {{"rung", "mma"}, {"tile_m", 256}};  // the large-shape launch: 256 × 128 on 8 warps
     j["params"] = {{"alpha", 0.5}};
     j["stages"].push_back({{"op", "map"}, {"expr", "tanh(x) * alpha"}});
     const auto fused = family::plan(parsed(j), codegen::template_set::embedded());

@@ -91,7 +91,7 @@ const std::vector<golden_case>& cases() {
         // Rows not 16-byte aligned (K = 17): copied element by element; an odd N: stored singly.
         {"mlp_layer_mma_odd_separate", "mlp_layer.json",
          {{"shape", {1000, 17}}, {"inputs.W.shape", {17, 1001}}, {"fusion", "separate"}, {"params", {{"scale", 0.5}}},
-          {"stages[2]", {{"op", "map"}, {"expr", "tanh(x) * scale"}}}}},
+          {"stages[2]", {{"op", "map"}, {"expr", "tanh(x) * scale"}}}, {"launch", {{"rung", "mma"}}}}},
         // Two blocks a cluster, sharing the weights' tile by TMA multicast.
         {"mlp_layer_wgmma_cluster", "mlp_layer.json", {{"launch", {{"rung", "wgmma"}, {"cluster_m", 2}}}}},
         // A decode step of one row at the defaults: CUDA cores stream the weights, each cluster of
@@ -104,8 +104,8 @@ const std::vector<golden_case>& cases() {
         // over a cluster of blocks.
         {"mlp_layer_wgmma_split", "mlp_layer.json",
          {{"shape", {16, 4096}}, {"compile", {{"target", "h200"}}}, {"launch", {{"rung", "wgmma"}}}}},
-        // K = 17 again: the producer's threads copy element by element, swizzled as TMA would;
-        // the consumers take turns.
+        // K = 17 and N = 1001 again: a kernel each copies A and B to rows 16-byte aligned, which
+        // the TMA unit copies; C's pieces go straight to C; the consumers take turns.
         {"mlp_layer_wgmma_odd", "mlp_layer.json",
          {{"shape", {1000, 17}},
           {"inputs.W.shape", {17, 1001}},

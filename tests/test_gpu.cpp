@@ -284,7 +284,7 @@ TEST_CASE("decode steps verify on the stream rung, and float32 as TF32 on mma, a
                     });
 }
 
-TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths, both copy paths, schedules and dtypes") {
+TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths and widths (operands padded first), schedules and dtypes") {
     session s;
     const std::vector<matmul_launch> launches{
             {"bfloat16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 64}, {"schedule", "pingpong"}, {"split_k", 2}}},
@@ -293,7 +293,7 @@ TEST_CASE("wgmma's split depth and 192-column tiles verify at odd depths, both c
             {"bfloat16", {{"rung", "wgmma"}, {"tile_n", 192}, {"buffers", 4}}},
             {"float16", {{"rung", "wgmma"}, {"tile_m", 64}, {"tile_n", 192}, {"schedule", "pingpong"}, {"buffers", 2}, {"split_k", 2}}},
             {"bfloat16", {{"rung", "auto"}}}};
-    for_each_matmul({{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}}, launches, {"fused"},
+    for_each_matmul({{1, 1000, 4097}, {16, 4096, 4096}, {300, 264, 1000}, {64, 768, 3072}, {130, 1001, 1000}}, launches, {"fused"},
                     [&](const config::pipeline& p, double) { CHECK(s.run(p).status == report::outcome::pass); });
 }
 

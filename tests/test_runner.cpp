@@ -248,6 +248,27 @@ TEST_CASE("wgmma through the runner: its matrices go as tensor maps; a GPU other
           "setmaxnreg), not on sm_80");
 }
 
+TEST_CASE("wgmma through the runner at rows TMA cannot copy: A and B padded first, each launch before the product's") {
+    auto doc = config::load_document(kjit::testing::config_path("mlp_layer.json"));
+    doc.json.erase("sweep");
+    doc.json["shape"] = {300, 67};
+    doc.json["inputs"]["W"]["shape"] = {67, 501};
+    doc.json["launch"] = {{"rung", "wgmma"}};
+    doc.json["measure"] = {{"warmup", 1}, {"repeat", 3}};
+    const auto p = family::load(doc);
+    fixture f;
+    std::vector<std::string> order;
+    f.gpu.after_launch = [&](const std::string& k, const std::vector<std::vector<unsigned char>*>&, const run::kernel_launch&) {
+        if (order.size() < 3) order.push_back(k);
+    };
+    // The product reads the padded copies by their pitch (a copy left unwritten holds NaN), and
+    // stores C's unaligned rows element by element.
+    const auto rec = f.run(p);
+    CHECK(rec.status == report::outcome::pass);
+    CHECK(order == std::vector<std::string>{"mlp_layer_pad_a", "mlp_layer_pad_b", "mlp_layer_matmul"});
+    CHECK(rec.kernels.size() == 3);
+}
+
 TEST_CASE("separate stages: three launches per chain, wired through intermediates") {
     fixture f;
     std::vector<std::string> order;

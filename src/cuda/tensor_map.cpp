@@ -8,7 +8,8 @@ CUtensorMap encode_tensor_map(const driver_api& api, CUdeviceptr address, const 
     using element = family::tensor_map::element;
     const auto cols = static_cast<cuuint64_t>(m.cols), rows = static_cast<cuuint64_t>(m.rows);
     const cuuint64_t extents[3] = {cols, rows, static_cast<cuuint64_t>(m.planes)};
-    const cuuint64_t strides[2] = {cols * 2, cols * 2 * rows};  // bytes between rows, and planes (16-bit elements)
+    const auto row_bytes = static_cast<cuuint64_t>(m.row_elements()) * 2;  // (16-bit elements)
+    const cuuint64_t strides[2] = {row_bytes, row_bytes * rows};  // bytes between rows, and planes
     const cuuint32_t box[3] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows), 1};
     const cuuint32_t element_strides[3] = {1, 1, 1};
     const cuuint32_t rank = m.planes > 0 ? 3 : 2;

@@ -39,6 +39,10 @@ struct tensor_map {
     long long rows = 0, cols = 0;
     int box_rows = 0, box_cols = 0;
     long long planes = 0;
+    /// Elements from the start of a row to the next's, where more than cols (rows padded to
+    /// 16-byte boundaries, which the TMA unit needs): 0 where rows follow one another.
+    long long pitch = 0;
+    [[nodiscard]] long long row_elements() const { return pitch > 0 ? pitch : cols; }
     bool operator==(const tensor_map&) const = default;
 };
 
@@ -82,6 +86,11 @@ struct kernel {
     double flops = 0;
     /// Where those operations run, so the roofline puts the launch under the right roof.
     math_unit flops_on = math_unit::fma;
+    /// Where not 0, a kernel with no stages that lays a matrix out anew: it copies its first
+    /// argument, a matrix of its sizes "rows" × "cols" stored row after row, to its second, whose
+    /// rows start this many elements apart, the elements between them zero (a GEMM's operand in
+    /// rows the TMA unit can copy).
+    long long pads_rows_to = 0;
 };
 
 struct program {

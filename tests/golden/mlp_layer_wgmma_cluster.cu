@@ -162,7 +162,9 @@ __device__ __forceinline__ void kjit_store_piece(
 // buffers with tiles of A and B; groups 1 and 2, the consumers, multiply. Barriers in shared
 // memory (mbarrier) say when a buffer is full and when it is free again. Single blocks are
 // persistent: as many as fit on the GPU, each taking tile after tile, so that the copies for a
-// block's next tile overlap the epilogue of this one (clusters take a tile each).
+// block's next tile overlap the epilogue of this one (clusters take a tile each). The TMA unit
+// copies the tiles of A and B: where their rows do not start on 16-byte boundaries, from copies
+// whose rows do, made by a kernel before this one (kjit_pad_rows).
 enum : int {
     kjit_consumers = 2,
     kjit_threads = 128 * (1 + kjit_consumers),
@@ -196,8 +198,8 @@ enum : int {
     // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
     kjit_a_rows_copied = 128,
     kjit_copied_bytes = kjit_stage_bytes - (kjit_tile_m - kjit_a_rows_copied) * kjit_row_bytes,
-    // Where TMA copies, it stores C too: each consumer's rows of a tile wait in shared memory,
-    // slabs of 64 columns as B's are, kjit_c_slab_bytes each.
+    // Where C's rows start on 16-byte boundaries, TMA stores C too: each consumer's rows of a
+    // tile wait in shared memory, slabs of 64 columns as B's are, kjit_c_slab_bytes each.
     kjit_staged = 1,
     kjit_c_slab_bytes = kjit_consumer_m * 128,
     kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
@@ -222,8 +224,8 @@ static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_tile_m,
 static_assert(kjit_cluster == 1 || kjit_split == 1,
               "a cluster shares B's tiles or splits the depth, not both");
 
-// Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
-// moves to chunk c ^ (r % 8).
+// Byte `offset` of a tile of 128-byte rows, 128-byte swizzled as the TMA unit stores C's from
+// shared memory: its 16-byte chunk c of row r moves to chunk c ^ (r % 8).
 __device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
 {
     return offset ^ offset / 128 % 8 * 16;
@@ -489,6 +491,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
     const unsigned kjit_turn = kjit_address(kjit_smem.turn);
     if (threadIdx.x == 0) {
         for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
+            // full once the producer's one thread has arrived and TMA's bytes have landed
             kjit_barrier_init(kjit_full + 8 * kjit_s, 1);
             // freed by its consumers in every block of the cluster
             const int kjit_users = (kjit_pingpong ? 1 : kjit_consumers) * kjit_cluster;

@@ -170,7 +170,9 @@ __device__ __forceinline__ void kjit_store_piece(
 // buffers with tiles of A and B; groups 1 and 2, the consumers, multiply. Barriers in shared
 // memory (mbarrier) say when a buffer is full and when it is free again. Single blocks are
 // persistent: as many as fit on the GPU, each taking tile after tile, so that the copies for a
-// block's next tile overlap the epilogue of this one (clusters take a tile each).
+// block's next tile overlap the epilogue of this one (clusters take a tile each). The TMA unit
+// copies the tiles of A and B: where their rows do not start on 16-byte boundaries, from copies
+// whose rows do, made by a kernel before this one (kjit_pad_rows).
 enum : int {
     kjit_consumers = 2,
     kjit_threads = 128 * (1 + kjit_consumers),
@@ -204,8 +206,8 @@ enum : int {
     // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
     kjit_a_rows_copied = 128,
     kjit_copied_bytes = kjit_stage_bytes - (kjit_tile_m - kjit_a_rows_copied) * kjit_row_bytes,
-    // Where TMA copies, it stores C too: each consumer's rows of a tile wait in shared memory,
-    // slabs of 64 columns as B's are, kjit_c_slab_bytes each.
+    // Where C's rows start on 16-byte boundaries, TMA stores C too: each consumer's rows of a
+    // tile wait in shared memory, slabs of 64 columns as B's are, kjit_c_slab_bytes each.
     kjit_staged = 0,
     kjit_c_slab_bytes = kjit_consumer_m * 128,
     kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
@@ -229,23 +231,42 @@ static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_tile_m,
 static_assert(kjit_cluster == 1 || kjit_split == 1,
               "a cluster shares B's tiles or splits the depth, not both");
 
-// Byte `offset` of a tile of 128-byte rows, 128-byte swizzled: its 16-byte chunk c of row r
-// moves to chunk c ^ (r % 8).
-__device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
+// Arrives, and tells the barrier that `bytes` more will land (by TMA) before its phase completes.
+__device__ __forceinline__ void kjit_arrive_expecting(unsigned barrier, unsigned bytes)
 {
-    return offset ^ offset / 128 % 8 * 16;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :
+                 : "r"(barrier), "r"(bytes)
+                 : "memory");
 }
 
-// Copies element (row, column) of a rows × cols matrix to byte `offset` of a tile of 128-byte
-// rows, swizzled as the TMA unit would; zero outside the matrix. Rows of this shape do not start
-// on the 16-byte boundaries a TMA copy needs: element by element instead.
-__device__ __forceinline__ void kjit_copy_element(unsigned char* tile, unsigned offset,
-                                                  const store_t* matrix, long long rows,
-                                                  long long cols, long long row, long long column)
+// The copy engine's view of a matrix (a TMA tensor map, made on the host by
+// cuTensorMapEncodeTiled): its address, shape and row stride, and the box a copy moves.
+struct alignas(64) kjit_tensor_map {
+    unsigned long long opaque[16];
+};
+
+// Fetches a tensor map into the TMA unit's cache, so that the first copy with it does not wait
+// for it to come from memory.
+__device__ __forceinline__ void kjit_prefetch_map(const kjit_tensor_map& map)
 {
-    const bool inside = row < rows && column < cols;
-    const store_t value = inside ? matrix[row * cols + column] : store(0.0f);
-    *reinterpret_cast<store_t*>(tile + kjit_swizzled(offset)) = value;
+    asm volatile("prefetch.tensormap [%0];\n"
+                 :
+                 : "l"(&map)
+                 : "memory");
+}
+
+// TMA: copies the box of `map` whose first element is at column x and row y to shared memory at
+// `to`, swizzled; the barrier counts its bytes. Elements outside the matrix arrive as zeros.
+__device__ __forceinline__ void kjit_copy_box(unsigned to, const kjit_tensor_map& map, int x, int y,
+                                              unsigned barrier)
+{
+    asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            " [%0], [%1, {%2, %3}], [%4];\n"
+            :
+            : "r"(to), "l"(&map), "r"(x), "r"(y), "r"(barrier)
+            : "memory");
 }
 
 // wgmma's view of a matrix in shared memory: its address; the byte offset between its 8 × 128-
@@ -322,9 +343,9 @@ __device__ __forceinline__ void kjit_free_buffer(unsigned barrier)
 
 // 384 threads (kjit_threads), one block an SM.
 extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
-        const store_t* __restrict__ x_in, const store_t* __restrict__ W,
-        const store_t* __restrict__ b, store_t* __restrict__ out, long long rows, long long cols,
-        long long kjit_depth)
+        const __grid_constant__ kjit_tensor_map kjit_a_padded_map,
+        const __grid_constant__ kjit_tensor_map kjit_b_padded_map, const store_t* __restrict__ b,
+        store_t* __restrict__ out, long long rows, long long cols, long long kjit_depth)
 {
     // kjit_layout from the first 1024-byte boundary; the barriers by their shared-memory
     // addresses, as the PTX instructions take them.
@@ -341,7 +362,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
     const unsigned kjit_turn = kjit_address(kjit_smem.turn);
     if (threadIdx.x == 0) {
         for (int kjit_s = 0; kjit_s < kjit_stages; ++kjit_s) {
-            kjit_barrier_init(kjit_full + 8 * kjit_s, 128);
+            // full once the producer's one thread has arrived and TMA's bytes have landed
+            kjit_barrier_init(kjit_full + 8 * kjit_s, 1);
             // freed by its consumers in every block of the cluster
             const int kjit_users = (kjit_pingpong ? 1 : kjit_consumers) * kjit_cluster;
             kjit_barrier_init(kjit_free + 8 * kjit_s, kjit_users);
@@ -382,7 +404,11 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
     if (kjit_group == 0) {
         // The producer needs few registers: it gives them to the consumers.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        const bool kjit_copier = true;  // every thread copies its share of the elements
+        const bool kjit_copier = threadIdx.x == 0;  // one thread asks the TMA unit for every copy
+        if (kjit_copier) {
+            kjit_prefetch_map(kjit_a_padded_map);
+            kjit_prefetch_map(kjit_b_padded_map);
+        }
         for (long long kjit_t = kjit_first_tile; kjit_copier && kjit_t < kjit_tiles;
              kjit_t += kjit_clusters) {
             const longlong2 kjit_tile = kjit_tile_at(kjit_t);
@@ -392,27 +418,16 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
                 kjit_wait(kjit_free + 8 * kjit_s, kjit_round ^ 1);  // free since its last use
                 const unsigned kjit_full_s = kjit_full + 8 * kjit_s;
                 const int kjit_k0 = kjit_k * kjit_tile_k;
-                unsigned char* kjit_a_tile = kjit_smem.buffers[kjit_s];
-                for (int kjit_e = threadIdx.x; kjit_e < kjit_tile_m * kjit_tile_k; kjit_e += 128) {
-                    const int kjit_r = kjit_e / kjit_tile_k, kjit_d = kjit_e % kjit_tile_k;
-                    kjit_copy_element(kjit_a_tile, kjit_e * sizeof(store_t), x_in, rows,
-                                      kjit_depth, kjit_tile.x + kjit_r, kjit_k0 + kjit_d);
+                const unsigned kjit_a_at = kjit_base + kjit_s * kjit_stage_bytes;
+                kjit_arrive_expecting(kjit_full_s, kjit_copied_bytes);
+                kjit_copy_box(kjit_a_at, kjit_a_padded_map, kjit_k0, (int)kjit_tile.x, kjit_full_s);
+                const unsigned kjit_b_at = kjit_a_at + kjit_a_bytes;
+#pragma unroll
+                for (int kjit_j = 0; kjit_j < kjit_tile_n / 64; ++kjit_j) {
+                    const unsigned kjit_slab_at = kjit_b_at + kjit_j * kjit_slab_bytes;
+                    const int kjit_col = (int)kjit_tile.y + 64 * kjit_j;
+                    kjit_copy_box(kjit_slab_at, kjit_b_padded_map, kjit_col, kjit_k0, kjit_full_s);
                 }
-                unsigned char* kjit_b_tile = kjit_a_tile + kjit_a_bytes;
-                for (int kjit_e = threadIdx.x; kjit_e < kjit_tile_k * kjit_tile_n; kjit_e += 128) {
-                    // slab kjit_e / (64 · depth), then row and column in it
-                    const int kjit_in_slab = kjit_e % (64 * kjit_tile_k);
-                    const int kjit_d = kjit_in_slab / 64;
-                    const int kjit_col = kjit_e / (64 * kjit_tile_k) * 64 + kjit_in_slab % 64;
-                    kjit_copy_element(kjit_b_tile, kjit_e * sizeof(store_t), W, kjit_depth,
-                                      cols, kjit_k0 + kjit_d, kjit_tile.y + kjit_col);
-                }
-                // Make the writes visible to wgmma, which reads through the async proxy.
-                asm volatile("fence.proxy.async.shared::cta;\n"
-                             :
-                             :
-                             : "memory");
-                kjit_arrive(kjit_full_s);
             }
         }
     } else {
@@ -488,4 +503,48 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
             }
         }
     }
+}
+
+// The TMA unit copies rows that start on 16-byte boundaries, and A's or B's rows, of `cols`
+// 16-bit elements, do not: before the product, a copy of the matrix whose rows start
+// kjit_pitch elements apart (a multiple of 8), the elements past each row's end zero. A thread
+// writes 8 elements at once (16 bytes), read one by one.
+__device__ __forceinline__ void kjit_pad_rows(const store_t* __restrict__ kjit_from,
+                                              store_t* __restrict__ kjit_to, long long rows,
+                                              long long cols, long long kjit_pitch)
+{
+    struct alignas(16) vec8 {
+        store_t e[8];
+    };
+    static_assert(sizeof(store_t) == 2, "8 elements of 16 bits make the 16 bytes of a vector");
+    const long long kjit_row_vectors = kjit_pitch / 8;
+    const long long kjit_vectors = rows * kjit_row_vectors;
+    const long long kjit_stride = (long long)gridDim.x * blockDim.x;
+    const long long kjit_first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (long long kjit_v = kjit_first; kjit_v < kjit_vectors; kjit_v += kjit_stride) {
+        const long long kjit_row = kjit_v / kjit_row_vectors;
+        const long long kjit_col = kjit_v % kjit_row_vectors * 8;
+        const store_t* const kjit_in = kjit_from + kjit_row * cols + kjit_col;
+        vec8 kjit_out;
+#pragma unroll
+        for (int kjit_e = 0; kjit_e < 8; ++kjit_e)
+            kjit_out.e[kjit_e] = kjit_col + kjit_e < cols ? kjit_in[kjit_e] : store(0.0f);
+        reinterpret_cast<vec8*>(kjit_to)[kjit_v] = kjit_out;
+    }
+}
+
+// ---- mlp_layer_pad_a: A (x_in) in rows 24 elements apart, which the TMA unit copies
+extern "C" __global__ void mlp_layer_pad_a(
+        const store_t* __restrict__ kjit_from, store_t* __restrict__ kjit_to, long long rows,
+        long long cols, long long kjit_pitch)
+{
+    kjit_pad_rows(kjit_from, kjit_to, rows, cols, kjit_pitch);
+}
+
+// ---- mlp_layer_pad_b: B (W) in rows 1008 elements apart, which the TMA unit copies
+extern "C" __global__ void mlp_layer_pad_b(
+        const store_t* __restrict__ kjit_from, store_t* __restrict__ kjit_to, long long rows,
+        long long cols, long long kjit_pitch)
+{
+    kjit_pad_rows(kjit_from, kjit_to, rows, cols, kjit_pitch);
 }

@@ -26,6 +26,17 @@ std::vector<std::string> piece_args_of(const element_call& call) {
     return args;
 }
 
+/// An operand's elements as a dense matrix, where a tensor map may give its rows a pitch.
+std::vector<double> operand_values(const pipeline& p, const host_launch& launch, const argument& operand) {
+    std::vector<double> values = host_values(p.type, *launch.buffers.at(operand.name));
+    if (!operand.map || operand.map->pitch == 0) return values;
+    const tensor_map& m = *operand.map;
+    std::vector<double> dense;
+    for (long long r = 0; r < m.rows; ++r)
+        dense.insert(dense.end(), values.begin() + r * m.pitch, values.begin() + r * m.pitch + m.cols);
+    return dense;
+}
+
 class gemm_family_impl final : public family {
 public:
     std::string_view name() const override { return "gemm"; }
@@ -83,11 +94,12 @@ public:
     }
     config::json_value reference_key(const pipeline&) const override { return nullptr; }
 
-    /// x = A · B: A (rows × depth) is the input the kernel reads, B (depth × cols) the matmul's `by`.
+    /// x = A · B: A (rows × depth) and B (depth × cols) are the kernel's first two arguments (the
+    /// pipeline's input and the matmul's `by`, or their copies in padded rows).
     host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override {
         const long long rows = launch.sizes.at("rows"), cols = launch.sizes.at("cols"), depth = launch.sizes.at("kjit_depth");
-        const std::vector<double> a = host_values(p.type, *launch.buffers.at(launch.k.reads_x));
-        const std::vector<double> b = host_values(p.type, *launch.buffers.at(gemm::multiplier(p)));
+        const std::vector<double> a = operand_values(p, launch, launch.k.args.at(0));
+        const std::vector<double> b = operand_values(p, launch, launch.k.args.at(1));
         host_matrix x{rows, cols, std::vector<double>(static_cast<std::size_t>(rows * cols), 0.0)};
         for (long long r = 0; r < rows; ++r)
             for (long long c = 0; c < cols; ++c)
@@ -97,6 +109,31 @@ public:
 };
 
 namespace {
+
+/// wgmma: an operand copied first to rows that start on 16-byte boundaries (policy::pad_a,
+/// pad_b), which the TMA unit can copy: the input, its copy, its rows and columns, and the
+/// elements from one row's start to the next's in the copy.
+struct padded_operand {
+    std::string matrix, from, to;  ///< "A" or "B"; the buffers
+    long long rows = 0, cols = 0, pitch = 0;
+};
+
+/// The operands the policy pads, A's first.
+std::vector<padded_operand> padded_operands(const pipeline& p, const gemm::policy& t, const gemm::sizes& s) {
+    const auto per_16_bytes = static_cast<long long>(16 / config::element_size(p.type));
+    const auto pitch = [&](long long cols) { return (cols + per_16_bytes - 1) / per_16_bytes * per_16_bytes; };
+    std::vector<padded_operand> pads;
+    if (t.pad_a) pads.push_back({"A", p.stages.front().input, "kjit_a_padded", s.m, s.k, pitch(s.k)});
+    if (t.pad_b) pads.push_back({"B", gemm::multiplier(p), "kjit_b_padded", s.k, s.n, pitch(s.n)});
+    return pads;
+}
+
+/// The buffer the matmul reads `matrix` from, and its pitch (0: its rows follow one another).
+std::pair<std::string, long long> operand_read(const std::string& matrix, const std::vector<padded_operand>& pads) {
+    for (const auto& pad : pads)
+        if (pad.from == matrix) return {pad.to, pad.pitch};
+    return {matrix, 0};
+}
 
 /// The arrays the kernels write, in order: where the stages are separate, the product and each
 /// stage's but the last's, each in an array of its own; then the output.
@@ -109,14 +146,17 @@ std::vector<std::string> written_arrays(const pipeline& p, bool separate) {
 }
 
 /// The program around the kernels: the architectures the rung needs, the alignment its copies
-/// need and the buffers (inputs, the temporaries of separate stages, the output).
-program program_frame(const pipeline& p, const gemm::policy& t, const gemm::sizes& s, const std::vector<std::string>& written) {
+/// need and the buffers (inputs, padded operands, the temporaries of separate stages, the output).
+program program_frame(const pipeline& p, const gemm::policy& t, const gemm::sizes& s, const std::vector<padded_operand>& pads,
+                      const std::vector<std::string>& written) {
     const std::size_t element = config::element_size(p.type);
     program prog;
     prog.double_scalars = config::computes_in_double(p.type);
     prog.vector_width = t.width_c;
-    // cp.async and TMA copy 16 bytes; otherwise the widest of A's, B's and C's vectors.
-    prog.array_alignment = t.async_copies ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
+    // cp.async and TMA copy 16 bytes (but where the wgmma rung pads both operands, and stores C
+    // directly); otherwise the widest of A's, B's and C's vectors.
+    const bool copies_16_bytes = t.async_copies && !(t.pad_a && t.pad_b);
+    prog.array_alignment = copies_16_bytes ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
     if (t.kind == rung::wgmma) {
         prog.only_arch = 90;
         prog.only_arch_why = "the wgmma rung: Hopper's warp-group tensor cores, the TMA unit and setmaxnreg";
@@ -138,19 +178,18 @@ program program_frame(const pipeline& p, const gemm::policy& t, const gemm::size
     prog.inputs_align_with_output = false;
     for (const auto& in : p.inputs)
         prog.buffers.push_back({in.name, static_cast<std::size_t>(config::elements_of(p, in)) * element, buffer_role::input});
+    for (const auto& pad : pads)
+        prog.buffers.push_back({pad.to, static_cast<std::size_t>(pad.rows * pad.pitch) * element, buffer_role::temporary});
     const auto product_bytes = static_cast<std::size_t>(s.m * s.n) * element;
     for (const auto& array : written)
         prog.buffers.push_back({array, product_bytes, array == k_output_buffer ? buffer_role::output : buffer_role::temporary});
     return prog;
 }
 
-/// True where TMA copies A and B (wgmma on 16-byte aligned rows): it then stores C too.
-bool tma_copies(const gemm::policy& t) { return t.kind == rung::wgmma && t.async_copies; }
-
 /// The policy's numbers and choices as the template's named constants and flags; `a`, `b` and
-/// `c` are the matrices' names (`c`: what the matmul writes).
+/// `c` are the matrices' names (`c`: what the matmul writes), `pads` the operands padded first.
 void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const std::string& a, const std::string& b,
-                const std::string& c) {
+                const std::string& c, const std::vector<padded_operand>& pads) {
     for (const auto& [key, value] : std::initializer_list<std::pair<const char*, int>>{
              {"tile_m", t.tile_m}, {"tile_n", t.tile_n}, {"tile_k", t.tile_k}, {"group_m", t.group_m}, {"width_c", t.width_c},
              {"width_a", t.width_a}, {"width_b", t.width_b}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}, {"stages", t.stages},
@@ -167,22 +206,20 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     data.set("wgmma", codegen::flag(t.kind == rung::wgmma));
     if (t.kind == rung::wgmma) {
         codegen::set_wgmma_operands(data, t.tile_n);
-        // A buffer is full when the producer's one thread has arrived and TMA's bytes have
-        // landed; or when its 128 threads have copied their elements.
-        data.set("fill_arrivals", t.async_copies ? "1" : "128");
         data.set("pingpong", t.pingpong ? "1" : "0");
         data.set("cluster_m", std::to_string(t.cluster_m));
         data.set("clustered", codegen::flag(t.cluster_m > 1));
-        data.set("a_rows_copied", std::to_string(t.async_copies ? t.a_rows_copied : t.tile_m));
+        data.set("a_rows_copied", std::to_string(t.a_rows_copied));
         data.set("cluster_blocks", std::to_string(t.cluster_blocks()));
         data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));
-        data.set("a_map", a + "_map");
-        data.set("b_map", b + "_map");
-        data.set("c_staged", tma_copies(t) ? "1" : "0");
+        data.set("a_map", operand_read(a, pads).first + "_map");
+        data.set("b_map", operand_read(b, pads).first + "_map");
+        data.set("c_staged", t.stages_c() ? "1" : "0");
+        data.set("stages_c", codegen::flag(t.stages_c()));
         data.set("c_map", c + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
-    data.set("c_direct", codegen::flag(!tma_copies(t)));  // C's pieces go straight to C
+    data.set("c_direct", codegen::flag(!t.stages_c()));  // C's pieces go straight to C
     data.set("mma_type", t.tf32 ? "tf32" : p.type == config::dtype::bfloat16 ? "bf16" : "f16");
     data.set("tf32", codegen::flag(t.tf32));
     data.set("a", a);
@@ -213,7 +250,8 @@ void set_grid(kernel& k, const gemm::policy& t, const gemm::sizes& s) {
 /// The matmul with the stages [1, fused_end) as its epilogue (none where the stages are
 /// separate), writing `written`.
 matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const gemm::sizes& s, bool separate,
-                               std::size_t fused_end, const std::string& written, const element_call& epilogue) {
+                               std::size_t fused_end, const std::string& written, const element_call& epilogue,
+                               const std::vector<padded_operand>& pads) {
     const std::string a = p.stages.front().input, b = gemm::multiplier(p);
     const auto element = static_cast<long long>(config::element_size(p.type));
     matmul_kernel out;
@@ -226,17 +264,22 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     k.block = {t.threads(), 1, 1};
     set_grid(k, t, s);
     k.shared_bytes = t.shared_bytes(p.type);
-    // wgmma with TMA: A in boxes of a tile's rows (those it copies) by 64 deep, B in boxes 64 deep
-    // by 64 columns, and C stored in boxes of a consumer's rows by 64 columns.
+    // wgmma: A in boxes of a tile's rows (those it copies) by 64 deep, B in boxes 64 deep by 64
+    // columns, each from its padded copy where it has one; and C stored in boxes of a consumer's
+    // rows by 64 columns, where its rows start on 16-byte boundaries.
     const auto type = map_element(p.type);
-    if (tma_copies(t))
-        k.args = {map_argument(a, {type, s.m, s.k, t.a_rows_copied, t.tile_k}), map_argument(b, {type, s.k, s.n, t.tile_k, 64})};
-    else
+    if (t.kind == rung::wgmma) {
+        const auto [a_read, a_pitch] = operand_read(a, pads);
+        const auto [b_read, b_pitch] = operand_read(b, pads);
+        k.args = {map_argument(a_read, {type, s.m, s.k, t.a_rows_copied, t.tile_k, 0, a_pitch}),
+                  map_argument(b_read, {type, s.k, s.n, t.tile_k, 64, 0, b_pitch})};
+    } else {
         k.args = {array_argument(a, false), array_argument(b, false)};
+    }
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     out.output_at = k.args.size();
-    k.args.push_back(tma_copies(t) ? map_argument(written, {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
-                                   : array_argument(written, true, separate ? "kjit_to" : ""));
+    k.args.push_back(t.stages_c() ? map_argument(written, {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
+                                  : array_argument(written, true, separate ? "kjit_to" : ""));
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     k.args.push_back(size_argument("rows", s.m));
     k.args.push_back(size_argument("cols", s.n));
@@ -283,6 +326,29 @@ void set_matmul(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 28 : 20));
 }
 
+/// wgmma: the kernel that copies `pad`'s matrix to its padded rows before the product, and its
+/// template item.
+std::pair<kernel, mu::data> pad_kernel(const pipeline& p, const padded_operand& pad) {
+    const auto element = static_cast<double>(config::element_size(p.type));
+    kernel k;
+    k.name = p.name + "_pad_" + (pad.matrix == "A" ? "a" : "b");
+    k.what = pad.matrix + " (" + pad.from + ") in rows " + std::to_string(pad.pitch) + " elements apart, which the TMA unit copies";
+    k.block = {k_stage_block, 1, 1};
+    const long long vectors = pad.rows * pad.pitch / 8;  // (the template's: 16 bytes of 16-bit elements)
+    k.grid = {std::max(1LL, (vectors + k_stage_block - 1) / k_stage_block), 1, 1};
+    k.resident = resident_rule::at_most;
+    k.args = {array_argument(pad.from, false, "kjit_from"), array_argument(pad.to, true, "kjit_to"), size_argument("rows", pad.rows),
+              size_argument("cols", pad.cols), size_argument("kjit_pitch", pad.pitch)};
+    k.bytes_read = static_cast<double>(pad.rows * pad.cols) * element;
+    k.bytes_written = static_cast<double>(pad.rows * pad.pitch) * element;
+    k.pads_rows_to = pad.pitch;
+    mu::data item;
+    item.set("heading", codegen::heading(k.name, k.what));
+    item.set("kernel", k.name);
+    item.set("kernel_params", codegen::parameter_list(declarations(k)));
+    return {std::move(k), std::move(item)};
+}
+
 /// Stage i (after the matmul) as a kernel of its own, array to array, and its template item.
 std::pair<kernel, mu::data> stage_kernel(const pipeline& p, std::size_t i, const gemm::sizes& s, int width_c,
                                          const std::vector<std::string>& arrays) {
@@ -323,23 +389,34 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     const gemm::sizes s = gemm::sizes_of(p);
     const bool separate = p.fuse == config::fusion::separate && p.stages.size() > 1;
     const std::vector<std::string> arrays = written_arrays(p, separate);
-    program prog = program_frame(p, t, s, arrays);
+    const std::vector<padded_operand> pads = padded_operands(p, t, s);
+    program prog = program_frame(p, t, s, pads, arrays);
     prog.family = std::string(name());
 
     const std::string dtype(config::to_string(p.type));
     mu::data data = codegen::prologue_data(p, dtype + ", " + std::string(gemm::to_string(t.kind)) + ", " + std::to_string(t.tile_m) +
                                                   " × " + std::to_string(t.tile_n) + " × " + std::to_string(t.tile_k) + " tiles",
                                            t.width_c, prog.headers);
-    set_policy(data, p, t, p.stages.front().input, gemm::multiplier(p), arrays.front());
+    set_policy(data, p, t, p.stages.front().input, gemm::multiplier(p), arrays.front(), pads);
     data.set("c", separate ? "kjit_to" : k_output_buffer);
 
-    // The matmul's kernel, with the epilogue fused unless separate; then, separate, a kernel per
-    // stage after it.
+    // The operands padded first; the matmul's kernel, with the epilogue fused unless separate;
+    // then, separate, a kernel per stage after it.
+    std::vector<std::string> names;
+    mu::data pad_kernels{mu::data::type::list};
+    for (const auto& pad : pads) {
+        auto [k, item] = pad_kernel(p, pad);
+        pad_kernels.push_back(item);
+        names.push_back(k.name);
+        prog.kernels.push_back(std::move(k));
+    }
+    data.set("pads", pad_kernels);
+    data.set("padded", codegen::flag(!pads.empty()));
     const std::size_t fused_end = separate ? 1 : p.stages.size();
     const element_call epilogue = element_call_of(p, 1, fused_end, "kjit_c");
-    matmul_kernel matmul = matmul_kernel_of(p, t, s, separate, fused_end, arrays.front(), epilogue);
+    matmul_kernel matmul = matmul_kernel_of(p, t, s, separate, fused_end, arrays.front(), epilogue, pads);
     set_matmul(data, p, t, matmul, separate, fused_end, epilogue);
-    std::vector<std::string> names{matmul.k.name};
+    names.push_back(matmul.k.name);
     prog.kernels.push_back(std::move(matmul.k));
     mu::data stage_kernels{mu::data::type::list};
     for (std::size_t i = 1; separate && i < p.stages.size(); ++i) {

@@ -38,10 +38,9 @@ bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && 
 /// take it (stream_tensor_refusal: 21.6–22.4 µs at 8–16 × 4096 × 4096 where wgmma's split took
 /// 24.2–24.3; at 32 and 64 rows wgmma was ahead, 24.2 against 25.1 and 28.8 µs:
 /// bench/results/2026-12-06-stream-tensor/first); 16-bit inputs on tensor cores, the fastest
-/// rung the target has: wgmma on sm_90 where the TMA unit can copy the rows of A and B (K and N
-/// multiples of 8 elements: 16 bytes), else mma (sm_80 and newer: cp.async and mbarrier). TF32
-/// takes mma: wgmma reads TF32 operands depth-major alone, and B's rows run along N. CUDA cores
-/// for the rest.
+/// rung the target has: wgmma on sm_90 (at K or N not a multiple of 8 too, its operands padded
+/// first), else mma (sm_80 and newer: cp.async and mbarrier). TF32 takes mma: wgmma reads TF32
+/// operands depth-major alone, and B's rows run along N. CUDA cores for the rest.
 rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
     const sizes s = sizes_of(p);
@@ -50,7 +49,7 @@ rung auto_rung(const pipeline& p) {
     if (arch < 80) return rung::simt;
     if (takes_tf32(p)) return rung::mma;
     if (!sixteen_bit(p.type)) return rung::simt;
-    return arch == 90 && s.k % 8 == 0 && s.n % 8 == 0 ? rung::wgmma : rung::mma;
+    return arch == 90 ? rung::wgmma : rung::mma;
 }
 
 /// What the rung multiplies, or a one-line reason it cannot multiply this pipeline's type.
@@ -140,7 +139,7 @@ std::size_t policy::shared_bytes(config::dtype type) const {
         // two barriers a buffer and two more (four more for a split)
         const std::size_t element = config::element_size(type);
         const auto consumer_tile = static_cast<std::size_t>(consumer_rows(*this)) * tile_n;
-        const std::size_t staged = async_copies ? 2 * consumer_tile * element : 0;
+        const std::size_t staged = stages_c() ? 2 * consumer_tile * element : 0;
         const std::size_t partial = split_k > 1 ? 2 * consumer_tile * sizeof(float) + 32 : 0;
         return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
     }
@@ -333,8 +332,11 @@ config::json_value policy::columns() const {
     columns["width_b"] = width_b;
     columns["width_c"] = width_c;
     if (kind == rung::mma) columns["operands"] = tf32 ? "tf32" : "as stored";
-    if (kind == rung::mma || kind == rung::wgmma) columns["copies"] = !async_copies ? "elementwise" : kind == rung::mma ? "cp.async" : "TMA";
-    if (kind == rung::wgmma && async_copies) columns["a_rows_copied"] = a_rows_copied;
+    if (kind == rung::mma) columns["copies"] = async_copies ? "cp.async" : "elementwise";
+    if (kind == rung::wgmma) {
+        columns["copies"] = pad_a && pad_b ? "TMA, A and B padded first" : pad_a ? "TMA, A padded first" : pad_b ? "TMA, B padded first" : "TMA";
+        columns["a_rows_copied"] = a_rows_copied;
+    }
     return columns;
 }
 

@@ -39,15 +39,23 @@ struct policy final : config::launch_policy {
     /// columns), not CUDA cores.
     bool tensor = false;
     int width_a = 1, width_b = 1, width_c = 1;  ///< elements per load of A and of B, per store of C
-    /// mma: tiles copied by cp.async; wgmma: by the TMA unit. Both need rows of A and B that start
-    /// on 16-byte boundaries; else the tiles are copied element by element.
+    /// mma: tiles copied by cp.async, which needs rows of A and B that start on 16-byte
+    /// boundaries; else the tiles are copied element by element. wgmma: by the TMA unit, always.
     bool async_copies = false;
+    /// wgmma: A's rows (K not a multiple of 16 bytes), B's rows (N not), do not start on the
+    /// 16-byte boundaries the TMA unit needs: a kernel first copies the matrix to rows that do,
+    /// and the TMA unit copies from there. C's rows then do not either: its pieces are stored
+    /// straight to C, not through shared memory and the TMA unit.
+    bool pad_a = false, pad_b = false;
     /// wgmma with TMA: the rows of A's tile copied, M's rounded up to 8 where one tile row holds
     /// all of M (a decode step), else the tile's. The rows past them hold what an earlier tile
     /// left: they make rows of C past M, which are never stored, and are not worth the TMA unit's
     /// zero-filling.
     int a_rows_copied = 0;
     [[nodiscard]] int threads() const;
+    /// wgmma: C's tiles go through shared memory and the TMA unit (its rows start on 16-byte
+    /// boundaries).
+    [[nodiscard]] bool stages_c() const { return kind == rung::wgmma && !pad_b; }
     /// Blocks a cluster holds: cluster_m or split_k (the policy refuses both).
     [[nodiscard]] int cluster_blocks() const { return cluster_m * split_k; }
     /// Dynamic shared memory per block.

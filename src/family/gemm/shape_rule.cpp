@@ -327,8 +327,10 @@ void fit_to(policy& chosen, const sizes& s, config::dtype type) {
     }
     if (chosen.kind != rung::simt) {
         const auto per_16_bytes = static_cast<long long>(16 / element);  // rows that start on 16-byte boundaries
-        chosen.async_copies = s.k % per_16_bytes == 0 && s.n % per_16_bytes == 0;
-        if (!chosen.async_copies) chosen.cluster_m = 1;  // multicast is a TMA copy
+        const bool wgmma = chosen.kind == rung::wgmma;
+        chosen.async_copies = wgmma || (s.k % per_16_bytes == 0 && s.n % per_16_bytes == 0);
+        chosen.pad_a = wgmma && s.k % per_16_bytes != 0;
+        chosen.pad_b = wgmma && s.n % per_16_bytes != 0;
         chosen.a_rows_copied = static_cast<int>(std::min<long long>(chosen.tile_m, (s.m + 7) / 8 * 8));
         chosen.width_c = s.n % 2 == 0 ? 2 : 1;  // the two columns an mma accumulator holds
         return;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Usage: command.sh SECTION... (tests unaligned)
+#   tests: the GPU tests of the wgmma rung at rows the TMA unit cannot copy, which it now pads
+#          first (a kernel copies A or B to rows 16-byte aligned; C's pieces go straight to C
+#          where its rows are not): matmuls at odd shapes on every rung, and wgmma's split depth
+#          and wide tiles at odd depths and widths;
+#   unaligned: products whose rows are not 16-byte aligned at "auto" (now wgmma, padded first)
+#          and on the mma rung (auto's choice before, element-by-element copies): GPT-2's output
+#          layer 4096 × 50,257 × 768 and its thin form of 64 rows, the gradient of its input
+#          4096 × 768 × 50,257 (K odd), and the same product padded to 50,304 columns, with cuBLAS
+#          and cuBLASLt's bias at each shape in the same call; two rounds.
+# Each section packs what it wrote.
+set -uo pipefail
+source bench/gemm_call.sh
+tests() {
+  gpu_tests "matmuls verify at odd shapes*" 400
+  gpu_tests "wgmma's split depth*" 300
+  pack
+}
+unaligned() {
+  {
+  for round in 1 2; do
+    for shape in 4096x50257x768 4096x50304x768 64x50257x768 4096x768x50257; do
+      IFS=x read -r m n k <<< "$shape"
+      gemm "r${round}_${shape}_auto" "$m" "$n" "$k" bfloat16
+      gemm "r${round}_${shape}_mma" "$m" "$n" "$k" bfloat16 --set 'launch.rung="mma"'
+    done
+    pack
+  done
+  (cd bench/peers && timeout 150 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
+    --shapes 4096x50257x768,4096x50304x768,64x50257x768,4096x768x50257 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
+  } 2>&1 | tee "$OUT/unaligned.txt"
+  pack
+}
+for section in "$@"; do "$section"; done
