@@ -8,7 +8,8 @@
 #          and on the mma rung (auto's choice before, element-by-element copies): GPT-2's output
 #          layer 4096 × 50,257 × 768 and its thin form of 64 rows, the gradient of its input
 #          4096 × 768 × 50,257 (K odd), and the same product padded to 50,304 columns, with cuBLAS
-#          and cuBLASLt's bias at each shape in the same call; two rounds.
+#          and cuBLASLt's bias at each shape in the same call; a decode step of 8 rows of it at
+#          "auto" (wgmma, B padded) and on the stream rung's CUDA cores; two rounds.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/gemm_call.sh
@@ -25,10 +26,13 @@ unaligned() {
       gemm "r${round}_${shape}_auto" "$m" "$n" "$k" bfloat16
       gemm "r${round}_${shape}_mma" "$m" "$n" "$k" bfloat16 --set 'launch.rung="mma"'
     done
+    # a decode step of 8 rows: auto pads B for wgmma; CUDA cores stream it once, unpadded
+    gemm "r${round}_8x50257x768_auto" 8 50257 768 bfloat16
+    gemm "r${round}_8x50257x768_stream" 8 50257 768 bfloat16 --set 'launch.rung="stream"'
     pack
   done
   (cd bench/peers && timeout 150 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
-    --shapes 4096x50257x768,4096x50304x768,64x50257x768,4096x768x50257 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
+    --shapes 4096x50257x768,4096x50304x768,64x50257x768,4096x768x50257,8x50257x768 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
   } 2>&1 | tee "$OUT/unaligned.txt"
   pack
 }
