@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests unaligned)
+# Usage: command.sh SECTION... (tests unaligned defaults other)
 #   tests: the GPU tests of the wgmma rung at rows the TMA unit cannot copy, which it now pads
 #          first (a kernel copies A or B to rows 16-byte aligned; C's pieces go straight to C
 #          where its rows are not): matmuls at odd shapes on every rung, and wgmma's split depth
@@ -10,6 +10,10 @@
 #          4096 × 768 × 50,257 (K odd), and the same product padded to 50,304 columns, with cuBLAS
 #          and cuBLASLt's bias at each shape in the same call; a decode step of 8 rows of it at
 #          "auto" (wgmma, B padded) and on the stream rung's CUDA cores; two rounds.
+#   defaults: bench/defaults/run.py, every public shape of issue 40 at the defaults, two rounds
+#          alternated, the peers in the same call, and its table;
+#   other: the same over bench/defaults/other_models.json (shapes no rule was measured on, GPT-2's
+#          output layer among them), one round.
 # Each section packs what it wrote.
 set -uo pipefail
 source bench/gemm_call.sh
@@ -34,6 +38,17 @@ unaligned() {
   (cd bench/peers && timeout 150 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
     --shapes 4096x50257x768,4096x50304x768,64x50257x768,4096x768x50257,8x50257x768 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
   } 2>&1 | tee "$OUT/unaligned.txt"
+  pack
+}
+defaults() {
+  timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs/defaults" --rounds 2 > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
+  python3 scripts/defaults_table.py "$OUT/logs/defaults" | tee "$OUT/defaults_table.md"
+  pack
+}
+other() {
+  local cases=bench/defaults/other_models.json
+  timeout 300 python3 bench/defaults/run.py "$kjit" "$OUT/logs/other" --cases $cases > "$OUT/logs/other.log" 2>&1; echo "other: exit $?"
+  python3 scripts/defaults_table.py "$OUT/logs/other" --cases $cases | tee "$OUT/other_table.md"
   pack
 }
 for section in "$@"; do "$section"; done
