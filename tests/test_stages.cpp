@@ -692,6 +692,27 @@ TEST_CASE("row_cache \"auto\": the rule measured on the H200 (docs/tuning.md) fo
     CHECK(on_a100(32768) == "shared 1");
 }
 
+TEST_CASE("row_cache \"auto\" on a warp per row: the row as loaded where every map follows the reduces, else its values") {
+    const auto cache_of = [](const json& stages, const char* dtype) {
+        json j = softmax_config();
+        j["shape"] = {4096, 768};
+        j["dtype"] = dtype;
+        j["stages"] = stages;
+        const auto p = parsed(j);
+        REQUIRE(family::rows::policy_of(p).warp_per_row);
+        return std::string(family::rows::to_string(family::rows::policy_of(p).cache));
+    };
+    const json rms_norm = {{{"op", "reduce"}, {"fn", "mean"}, {"expr", "x * x"}, {"as", "ms"}, {"input", "a"}},
+                           {{"op", "map"}, {"expr", "x * rsqrt(ms + eps)"}}};
+    CHECK(cache_of(rms_norm, "bfloat16") == "inputs");  // no pass applies a map again
+    CHECK(cache_of(rms_norm, "float32") == "inputs");
+    CHECK(cache_of(softmax_config()["stages"], "bfloat16") == "values");  // the sum's pass would apply exp again
+    json scaled = rms_norm;
+    scaled.insert(scaled.begin(), json::object({{"op", "map"}, {"input", "a"}, {"expr", "x * 2"}}));
+    scaled[1].erase("input");
+    CHECK(cache_of(scaled, "bfloat16") == "values");  // a map before the reduce
+}
+
 TEST_CASE("\"auto\" for a pipeline that computes from positions: 32 elements a thread, a warp per row where it holds one") {
     const auto policy = [](long long cols, const char* dtype, json launch = json::object()) {
         json j = softmax_config();

@@ -118,17 +118,14 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
     const long long kjit_vectors = cols / kjit_width;
     // The thread's 2 elements stay in x[]: the row is read from memory once however many
     // stages use it.
-    real x[kjit_vectors_per_thread * kjit_width];
+    vec x[kjit_vectors_per_thread];  // the row as loaded; each use of x applies the maps before it
 #pragma unroll
     for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
         const vec kjit_in = kjit_read_once(
                 reinterpret_cast<const vec*>(activations + kjit_base) + kjit_v);
-#pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            x[kjit_j * kjit_width + kjit_k] = load(kjit_in.e[kjit_k]);
-        }
+        x[kjit_j] = kjit_in;
     }
     // stages[0]: reduce mean as mu
     // Each thread combines its elements in order, then the block.
@@ -139,7 +136,7 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
         if (kjit_v >= kjit_vectors) continue;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            const real kjit_value = kjit_s0(x[kjit_j * kjit_width + kjit_k]);
+            const real kjit_value = kjit_s0(load(x[kjit_j].e[kjit_k]));
             kjit_part_0 = kjit_sum::add(kjit_part_0, kjit_value);
         }
     }
@@ -153,33 +150,23 @@ __device__ __forceinline__ void kjit_layernorm_fused_row(
         if (kjit_v >= kjit_vectors) continue;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            const real kjit_value = kjit_s1(x[kjit_j * kjit_width + kjit_k], mu);
+            const real kjit_value = kjit_s1(load(x[kjit_j].e[kjit_k]), mu);
             kjit_part_1 = kjit_sum::add(kjit_part_1, kjit_value);
         }
     }
     const real var = kjit_row_reduce<kjit_sum>(kjit_part_1) / (real)cols;
-    // stages[2]: map((x - mu) * rsqrt(var + eps) * gamma + beta)
 #pragma unroll
     for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
         const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
         if (kjit_v >= kjit_vectors) continue;
         const vec kjit_v_gamma = reinterpret_cast<const vec*>(gamma)[kjit_v];
         const vec kjit_v_beta = reinterpret_cast<const vec*>(beta)[kjit_v];
-#pragma unroll
-        for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            x[kjit_j * kjit_width + kjit_k] = kjit_s2(
-                    x[kjit_j * kjit_width + kjit_k], load(kjit_v_gamma.e[kjit_k]),
-                    load(kjit_v_beta.e[kjit_k]), mu, var, eps);
-        }
-    }
-#pragma unroll
-    for (int kjit_j = 0; kjit_j < kjit_vectors_per_thread; ++kjit_j) {
-        const long long kjit_v = (long long)kjit_j * kjit_row_stride + kjit_first;
-        if (kjit_v >= kjit_vectors) continue;
         vec kjit_y;
 #pragma unroll
         for (int kjit_k = 0; kjit_k < kjit_width; ++kjit_k) {
-            kjit_y.e[kjit_k] = store(x[kjit_j * kjit_width + kjit_k]);
+            kjit_y.e[kjit_k] = store(kjit_s2(
+                    load(x[kjit_j].e[kjit_k]), load(kjit_v_gamma.e[kjit_k]),
+                    load(kjit_v_beta.e[kjit_k]), mu, var, eps));
         }
         kjit_write_once(reinterpret_cast<vec*>(out + kjit_base) + kjit_v, kjit_y);
     }

@@ -3,7 +3,8 @@
 #   tests: the GPU tests of the wgmma rung at rows the TMA unit cannot copy, which it now pads
 #          first (a kernel copies A or B to rows 16-byte aligned; C's pieces go straight to C
 #          where its rows are not): matmuls at odd shapes on every rung, and wgmma's split depth
-#          and wide tiles at odd depths and widths;
+#          and wide tiles at odd depths and widths; and the row kernels at odd shapes (norms over
+#          short rows now hold the row as loaded, row_cache "inputs", on a warp a row);
 #   unaligned: products whose rows are not 16-byte aligned at "auto" (now wgmma, padded first)
 #          and on the mma rung (auto's choice before, element-by-element copies): GPT-2's output
 #          layer 4096 × 50,257 × 768 and its thin form of 64 rows, the gradient of its input
@@ -11,7 +12,9 @@
 #          and cuBLASLt's bias at each shape in the same call; a decode step of 8 rows of it at
 #          "auto" (wgmma, B padded) and on the stream rung's CUDA cores; two rounds.
 #   defaults: bench/defaults/run.py, every public shape of issue 40 at the defaults, two rounds
-#          alternated, the peers in the same call, and its table;
+#          alternated, the peers in the same call, and its table; then layer and RMS norm over
+#          4096 rows of 768 holding their values (row_cache "values", the default before) and as
+#          loaded (the default now), two rounds alternated;
 #   other: the same over bench/defaults/other_models.json (shapes no rule was measured on, GPT-2's
 #          output layer among them), one round.
 # Each section packs what it wrote.
@@ -20,6 +23,7 @@ source bench/gemm_call.sh
 tests() {
   gpu_tests "matmuls verify at odd shapes*" 400
   gpu_tests "wgmma's split depth*" 300
+  gpu_tests "row kernels verify at odd shapes*" 300
   pack
 }
 unaligned() {
@@ -43,6 +47,9 @@ unaligned() {
 defaults() {
   timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs/defaults" --rounds 2 > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
   python3 scripts/defaults_table.py "$OUT/logs/defaults" | tee "$OUT/defaults_table.md"
+  for round in 1 2; do for op in rmsnorm layernorm; do for cache in values inputs; do
+    row "r${round}_${op}_768_${cache}" $op.json 4096 768 --set "launch.row_cache=\"$cache\"" --set 'launch.row_mapping="warp"'
+  done; done; done 2>&1 | tee "$OUT/norms.txt"
   pack
 }
 other() {
