@@ -340,6 +340,16 @@ TEST_CASE("gemm: auto by target and shape: wgmma on sm_90, tiles that fill the S
     CHECK(policy_at(4096, 11008, 4096, "t4").at("rung") == "simt");    // no cp.async / mbarrier before sm_80
     CHECK(policy_at(4096, 11007, 4096, "h200").at("rung") == "wgmma");  // N odd: B padded first
     CHECK(policy_at(4096, 11007, 4096, "h200").at("copies") == "TMA, B padded first");
+    // Padding all of B costs more than a few rows gain by it: 8 rows stream B, up to 128 take mma.
+    CHECK(policy_at(8, 50257, 768, "h200").at("rung") == "stream");
+    CHECK(policy_at(128, 50257, 768, "h200").at("rung") == "mma");
+    CHECK(policy_at(129, 50257, 768, "h200").at("rung") == "wgmma");
+    CHECK(policy_at(64, 4096, 4095, "h200").at("rung") == "wgmma");  // A padded: 64 rows of it
+    // A cluster given one way leaves the thin rule's split the other way out.
+    CHECK(policy_at(16, 4096, 4096, "h200", {{"rung", "wgmma"}}).at("split_k") == 2);
+    const auto shared_b = policy_at(16, 4096, 4096, "h200", {{"rung", "wgmma"}, {"cluster_m", 2}});
+    CHECK(shared_b.at("cluster_m") == 2);
+    CHECK(shared_b.at("split_k") == 1);
     // On an L4's 58 SMs the 64 tiles of 64 × 64 would take two waves: 64 × 128 takes one.
     const auto small_on_l4 = policy_at(16, 4096, 4096, "l4", on_wgmma);
     CHECK(small_on_l4.at("tile_m") == 64);
@@ -450,8 +460,8 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(padded.source.find("kjit_prefetch_map(kjit_a_padded_map);") != std::string::npos);
     CHECK(padded.array_alignment == 16);  // w and out go by TMA
 
-    // 201 columns: B padded too, and C's rows unaligned: its pieces go straight to C, each
-    // element checked against C's edge.
+    // 201 columns: B padded too, and C's rows unaligned: the consumers' threads copy its tiles
+    // from shared memory, clipped to C, where the TMA unit cannot.
     j["inputs"]["w"]["shape"] = {17, 201};
     const auto both = parsed(j);
     CHECK(family::family_of(both).policy(both).at("copies") == "TMA, A and B padded first");
@@ -463,9 +473,9 @@ TEST_CASE("gemm: wgmma runs on sm_90 alone, its matrices copied by TMA through t
     CHECK(direct.args[1].map == family::tensor_map{family::tensor_map::element::float16, 17, 201, 64, 64, 0, 208});
     CHECK(!direct.args[3].map);
     CHECK(direct.args[3].cuda == "store_t* __restrict__ out");
-    CHECK(direct.shared_bytes == 3 * ((128 + 64) * 64 * 2 + 16) + 16 + 1024);  // no C in shared memory
+    CHECK(direct.shared_bytes == 3 * ((128 + 64) * 64 * 2 + 16) + 128 * 64 * 2 + 16 + 1024);  // C still staged
     CHECK(padded_both.source.find("kjit_store_box") == std::string::npos);
-    CHECK(padded_both.source.find("const kjit_in_c kjit_place{kjit_c_rows, cols};") != std::string::npos);
+    CHECK(padded_both.source.find("kjit_c_rows[kjit_r * cols + kjit_c] = *kjit_place(kjit_r, kjit_c);") != std::string::npos);
     CHECK(padded_both.array_alignment == 2);  // the pad kernels read elements; C is stored one at a time
 }
 

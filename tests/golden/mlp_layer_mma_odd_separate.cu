@@ -111,9 +111,9 @@ struct kjit_in_c {
 // and the piece stored kjit_width_c elements at a time where kjit_place(row, column) of the part
 // says: in C, or in shared memory on the way there. Within a part, places are ints: 32-bit
 // arithmetic. Where kjit_clip, elements past C's last row or column are left out; a tile staged
-// in shared memory holds them all (the TMA unit's store clips them). A tensor-core warp holds
-// such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and
-// column 2 · (lane % 4) + h % 2.
+// in shared memory holds them all (the TMA unit's store, or the threads' copy, clips them). A
+// tensor-core warp holds such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4
+// (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
 template <bool kjit_clip, class Place>
 __device__ __forceinline__ void kjit_store_piece(
         const float (&kjit_piece)[4], int kjit_row, int kjit_col, longlong2 kjit_from,

@@ -125,9 +125,9 @@ __device__ __forceinline__ void kjit_column_pair(
 // and the piece stored kjit_width_c elements at a time where kjit_place(row, column) of the part
 // says: in C, or in shared memory on the way there. Within a part, places are ints: 32-bit
 // arithmetic. Where kjit_clip, elements past C's last row or column are left out; a tile staged
-// in shared memory holds them all (the TMA unit's store clips them). A tensor-core warp holds
-// such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and
-// column 2 · (lane % 4) + h % 2.
+// in shared memory holds them all (the TMA unit's store, or the threads' copy, clips them). A
+// tensor-core warp holds such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4
+// (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
 template <bool kjit_clip, class Place>
 __device__ __forceinline__ void kjit_store_piece(
         const float (&kjit_piece)[4], int kjit_row, int kjit_col, longlong2 kjit_from,
@@ -198,16 +198,16 @@ enum : int {
     // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
     kjit_a_rows_copied = 128,
     kjit_copied_bytes = kjit_stage_bytes - (kjit_tile_m - kjit_a_rows_copied) * kjit_row_bytes,
-    // Where C's rows start on 16-byte boundaries, TMA stores C too: each consumer's rows of a
-    // tile wait in shared memory, slabs of 64 columns as B's are, kjit_c_slab_bytes each.
-    kjit_staged = 1,
+    // Each consumer's rows of a tile of C wait in shared memory, slabs of 64 columns as B's are,
+    // kjit_c_slab_bytes each, for the TMA unit to store them (or, where C's rows do not start on
+    // 16-byte boundaries, the consumer's threads).
     kjit_c_slab_bytes = kjit_consumer_m * 128,
-    kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
+    kjit_c_bytes = kjit_tile_n / 64 * kjit_c_slab_bytes,
 };
 
 // The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
 // 1024 bytes more than the layout, for the alignment): the ring of buffers, each A's tile then
-// B's slabs; each consumer's rows of C, which TMA stores from there;
+// B's slabs; each consumer's rows of C, stored to C from there;
 // then the barriers: full[s], buffer s holds its tiles; free[s], its consumers are done with it;
 // ping-pong's turn[c], consumer c may start multiplying its next tile.
 struct kjit_layout {
@@ -621,9 +621,9 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             // warp and column 8 · j of the consumer's rows, which start at kjit_from.
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
             const longlong2 kjit_from = make_longlong2(kjit_row0, kjit_tile.y);
-            // C through shared memory: once the TMA unit has read this consumer's last tile
-            // there, its threads write this one, and the TMA unit stores it (clipped to C) while
-            // the consumer multiplies on.
+            // C through shared memory: once the TMA unit (or this consumer's threads) has read
+            // this consumer's last tile there, its threads write this one, and the TMA unit stores
+            // it (clipped to C) while the consumer multiplies on.
             unsigned char* kjit_c_tile = kjit_smem.c[kjit_consumer];
             const unsigned kjit_c_at = kjit_address(kjit_c_tile);
             if (kjit_leader) kjit_bulk_wait<true>();
@@ -638,7 +638,7 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
 #pragma unroll
                 for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
                     const int kjit_row = kjit_i * 64 + kjit_warp * 16, kjit_col = kjit_j * 8;
-                    kjit_store_piece<!kjit_staged>(
+                    kjit_store_piece<false>(
                             kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_from, kjit_place, b,
                             rows, cols);
                 }

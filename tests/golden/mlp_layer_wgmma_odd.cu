@@ -28,7 +28,7 @@ enum : int {
     // The launch the plan made: its block, and the dynamic shared memory it gives a block. The
     // rung below asserts that its threads and its shared-memory layout are these.
     kjit_plan_threads = 384,
-    kjit_plan_shared_bytes = 74816,
+    kjit_plan_shared_bytes = 107584,
 };
 
 struct alignas(kjit_width_c * sizeof(store_t)) vec_c {
@@ -120,22 +120,14 @@ __device__ __forceinline__ void kjit_column_pair(
     at[1] = c + 1 < cols ? load(v[c + 1]) : real(0);
 }
 
-// Where the elements of a part of C go when they go to C itself: element (r, c) of the part
-// from `at`, in rows of `cols` elements.
-struct kjit_in_c {
-    store_t* at;
-    long long cols;
-    __device__ __forceinline__ store_t* operator()(int r, int c) const { return at + r * cols + c; }
-};
-
 // The epilogue on the 16 × 8 piece of C at row kjit_row and column kjit_col of a part of C that
 // starts at row kjit_from.x and column kjit_from.y (a block's tile, or a consumer's rows of it),
 // and the piece stored kjit_width_c elements at a time where kjit_place(row, column) of the part
 // says: in C, or in shared memory on the way there. Within a part, places are ints: 32-bit
 // arithmetic. Where kjit_clip, elements past C's last row or column are left out; a tile staged
-// in shared memory holds them all (the TMA unit's store clips them). A tensor-core warp holds
-// such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4 (+ 8 for h ≥ 2) and
-// column 2 · (lane % 4) + h % 2.
+// in shared memory holds them all (the TMA unit's store, or the threads' copy, clips them). A
+// tensor-core warp holds such a piece as 4 accumulators a thread: kjit_piece[h] at row lane / 4
+// (+ 8 for h ≥ 2) and column 2 · (lane % 4) + h % 2.
 template <bool kjit_clip, class Place>
 __device__ __forceinline__ void kjit_store_piece(
         const float (&kjit_piece)[4], int kjit_row, int kjit_col, longlong2 kjit_from,
@@ -206,20 +198,21 @@ enum : int {
     // decode step), those rounded up to 8; the others make rows of C past its last, never stored.
     kjit_a_rows_copied = 128,
     kjit_copied_bytes = kjit_stage_bytes - (kjit_tile_m - kjit_a_rows_copied) * kjit_row_bytes,
-    // Where C's rows start on 16-byte boundaries, TMA stores C too: each consumer's rows of a
-    // tile wait in shared memory, slabs of 64 columns as B's are, kjit_c_slab_bytes each.
-    kjit_staged = 0,
+    // Each consumer's rows of a tile of C wait in shared memory, slabs of 64 columns as B's are,
+    // kjit_c_slab_bytes each, for the TMA unit to store them (or, where C's rows do not start on
+    // 16-byte boundaries, the consumer's threads).
     kjit_c_slab_bytes = kjit_consumer_m * 128,
-    kjit_c_bytes = kjit_staged ? kjit_tile_n / 64 * kjit_c_slab_bytes : 0,
+    kjit_c_bytes = kjit_tile_n / 64 * kjit_c_slab_bytes,
 };
 
 // The block's shared memory, from a 1024-byte boundary (the swizzle's period: the launch gives
 // 1024 bytes more than the layout, for the alignment): the ring of buffers, each A's tile then
-// B's slabs;
+// B's slabs; each consumer's rows of C, stored to C from there;
 // then the barriers: full[s], buffer s holds its tiles; free[s], its consumers are done with it;
 // ping-pong's turn[c], consumer c may start multiplying its next tile.
 struct kjit_layout {
     unsigned char buffers[kjit_stages][kjit_stage_bytes];
+    unsigned char c[kjit_consumers][kjit_c_bytes];
     unsigned long long full[kjit_stages], free[kjit_stages], turn[kjit_consumers];
 };
 static_assert(kjit_threads == kjit_plan_threads, "the plan launches another number of threads");
@@ -230,6 +223,13 @@ static_assert(kjit_a_rows_copied % 8 == 0 && kjit_a_rows_copied <= kjit_tile_m,
               "A's rows are copied in whole swizzle patterns of 8, within the tile");
 static_assert(kjit_cluster == 1 || kjit_split == 1,
               "a cluster shares B's tiles or splits the depth, not both");
+
+// Byte `offset` of a tile of 128-byte rows, 128-byte swizzled as the TMA unit stores C's from
+// shared memory: its 16-byte chunk c of row r moves to chunk c ^ (r % 8).
+__device__ __forceinline__ unsigned kjit_swizzled(unsigned offset)
+{
+    return offset ^ offset / 128 % 8 * 16;
+}
 
 // Arrives, and tells the barrier that `bytes` more will land (by TMA) before its phase completes.
 __device__ __forceinline__ void kjit_arrive_expecting(unsigned barrier, unsigned bytes)
@@ -267,6 +267,15 @@ __device__ __forceinline__ void kjit_copy_box(unsigned to, const kjit_tensor_map
             :
             : "r"(to), "l"(&map), "r"(x), "r"(y), "r"(barrier)
             : "memory");
+}
+
+// Waits for the 128 threads of consumer warp group c (named barrier 1 + c; 0 is the block's).
+__device__ __forceinline__ void kjit_consumer_sync(int c)
+{
+    asm volatile("bar.sync %0, 128;\n"
+                 :
+                 : "r"(1 + c)
+                 : "memory");
 }
 
 // wgmma's view of a matrix in shared memory: its address; the byte offset between its 8 × 128-
@@ -489,17 +498,38 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
             // warp and column 8 · j of the consumer's rows, which start at kjit_from.
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
             const longlong2 kjit_from = make_longlong2(kjit_row0, kjit_tile.y);
-            store_t* const kjit_c_rows = out + kjit_row0 * cols + kjit_tile.y;
-            const kjit_in_c kjit_place{kjit_c_rows, cols};
+            // C through shared memory: once the TMA unit (or this consumer's threads) has read
+            // this consumer's last tile there, its threads write this one, and the TMA unit stores
+            // it (clipped to C) while the consumer multiplies on.
+            unsigned char* kjit_c_tile = kjit_smem.c[kjit_consumer];
+            kjit_consumer_sync(kjit_consumer);
+            const auto kjit_place = [&](int r, int c) {  // in slabs of 64 columns, swizzled
+                const unsigned kjit_at = (unsigned)c / 64 * kjit_c_slab_bytes + (unsigned)r * 128 +
+                                         (unsigned)c % 64 * sizeof(store_t);
+                return reinterpret_cast<store_t*>(kjit_c_tile + kjit_swizzled(kjit_at));
+            };
 #pragma unroll
             for (int kjit_i = 0; kjit_i < kjit_mma_m; ++kjit_i) {
 #pragma unroll
                 for (int kjit_j = 0; kjit_j < kjit_mma_n; ++kjit_j) {
                     const int kjit_row = kjit_i * 64 + kjit_warp * 16, kjit_col = kjit_j * 8;
-                    kjit_store_piece<!kjit_staged>(
+                    kjit_store_piece<false>(
                             kjit_acc[kjit_i][kjit_j], kjit_row, kjit_col, kjit_from, kjit_place, b,
                             rows, cols);
                 }
+            }
+            // C's rows do not start on 16-byte boundaries, which the TMA unit's stores need: the
+            // consumer's threads copy the tile to C, each warp along 32 elements of a row (64
+            // bytes) at a time, clipped to C.
+            kjit_consumer_sync(kjit_consumer);
+            const int kjit_rows_left = (int)min(rows - kjit_row0, (long long)kjit_consumer_m);
+            const int kjit_cols_left = (int)min(cols - kjit_tile.y, (long long)kjit_tile_n);
+            store_t* const kjit_c_rows = out + kjit_row0 * cols + kjit_tile.y;
+            for (int kjit_e = threadIdx.x % 128; kjit_e < kjit_rows_left * kjit_tile_n;
+                 kjit_e += 128) {
+                const int kjit_r = kjit_e / kjit_tile_n, kjit_c = kjit_e % kjit_tile_n;
+                if (kjit_c < kjit_cols_left)
+                    kjit_c_rows[kjit_r * cols + kjit_c] = *kjit_place(kjit_r, kjit_c);
             }
         }
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests unaligned defaults other)
+# Usage: command.sh SECTION... (tests unaligned thin norms defaults other)
 #   tests: the GPU tests of the wgmma rung at rows the TMA unit cannot copy, which it now pads
 #          first (a kernel copies A or B to rows 16-byte aligned; C's pieces go straight to C
 #          where its rows are not): matmuls at odd shapes on every rung, and wgmma's split depth
@@ -11,10 +11,14 @@
 #          4096 × 768 × 50,257 (K odd), and the same product padded to 50,304 columns, with cuBLAS
 #          and cuBLASLt's bias at each shape in the same call; a decode step of 8 rows of it at
 #          "auto" (wgmma, B padded) and on the stream rung's CUDA cores; two rounds.
+#   thin:  (second call) C's unaligned rows stored by the consumers' threads from shared memory,
+#          not piece by piece from registers: GPT-2's output layer and its input's gradient at
+#          "auto", and products of 64 to 256 rows of it at "auto", on mma and on wgmma (B padded),
+#          a decode step of 8 at "auto" (the stream rung now), cuBLAS and cuBLASLt beside them;
+#   norms: layer and RMS norm over 4096 rows of 768 holding their values (row_cache "values", the
+#          default before) and as loaded (the default now), two rounds alternated;
 #   defaults: bench/defaults/run.py, every public shape of issue 40 at the defaults, two rounds
-#          alternated, the peers in the same call, and its table; then layer and RMS norm over
-#          4096 rows of 768 holding their values (row_cache "values", the default before) and as
-#          loaded (the default now), two rounds alternated;
+#          alternated, the peers in the same call, and its table;
 #   other: the same over bench/defaults/other_models.json (shapes no rule was measured on, GPT-2's
 #          output layer among them), one round.
 # Each section packs what it wrote.
@@ -44,12 +48,31 @@ unaligned() {
   } 2>&1 | tee "$OUT/unaligned.txt"
   pack
 }
-defaults() {
-  timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs/defaults" --rounds 2 > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
-  python3 scripts/defaults_table.py "$OUT/logs/defaults" | tee "$OUT/defaults_table.md"
+thin() {
+  {
+  gemm "lm_head_auto" 4096 50257 768 bfloat16
+  gemm "lm_head_grad_auto" 4096 768 50257 bfloat16
+  for m in 64 128 256; do
+    gemm "m${m}_auto" $m 50257 768 bfloat16
+    gemm "m${m}_mma" $m 50257 768 bfloat16 --set 'launch.rung="mma"'
+    gemm "m${m}_wgmma" $m 50257 768 bfloat16 --set 'launch.rung="wgmma"'
+  done
+  gemm "m8_auto" 8 50257 768 bfloat16
+  pack
+  (cd bench/peers && timeout 100 python3 gemm_peers.py --no-fp32 --tools cublas,cublaslt_bias \
+    --shapes 4096x50257x768,128x50257x768,256x50257x768 2>> "$OUT/logs/peers.err"; echo "gemm peers: exit $?")
+  } 2>&1 | tee "$OUT/thin.txt"
+  pack
+}
+norms() {
   for round in 1 2; do for op in rmsnorm layernorm; do for cache in values inputs; do
     row "r${round}_${op}_768_${cache}" $op.json 4096 768 --set "launch.row_cache=\"$cache\"" --set 'launch.row_mapping="warp"'
   done; done; done 2>&1 | tee "$OUT/norms.txt"
+  pack
+}
+defaults() {
+  timeout 420 python3 bench/defaults/run.py "$kjit" "$OUT/logs/defaults" --rounds 2 > "$OUT/logs/defaults.log" 2>&1; echo "defaults: exit $?"
+  python3 scripts/defaults_table.py "$OUT/logs/defaults" | tee "$OUT/defaults_table.md"
   pack
 }
 other() {

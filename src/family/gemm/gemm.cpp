@@ -214,12 +214,11 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));
         data.set("a_map", operand_read(a, pads).first + "_map");
         data.set("b_map", operand_read(b, pads).first + "_map");
-        data.set("c_staged", t.stages_c() ? "1" : "0");
-        data.set("stages_c", codegen::flag(t.stages_c()));
+        data.set("tma_stores_c", codegen::flag(t.tma_stores_c()));
         data.set("c_map", c + "_map");
     }
     data.set("async_copies", codegen::flag(t.async_copies));
-    data.set("c_direct", codegen::flag(!t.stages_c()));  // C's pieces go straight to C
+    data.set("c_direct", codegen::flag(t.kind != rung::wgmma));  // C's pieces go straight to C
     data.set("mma_type", t.tf32 ? "tf32" : p.type == config::dtype::bfloat16 ? "bf16" : "f16");
     data.set("tf32", codegen::flag(t.tf32));
     data.set("a", a);
@@ -266,7 +265,8 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     k.shared_bytes = t.shared_bytes(p.type);
     // wgmma: A in boxes of a tile's rows (those it copies) by 64 deep, B in boxes 64 deep by 64
     // columns, each from its padded copy where it has one; and C stored in boxes of a consumer's
-    // rows by 64 columns, where its rows start on 16-byte boundaries.
+    // rows by 64 columns, where its rows start on 16-byte boundaries (else by the consumers'
+    // threads).
     const auto type = map_element(p.type);
     if (t.kind == rung::wgmma) {
         const auto [a_read, a_pitch] = operand_read(a, pads);
@@ -278,8 +278,8 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     }
     k.args.insert(k.args.end(), epilogue.arrays.begin(), epilogue.arrays.end());
     out.output_at = k.args.size();
-    k.args.push_back(t.stages_c() ? map_argument(written, {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
-                                  : array_argument(written, true, separate ? "kjit_to" : ""));
+    k.args.push_back(t.tma_stores_c() ? map_argument(written, {type, s.m, s.n, gemm::consumer_rows(t), 64}, true)
+                                      : array_argument(written, true, separate ? "kjit_to" : ""));
     k.args.insert(k.args.end(), epilogue.scalars.begin(), epilogue.scalars.end());
     k.args.push_back(size_argument("rows", s.m));
     k.args.push_back(size_argument("cols", s.n));

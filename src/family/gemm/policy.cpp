@@ -41,6 +41,11 @@ bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && 
 /// rung the target has: wgmma on sm_90 (at K or N not a multiple of 8 too, its operands padded
 /// first), else mma (sm_80 and newer: cp.async and mbarrier). TF32 takes mma: wgmma reads TF32
 /// operands depth-major alone, and B's rows run along N. CUDA cores for the rest.
+/// But where B's rows would be padded (N not a multiple of 8), padding all of B costs more than a
+/// product of a few rows gains by it: up to k_stream_rows rows stream B on CUDA cores, up to
+/// k_unpadded_rows take mma (on an H100, GPT-2's output layer, N = 50,257, K = 768: 8 rows 73.0 µs
+/// streamed where wgmma with B padded took 103.0; 64 rows 85.8 on mma where wgmma took 114.5:
+/// bench/results/2026-12-08-padded/first).
 rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
     const sizes s = sizes_of(p);
@@ -49,7 +54,10 @@ rung auto_rung(const pipeline& p) {
     if (arch < 80) return rung::simt;
     if (takes_tf32(p)) return rung::mma;
     if (!sixteen_bit(p.type)) return rung::simt;
-    return arch == 90 ? rung::wgmma : rung::mma;
+    if (arch != 90) return rung::mma;
+    const bool pads_b = s.n % 8 != 0;  // (16-bit elements: 16 bytes)
+    if (pads_b && s.m <= k_stream_rows) return rung::stream;
+    return pads_b && s.m <= k_unpadded_rows ? rung::mma : rung::wgmma;
 }
 
 /// What the rung multiplies, or a one-line reason it cannot multiply this pipeline's type.
@@ -134,12 +142,12 @@ int policy::threads() const {
 }
 
 std::size_t policy::shared_bytes(config::dtype type) const {
-    if (kind == rung::wgmma) {  // from a 1024-byte boundary: the buffers, each consumer's tile of C
-        // where TMA stores it, each consumer's partial tile where the depth is split (in float),
-        // two barriers a buffer and two more (four more for a split)
+    if (kind == rung::wgmma) {  // from a 1024-byte boundary: the buffers, each consumer's tile of
+        // C, each consumer's partial tile where the depth is split (in float), two barriers a
+        // buffer and two more (four more for a split)
         const std::size_t element = config::element_size(type);
         const auto consumer_tile = static_cast<std::size_t>(consumer_rows(*this)) * tile_n;
-        const std::size_t staged = stages_c() ? 2 * consumer_tile * element : 0;
+        const std::size_t staged = 2 * consumer_tile * element;
         const std::size_t partial = split_k > 1 ? 2 * consumer_tile * sizeof(float) + 32 : 0;
         return static_cast<std::size_t>(stages) * ((tile_m + tile_n) * tile_k * element + 16) + staged + partial + 16 + 1024;
     }
@@ -200,6 +208,9 @@ void read_given(const object_reader& l, rung kind, policy& chosen) {
     if (!wgmma && !stream) not_for("split_k", "\"wgmma\" and \"stream\" policies");
     read("cluster_m", chosen.cluster_m, {1, 2});
     read("split_k", chosen.split_k, stream ? std::vector{1, 2, 4, 8} : std::vector{1, 2, 4});
+    // A cluster given one way leaves the rule's the other way out (the kernel takes one).
+    if (wgmma && given("cluster_m") && !given("split_k") && chosen.cluster_m > 1) chosen.split_k = 1;
+    if (wgmma && given("split_k") && !given("cluster_m") && chosen.split_k > 1) chosen.cluster_m = 1;
     read("tile_m", chosen.tile_m, wgmma ? std::vector{64, 128, 256} : mma ? std::vector{32, 64, 128, 256} : std::vector{32, 64, 128});
     read("tile_n", chosen.tile_n, wgmma                      ? std::vector{64, 128, 192, 256}
                                   : mma                      ? std::vector{32, 64, 128, 256}

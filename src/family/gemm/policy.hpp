@@ -44,8 +44,8 @@ struct policy final : config::launch_policy {
     bool async_copies = false;
     /// wgmma: A's rows (K not a multiple of 16 bytes), B's rows (N not), do not start on the
     /// 16-byte boundaries the TMA unit needs: a kernel first copies the matrix to rows that do,
-    /// and the TMA unit copies from there. C's rows then do not either: its pieces are stored
-    /// straight to C, not through shared memory and the TMA unit.
+    /// and the TMA unit copies from there. C's rows then do not either: the consumers' threads
+    /// store its tiles from shared memory, not the TMA unit.
     bool pad_a = false, pad_b = false;
     /// wgmma with TMA: the rows of A's tile copied, M's rounded up to 8 where one tile row holds
     /// all of M (a decode step), else the tile's. The rows past them hold what an earlier tile
@@ -53,9 +53,9 @@ struct policy final : config::launch_policy {
     /// zero-filling.
     int a_rows_copied = 0;
     [[nodiscard]] int threads() const;
-    /// wgmma: C's tiles go through shared memory and the TMA unit (its rows start on 16-byte
+    /// wgmma: the TMA unit stores C's tiles from shared memory (its rows start on 16-byte
     /// boundaries).
-    [[nodiscard]] bool stages_c() const { return kind == rung::wgmma && !pad_b; }
+    [[nodiscard]] bool tma_stores_c() const { return kind == rung::wgmma && !pad_b; }
     /// Blocks a cluster holds: cluster_m or split_k (the policy refuses both).
     [[nodiscard]] int cluster_blocks() const { return cluster_m * split_k; }
     /// Dynamic shared memory per block.
@@ -91,6 +91,9 @@ constexpr long long k_stream_tensor_rows = 64;
 constexpr long long k_stream_auto_rows = 4;
 constexpr long long k_stream_tensor_auto_rows = 16;
 constexpr long long k_stream_tensor_from_rows = 3;
+/// On sm_90, where B's rows are not 16-byte aligned: the most rows of A "auto" multiplies on mma,
+/// whose copies take such rows element by element, rather than on wgmma after padding all of B.
+constexpr long long k_unpadded_rows = 128;
 /// stream on tensor cores: what it takes of a product (16-bit elements, rows of A and B of whole
 /// 16-byte vectors, sm_80 and newer); else the reason it cannot, for messages.
 [[nodiscard]] std::optional<std::string> stream_tensor_refusal(const sizes& s, config::dtype type, int arch);
