@@ -44,8 +44,8 @@ bool takes_tf32(const pipeline& p) { return p.type == config::dtype::float32 && 
 /// But where B's rows would be padded (N not a multiple of 8), padding all of B costs more than a
 /// product of a few rows gains by it: up to k_stream_rows rows stream B on CUDA cores, up to
 /// k_unpadded_rows take mma (on an H100, GPT-2's output layer, N = 50,257, K = 768: 8 rows 73.0 µs
-/// streamed where wgmma with B padded took 103.0; 64 rows 85.8 on mma where wgmma took 114.5:
-/// bench/results/2026-12-08-padded/first).
+/// streamed where wgmma with B padded took 103.0; 64 rows 86.4 on mma where wgmma took 108.6, but
+/// 128 rows 157.1 where wgmma took 117.6: bench/results/2026-12-08-padded/first and second).
 rung auto_rung(const pipeline& p) {
     const int arch = config::compiled_arch(p);
     const sizes s = sizes_of(p);

@@ -93,7 +93,7 @@ constexpr long long k_stream_tensor_auto_rows = 16;
 constexpr long long k_stream_tensor_from_rows = 3;
 /// On sm_90, where B's rows are not 16-byte aligned: the most rows of A "auto" multiplies on mma,
 /// whose copies take such rows element by element, rather than on wgmma after padding all of B.
-constexpr long long k_unpadded_rows = 128;
+constexpr long long k_unpadded_rows = 64;
 /// stream on tensor cores: what it takes of a product (16-bit elements, rows of A and B of whole
 /// 16-byte vectors, sm_80 and newer); else the reason it cannot, for messages.
 [[nodiscard]] std::optional<std::string> stream_tensor_refusal(const sizes& s, config::dtype type, int arch);
