@@ -519,19 +519,17 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
                 }
             }
             // C's rows do not start on 16-byte boundaries, which the TMA unit's stores need: the
-            // consumer's threads copy the tile to C, a warp a row, 32 elements (64 bytes) at a
-            // time, clipped to C.
+            // consumer's threads copy the tile to C, each warp along 32 elements of a row (64
+            // bytes) at a time, clipped to C.
             kjit_consumer_sync(kjit_consumer);
-            const int kjit_lane = threadIdx.x % 32;
             const int kjit_rows_left = (int)min(rows - kjit_row0, (long long)kjit_consumer_m);
             const int kjit_cols_left = (int)min(cols - kjit_tile.y, (long long)kjit_tile_n);
-            for (int kjit_r = kjit_warp; kjit_r < kjit_rows_left; kjit_r += 4) {
-                store_t* const kjit_c_row = out + (kjit_row0 + kjit_r) * cols + kjit_tile.y;
-#pragma unroll
-                for (int kjit_j = 0; kjit_j < kjit_tile_n / 32; ++kjit_j) {
-                    const int kjit_c = kjit_j * 32 + kjit_lane;
-                    if (kjit_c < kjit_cols_left) kjit_c_row[kjit_c] = *kjit_place(kjit_r, kjit_c);
-                }
+            store_t* const kjit_c_rows = out + kjit_row0 * cols + kjit_tile.y;
+            for (int kjit_e = threadIdx.x % 128; kjit_e < kjit_rows_left * kjit_tile_n;
+                 kjit_e += 128) {
+                const int kjit_r = kjit_e / kjit_tile_n, kjit_c = kjit_e % kjit_tile_n;
+                if (kjit_c < kjit_cols_left)
+                    kjit_c_rows[kjit_r * cols + kjit_c] = *kjit_place(kjit_r, kjit_c);
             }
         }
     }
