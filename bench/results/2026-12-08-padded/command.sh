@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: command.sh SECTION... (tests unaligned thin norms defaults other)
+# Usage: command.sh SECTION... (tests unaligned thin norms row_copy defaults other)
 #   tests: the GPU tests of the wgmma rung at rows the TMA unit cannot copy, which it now pads
 #          first (a kernel copies A or B to rows 16-byte aligned; C's pieces go straight to C
 #          where its rows are not): matmuls at odd shapes on every rung, and wgmma's split depth
@@ -17,6 +17,11 @@
 #          a decode step of 8 at "auto" (the stream rung now), cuBLAS and cuBLASLt beside them;
 #   norms: layer and RMS norm over 4096 rows of 768 holding their values (row_cache "values", the
 #          default before) and as loaded (the default now), two rounds alternated;
+#   row_copy: (not run yet) the consumers' copy of C's unaligned rows a warp a row, 32 columns a
+#          step unrolled, the row's place computed once (row-copy.patch, applied to a copy of the
+#          templates: --templates), against the templates' loop over the tile's elements, two
+#          alternated rounds at GPT-2's output layer (1190 µs on 2026-12-08, the aligned shape 480),
+#          then the matmuls' odd-shape GPU test with the patch in the templates;
 #   defaults: bench/defaults/run.py, every public shape of issue 40 at the defaults, two rounds
 #          alternated, the peers in the same call, and its table;
 #   other: the same over bench/defaults/other_models.json (shapes no rule was measured on, GPT-2's
@@ -68,6 +73,15 @@ norms() {
   for round in 1 2; do for op in rmsnorm layernorm; do for cache in values inputs; do
     row "r${round}_${op}_768_${cache}" $op.json 4096 768 --set "launch.row_cache=\"$cache\"" --set 'launch.row_mapping="warp"'
   done; done; done 2>&1 | tee "$OUT/norms.txt"
+  pack
+}
+row_copy() {
+  templates_with /tmp/row_copy bench/results/2026-12-08-padded/row-copy.patch || return 1
+  for round in 1 2; do
+    gemm "r${round}_lm_head_loop" 4096 50257 768 bfloat16
+    gemm "r${round}_lm_head_rows" 4096 50257 768 bfloat16 --templates /tmp/row_copy
+  done 2>&1 | tee "$OUT/row_copy.txt"
+  patch -p1 < bench/results/2026-12-08-padded/row-copy.patch > /dev/null && gpu_tests "matmuls verify at odd shapes*" 300
   pack
 }
 defaults() {
