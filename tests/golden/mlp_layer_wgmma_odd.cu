@@ -499,8 +499,8 @@ extern "C" __global__ __launch_bounds__(384, 1) void mlp_layer_matmul(
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
             const longlong2 kjit_from = make_longlong2(kjit_row0, kjit_tile.y);
             // C through shared memory: once the TMA unit (or this consumer's threads) has read
-            // this consumer's last tile there, its threads write this one, and the TMA unit stores
-            // it (clipped to C) while the consumer multiplies on.
+            // this consumer's last tile there, its threads write this one; the TMA unit stores it
+            // (clipped to C) while the consumer multiplies on, or its threads copy it to C.
             unsigned char* kjit_c_tile = kjit_smem.c[kjit_consumer];
             kjit_consumer_sync(kjit_consumer);
             const auto kjit_place = [&](int r, int c) {  // in slabs of 64 columns, swizzled

@@ -644,8 +644,8 @@ extern "C" __global__ __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) void m
             const long long kjit_row0 = kjit_tile.x + kjit_rows_at;
             const longlong2 kjit_from = make_longlong2(kjit_row0, kjit_tile.y);
             // C through shared memory: once the TMA unit (or this consumer's threads) has read
-            // this consumer's last tile there, its threads write this one, and the TMA unit stores
-            // it (clipped to C) while the consumer multiplies on.
+            // this consumer's last tile there, its threads write this one; the TMA unit stores it
+            // (clipped to C) while the consumer multiplies on, or its threads copy it to C.
             unsigned char* kjit_c_tile = kjit_smem.c[kjit_consumer];
             const unsigned kjit_c_at = kjit_address(kjit_c_tile);
             if (kjit_leader) kjit_bulk_wait<true>();

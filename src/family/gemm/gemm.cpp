@@ -153,8 +153,9 @@ program program_frame(const pipeline& p, const gemm::policy& t, const gemm::size
     program prog;
     prog.double_scalars = config::computes_in_double(p.type);
     prog.vector_width = t.width_c;
-    // cp.async and TMA copy 16 bytes (but where the wgmma rung pads both operands, and stores C
-    // directly); otherwise the widest of A's, B's and C's vectors.
+    // cp.async and TMA copy 16 bytes (but where the wgmma rung pads both operands: kernels read
+    // them element by element, and C's rows, unaligned too, are stored by threads); otherwise the
+    // widest of A's, B's and C's vectors.
     const bool copies_16_bytes = t.async_copies && !(t.pad_a && t.pad_b);
     prog.array_alignment = copies_16_bytes ? 16 : static_cast<std::size_t>(std::max({t.width_a, t.width_b, t.width_c})) * element;
     if (t.kind == rung::wgmma) {
