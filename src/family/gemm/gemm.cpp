@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "family/gemm/padding.hpp"
 #include "family/gemm/policy.hpp"
 #include "family/gemm/reference.hpp"
 #include "family/stage_chain.hpp"
@@ -12,6 +13,7 @@ namespace {
 
 namespace mu = codegen::mu;
 using config::pipeline;
+using gemm::padded_operand;
 using gemm::rung;
 
 /// Threads per block of a separate epilogue stage's kernel.
@@ -24,17 +26,6 @@ std::vector<std::string> piece_args_of(const element_call& call) {
     for (const auto& a : call.arrays) args.push_back("kjit_" + a.name + "_at[(kjit_h + kjit_e) % 2]");
     for (const auto& s : call.scalars) args.push_back(s.name);
     return args;
-}
-
-/// An operand's elements as a dense matrix, where a tensor map may give its rows a pitch.
-std::vector<double> operand_values(const pipeline& p, const host_launch& launch, const argument& operand) {
-    std::vector<double> values = host_values(p.type, *launch.buffers.at(operand.name));
-    if (!operand.map || operand.map->pitch == 0) return values;
-    const tensor_map& m = *operand.map;
-    std::vector<double> dense;
-    for (long long r = 0; r < m.rows; ++r)
-        dense.insert(dense.end(), values.begin() + r * m.pitch, values.begin() + r * m.pitch + m.cols);
-    return dense;
 }
 
 class gemm_family_impl final : public family {
@@ -98,8 +89,8 @@ public:
     /// pipeline's input and the matmul's `by`, or their copies in padded rows).
     host_matrix host_op(const pipeline& p, std::size_t, host_matrix, const host_launch& launch) const override {
         const long long rows = launch.sizes.at("rows"), cols = launch.sizes.at("cols"), depth = launch.sizes.at("kjit_depth");
-        const std::vector<double> a = operand_values(p, launch, launch.k.args.at(0));
-        const std::vector<double> b = operand_values(p, launch, launch.k.args.at(1));
+        const std::vector<double> a = gemm::operand_values(p, launch, launch.k.args.at(0));
+        const std::vector<double> b = gemm::operand_values(p, launch, launch.k.args.at(1));
         host_matrix x{rows, cols, std::vector<double>(static_cast<std::size_t>(rows * cols), 0.0)};
         for (long long r = 0; r < rows; ++r)
             for (long long c = 0; c < cols; ++c)
@@ -109,31 +100,6 @@ public:
 };
 
 namespace {
-
-/// wgmma: an operand copied first to rows that start on 16-byte boundaries (policy::pad_a,
-/// pad_b), which the TMA unit can copy: the input, its copy, its rows and columns, and the
-/// elements from one row's start to the next's in the copy.
-struct padded_operand {
-    std::string matrix, from, to;  ///< "A" or "B"; the buffers
-    long long rows = 0, cols = 0, pitch = 0;
-};
-
-/// The operands the policy pads, A's first.
-std::vector<padded_operand> padded_operands(const pipeline& p, const gemm::policy& t, const gemm::sizes& s) {
-    const auto per_16_bytes = static_cast<long long>(16 / config::element_size(p.type));
-    const auto pitch = [&](long long cols) { return (cols + per_16_bytes - 1) / per_16_bytes * per_16_bytes; };
-    std::vector<padded_operand> pads;
-    if (t.pad_a) pads.push_back({"A", p.stages.front().input, "kjit_a_padded", s.m, s.k, pitch(s.k)});
-    if (t.pad_b) pads.push_back({"B", gemm::multiplier(p), "kjit_b_padded", s.k, s.n, pitch(s.n)});
-    return pads;
-}
-
-/// The buffer the matmul reads `matrix` from, and its pitch (0: its rows follow one another).
-std::pair<std::string, long long> operand_read(const std::string& matrix, const std::vector<padded_operand>& pads) {
-    for (const auto& pad : pads)
-        if (pad.from == matrix) return {pad.to, pad.pitch};
-    return {matrix, 0};
-}
 
 /// The arrays the kernels write, in order: where the stages are separate, the product and each
 /// stage's but the last's, each in an array of its own; then the output.
@@ -213,8 +179,8 @@ void set_policy(mu::data& data, const pipeline& p, const gemm::policy& t, const 
         data.set("a_rows_copied", std::to_string(t.a_rows_copied));
         data.set("cluster_blocks", std::to_string(t.cluster_blocks()));
         data.set("in_clusters", codegen::flag(t.cluster_blocks() > 1));
-        data.set("a_map", operand_read(a, pads).first + "_map");
-        data.set("b_map", operand_read(b, pads).first + "_map");
+        data.set("a_map", gemm::operand_read(a, pads).first + "_map");
+        data.set("b_map", gemm::operand_read(b, pads).first + "_map");
         data.set("tma_stores_c", codegen::flag(t.tma_stores_c()));
         data.set("c_map", c + "_map");
     }
@@ -270,8 +236,8 @@ matmul_kernel matmul_kernel_of(const pipeline& p, const gemm::policy& t, const g
     // threads).
     const auto type = map_element(p.type);
     if (t.kind == rung::wgmma) {
-        const auto [a_read, a_pitch] = operand_read(a, pads);
-        const auto [b_read, b_pitch] = operand_read(b, pads);
+        const auto [a_read, a_pitch] = gemm::operand_read(a, pads);
+        const auto [b_read, b_pitch] = gemm::operand_read(b, pads);
         k.args = {map_argument(a_read, {type, s.m, s.k, t.a_rows_copied, t.tile_k, 0, a_pitch}),
                   map_argument(b_read, {type, s.k, s.n, t.tile_k, 64, 0, b_pitch})};
     } else {
@@ -327,29 +293,6 @@ void set_matmul(mu::data& data, const pipeline& p, const gemm::policy& t, const 
     data.set("store_args", codegen::parameter_list(store_args, t.kind == rung::wgmma ? 28 : 20));
 }
 
-/// wgmma: the kernel that copies `pad`'s matrix to its padded rows before the product, and its
-/// template item.
-std::pair<kernel, mu::data> pad_kernel(const pipeline& p, const padded_operand& pad) {
-    const auto element = static_cast<double>(config::element_size(p.type));
-    kernel k;
-    k.name = p.name + "_pad_" + (pad.matrix == "A" ? "a" : "b");
-    k.what = pad.matrix + " (" + pad.from + ") in rows " + std::to_string(pad.pitch) + " elements apart, which the TMA unit copies";
-    k.block = {k_stage_block, 1, 1};
-    const long long vectors = pad.rows * pad.pitch / 8;  // (the template's: 16 bytes of 16-bit elements)
-    k.grid = {std::max(1LL, (vectors + k_stage_block - 1) / k_stage_block), 1, 1};
-    k.resident = resident_rule::at_most;
-    k.args = {array_argument(pad.from, false, "kjit_from"), array_argument(pad.to, true, "kjit_to"), size_argument("rows", pad.rows),
-              size_argument("cols", pad.cols), size_argument("kjit_pitch", pad.pitch)};
-    k.bytes_read = static_cast<double>(pad.rows * pad.cols) * element;
-    k.bytes_written = static_cast<double>(pad.rows * pad.pitch) * element;
-    k.pads_rows_to = pad.pitch;
-    mu::data item;
-    item.set("heading", codegen::heading(k.name, k.what));
-    item.set("kernel", k.name);
-    item.set("kernel_params", codegen::parameter_list(declarations(k)));
-    return {std::move(k), std::move(item)};
-}
-
 /// Stage i (after the matmul) as a kernel of its own, array to array, and its template item.
 std::pair<kernel, mu::data> stage_kernel(const pipeline& p, std::size_t i, const gemm::sizes& s, int width_c,
                                          const std::vector<std::string>& arrays) {
@@ -390,7 +333,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     const gemm::sizes s = gemm::sizes_of(p);
     const bool separate = p.fuse == config::fusion::separate && p.stages.size() > 1;
     const std::vector<std::string> arrays = written_arrays(p, separate);
-    const std::vector<padded_operand> pads = padded_operands(p, t, s);
+    const std::vector<padded_operand> pads = gemm::padded_operands(p, t, s);
     program prog = program_frame(p, t, s, pads, arrays);
     prog.family = std::string(name());
 
@@ -406,7 +349,7 @@ program gemm_family_impl::plan(const pipeline& p, const codegen::template_set& t
     std::vector<std::string> names;
     mu::data pad_kernels{mu::data::type::list};
     for (const auto& pad : pads) {
-        auto [k, item] = pad_kernel(p, pad);
+        auto [k, item] = gemm::pad_kernel(p, pad);
         pad_kernels.push_back(item);
         names.push_back(k.name);
         prog.kernels.push_back(std::move(k));
